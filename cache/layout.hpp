@@ -1,0 +1,27 @@
+#pragma once
+// Paths inside a deps root. The tf/ and vmconfig/ trees keep the real Podplane layout
+// (views derived from the index); store/ holds objects and the index.
+#include <filesystem>
+#include <string_view>
+
+namespace podplane::cache::layout {
+
+namespace fs = std::filesystem;
+
+inline fs::path store_dir(const fs::path& root) { return root / "store"; }
+inline fs::path index_db(const fs::path& root) { return root / "store" / "index.db"; }
+inline fs::path objects_dir(const fs::path& root) { return root / "store" / "objects" / "sha256"; }
+inline fs::path temp_dir(const fs::path& root) { return root / "store" / "tmp"; }
+
+inline fs::path tf_dir(const fs::path& root) { return root / "tf"; }
+inline fs::path providers_dir(const fs::path& root) { return root / "tf" / "providers"; }
+inline fs::path lock_file(const fs::path& root) { return root / "tf" / ".terraform.lock.hcl"; }
+inline fs::path platforms_file(const fs::path& root) { return root / "tf" / "platforms"; }
+inline fs::path tfrc_file(const fs::path& root) { return root / "tf" / "podplane.tfrc"; }
+inline fs::path nstance_modules_dir(const fs::path& root) { return root / "tf" / "modules" / "nstance"; }
+inline fs::path current_version_file(const fs::path& root) { return nstance_modules_dir(root) / "current-version"; }
+
+inline fs::path vmconfig_manifests_dir(const fs::path& root) { return root / "vmconfig" / "manifests"; }
+inline fs::path vmconfig_artifacts_dir(const fs::path& root) { return root / "vmconfig" / "artifacts"; }
+
+}  // namespace podplane::cache::layout

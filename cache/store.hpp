@@ -1,0 +1,198 @@
+#pragma once
+// The content-addressed store under a deps root: immutable objects at
+// store/objects/sha256/<2 hex>/<62 hex> and the SQLite index store/index.db.
+//
+// Contract: every method is safe to call from several processes sharing one deps root
+// (SQLite WAL + busy retry; objects are published by rename). A Store object itself is
+// not thread-safe: use one per thread. Errors are podplane::Error. Nothing is ever
+// overwritten or removed except by gc(). A read-only store (media mounted ro, or
+// Access::read_only) answers every query; writes throw.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace podplane::cache {
+
+// $PODPLANE_DEPS_CACHE_DIR, else $XDG_CACHE_HOME/podplane/deps, else ~/.cache/podplane/deps.
+std::filesystem::path default_deps_root();
+
+enum class ArtifactKind {
+  provider_package,    // terraform-provider-<type>_<ver>_<os>_<arch>.zip
+  provider_shasums,    // the upstream <name>_<ver>_SHA256SUMS document
+  provider_signature,  // its detached binary OpenPGP signature
+  provider_keys,       // the registry's signing_keys JSON (armored public keys)
+  vmconfig_manifest,   // a vmconfig_<kind>_debian-13_<arch>.json as fetched
+  vmconfig_artifact,   // a file a vmconfig manifest lists
+};
+std::string_view to_string(ArtifactKind kind);
+ArtifactKind parse_artifact_kind(std::string_view text);  // Error on unknown text
+
+enum class Trust {
+  signed_upstream,  // checksum and upstream OpenPGP signature verified
+  checksum,         // only a digest from a trusted document verified (vmconfig, mirror hashes)
+  unverified,       // taken on the user's explicit flag; never used silently
+};
+std::string_view to_string(Trust trust);
+Trust parse_trust(std::string_view text);
+
+// One indexed file. The key (kind, address, version, platform, filename) is unique.
+struct Artifact {
+  std::int64_t id = 0;            // assigned by the index
+  ArtifactKind kind = ArtifactKind::provider_package;
+  std::string address;            // registry.opentofu.org/hashicorp/aws; vmconfig: item name or manifest name
+  std::string version;            // 6.2.0; vmconfig manifest: the manifest's vmconfig.version
+  std::string platform;           // linux_amd64; "" when not platform-specific
+  std::string filename;           // basename as published upstream
+  std::string digest;             // sha256 hex of the object (the store key)
+  std::int64_t size = 0;
+  std::string h1;                 // providers: h1 of the zip (HashZip)
+  std::string zh;                 // providers: "zh:" + digest
+  std::string upstream_digest;    // vmconfig: "sha256:…" / "sha512:…" from the manifest
+  std::string upstream_url;       // never holds credentials
+  Trust trust = Trust::unverified;
+  std::string added_at;           // RFC 3339 UTC, assigned by the index when empty
+};
+
+// How a provider package was checked (tf-protocols.md §1.4).
+struct Provenance {
+  std::int64_t artifact_id = 0;
+  std::string shasums_digest;     // object digest of the SHA256SUMS document
+  std::string signature_digest;   // object digest of the .sig
+  std::string keys_digest;        // object digest of the signing_keys JSON
+  std::string key_fingerprint;    // the key that verified the signature
+  std::string result;             // "signed", "unverified (--allow-unverified)", …
+  std::string checked_at;
+};
+
+struct ModuleFile {
+  std::string path;     // '/'-separated, relative to the package root
+  std::uint32_t mode = 0644;
+  std::string digest;   // object digest
+  std::int64_t size = 0;
+};
+
+// A module package (the whole registry package, e.g. nstance-dev/nstance/aws 2.0.1).
+struct ModuleTree {
+  std::int64_t id = 0;
+  std::string address;  // registry.opentofu.org/nstance-dev/nstance/aws
+  std::string version;
+  std::string h1;       // h1 over files (HashDir semantics)
+  std::string upstream_url;
+  std::string added_at;
+  std::vector<ModuleFile> files;
+};
+
+// What `deps tf` last resolved: the lock's selection and the platform set. It is state,
+// not content: replaced as a whole by set_tf_selection().
+struct TfSelection {
+  struct Provider {
+    std::string address;
+    std::string version;
+    std::string constraints;  // canonical
+  };
+  std::vector<Provider> providers;
+  std::vector<std::string> platforms;    // union of every platform ever requested, sorted
+  std::string module_address;            // the stack's module package (Nstance by default)
+  std::string module_version;            // current-version
+  std::string engine = "tofu";           // tofu | terraform
+};
+
+struct AuditEntry {
+  std::int64_t id = 0;
+  std::string at;
+  std::string action;   // fetch | bundle-create | bundle-import | gc | …
+  std::string subject;
+  std::string detail;   // JSON text
+};
+
+struct ArtifactQuery {
+  std::optional<ArtifactKind> kind;
+  std::optional<std::string> address;
+  std::optional<std::string> version;
+  std::optional<std::string> platform;
+};
+
+class Store;
+
+// Streams one object into a temp file inside the store while hashing it. Destroying an
+// uncommitted writer removes its temp file. Not copyable.
+class ObjectWriter {
+ public:
+  ~ObjectWriter();
+  ObjectWriter(ObjectWriter&&) noexcept;
+  ObjectWriter& operator=(ObjectWriter&&) noexcept;
+
+  void write(const void* data, std::size_t size);
+  std::uint64_t size() const;
+  // Checks the digest (Error with expected/got on mismatch, temp removed), fsyncs, renames
+  // into place (an existing identical object is kept) and records the objects row.
+  // Returns the sha256 hex digest.
+  [[nodiscard]] std::string commit(std::optional<std::string_view> expected_sha256 = std::nullopt);
+
+  struct Impl;
+ private:
+  friend class Store;
+  explicit ObjectWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class Store {
+ public:
+  enum class Access { read_write, read_only };
+
+  // Creates the layout and migrates the index when writable. Opening a store on read-only
+  // media works with Access::read_only (and is chosen automatically when the root is not writable).
+  [[nodiscard]] static Store open(const std::filesystem::path& deps_root, Access access = Access::read_write);
+  ~Store();
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+
+  const std::filesystem::path& root() const;   // the deps root
+  bool read_only() const;
+
+  // Objects.
+  std::filesystem::path object_path(std::string_view digest) const;
+  bool has_object(std::string_view digest) const;  // indexed and present on disk
+  [[nodiscard]] ObjectWriter new_object();
+  [[nodiscard]] std::string add_file(const std::filesystem::path& file,
+                                     std::optional<std::string_view> expected_sha256 = std::nullopt);
+  [[nodiscard]] std::string add_bytes(std::string_view bytes,
+                                      std::optional<std::string_view> expected_sha256 = std::nullopt);
+  std::string read_object(std::string_view digest) const;  // small objects only (JSON, sums)
+
+  // Index rows. Inserting a row identical in key and digest returns the existing id; a row
+  // with the same key but another digest is an Error (the store is additive).
+  std::int64_t add_artifact(const Artifact& artifact);
+  void add_provenance(const Provenance& provenance);
+  std::int64_t add_module_tree(const ModuleTree& tree);
+  void set_tf_selection(const TfSelection& selection);
+
+  std::vector<Artifact> artifacts(const ArtifactQuery& query = {}) const;
+  std::optional<Artifact> find_artifact(ArtifactKind kind, std::string_view address, std::string_view version,
+                                        std::string_view platform, std::string_view filename) const;
+  std::vector<Provenance> provenance_of(std::int64_t artifact_id) const;
+  std::vector<ModuleTree> module_trees(std::optional<std::string_view> address = std::nullopt) const;
+  std::optional<ModuleTree> find_module_tree(std::string_view address, std::string_view version) const;
+  std::optional<TfSelection> tf_selection() const;
+
+  void audit(std::string_view action, std::string_view subject, const nlohmann::json& detail);
+  std::vector<AuditEntry> audit_log() const;
+
+  // Runs `body` in one write transaction, rerunning it whole when another process holds
+  // the lock (SQLITE_BUSY). Calls to add_* inside join it.
+  void in_transaction(const std::function<void()>& body);
+
+  struct Impl;
+ private:
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace podplane::cache

@@ -1,0 +1,56 @@
+# Finds every third-party dependency, failing with the Debian package to install.
+find_package(PkgConfig QUIET)
+if(NOT PkgConfig_FOUND)
+  message(FATAL_ERROR "pkg-config not found: apt-get install pkg-config (or run ./scripts/setup)")
+endif()
+
+# podplane_pkg(<imported target> <pkg-config module> <Debian package>)
+function(podplane_pkg target module debian)
+  pkg_check_modules(${target} QUIET IMPORTED_TARGET GLOBAL ${module})
+  if(NOT ${target}_FOUND)
+    message(FATAL_ERROR "${module} not found: apt-get install ${debian} (or run ./scripts/setup)")
+  endif()
+endfunction()
+
+# podplane_cmake_pkg(<package> <Debian package>)
+macro(podplane_cmake_pkg package debian)
+  find_package(${package} QUIET CONFIG)
+  if(NOT ${package}_FOUND)
+    message(FATAL_ERROR "${package} not found: apt-get install ${debian} (or run ./scripts/setup)")
+  endif()
+endmacro()
+
+podplane_pkg(CURL libcurl libcurl4-openssl-dev)
+podplane_pkg(LIBARCHIVE libarchive libarchive-dev)
+podplane_pkg(OPENSSL openssl libssl-dev)
+podplane_pkg(SQLITE3 sqlite3 libsqlite3-dev)
+podplane_pkg(RNP librnp librnp-dev)
+podplane_pkg(HTTPLIB cpp-httplib libcpp-httplib-dev)
+podplane_cmake_pkg(nlohmann_json nlohmann-json3-dev)
+podplane_cmake_pkg(CLI11 libcli11-dev)
+find_package(Threads REQUIRED)
+
+# libcurl must be the OpenSSL flavour: SSL_CERT_FILE and our TLS tests rely on it.
+execute_process(COMMAND curl-config --ssl-backends OUTPUT_VARIABLE PODPLANE_CURL_SSL OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+if(PODPLANE_CURL_SSL AND NOT PODPLANE_CURL_SSL MATCHES "OpenSSL")
+  message(FATAL_ERROR "libcurl uses ${PODPLANE_CURL_SSL}, not OpenSSL: apt-get install libcurl4-openssl-dev")
+endif()
+
+if(PODPLANE_BUILD_TESTS)
+  find_package(GTest QUIET CONFIG)
+  if(NOT GTest_FOUND)
+    message(FATAL_ERROR "GoogleTest not found: apt-get install libgtest-dev libgmock-dev")
+  endif()
+endif()
+
+# podplane_library(<name> LINKS <targets…>): one static library per code folder, made of
+# every .cpp in the folder (so parallel work adds files without touching this list).
+# .sql files beside the sources are embedded by the folder's own CMakeLists when needed.
+function(podplane_library name)
+  cmake_parse_arguments(ARG "" "" "LINKS" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  add_library(${name} STATIC ${sources})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/generated)
+  target_compile_definitions(${name} PUBLIC PODPLANE_VERSION="${PROJECT_VERSION}")
+  target_link_libraries(${name} PUBLIC ${ARG_LINKS})
+endfunction()

@@ -1,0 +1,67 @@
+#pragma once
+// A reader for the subset of HCL (native syntax) that podplane needs: blocks with labels,
+// attributes whose values are literals (strings, numbers, bools, null), tuples and objects
+// of literals. Any other expression (references, function calls, conditionals, for
+// expressions, templates with interpolation, heredocs) is skipped and kept as its raw text,
+// so that .tf files parse whatever else they contain. All three comment styles are skipped.
+// Errors are podplane::Error with "file:line:column: message".
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace podplane::lockfile::hcl {
+
+struct SourcePos {
+  int line = 1;    // 1-based
+  int column = 1;  // 1-based, in bytes
+};
+
+struct Value;
+using Tuple = std::vector<Value>;
+using Object = std::vector<std::pair<std::string, Value>>;  // in source order
+
+// An expression that is not a literal: kept as source text, never evaluated.
+struct Expression {
+  std::string text;
+};
+
+struct Value {
+  std::variant<std::nullptr_t, bool, double, std::string, Tuple, Object, Expression> data;
+  SourcePos pos;
+
+  bool is_string() const { return std::holds_alternative<std::string>(data); }
+  const std::string* as_string() const { return std::get_if<std::string>(&data); }
+};
+
+struct Attribute {
+  std::string name;
+  Value value;
+  SourcePos pos;
+};
+
+struct Block;
+struct Body {
+  std::vector<Attribute> attributes;
+  std::vector<Block> blocks;
+
+  const Attribute* attribute(std::string_view name) const;
+  std::vector<const Block*> blocks_of_type(std::string_view type) const;
+};
+
+struct Block {
+  std::string type;
+  std::vector<std::string> labels;
+  Body body;
+  SourcePos pos;
+};
+
+// Parses a whole file. `source_name` prefixes every error.
+[[nodiscard]] Body parse(std::string_view text, std::string_view source_name);
+
+// Go-style quoted string literal, as hclwrite and the engines emit it.
+std::string quote(std::string_view text);
+
+}  // namespace podplane::lockfile::hcl

@@ -1,0 +1,34 @@
+#pragma once
+// What a root module asks for: terraform { required_version, required_providers } and
+// module { source, version } blocks, read from the .tf files of one directory. Every other
+// construct is skipped. Local module calls ("./x", "../y") are followed recursively.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace podplane::lockfile {
+
+struct ProviderRequirement {
+  std::string local_name;   // aws
+  std::string source;       // hashicorp/aws (as written; may be empty → hashicorp/<local_name>)
+  std::string constraints;  // as written, may be empty
+  std::string declared_in;  // file path, for messages
+};
+
+struct ModuleCall {
+  std::string name;
+  std::string source;   // as written
+  std::string version;  // as written, may be empty
+  std::string declared_in;
+};
+
+struct ModuleRequirements {
+  std::vector<std::string> required_versions;
+  std::vector<ProviderRequirement> providers;
+  std::vector<ModuleCall> remote_modules;  // every non-local call, across followed local modules
+};
+
+// Reads every *.tf file in `dir`, and follows local module sources. Errors name the file.
+[[nodiscard]] ModuleRequirements read_module_requirements(const std::filesystem::path& dir);
+
+}  // namespace podplane::lockfile

@@ -1,0 +1,134 @@
+#include "tests/support/test_support.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace podplane::test {
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = std::string(base && *base ? base : "/tmp") + "/podplane-test-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed: " + std::string(std::strerror(errno)));
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  // Objects in the store are read-only; make everything writable so it can be removed.
+  for (auto it = fs::recursive_directory_iterator(path_, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_symlink()) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+  }
+  fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
+  fs::remove_all(path_, ec);
+}
+
+ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& options) {
+  int out_pipe[2], err_pipe[2], in_pipe[2];
+  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0 || pipe(in_pipe) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    dup2(err_pipe[1], 2);
+    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    for (const auto& name : options.unset_env) unsetenv(name.c_str());
+    for (const auto& [name, value] : options.env) setenv(name.c_str(), value.c_str(), 1);
+    if (options.cwd && chdir(options.cwd->c_str()) != 0) _exit(127);
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  // Feed stdin and drain both outputs together so no pipe fills up and blocks the child.
+  std::size_t written = 0;
+  if (options.stdin_data.empty()) close(in_pipe[1]), in_pipe[1] = -1;
+  else fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
+  ProcessResult result;
+  bool out_open = true, err_open = true;
+  char buffer[65536];
+  while (out_open || err_open) {
+    pollfd fds[3];
+    int n = 0;
+    if (out_open) fds[n++] = {out_pipe[0], POLLIN, 0};
+    if (err_open) fds[n++] = {err_pipe[0], POLLIN, 0};
+    if (in_pipe[1] >= 0) fds[n++] = {in_pipe[1], POLLOUT, 0};
+    if (poll(fds, n, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (fds[i].revents == 0) continue;
+      if (fds[i].fd == in_pipe[1]) {
+        ssize_t w = write(in_pipe[1], options.stdin_data.data() + written, options.stdin_data.size() - written);
+        if (w > 0) written += static_cast<std::size_t>(w);
+        if (w < 0 || written == options.stdin_data.size()) close(in_pipe[1]), in_pipe[1] = -1;
+        continue;
+      }
+      ssize_t r = read(fds[i].fd, buffer, sizeof buffer);
+      bool is_out = fds[i].fd == out_pipe[0];
+      if (r <= 0) {
+        (is_out ? out_open : err_open) = false;
+      } else {
+        (is_out ? result.out : result.err).append(buffer, static_cast<std::size_t>(r));
+      }
+    }
+  }
+  if (in_pipe[1] >= 0) close(in_pipe[1]);
+  close(out_pipe[0]);
+  close(err_pipe[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  return result;
+}
+
+ProcessResult run_podplane(const std::vector<std::string>& args, const ProcessOptions& options) {
+  std::vector<std::string> argv{podplane_binary().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, options);
+}
+
+fs::path podplane_binary() { return PODPLANE_BINARY; }
+fs::path source_dir() { return PODPLANE_SOURCE_DIR; }
+fs::path test_data_dir() { return PODPLANE_TEST_DATA_DIR; }
+fs::path build_dir() { return PODPLANE_BUILD_DIR; }
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + file.string());
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void write_file(const fs::path& file, const std::string& content) {
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << content;
+  if (!out) throw std::runtime_error("cannot write " + file.string());
+}
+
+bool have_program(const std::string& name) {
+  return run({"sh", "-c", "command -v " + name + " >/dev/null"}).exit_code == 0;
+}
+
+}  // namespace podplane::test

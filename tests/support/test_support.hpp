@@ -1,0 +1,54 @@
+#pragma once
+// Helpers shared by every test: a fresh temp dir per test, running programs (the podplane
+// binary, gpg, git, go) with captured output, and small file utilities.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace podplane::test {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under $TMPDIR, removed (made writable first) when destroyed.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+struct ProcessResult {
+  int exit_code = -1;   // -signal when killed by a signal
+  std::string out;
+  std::string err;
+};
+
+struct ProcessOptions {
+  std::map<std::string, std::string> env;  // added to (or replacing in) the inherited environment
+  std::vector<std::string> unset_env;
+  std::optional<fs::path> cwd;
+  std::string stdin_data;
+};
+
+// Runs argv[0] (looked up on PATH) to completion, capturing stdout and stderr.
+ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+// Runs the podplane binary under test.
+ProcessResult run_podplane(const std::vector<std::string>& args, const ProcessOptions& options = {});
+fs::path podplane_binary();
+fs::path source_dir();
+fs::path test_data_dir();
+fs::path build_dir();
+
+std::string read_file(const fs::path& file);
+void write_file(const fs::path& file, const std::string& content);  // creates parent dirs
+bool have_program(const std::string& name);  // on PATH
+
+}  // namespace podplane::test
