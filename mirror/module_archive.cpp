@@ -1,0 +1,234 @@
+#include "mirror/module_archive.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+
+namespace podplane::mirror {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ArchiveDeleter {
+  void operator()(archive* handle) const { archive_read_free(handle); }
+};
+using ArchiveReader = std::unique_ptr<archive, ArchiveDeleter>;
+
+// Splits on '/' (and '\\', which Windows-made zips use) into non-empty components.
+std::vector<std::string> components(std::string_view name) {
+  std::vector<std::string> out;
+  std::string current;
+  for (char c : name) {
+    if (c == '/' || c == '\\') {
+      if (!current.empty()) out.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) out.push_back(std::move(current));
+  return out;
+}
+
+// The entry's path relative to the destination, or an Error for a hostile name.
+std::string safe_relative_name(std::string_view raw, std::string_view what) {
+  std::string name(raw);
+  if (name.starts_with("/") || name.starts_with("\\") || (name.size() > 1 && name[1] == ':')) {
+    throw Error("refusing archive entry with an absolute path in " + std::string(what) + ": " + name);
+  }
+  std::string joined;
+  for (const auto& part : components(name)) {
+    if (part == ".") continue;
+    if (part == "..") throw Error("refusing archive entry with a \"..\" component in " + std::string(what) + ": " + name);
+    joined += (joined.empty() ? "" : "/") + part;
+  }
+  return joined;
+}
+
+// True when `target` (a link's text) read from the directory of `entry` stays inside the tree.
+bool link_stays_inside(const std::string& entry, std::string_view target) {
+  if (target.empty() || target.starts_with("/") || target.starts_with("\\")) return false;
+  auto parts = components(entry);
+  if (!parts.empty()) parts.pop_back();  // the link's own name
+  for (const auto& part : components(target)) {
+    if (part == ".") continue;
+    if (part == "..") {
+      if (parts.empty()) return false;
+      parts.pop_back();
+    } else {
+      parts.push_back(part);
+    }
+  }
+  return true;
+}
+
+// Refuses to write through a link an earlier entry made (the classic tar escape).
+void check_no_link_on_the_way(const fs::path& destination, const std::string& name, std::string_view what) {
+  fs::path current = destination;
+  for (const auto& part : components(name)) {
+    current /= part;
+    std::error_code ec;
+    auto status = fs::symlink_status(current, ec);
+    if (ec) return;  // does not exist yet: nothing below it can be a link either
+    if (fs::is_symlink(status)) {
+      throw Error("refusing archive entry that would be written through a link in " + std::string(what) + ": " + name);
+    }
+  }
+}
+
+void write_entry_data(archive* reader, const fs::path& file, std::string_view what) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error("cannot write " + file.string() + " while unpacking " + std::string(what));
+  const void* block = nullptr;
+  size_t size = 0;
+  la_int64_t offset = 0;
+  la_int64_t written = 0;
+  for (;;) {
+    int status = archive_read_data_block(reader, &block, &size, &offset);
+    if (status == ARCHIVE_EOF) break;
+    if (status < ARCHIVE_WARN) {
+      throw Error("cannot unpack " + std::string(what) + ": " + archive_error_string(reader));
+    }
+    if (offset > written) {  // a sparse hole
+      out.seekp(offset);
+      written = offset;
+    }
+    out.write(static_cast<const char*>(block), static_cast<std::streamsize>(size));
+    written += static_cast<la_int64_t>(size);
+  }
+  if (!out.flush()) throw Error("cannot write " + file.string() + " while unpacking " + std::string(what));
+}
+
+void extract_entries(archive* reader, const fs::path& destination, std::string_view what) {
+  archive_entry* entry = nullptr;
+  for (;;) {
+    int status = archive_read_next_header(reader, &entry);
+    if (status == ARCHIVE_EOF) break;
+    if (status < ARCHIVE_WARN) throw Error("cannot read " + std::string(what) + ": " + archive_error_string(reader));
+    const char* raw_name = archive_entry_pathname_utf8(entry);
+    if (raw_name == nullptr) raw_name = archive_entry_pathname(entry);
+    if (raw_name == nullptr) throw Error("archive entry without a name in " + std::string(what));
+    std::string name = safe_relative_name(raw_name, what);
+    if (name.empty()) continue;  // the root itself ("./")
+    check_no_link_on_the_way(destination, name, what);
+    fs::path target = destination / name;
+    fs::create_directories(target.parent_path());
+
+    if (const char* hardlink = archive_entry_hardlink(entry); hardlink != nullptr) {
+      std::string source = safe_relative_name(hardlink, what);
+      check_no_link_on_the_way(destination, source, what);
+      if (!fs::is_regular_file(fs::symlink_status(destination / source))) {
+        throw Error("refusing hard link to a missing or non-regular file in " + std::string(what) + ": " + name);
+      }
+      fs::remove(target);
+      fs::copy_file(destination / source, target);
+      continue;
+    }
+    switch (archive_entry_filetype(entry)) {
+      case AE_IFDIR:
+        fs::create_directories(target);
+        break;
+      case AE_IFREG: {
+        if (fs::is_directory(fs::symlink_status(target))) {
+          throw Error("archive entry is both a directory and a file in " + std::string(what) + ": " + name);
+        }
+        write_entry_data(reader, target, what);
+        bool executable = (archive_entry_perm(entry) & 0111) != 0;
+        fs::permissions(target, executable ? fs::perms(0755) : fs::perms(0644));
+        break;
+      }
+      case AE_IFLNK: {
+        const char* link = archive_entry_symlink(entry);
+        std::string link_text = link == nullptr ? "" : link;
+        if (!link_stays_inside(name, link_text)) {
+          throw Error("refusing link that escapes the package in " + std::string(what) + ": " + name + " -> " +
+                      link_text);
+        }
+        fs::remove(target);
+        fs::create_symlink(link_text, target);
+        break;
+      }
+      default:
+        throw Error("refusing special file (device, fifo or socket) in " + std::string(what) + ": " + name);
+    }
+  }
+}
+
+}  // namespace
+
+void extract_archive(const fs::path& archive_file, const fs::path& destination, std::string_view what) {
+  ArchiveReader reader(archive_read_new());
+  if (!reader) throw Error("libarchive: out of memory");
+  archive_read_support_filter_all(reader.get());
+  archive_read_support_format_all(reader.get());
+  if (archive_read_open_filename(reader.get(), archive_file.c_str(), 64 * 1024) != ARCHIVE_OK) {
+    throw Error("cannot open " + std::string(what) + " as an archive: " + archive_error_string(reader.get()));
+  }
+  fs::create_directories(destination);
+  try {
+    extract_entries(reader.get(), destination, what);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(destination, ec);  // half a package is worse than none
+    throw;
+  }
+}
+
+std::vector<PackageFile> list_package_files(const fs::path& root) {
+  std::vector<PackageFile> files;
+  auto canonical_root = fs::canonical(root);
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    auto relative = fs::relative(it->path(), root).generic_string();
+    if (it.depth() == 0 && it->path().filename() == ".git") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    auto status = it->symlink_status();
+    if (fs::is_directory(status)) continue;
+    fs::path source = it->path();
+    if (fs::is_symlink(status)) {
+      std::error_code ec;
+      auto resolved = fs::canonical(it->path(), ec);
+      auto inside = !ec && std::mismatch(canonical_root.begin(), canonical_root.end(), resolved.begin(),
+                                         resolved.end()).first == canonical_root.end();
+      if (!inside) throw Error("module package link leaves the package or is broken: " + relative);
+      if (!fs::is_regular_file(resolved)) {
+        throw Error("module package link points at a directory, which the engines cannot hash: " + relative);
+      }
+      source = resolved;
+    } else if (!fs::is_regular_file(status)) {
+      throw Error("module package holds a special file: " + relative);
+    }
+    if (relative.find('\n') != std::string::npos) throw Error("module package file name holds a newline: " + relative);
+    auto perms = fs::status(source).permissions();
+    bool executable = (perms & (fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec)) != fs::perms::none;
+    files.push_back(PackageFile{relative, source, executable ? 0755u : 0644u});
+  }
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  return files;
+}
+
+cache::ModuleTree ingest_module_tree(cache::Store& store, const fs::path& root, std::string address,
+                                     std::string version, std::string upstream_url) {
+  cache::ModuleTree tree;
+  tree.address = std::move(address);
+  tree.version = std::move(version);
+  tree.upstream_url = std::move(upstream_url);
+  std::vector<std::pair<std::string, std::string>> hashed;
+  for (const auto& file : list_package_files(root)) {
+    auto digest = store.add_file(file.file);
+    auto size = static_cast<std::int64_t>(fs::file_size(file.file));
+    tree.files.push_back(cache::ModuleFile{file.path, file.mode, digest, size});
+    hashed.emplace_back(file.path, digest);
+  }
+  tree.h1 = lockfile::h1_hash(std::move(hashed));
+  return tree;
+}
+
+}  // namespace podplane::mirror
