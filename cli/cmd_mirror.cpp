@@ -1,7 +1,101 @@
+// podplane mirror serve | export | push: hand the store to tofu/terraform clients and VMs.
+#include <iostream>
+#include <memory>
+
+#include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "lockfile/error.hpp"
+#include "mirror/export.hpp"
+#include "mirror/oci.hpp"
+#include "mirror/serve.hpp"
 
 namespace podplane::cli {
 
-void register_mirror_commands(CLI::App& /*group*/, const GlobalOptions& /*global*/) {}
+namespace {
+
+struct ServeArgs {
+  std::string listen = "127.0.0.1:8443";
+  std::string tls_cert, tls_key;
+  bool plain_http = false;
+  std::size_t threads = 64;
+  std::string registry_host;
+};
+
+struct ExportArgs {
+  std::string dir;
+  std::string registry_host;
+};
+
+struct PushArgs {
+  std::string target;
+  bool plain_http = false;
+  std::string ca_file;
+};
+
+}  // namespace
+
+void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
+  auto serve_args = std::make_shared<ServeArgs>();
+  auto* serve = group.add_subcommand("serve", "Serve the store read-only over HTTPS (registry, network mirror, modules, vmconfig)");
+  serve->add_option("--listen", serve_args->listen, "HOST:PORT to listen on (port 0 picks a free port)")
+      ->capture_default_str();
+  serve->add_option("--tls-cert", serve_args->tls_cert, "PEM certificate chain");
+  serve->add_option("--tls-key", serve_args->tls_key, "PEM private key");
+  serve->add_flag("--plain-http", serve_args->plain_http, "Serve plain HTTP instead of HTTPS (tofu needs HTTPS)");
+  serve->add_option("--threads", serve_args->threads, "Worker threads (each serves one connection at a time)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 4096));
+  serve->add_option("--registry-host", serve_args->registry_host,
+                    "Origin registry that /.well-known/terraform.json answers for (default: by the engine of deps tf)");
+  serve->callback([serve_args] {
+    mirror::ServeOptions options;
+    options.listen = serve_args->listen;
+    options.threads = serve_args->threads;
+    options.site.primary_host = serve_args->registry_host;
+    if (serve_args->plain_http) {
+      if (!serve_args->tls_cert.empty() || !serve_args->tls_key.empty())
+        throw UsageError("--plain-http cannot be combined with --tls-cert/--tls-key");
+      options.transport = mirror::Transport::plain_http;
+    } else {
+      if (serve_args->tls_cert.empty() || serve_args->tls_key.empty())
+        throw UsageError("mirror serve needs --tls-cert FILE and --tls-key FILE (or --plain-http)");
+      options.tls_cert = serve_args->tls_cert;
+      options.tls_key = serve_args->tls_key;
+    }
+    mirror::serve_until_signalled(cache::default_deps_root(), options, [](const std::string& url) {
+      std::cout << url << std::endl;  // the readiness signal scripts and tests wait for
+    });
+  });
+
+  auto export_args = std::make_shared<ExportArgs>();
+  auto* exporter = group.add_subcommand("export", "Write the store as a static tree for any web server");
+  exporter->add_option("DIR", export_args->dir, "Target directory (replaced atomically)")->required();
+  exporter->add_option("--registry-host", export_args->registry_host,
+                       "Origin registry that .well-known/terraform.json answers for");
+  exporter->callback([export_args, &global] {
+    mirror::SiteOptions options;
+    options.primary_host = export_args->registry_host;
+    auto stats = mirror::export_site(cache::default_deps_root(), export_args->dir, options);
+    if (!global.quiet)
+      std::cerr << "podplane: exported " << stats.files << " files (" << stats.linked << " hard-linked, " << stats.bytes
+                << " bytes) to " << export_args->dir << "\n";
+  });
+
+  auto push_args = std::make_shared<PushArgs>();
+  auto* push = group.add_subcommand("push", "Publish providers and modules to an OCI registry (OpenTofu oci_mirror layout)");
+  push->add_option("TARGET", push_args->target, "oci://REGISTRY[:PORT]/PREFIX")->required();
+  push->add_flag("--plain-http", push_args->plain_http, "Talk plain HTTP to the registry");
+  push->add_option("--ca-file", push_args->ca_file, "PEM CA bundle for the registry's TLS certificate");
+  push->callback([push_args, &global] {
+    mirror::PushOptions options;
+    options.transport = push_args->plain_http ? mirror::Transport::plain_http : mirror::Transport::https;
+    if (!push_args->ca_file.empty()) options.ca_file = push_args->ca_file;
+    auto stats = mirror::push_to_oci(cache::default_deps_root(), push_args->target, options,
+                                     global.quiet ? nullptr : &std::cerr);
+    std::cout << "pushed " << stats.manifests_pushed << " manifests (" << stats.manifests_present
+              << " already present), uploaded " << stats.blobs_uploaded << " blobs (" << stats.bytes_uploaded
+              << " bytes), skipped " << stats.blobs_present << " blobs the registry had\n";
+  });
+}
 
 }  // namespace podplane::cli

@@ -1,0 +1,133 @@
+#include "mirror/export.hpp"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "lockfile/error.hpp"
+
+namespace podplane::mirror {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_bytes(const fs::path& file, std::string_view bytes) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw Error("cannot write " + file.string());
+}
+
+// A temp dir beside the target, removed unless released: a failed export leaves nothing.
+class StagingDir {
+ public:
+  explicit StagingDir(const fs::path& target) {
+    std::string pattern = (target.parent_path() / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw Error("cannot create a temp dir beside " + target.string() + ": " + std::strerror(errno));
+    path_ = pattern;
+  }
+  ~StagingDir() {
+    if (path_.empty()) return;
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  StagingDir(const StagingDir&) = delete;
+  StagingDir& operator=(const StagingDir&) = delete;
+  const fs::path& path() const { return path_; }
+  void release() { path_.clear(); }  // the dir was renamed into place: nothing to remove
+
+ private:
+  fs::path path_;
+};
+
+bool replaceable(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return true;
+  if (!fs::is_directory(dir, ec)) return false;
+  return fs::is_empty(dir, ec) || fs::exists(dir / kExportMarker, ec);
+}
+
+}  // namespace
+
+ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const SiteOptions& options) {
+  if (dir_in.empty()) throw UsageError("mirror export needs a target DIR");
+  fs::path dir = fs::absolute(dir_in).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();
+  if (!replaceable(dir))
+    throw Error("refusing to replace " + dir.string() + ": it is neither empty nor an earlier podplane export (no " +
+                kExportMarker + ")");
+  fs::path root = fs::absolute(deps_root).lexically_normal();
+  if (dir == root || root.string().rfind(dir.string() + "/", 0) == 0 || dir.string().rfind(root.string() + "/", 0) == 0)
+    throw Error("mirror export DIR must be outside the deps root " + root.string() + "; got " + dir.string());
+  fs::create_directories(dir.parent_path());
+
+  auto store = cache::Store::open(deps_root, cache::Store::Access::read_only);
+  auto site = MirrorSite::build(store, options);
+  for (const auto& reason : site.skipped()) std::cerr << "podplane: mirror export: skipped " << reason << "\n";
+
+  StagingDir staging(dir);
+  ExportStats stats;
+  stats.skipped_rows = site.skipped().size();
+  for (const auto& [url_path, resource] : site.resources()) {
+    // Keys are built from safe segments only (serve_site.cpp), so this stays inside staging.
+    fs::path file = staging.path() / url_path.substr(1);
+    fs::create_directories(file.parent_path());
+    switch (resource.kind) {
+      case ResourceKind::document:
+      case ResourceKind::module_download:  // the JSON 200 form; docs/mirror.md adds the header in nginx
+        write_bytes(file, resource.body);
+        stats.bytes += resource.body.size();
+        break;
+      case ResourceKind::object: {
+        std::error_code ec;
+        fs::create_hard_link(resource.object, file, ec);
+        if (!ec) {
+          ++stats.linked;
+        } else {
+          // Another file system, or links not allowed: copy (objects are immutable either way).
+          fs::copy_file(resource.object, file, ec);
+          if (ec) throw Error("cannot copy " + resource.object.string() + " to " + file.string() + ": " + ec.message());
+          fs::permissions(file, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+        }
+        stats.bytes += static_cast<std::uint64_t>(resource.size);
+        break;
+      }
+      case ResourceKind::module_package: {
+        std::ofstream out(file, std::ios::binary | std::ios::trunc);
+        write_module_tar_gz(*resource.module, [&](const char* data, std::size_t size) {
+          out.write(data, static_cast<std::streamsize>(size));
+          stats.bytes += size;
+        });
+        out.close();
+        if (!out) throw Error("cannot write " + file.string());
+        break;
+      }
+    }
+    ++stats.files;
+  }
+  write_bytes(staging.path() / kExportMarker, "podplane mirror export\n");
+  // Exported trees are world-readable like any web root, whatever the umask says.
+  for (auto it = fs::recursive_directory_iterator(staging.path()); it != fs::recursive_directory_iterator(); ++it)
+    if (it->is_directory()) fs::permissions(it->path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(staging.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+
+  if (!fs::exists(dir)) {
+    if (::rename(staging.path().c_str(), dir.c_str()) != 0)
+      throw Error("cannot move the export into " + dir.string() + ": " + std::strerror(errno));
+    staging.release();
+  } else {
+    // One atomic exchange: the staging path then holds the old tree, which the StagingDir removes.
+    if (::renameat2(AT_FDCWD, staging.path().c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) != 0)
+      throw Error("cannot swap the export into " + dir.string() + ": " + std::strerror(errno));
+  }
+  return stats;
+}
+
+}  // namespace podplane::mirror

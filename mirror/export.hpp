@@ -1,0 +1,27 @@
+#pragma once
+// `podplane mirror export DIR`: the MirrorSite of a store written as a static tree that any
+// web server can host (docs/mirror.md has the nginx configuration). The tree is built in a
+// sibling temp dir and swapped in with one rename, so readers see the old or the new tree,
+// never a mix. Only an empty dir or an earlier export is ever replaced. Errors: podplane::Error.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+
+#include "mirror/serve_site.hpp"
+
+namespace podplane::mirror {
+
+struct ExportStats {
+  std::size_t files = 0;
+  std::size_t linked = 0;        // store objects hard-linked instead of copied
+  std::uint64_t bytes = 0;
+  std::size_t skipped_rows = 0;  // index rows the site left out (see MirrorSite::skipped)
+};
+
+// The marker file that identifies an export (so that re-export may replace the dir).
+inline constexpr const char* kExportMarker = ".podplane-export";
+
+[[nodiscard]] ExportStats export_site(const std::filesystem::path& deps_root, const std::filesystem::path& dir,
+                                      const SiteOptions& options = {});
+
+}  // namespace podplane::mirror

@@ -1,0 +1,57 @@
+#pragma once
+// `podplane mirror serve`: a read-only HTTP(S) server of one store (cpp-httplib), answering
+// every path of the MirrorSite built from the index and 404 for anything else. It opens the
+// store Access::read_only and never writes. One access-log line per request goes to the
+// log stream. bind(), run() and stop() are for one owner; stop() and reload() may be called
+// from any thread while run() serves.
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "mirror/serve_site.hpp"
+
+namespace podplane::mirror {
+
+enum class Transport { https, plain_http };
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:8443";  // HOST:PORT or [V6]:PORT; port 0 picks a free one
+  Transport transport = Transport::https;
+  std::optional<std::filesystem::path> tls_cert;  // PEM chain; required for https
+  std::optional<std::filesystem::path> tls_key;   // PEM private key; required for https
+  std::size_t threads = 64;                        // worker threads (one per open connection)
+  SiteOptions site;
+};
+
+class MirrorServer {
+ public:
+  // Opens the store read-only and builds the site. Error when the store or the TLS files
+  // cannot be used; UsageError for a malformed listen address or missing TLS options.
+  MirrorServer(const std::filesystem::path& deps_root, ServeOptions options, std::ostream& log);
+  ~MirrorServer();
+  MirrorServer(const MirrorServer&) = delete;
+  MirrorServer& operator=(const MirrorServer&) = delete;
+
+  // Binds and listens; returns the base URL ("https://127.0.0.1:8443/"). Clients may
+  // connect from here on (they wait in the backlog until run()).
+  [[nodiscard]] std::string bind();
+  void run();     // serves until stop()
+  void stop();
+  void reload();  // rebuilds the site from the index; requests in flight keep the old one
+  std::size_t skipped_rows() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs a server until SIGINT or SIGTERM, reloading the site on SIGHUP. `on_ready` gets the
+// URL once the socket listens (the CLI prints it on stdout).
+void serve_until_signalled(const std::filesystem::path& deps_root, const ServeOptions& options,
+                           const std::function<void(const std::string& url)>& on_ready);
+
+}  // namespace podplane::mirror

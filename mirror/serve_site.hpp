@@ -1,0 +1,108 @@
+#pragma once
+// The published view of a store: every URL path that `mirror serve`, `mirror export` and
+// `mirror push` offer, computed in one pass over the index (a snapshot). Keys are
+// '/'-separated paths starting with '/', built only from checked safe names, so the same map
+// is also a safe relative file tree. A built MirrorSite is immutable and may be shared by
+// any number of threads. The URL layout is documented in docs/mirror.md.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/store.hpp"
+
+namespace podplane::mirror {
+
+// Where each protocol lives (docs/mirror.md "URL layout").
+namespace site_paths {
+inline constexpr std::string_view well_known = "/.well-known/terraform.json";
+inline constexpr std::string_view providers = "/v1/providers/";  // + host/ : provider registry protocol
+inline constexpr std::string_view network_mirror = "/v1/mirror/";  // the network_mirror url
+inline constexpr std::string_view modules = "/v1/modules/";      // + host/ : module registry protocol
+inline constexpr std::string_view vmconfig = "/vmconfig/";       // deps_mirror_url = the server root
+inline constexpr std::string_view healthz = "/healthz";
+inline constexpr std::string_view module_package_name = "package.tar.gz";
+}  // namespace site_paths
+
+// One file of a module package, resolved to its object in the store.
+struct ModulePackageEntry {
+  std::string path;              // '/'-separated; directories end in '/'
+  std::uint32_t mode = 0644;
+  std::filesystem::path object;  // empty for directories
+  std::int64_t size = 0;
+};
+
+// A module package in archive order (sorted by path, parents before children).
+struct ModulePackage {
+  std::string address;  // host/ns/name/system
+  std::string version;
+  std::vector<ModulePackageEntry> entries;
+};
+
+enum class ResourceKind {
+  document,         // bytes held in memory (JSON, the health answer)
+  object,           // a store object, streamed from disk
+  module_package,   // a tar.gz built on the fly from a ModulePackage
+  module_download,  // the module registry download answer (204 + X-Terraform-Get when served)
+};
+
+struct SiteResource {
+  ResourceKind kind = ResourceKind::document;
+  std::string content_type;
+  std::string body;                // document: the bytes; module_download: {"location": …}
+  std::filesystem::path object;    // object: the file in the store
+  std::int64_t size = 0;           // object: its size
+  std::string digest;              // object: its sha256 hex
+  std::string location;            // module_download: the X-Terraform-Get value (relative)
+  std::shared_ptr<const ModulePackage> module;  // module_package
+};
+
+// One provider version as published (input for `mirror push`).
+struct PublishedProviderRelease {
+  std::string host, ns, type, version;
+  std::vector<cache::Artifact> packages;  // sorted by platform
+};
+
+struct SiteOptions {
+  // The origin registry host that /.well-known/terraform.json answers for. Empty: the host of
+  // the engine recorded by `deps tf` (registry.opentofu.org unless it was terraform).
+  std::string primary_host;
+};
+
+class MirrorSite {
+ public:
+  [[nodiscard]] static MirrorSite build(const cache::Store& store, const SiteOptions& options = {});
+
+  const SiteResource* find(std::string_view path) const;
+  const std::map<std::string, SiteResource>& resources() const { return resources_; }
+  const std::vector<PublishedProviderRelease>& provider_releases() const { return provider_releases_; }
+  const std::vector<std::shared_ptr<const ModulePackage>>& module_packages() const { return module_packages_; }
+  // Index rows left out, each with the reason (unsafe names, missing objects, …).
+  const std::vector<std::string>& skipped() const { return skipped_; }
+  const std::string& primary_host() const { return primary_host_; }
+
+ private:
+  std::map<std::string, SiteResource> resources_;
+  std::vector<PublishedProviderRelease> provider_releases_;
+  std::vector<std::shared_ptr<const ModulePackage>> module_packages_;
+  std::vector<std::string> skipped_;
+  std::string primary_host_;
+};
+
+// A name that may appear as one path segment of the site: non-empty, at most 255 bytes,
+// not "." or "..", only [A-Za-z0-9._+~@=,-].
+bool is_safe_segment(std::string_view segment);
+
+using ByteSink = std::function<void(const char* data, std::size_t size)>;
+
+// The deterministic gzip'd tar of a module package (fixed mtime, uid/gid 0, no owner
+// names, no gzip timestamp, entries sorted), written through `sink` as it is produced.
+void write_module_tar_gz(const ModulePackage& package, const ByteSink& sink);
+// The same package as a zip (OpenTofu's OCI module packages are archive/zip). Fixed mtimes.
+void write_module_zip(const ModulePackage& package, const ByteSink& sink);
+
+}  // namespace podplane::mirror
