@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Serves a tree made by build_fixture.py over HTTPS on 127.0.0.1, with fault injection.
+
+    serve.py --root OUT_DIR [--port 0] [--tls|--plain] [--delay-ms N]
+             [--fail-first N:REGEX:STATUS[:RETRY_AFTER]]... [--cut-after BYTES:REGEX]...
+             [--ignore-range REGEX]... [--log FILE]
+
+Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts connections.
+- Static files from OUT_DIR/www; registry JSON (/.well-known/, /v1/, *.json) as application/json.
+- `<path>.tmpl` is served for `<path>` with {{BASE}} replaced by the server's base URL.
+- `<path>.headers` sidecar: a `Status: N` line and header lines ({{BASE}} replaced) for `<path>`.
+- Range requests (one range) answer 206; --ignore-range REGEX answers 200 with the whole file.
+- /git/… goes to `git http-backend` (GIT_PROJECT_ROOT=OUT_DIR/www/git, GIT_HTTP_EXPORT_ALL).
+- --fail-first N:REGEX:STATUS[:RETRY_AFTER]: the first N requests of EACH path matching REGEX
+  get STATUS (with Retry-After when given).
+- --cut-after BYTES:REGEX: the first full (non-Range) transfer of each matching path sends its
+  headers with the full Content-Length, then BYTES body bytes, then closes the connection.
+- --delay-ms N: every request waits N ms before it is answered.
+- --log FILE: one JSON object per request and line: method, path, status, bytes (body bytes
+  sent), range (the Range header or null), fault (null, "fail-first", "cut", "ignore-range").
+Python stdlib only: it is a test fixture.
+"""
+import argparse
+import http.server
+import json
+import os
+import re
+import socketserver
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+JSON_PREFIXES = ("/.well-known/", "/v1/")
+
+
+class State:
+    def __init__(self, args):
+        self.args = args
+        self.www = os.path.join(os.path.abspath(args.root), "www")
+        self.lock = threading.Lock()
+        self.hits = {}       # (rule index, path) -> count
+        self.cut_done = set()
+        self.log_file = open(args.log, "a", buffering=1) if args.log else None
+        self.fail_rules = []
+        for spec in args.fail_first:
+            parts = spec.split(":")
+            if len(parts) not in (3, 4):
+                raise SystemExit("--fail-first wants N:REGEX:STATUS[:RETRY_AFTER], got " + spec)
+            self.fail_rules.append((int(parts[0]), re.compile(parts[1]), int(parts[2]), parts[3] if len(parts) == 4 else None))
+        self.cut_rules = []
+        for spec in args.cut_after:
+            n, _, regex = spec.partition(":")
+            self.cut_rules.append((int(n), re.compile(regex)))
+        self.ignore_range = [re.compile(r) for r in args.ignore_range]
+        self.base = ""
+
+    def log(self, **entry):
+        if self.log_file:
+            with self.lock:
+                self.log_file.write(json.dumps(entry, sort_keys=True) + "\n")
+
+    def injected_failure(self, path):
+        with self.lock:
+            for i, (count, regex, status, retry_after) in enumerate(self.fail_rules):
+                if regex.search(path):
+                    seen = self.hits.get((i, path), 0)
+                    if seen < count:
+                        self.hits[(i, path)] = seen + 1
+                        return status, retry_after
+        return None
+
+    def cut_for(self, path):
+        with self.lock:
+            for n, regex in self.cut_rules:
+                if regex.search(path) and path not in self.cut_done:
+                    self.cut_done.add(path)
+                    return n
+        return None
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "podplane-fixture/1"
+
+    def log_message(self, format, *args):  # quiet: the access log is --log
+        pass
+
+    @property
+    def state(self):
+        return self.server.state
+
+    def finish_request(self, status, body=b"", headers=None, path=None, fault=None, cut=None, content_length=None):
+        self.send_response(status)
+        headers = headers or {}
+        for name, value in headers.items():
+            self.send_header(name, value)
+        length = len(body) if content_length is None else content_length
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        sent = 0
+        if self.command != "HEAD":
+            if cut is not None:
+                body = body[:cut]
+            try:
+                self.wfile.write(body)
+                self.wfile.flush()
+                sent = len(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        self.state.log(method=self.command, path=path or self.path, status=status, bytes=sent,
+                       range=self.headers.get("Range"), fault=fault)
+        if cut is not None:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(2)
+            except OSError:
+                pass
+
+    def do_HEAD(self):
+        self.do_GET()
+
+    def do_POST(self):
+        path = urllib.parse.urlsplit(self.path).path
+        if path.startswith("/git/"):
+            return self.git(path)
+        self.finish_request(405, b"method not allowed\n", {"Content-Type": "text/plain"}, path=path)
+
+    def do_GET(self):
+        split = urllib.parse.urlsplit(self.path)
+        path = urllib.parse.unquote(split.path)
+        if self.state.args.delay_ms:
+            time.sleep(self.state.args.delay_ms / 1000.0)
+        failure = self.state.injected_failure(path)
+        if failure:
+            status, retry_after = failure
+            headers = {"Content-Type": "text/plain"}
+            if retry_after is not None:
+                headers["Retry-After"] = retry_after
+            return self.finish_request(status, b"injected failure\n", headers, path=path, fault="fail-first")
+        if path.startswith("/git/"):
+            return self.git(path)
+        self.static(path)
+
+    def static(self, path):
+        www = self.state.www
+        rel = os.path.normpath(path.lstrip("/"))
+        if rel.startswith("..") or os.path.isabs(rel) or path.endswith((".headers", ".tmpl")):
+            return self.finish_request(404, b"not found\n", {"Content-Type": "text/plain"}, path=path)
+        file = os.path.join(www, rel)
+        status, headers = 200, {}
+        sidecar = file + ".headers"
+        if os.path.isfile(sidecar):
+            with open(sidecar) as f:
+                for line in f.read().replace("{{BASE}}", self.state.base).splitlines():
+                    name, _, value = line.partition(":")
+                    if name.strip().lower() == "status":
+                        status = int(value.strip())
+                    elif name.strip():
+                        headers[name.strip()] = value.strip()
+        body = None
+        if os.path.isfile(file):
+            with open(file, "rb") as f:
+                body = f.read()
+        elif os.path.isfile(file + ".tmpl"):
+            with open(file + ".tmpl", "rb") as f:
+                body = f.read().replace(b"{{BASE}}", self.state.base.encode())
+        elif not os.path.isfile(sidecar):
+            return self.finish_request(404, b"not found\n", {"Content-Type": "text/plain"}, path=path)
+        body = body or b""
+        if path.startswith(JSON_PREFIXES) or path.endswith(".json"):
+            headers.setdefault("Content-Type", "application/json")
+        else:
+            headers.setdefault("Content-Type", "application/octet-stream")
+        if status != 200:
+            return self.finish_request(status, body, headers, path=path)
+        headers["Accept-Ranges"] = "bytes"
+        range_header = self.headers.get("Range")
+        if range_header and any(r.search(path) for r in self.state.ignore_range):
+            return self.finish_request(200, body, headers, path=path, fault="ignore-range")
+        if range_header:
+            m = re.fullmatch(r"bytes=(\d*)-(\d*)", range_header.strip())
+            if not m or (m.group(1) == "" and m.group(2) == ""):
+                return self.finish_request(416, b"", {"Content-Range": "bytes */%d" % len(body)}, path=path)
+            if m.group(1) == "":
+                start, end = max(0, len(body) - int(m.group(2))), len(body) - 1
+            else:
+                start = int(m.group(1))
+                end = int(m.group(2)) if m.group(2) else len(body) - 1
+            end = min(end, len(body) - 1)
+            if start >= len(body) or start > end:
+                return self.finish_request(416, b"", {"Content-Range": "bytes */%d" % len(body)}, path=path)
+            headers["Content-Range"] = "bytes %d-%d/%d" % (start, end, len(body))
+            return self.finish_request(206, body[start:end + 1], headers, path=path)
+        cut = self.state.cut_for(path)
+        if cut is not None and cut < len(body):
+            return self.finish_request(200, body, headers, path=path, fault="cut", cut=cut)
+        self.finish_request(200, body, headers, path=path)
+
+    def read_request_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def git(self, path):
+        """Runs git http-backend as a CGI program (smart HTTP, protocol v2 passed through)."""
+        split = urllib.parse.urlsplit(self.path)
+        body = self.read_request_body() if self.command == "POST" else b""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": os.path.join(self.state.www, "git"),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "GATEWAY_INTERFACE": "CGI/1.1",
+            "REQUEST_METHOD": self.command,
+            "PATH_INFO": path[len("/git"):],
+            "QUERY_STRING": split.query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "REMOTE_ADDR": self.client_address[0],
+            "SERVER_PROTOCOL": "HTTP/1.1",
+        }
+        for name in ("Git-Protocol", "Content-Encoding", "Accept"):
+            if self.headers.get(name):
+                env["HTTP_" + name.upper().replace("-", "_")] = self.headers[name]
+        result = subprocess.run(["git", "http-backend"], input=body, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        out = result.stdout
+        sep = out.find(b"\r\n\r\n")
+        sep_len = 4
+        if sep < 0:
+            sep, sep_len = out.find(b"\n\n"), 2
+        if result.returncode != 0 or sep < 0:
+            return self.finish_request(500, result.stderr, {"Content-Type": "text/plain"}, path=path)
+        status, headers = 200, {}
+        for line in out[:sep].decode("latin-1").splitlines():
+            name, _, value = line.partition(":")
+            if name.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif name:
+                headers[name.strip()] = value.strip()
+        self.finish_request(status, out[sep + sep_len:], headers, path=path)
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+    context = None
+
+    def process_request_thread(self, request, client_address):
+        # The TLS handshake runs in the connection's own thread, so a slow client never
+        # holds up accept() for the others.
+        if self.context is not None:
+            try:
+                request = self.context.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError):
+                self.shutdown_request(request)
+                return
+        super().process_request_thread(request, client_address)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--port", type=int, default=0)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--tls", dest="tls", action="store_true", default=True)
+    mode.add_argument("--plain", dest="tls", action="store_false")
+    parser.add_argument("--delay-ms", type=int, default=0)
+    parser.add_argument("--fail-first", action="append", default=[])
+    parser.add_argument("--cut-after", action="append", default=[])
+    parser.add_argument("--ignore-range", action="append", default=[])
+    parser.add_argument("--log")
+    args = parser.parse_args()
+
+    server = Server(("127.0.0.1", args.port), Handler)
+    server.state = State(args)
+    scheme = "http"
+    if args.tls:
+        tls = os.path.join(os.path.abspath(args.root), "tls")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(os.path.join(tls, "server.pem"), os.path.join(tls, "server.key"))
+        server.context = context
+        scheme = "https"
+    port = server.server_address[1]
+    server.state.base = "%s://127.0.0.1:%d" % (scheme, port)
+    print("listening " + server.state.base, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
