@@ -1,0 +1,238 @@
+#include "generator/config.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "generator/jsonc.hpp"
+#include "generator/schema.hpp"
+#include "lockfile/error.hpp"
+
+namespace podplane::generator {
+
+namespace {
+
+using nlohmann::json;
+
+std::string str(const json& object, const char* key, std::string fallback = "") {
+  auto found = object.find(key);
+  return found == object.end() ? fallback : found->get<std::string>();
+}
+
+int integer(const json& object, const char* key, int fallback) {
+  auto found = object.find(key);
+  return found == object.end() ? fallback : found->get<int>();
+}
+
+bool boolean(const json& object, const char* key, bool fallback) {
+  auto found = object.find(key);
+  return found == object.end() ? fallback : found->get<bool>();
+}
+
+std::vector<std::string> strings(const json& object, const char* key) {
+  auto found = object.find(key);
+  if (found == object.end()) return {};
+  return found->get<std::vector<std::string>>();
+}
+
+// An error about one value of the config, in the same shape as schema violations.
+[[noreturn]] void fail(const JsoncDocument& document, std::string_view source, const std::string& pointer,
+                       const std::string& message) {
+  throw Error(std::string(source) + ":" + std::to_string(document.line_of(pointer)) + ": " + display_path(pointer) +
+              ": " + message);
+}
+
+}  // namespace
+
+std::string_view to_string(ProviderKind kind) { return kind == ProviderKind::aws ? "aws" : "google"; }
+
+std::vector<std::pair<std::string, std::string>> ClusterConfig::vm_flavours() const {
+  std::set<std::pair<std::string, std::string>> flavours;
+  for (const auto& pool : pools) flavours.insert({pool.vm_kind(), pool.arch});
+  return {flavours.begin(), flavours.end()};
+}
+
+std::string vmconfig_manifest_name(const std::string& kind, const std::string& arch) {
+  return "vmconfig_" + kind + "_debian-13_" + arch;
+}
+
+ClusterConfig parse_cluster_config(std::string_view text, std::string_view source_name) {
+  JsoncDocument document = parse_jsonc(text, source_name);
+  validate_or_throw(json::parse(cluster_schema_text()), document, source_name);
+
+  const json& c = document.value["cluster"];
+  ClusterConfig config;
+  config.id = c["id"].get<std::string>();
+  config.name = str(c, "name", config.id);
+  config.deps_mirror_url = str(c, "deps_mirror_url");
+  while (!config.deps_mirror_url.empty() && config.deps_mirror_url.back() == '/') config.deps_mirror_url.pop_back();
+  config.ssh_authorized_keys = strings(c, "ssh_authorized_keys");
+  config.immutable_ssh_authorized_keys = strings(c, "immutable_ssh_authorized_keys");
+
+  const json& oidc = c["oidc"];
+  config.oidc.issuer_url = oidc["issuer_url"].get<std::string>();
+  config.oidc.client_id = str(oidc, "client_id", config.oidc.client_id);
+  config.oidc.username_claim = str(oidc, "username_claim", config.oidc.username_claim);
+  config.oidc.groups_claim = str(oidc, "groups_claim", config.oidc.groups_claim);
+  config.oidc.ca_cert = str(oidc, "ca_cert");
+  config.oidc.signing_algs = strings(oidc, "signing_algs");
+
+  for (const auto& item : c["pools"].items()) {  // nlohmann keeps keys sorted
+    config.pools.push_back({item.key(), item.value()["arch"].get<std::string>(),
+                            item.value()["instance_type"].get<std::string>(), item.value()["size"].get<int>()});
+  }
+  std::set<std::string> pool_names;
+  for (const auto& pool : config.pools) pool_names.insert(pool.name);
+  if (!pool_names.count("control-plane"))
+    fail(document, source_name, "/cluster/pools", "needs a pool named \"control-plane\" (it runs the knc VMs)");
+
+  const json& p = c["providers"][0];
+  ProviderConfig& provider = config.provider;
+  provider.kind = p["kind"] == "aws" ? ProviderKind::aws : ProviderKind::google;
+  provider.region = p["region"].get<std::string>();
+  if (provider.kind == ProviderKind::aws) {
+    if (!p.contains("account")) fail(document, source_name, "/cluster/providers/0", "an aws provider needs \"account\"");
+    if (p.contains("project")) fail(document, source_name, "/cluster/providers/0/project", "is for google providers only");
+    provider.account = p["account"].get<std::string>();
+  } else {
+    if (!p.contains("project")) fail(document, source_name, "/cluster/providers/0", "a google provider needs \"project\"");
+    for (const char* key : {"account", "profile", "enable_ssm"}) {
+      if (p.contains(key)) fail(document, source_name, std::string("/cluster/providers/0/") + key, "is for aws providers only");
+    }
+    provider.account = p["project"].get<std::string>();
+  }
+  provider.profile = str(p, "profile");
+  provider.enable_ssm = provider.kind == ProviderKind::aws && boolean(p, "enable_ssm", true);
+  if (p.contains("vpc")) {
+    provider.vpc_id = str(p["vpc"], "id");
+    provider.vpc_v4cidr = str(p["vpc"], "v4cidr");
+    provider.vpc_v6cidr = str(p["vpc"], "v6cidr");
+  }
+  if (provider.vpc_id.empty() && provider.vpc_v4cidr.empty())
+    fail(document, source_name, "/cluster/providers/0", "needs \"vpc\" with \"id\" (an existing VPC) or \"v4cidr\"");
+  for (const auto& zone : p["zones"].items()) {
+    ZoneConfig zone_config{zone.key(), {}};
+    std::size_t index = 0;
+    for (const auto& subnet : zone.value()) {
+      SubnetConfig s{subnet["v4cidr"].get<std::string>(), str(subnet, "v6cidr"), boolean(subnet, "public", false),
+                     strings(subnet, "services"), str(subnet, "pool")};
+      if (!s.pool.empty() && !pool_names.count(s.pool))
+        fail(document, source_name, "/cluster/providers/0/zones/" + zone.key() + "/" + std::to_string(index) + "/pool",
+             "names the pool \"" + s.pool + "\", which is not in cluster.pools");
+      zone_config.subnets.push_back(std::move(s));
+      ++index;
+    }
+    provider.zones.push_back(std::move(zone_config));
+  }
+  if (provider.zones.empty()) fail(document, source_name, "/cluster/providers/0/zones", "needs at least one zone");
+  if (p.contains("load_balancers")) {
+    for (const auto& lb : p["load_balancers"].items()) {
+      LoadBalancerConfig balancer{lb.key(), boolean(lb.value(), "public", false), str(lb.value(), "subnets", "private"), {}};
+      std::size_t index = 0;
+      for (const auto& listener : lb.value()["listeners"]) {
+        ListenerConfig l{listener["port"].get<int>(), integer(listener, "target_port", listener["port"].get<int>()),
+                         listener["pool"].get<std::string>()};
+        if (!pool_names.count(l.pool))
+          fail(document, source_name,
+               "/cluster/providers/0/load_balancers/" + lb.key() + "/listeners/" + std::to_string(index) + "/pool",
+               "names the pool \"" + l.pool + "\", which is not in cluster.pools");
+        balancer.listeners.push_back(l);
+        ++index;
+      }
+      provider.load_balancers.push_back(std::move(balancer));
+    }
+  }
+  if (p.contains("dns")) provider.dns_zone = p["dns"]["zone"].get<std::string>();
+
+  const json& k = c["kubernetes"];
+  config.kubernetes.api_hostname = k["api_hostname"].get<std::string>();
+  config.kubernetes.api_port = integer(k, "api_port", config.kubernetes.api_port);
+  config.kubernetes.cluster_cidr = strings(k, "cluster_cidr");
+  config.kubernetes.service_cidr = strings(k, "service_cidr");
+  config.kubernetes.node_cidr_mask_size_ipv4 = integer(k, "node_cidr_mask_size_ipv4", config.kubernetes.node_cidr_mask_size_ipv4);
+  config.kubernetes.node_cidr_mask_size_ipv6 = integer(k, "node_cidr_mask_size_ipv6", config.kubernetes.node_cidr_mask_size_ipv6);
+  config.kubernetes.log_level = integer(k, "log_level", config.kubernetes.log_level);
+  if (c.contains("telemetry")) config.telemetry_endpoint = str(c["telemetry"], "endpoint");
+  if (c.contains("registry")) config.registry_hostname = str(c["registry"], "hostname");
+  if (c.contains("seed")) {
+    config.seed = {str(c["seed"], "name"), str(c["seed"], "version"), str(c["seed"], "digest"), str(c["seed"], "path")};
+  }
+  return config;
+}
+
+ClusterConfig load_cluster_config(const std::filesystem::path& file) {
+  std::error_code error;
+  if (!std::filesystem::exists(file, error))
+    throw Error("cluster config " + file.string() + " does not exist; write one with `podplane cluster init`");
+  std::FILE* handle = std::fopen(file.c_str(), "rb");
+  if (handle == nullptr) throw Error("cannot read " + file.string());
+  std::string text;
+  char buffer[65536];
+  std::size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, handle)) > 0) text.append(buffer, got);
+  std::fclose(handle);
+  return parse_cluster_config(text, file.filename().string());
+}
+
+std::string starter_config(const InitOptions& options) {
+  const bool aws = options.provider == ProviderKind::aws;
+  std::string region = !options.region.empty() ? options.region : aws ? "us-east-1" : "europe-west1";
+  std::string account = !options.account.empty() ? options.account : aws ? "123456789012" : "example-project";
+  std::string zone = aws ? region + "a" : region + "-b";
+  std::string instance = aws ? (options.arch == "arm64" ? "t4g.medium" : "t3.medium")
+                             : (options.arch == "arm64" ? "t2a-standard-2" : "e2-standard-2");
+  std::string hostname = options.api_hostname.empty() ? "k8s.example.com" : options.api_hostname;
+  std::string issuer = options.issuer_url.empty() ? "https://auth.example.com" : options.issuer_url;
+  std::string out;
+  out += "// Podplane cluster configuration. `podplane cluster create` generates the OpenTofu/Terraform\n";
+  out += "// stack beside this file from it, offline, using only the dependency store.\n";
+  out += "// Editors validate and complete it with podplane.cluster.schema.json (written beside it).\n";
+  out += "{\n";
+  out += "  \"$schema\": \"./podplane.cluster.schema.json\",\n";
+  out += "  \"cluster\": {\n";
+  out += "    // Identity: changing id, provider kind, account/project or region needs a new cluster.\n";
+  out += "    \"id\": \"" + options.id + "\",\n";
+  out += "    \"name\": \"" + options.id + "\",\n";
+  out += "    // Where VMs fetch vmconfig artifacts: your site's `podplane mirror serve`.\n";
+  out += "    // Without it, $PODPLANE_DEPS_URL (else https://deps.podplane.dev) is used.\n";
+  out += "    // \"deps_mirror_url\": \"http://mirror.internal:8080\",\n";
+  out += "    \"oidc\": { \"issuer_url\": \"" + issuer + "\" },\n";
+  out += "    // control-plane runs knc VMs; every other pool runs knd VMs.\n";
+  out += "    \"pools\": {\n";
+  out += "      \"control-plane\": { \"arch\": \"" + options.arch + "\", \"instance_type\": \"" + instance + "\", \"size\": 1 },\n";
+  out += "      \"ingress\": { \"arch\": \"" + options.arch + "\", \"instance_type\": \"" + instance + "\", \"size\": 1 }\n";
+  out += "    },\n";
+  out += "    \"providers\": [\n";
+  out += "      {\n";
+  out += "        \"kind\": \"" + std::string(to_string(options.provider)) + "\",\n";
+  out += "        \"region\": \"" + region + "\",\n";
+  if (aws) {
+    out += "        \"account\": \"" + account + "\",\n";
+    out += "        \"profile\": \"default\",\n";
+  } else {
+    out += "        \"project\": \"" + account + "\",\n";
+  }
+  out += "        \"vpc\": { \"v4cidr\": \"172.18.0.0/16\" },\n";
+  out += "        \"zones\": {\n";
+  out += "          \"" + zone + "\": [\n";
+  out += "            { \"v4cidr\": \"172.18.10.0/28\", \"services\": [\"nat\", \"nlb\"], \"public\": true },\n";
+  out += "            { \"v4cidr\": \"172.18.20.0/28\", \"services\": [\"nstance\"] },\n";
+  out += "            { \"v4cidr\": \"172.18.1.0/24\", \"pool\": \"control-plane\" },\n";
+  out += "            { \"v4cidr\": \"172.18.2.0/24\", \"pool\": \"ingress\" }\n";
+  out += "          ]\n";
+  out += "        },\n";
+  out += "        \"load_balancers\": {\n";
+  out += "          \"main\": { \"public\": true, \"subnets\": \"public\", \"listeners\": [{ \"port\": 443, \"pool\": \"ingress\" }] }\n";
+  out += "        }\n";
+  out += "      }\n";
+  out += "    ],\n";
+  out += "    \"kubernetes\": {\n";
+  out += "      \"api_hostname\": \"" + hostname + "\",\n";
+  out += "      \"cluster_cidr\": [\"100.64.0.0/10\"],\n";
+  out += "      \"service_cidr\": [\"198.18.0.0/15\"]\n";
+  out += "    }\n";
+  out += "  }\n";
+  out += "}\n";
+  return out;
+}
+
+}  // namespace podplane::generator

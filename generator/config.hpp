@@ -1,0 +1,111 @@
+#pragma once
+// podplane.cluster.jsonc: loaded, checked against the embedded schema (errors name the JSON
+// path and the line), then checked for what the schema cannot say (pool references, the
+// provider's account or project). Errors are podplane::Error.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace podplane::generator {
+
+enum class ProviderKind { aws, google };
+std::string_view to_string(ProviderKind kind);
+
+struct PoolConfig {
+  std::string name;
+  std::string arch;           // amd64 | arm64
+  std::string instance_type;
+  int size = 0;
+  std::string vm_kind() const { return name == "control-plane" ? "knc" : "knd"; }
+};
+
+struct SubnetConfig {
+  std::string v4cidr;
+  std::string v6cidr;
+  bool is_public = false;
+  std::vector<std::string> services;
+  std::string pool;
+};
+
+struct ZoneConfig {
+  std::string name;
+  std::vector<SubnetConfig> subnets;
+};
+
+struct ListenerConfig {
+  int port = 0;
+  int target_port = 0;
+  std::string pool;
+};
+
+struct LoadBalancerConfig {
+  std::string name;
+  bool is_public = false;
+  std::string subnets;  // public | private
+  std::vector<ListenerConfig> listeners;
+};
+
+struct ProviderConfig {
+  ProviderKind kind = ProviderKind::aws;
+  std::string region;
+  std::string account;   // aws account ID, or the google project ID
+  std::string profile;   // aws only
+  bool enable_ssm = true;
+  std::string vpc_id, vpc_v4cidr, vpc_v6cidr;
+  std::vector<ZoneConfig> zones;                 // sorted by name
+  std::vector<LoadBalancerConfig> load_balancers;  // sorted by name
+  std::string dns_zone;
+};
+
+struct ClusterConfig {
+  std::string id;
+  std::string name;
+  std::string deps_mirror_url;  // from the config; empty → $PODPLANE_DEPS_URL → default
+  std::vector<std::string> ssh_authorized_keys;
+  std::vector<std::string> immutable_ssh_authorized_keys;
+  struct {
+    std::string issuer_url, client_id = "kubernetes", username_claim = "email", groups_claim = "groups", ca_cert;
+    std::vector<std::string> signing_algs;
+  } oidc;
+  std::vector<PoolConfig> pools;  // sorted by name
+  ProviderConfig provider;
+  struct {
+    std::string api_hostname;
+    int api_port = 6443;
+    std::vector<std::string> cluster_cidr, service_cidr;
+    int node_cidr_mask_size_ipv4 = 24, node_cidr_mask_size_ipv6 = 64, log_level = 2;
+  } kubernetes;
+  std::string telemetry_endpoint;
+  std::string registry_hostname;
+  struct {
+    std::string name, version, digest, path;
+  } seed;
+
+  // (kind, arch) pairs the pools need, e.g. {"knc","arm64"}, sorted and unique.
+  std::vector<std::pair<std::string, std::string>> vm_flavours() const;
+};
+
+// The name of the vmconfig manifest for a flavour: vmconfig_<kind>_debian-13_<arch>.
+std::string vmconfig_manifest_name(const std::string& kind, const std::string& arch);
+
+[[nodiscard]] ClusterConfig parse_cluster_config(std::string_view text, std::string_view source_name);
+[[nodiscard]] ClusterConfig load_cluster_config(const std::filesystem::path& file);
+
+struct InitOptions {
+  ProviderKind provider = ProviderKind::aws;
+  std::string id = "example-cluster";
+  std::string region;      // empty → a sensible default per provider
+  std::string account;     // empty → a placeholder per provider
+  std::string arch = "arm64";
+  std::string api_hostname;  // empty → k8s.example.com
+  std::string issuer_url;    // empty → https://auth.example.com
+};
+
+// A commented starting config that validates against the schema.
+[[nodiscard]] std::string starter_config(const InitOptions& options);
+
+}  // namespace podplane::generator
