@@ -1,0 +1,109 @@
+#include "lockfile/platform.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "lockfile/error.hpp"
+
+namespace podplane::lockfile {
+namespace {
+
+bool is_lower_alnum(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  });
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// terraform-registry-address: ^[0-9A-Za-z](?:[0-9A-Za-z-_]{0,62}[0-9A-Za-z])?$
+bool is_valid_name_part(std::string_view part) {
+  auto alnum = [](unsigned char c) { return std::isalnum(c) != 0; };
+  if (part.empty() || part.size() > 64) return false;
+  if (!alnum(part.front()) || !alnum(part.back())) return false;
+  return std::all_of(part.begin(), part.end(),
+                     [&](unsigned char c) { return alnum(c) || c == '-' || c == '_'; });
+}
+
+// A registry hostname as written in addresses: letters, digits, '-', '.', an optional ":port".
+// Unicode hostnames are not normalised (no IDNA here); they are rejected rather than guessed.
+bool is_valid_host(std::string_view host) {
+  if (host.empty()) return false;
+  auto colon = host.find(':');
+  std::string_view name = host.substr(0, colon);
+  if (name.empty() || name.front() == '.' || name.back() == '.' || name.front() == '-') return false;
+  for (unsigned char c : name) {
+    if (!(std::isalnum(c) || c == '-' || c == '.')) return false;
+  }
+  if (colon != std::string_view::npos) {
+    std::string_view port = host.substr(colon + 1);
+    if (port.empty() || port.size() > 5) return false;
+    if (!std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) return false;
+  }
+  return true;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    auto end = text.find(separator, start);
+    parts.push_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+Platform Platform::parse(std::string_view text) {
+  auto underscore = text.find('_');
+  if (underscore != std::string_view::npos) {
+    std::string_view os = text.substr(0, underscore);
+    std::string_view arch = text.substr(underscore + 1);
+    if (is_lower_alnum(os) && is_lower_alnum(arch)) return Platform{std::string(os), std::string(arch)};
+  }
+  throw Error("invalid platform \"" + std::string(text) + "\": expected OS_ARCH, e.g. linux_amd64");
+}
+
+std::string_view default_registry_host(Engine engine) {
+  return engine == Engine::terraform ? "registry.terraform.io" : "registry.opentofu.org";
+}
+
+Engine parse_engine(std::string_view text) {
+  if (text == "tofu") return Engine::tofu;
+  if (text == "terraform") return Engine::terraform;
+  throw Error("invalid engine \"" + std::string(text) + "\": expected tofu or terraform");
+}
+
+ProviderAddress ProviderAddress::parse(std::string_view text, std::string_view default_host) {
+  auto fail = [&](const std::string& why) -> ProviderAddress {
+    throw Error("invalid provider address \"" + std::string(text) + "\": " + why +
+                " (expected NAMESPACE/TYPE or HOST/NAMESPACE/TYPE, e.g. hashicorp/aws)");
+  };
+  auto parts = split(text, '/');
+  if (parts.size() == 1) return fail("a namespace is required");
+  if (parts.size() > 3) return fail("too many parts");
+  ProviderAddress address;
+  std::size_t first = 0;
+  if (parts.size() == 3) {
+    if (!is_valid_host(parts[0])) return fail("invalid hostname \"" + std::string(parts[0]) + "\"");
+    address.host = lower(parts[0]);
+    first = 1;
+  } else {
+    address.host = lower(default_host);
+  }
+  if (!is_valid_name_part(parts[first])) return fail("invalid namespace \"" + std::string(parts[first]) + "\"");
+  if (!is_valid_name_part(parts[first + 1])) return fail("invalid type \"" + std::string(parts[first + 1]) + "\"");
+  address.ns = lower(parts[first]);
+  address.type = lower(parts[first + 1]);
+  return address;
+}
+
+}  // namespace podplane::lockfile
