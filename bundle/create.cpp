@@ -1,0 +1,503 @@
+#include "bundle/create.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "bundle/archive_io.hpp"
+#include "bundle/signing.hpp"
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+
+namespace podplane::bundle {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Closes a file descriptor it owns.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void close_checked(const std::string& where) {
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) throw Error("cannot close " + where + ": " + std::strerror(errno));
+  }
+
+ private:
+  int fd_;
+};
+
+// Upstream documents first, then the packages they vouch for, so that one provider release
+// usually lands in one volume together with its provenance.
+int kind_rank(cache::ArtifactKind kind) {
+  switch (kind) {
+    case cache::ArtifactKind::provider_keys: return 0;
+    case cache::ArtifactKind::provider_shasums: return 1;
+    case cache::ArtifactKind::provider_signature: return 2;
+    case cache::ArtifactKind::provider_package: return 3;
+    case cache::ArtifactKind::vmconfig_manifest: return 4;
+    case cache::ArtifactKind::vmconfig_artifact: return 5;
+  }
+  return 6;
+}
+
+std::int64_t epoch_of(const std::string& rfc3339) {
+  std::tm tm{};
+  if (strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return 0;
+  return static_cast<std::int64_t>(timegm(&tm));
+}
+
+std::uint64_t statvfs_free(const fs::path& dir) {
+  struct statvfs info {};
+  if (::statvfs(dir.c_str(), &info) != 0) throw Error("cannot query free space of " + dir.string() + ": " + std::strerror(errno));
+  return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
+}
+
+std::string human(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return buffer;
+}
+
+void fsync_dir(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // best effort: some filesystems (FAT on a stick) do not open directories
+  ::fsync(fd);
+  ::close(fd);
+}
+
+struct Row {
+  enum class Type { artifact, module } type;
+  std::size_t index;                  // into the artifact or module list
+  std::vector<std::string> objects;   // objects of this row that travel
+  std::size_t json_bytes = 0;         // its share of a manifest (upper bound)
+};
+
+}  // namespace
+
+std::uint64_t parse_size(std::string_view text) {
+  auto bad = [&] {
+    return UsageError("invalid size '" + std::string(text) + "': expected a number with an optional K, M, G or T suffix (e.g. 700M, 4G)");
+  };
+  if (text.empty()) throw bad();
+  std::uint64_t multiplier = 1;
+  char last = text.back();
+  std::string_view digits = text;
+  if (!(last >= '0' && last <= '9')) {
+    switch (last) {
+      case 'K': case 'k': multiplier = 1ULL << 10; break;
+      case 'M': case 'm': multiplier = 1ULL << 20; break;
+      case 'G': case 'g': multiplier = 1ULL << 30; break;
+      case 'T': case 't': multiplier = 1ULL << 40; break;
+      default: throw bad();
+    }
+    digits.remove_suffix(1);
+  }
+  if (digits.empty() || digits.size() > 15) throw bad();
+  std::uint64_t value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') throw bad();
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (value == 0) throw bad();
+  return value * multiplier;
+}
+
+fs::path volume_file(const fs::path& file, int index, int count) {
+  if (count == 1) return file;
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".%03d-of-%03d", index, count);
+  return fs::path(file.string() + suffix);
+}
+
+std::string store_identity(cache::Store& store) {
+  for (const auto& entry : store.audit_log())
+    if (entry.action == "store-identity") return entry.subject;
+  if (store.read_only()) return "";
+  // Random, so two stores restored from one backup still differ once each asks for an id.
+  std::string raw(16, '\0');
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::read(fd, raw.data(), raw.size()) != static_cast<ssize_t>(raw.size())) {
+    if (fd >= 0) ::close(fd);
+    throw Error("cannot read /dev/urandom for a store identity");
+  }
+  ::close(fd);
+  store.audit("store-identity", to_hex(raw), json::object());
+  // Another process may have raced us: the oldest entry wins for everybody.
+  for (const auto& entry : store.audit_log())
+    if (entry.action == "store-identity") return entry.subject;
+  return to_hex(raw);
+}
+
+Inventory make_inventory(cache::Store& store) {
+  Inventory inventory;
+  inventory.tool_version = PODPLANE_VERSION;
+  inventory.store_id = store_identity(store);
+  std::set<std::string> referenced;
+  auto artifacts = store.artifacts();
+  for (const auto& artifact : artifacts) {
+    TravellingArtifact travelling{artifact, store.provenance_of(artifact.id)};
+    inventory.rows.insert(row_id(artifact, travelling.provenance));
+    for (auto& d : objects_of(travelling)) referenced.insert(std::move(d));
+  }
+  auto trees = store.module_trees();
+  for (const auto& tree : trees) {
+    inventory.rows.insert(row_id(tree));
+    for (auto& d : objects_of(tree)) referenced.insert(std::move(d));
+  }
+  for (const auto& digest : referenced)
+    if (store.has_object(digest)) inventory.objects.insert(digest);
+  inventory.generation = artifacts.size() + trees.size();
+  return inventory;
+}
+
+BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const CreateOptions& options) {
+  std::optional<Inventory> inventory;
+  std::optional<SinceInventory> since;
+  if (options.since) {
+    std::string bytes;
+    {
+      std::error_code ec;
+      if (!fs::is_regular_file(*options.since, ec)) throw Error("inventory " + options.since->string() + " is not a readable file");
+      std::FILE* f = std::fopen(options.since->c_str(), "rb");
+      if (f == nullptr) throw Error("cannot open inventory " + options.since->string() + ": " + std::strerror(errno));
+      char buffer[65536];
+      std::size_t n;
+      while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.append(buffer, n);
+      std::fclose(f);
+    }
+    try {
+      inventory = Inventory::parse(bytes);
+    } catch (const Error& e) {
+      throw Error("cannot use inventory " + options.since->string() + ": " + e.what());
+    }
+    since = SinceInventory{lockfile::sha256_hex(bytes), inventory->store_id, inventory->generation};
+  }
+  std::set<std::string> platforms;
+  for (const auto& platform : options.platforms) {
+    check_safe_name("platform", platform);
+    platforms.insert(platform);
+  }
+  std::optional<SigningKey> key;
+  if (options.signing_key) key = SigningKey::load(*options.signing_key);
+
+  // 1. Rows that travel, in a stable order.
+  std::vector<TravellingArtifact> artifacts;
+  std::string newest;
+  for (auto& artifact : store.artifacts()) {
+    newest = std::max(newest, artifact.added_at);
+    if (artifact.kind == cache::ArtifactKind::provider_package && !platforms.empty() && !platforms.count(artifact.platform))
+      continue;
+    TravellingArtifact travelling{artifact, store.provenance_of(artifact.id)};
+    travelling.artifact.id = 0;
+    for (auto& p : travelling.provenance) p.artifact_id = 0;
+    std::sort(travelling.provenance.begin(), travelling.provenance.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.shasums_digest, a.signature_digest, a.keys_digest, a.key_fingerprint, a.result, a.checked_at) <
+             std::tie(b.shasums_digest, b.signature_digest, b.keys_digest, b.key_fingerprint, b.result, b.checked_at);
+    });
+    artifacts.push_back(std::move(travelling));
+  }
+  std::vector<cache::ModuleTree> trees;
+  for (auto& tree : store.module_trees()) {
+    newest = std::max(newest, tree.added_at);
+    tree.id = 0;
+    std::sort(tree.files.begin(), tree.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+    trees.push_back(std::move(tree));
+  }
+  std::sort(artifacts.begin(), artifacts.end(), [](const TravellingArtifact& x, const TravellingArtifact& y) {
+    const auto& a = x.artifact;
+    const auto& b = y.artifact;
+    return std::make_tuple(a.address, a.version, kind_rank(a.kind), a.platform, a.filename) <
+           std::make_tuple(b.address, b.version, kind_rank(b.kind), b.platform, b.filename);
+  });
+  std::sort(trees.begin(), trees.end(),
+            [](const auto& a, const auto& b) { return std::tie(a.address, a.version) < std::tie(b.address, b.version); });
+
+  auto lacks = [&](const std::string& digest) { return !inventory || !inventory->objects.count(digest); };
+  std::vector<Row> rows;
+  BundlePlan plan;
+  std::vector<TravellingArtifact> kept_artifacts;
+  std::vector<cache::ModuleTree> kept_trees;
+  auto consider = [&](Row::Type type, std::vector<std::string> objects, const std::string& id, auto&& keep) {
+    bool row_known = inventory && inventory->rows.count(id);
+    std::vector<std::string> travelling_objects;
+    for (auto& d : objects)
+      if (lacks(d)) travelling_objects.push_back(std::move(d));
+    if (row_known && travelling_objects.empty()) return;
+    std::sort(travelling_objects.begin(), travelling_objects.end());
+    travelling_objects.erase(std::unique(travelling_objects.begin(), travelling_objects.end()), travelling_objects.end());
+    rows.push_back(Row{type, keep(), std::move(travelling_objects), 0});
+  };
+  for (auto& a : artifacts) {
+    consider(Row::Type::artifact, objects_of(a), row_id(a.artifact, a.provenance), [&] {
+      kept_artifacts.push_back(a);
+      return kept_artifacts.size() - 1;
+    });
+  }
+  for (auto& t : trees) {
+    consider(Row::Type::module, objects_of(t), row_id(t), [&] {
+      kept_trees.push_back(t);
+      return kept_trees.size() - 1;
+    });
+  }
+  plan.artifacts = kept_artifacts.size();
+  plan.module_trees = kept_trees.size();
+
+  // 2. Objects in first-use order, each stat'ed so that a damaged store stops us here.
+  std::vector<ManifestObject> objects;
+  std::map<std::string, std::size_t> object_index;
+  std::map<std::string, std::vector<std::size_t>> rows_of_object;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (const auto& digest : rows[r].objects) {
+      rows_of_object[digest].push_back(r);
+      if (object_index.count(digest)) continue;
+      std::error_code ec;
+      fs::path path = store.object_path(digest);
+      auto size = fs::file_size(path, ec);
+      if (ec || !store.has_object(digest))
+        throw Error("store object " + digest + " is missing or unreadable (" + path.string() +
+                    "); run 'podplane deps verify' and fetch again");
+      object_index[digest] = objects.size();
+      objects.push_back(ManifestObject{digest, size});
+      plan.object_bytes += size;
+    }
+  }
+  plan.objects = objects.size();
+
+  std::optional<cache::TfSelection> selection = store.tf_selection();
+  if (selection && !platforms.empty()) {
+    std::vector<std::string> kept;
+    for (const auto& p : selection->platforms)
+      if (platforms.count(p)) kept.push_back(p);
+    selection->platforms = kept;
+  }
+
+  // 3. The manifest of a volume: fixed part + rows without travelling objects (in every
+  // volume) + per object its entry and the rows it brings along.
+  BundleManifest base;
+  base.tool_version = PODPLANE_VERSION;
+  base.created_at = newest.empty() ? "1970-01-01T00:00:00Z" : newest;
+  base.bundle_id = std::string(64, '0');
+  base.since = since;
+  base.platforms.assign(platforms.begin(), platforms.end());
+  base.total_objects = plan.objects;
+  base.total_bytes = plan.object_bytes;
+  base.tf_selection = selection;
+  for (auto& row : rows) {
+    if (row.type == Row::Type::artifact) {
+      BundleManifest probe;
+      probe.artifacts.push_back(kept_artifacts[row.index]);
+      row.json_bytes = probe.serialize().size();
+    } else {
+      BundleManifest probe;
+      probe.module_trees.push_back(kept_trees[row.index]);
+      row.json_bytes = probe.serialize().size();
+    }
+    if (row.objects.empty()) {
+      if (row.type == Row::Type::artifact) base.artifacts.push_back(kept_artifacts[row.index]);
+      else base.module_trees.push_back(kept_trees[row.index]);
+    }
+  }
+  std::size_t empty_manifest_bytes = BundleManifest{}.serialize().size();
+  BundleManifest upper = base;
+  upper.volume_index = upper.volume_count = 999;
+  const std::uint64_t base_bytes = upper.serialize().size();
+  SignatureBlock signature_shape;
+  if (key) {
+    signature_shape = SignatureBlock{"ed25519", key->public_key().raw_hex(), key->public_key().key_id(), std::string(128, '0')};
+  }
+  const std::uint64_t signature_entry = detail::tar_entry_bytes(signature_shape.serialize().size());
+  const std::uint64_t limit = options.volume_size.value_or(UINT64_MAX);
+
+  struct Packing {
+    std::vector<std::size_t> objects;
+    std::set<std::size_t> rows;
+    std::uint64_t manifest_bytes = 0;
+    std::uint64_t object_entries = 0;
+    std::uint64_t total(std::uint64_t signature) const {
+      return detail::tar_entry_bytes(manifest_bytes) + signature + object_entries + detail::kTarEndBytes;
+    }
+  };
+  std::vector<Packing> packs(1);
+  packs.back().manifest_bytes = base_bytes;
+  // Bytes object `o` adds to `pack`: its tar entry, its manifest line and the rows it brings.
+  auto growth = [&](const Packing& pack, std::size_t o) {
+    std::uint64_t manifest = json{{"digest", objects[o].digest}, {"size", objects[o].size}}.dump().size() + 1;
+    for (std::size_t r : rows_of_object[objects[o].digest])
+      if (!pack.rows.count(r)) manifest += rows[r].json_bytes - empty_manifest_bytes + 2;
+    return manifest;
+  };
+  auto add = [&](Packing& pack, std::size_t o, std::uint64_t manifest_growth) {
+    pack.objects.push_back(o);
+    pack.object_entries += detail::tar_entry_bytes(objects[o].size);
+    pack.manifest_bytes += manifest_growth;
+    for (std::size_t r : rows_of_object[objects[o].digest]) pack.rows.insert(r);
+  };
+  auto fits = [&](const Packing& pack, std::size_t o, std::uint64_t manifest_growth) {
+    return detail::tar_entry_bytes(pack.manifest_bytes + manifest_growth) + signature_entry + pack.object_entries +
+               detail::tar_entry_bytes(objects[o].size) + detail::kTarEndBytes <=
+           limit;
+  };
+  if (packs.back().total(signature_entry) > limit)
+    throw UsageError("volume size " + std::to_string(limit) + " bytes cannot even hold the bundle manifest (" +
+                     human(packs.back().total(signature_entry)) + ")");
+  for (std::size_t o = 0; o < objects.size(); ++o) {
+    std::uint64_t manifest_growth = growth(packs.back(), o);
+    if (fits(packs.back(), o, manifest_growth)) {
+      add(packs.back(), o, manifest_growth);
+      continue;
+    }
+    Packing fresh;
+    fresh.manifest_bytes = base_bytes;
+    manifest_growth = growth(fresh, o);
+    if (!fits(fresh, o, manifest_growth))
+      throw UsageError("volume size " + std::to_string(limit) + " bytes is too small for object " + objects[o].digest + " (" +
+                       human(objects[o].size) + ") and its manifest; choose a larger --volume-size");
+    add(fresh, o, manifest_growth);
+    if (packs.back().objects.empty()) packs.back() = std::move(fresh);
+    else packs.push_back(std::move(fresh));
+  }
+  if (packs.size() > 999) throw UsageError("the bundle would need " + std::to_string(packs.size()) + " volumes (at most 999); choose a larger --volume-size");
+
+  // 4. Final manifests: the bundle id ties the volumes together.
+  json id_source = json::array();
+  for (const auto& pack : packs) {
+    json list = json::array();
+    for (std::size_t o : pack.objects) list.push_back(objects[o].digest);
+    id_source.push_back(list);
+  }
+  id_source.push_back(since ? since->inventory_digest : "");
+  const std::string bundle_id = lockfile::sha256_hex(id_source.dump());
+  const int count = static_cast<int>(packs.size());
+  for (int v = 0; v < count; ++v) {
+    const Packing& pack = packs[static_cast<std::size_t>(v)];
+    VolumePlan volume;
+    volume.file = volume_file(file, v + 1, count);
+    volume.manifest = base;
+    volume.manifest.bundle_id = bundle_id;
+    volume.manifest.volume_index = v + 1;
+    volume.manifest.volume_count = count;
+    volume.manifest.artifacts.clear();
+    volume.manifest.module_trees.clear();
+    // Rows in their global order: those without travelling objects plus those this volume feeds.
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      if (!rows[r].objects.empty() && !pack.rows.count(r)) continue;
+      if (rows[r].type == Row::Type::artifact) volume.manifest.artifacts.push_back(kept_artifacts[rows[r].index]);
+      else volume.manifest.module_trees.push_back(kept_trees[rows[r].index]);
+    }
+    for (std::size_t o : pack.objects) volume.manifest.objects.push_back(objects[o]);
+    volume.manifest_bytes = volume.manifest.serialize();
+    SignatureBlock signature;
+    if (key) {
+      signature = SignatureBlock{"ed25519", key->public_key().raw_hex(), key->public_key().key_id(),
+                                 key->sign_hex(volume.manifest_bytes)};
+    }
+    volume.signature_bytes = signature.serialize();
+    volume.bytes = detail::tar_entry_bytes(volume.manifest_bytes.size()) +
+                   detail::tar_entry_bytes(volume.signature_bytes.size()) + pack.object_entries + detail::kTarEndBytes;
+    if (volume.bytes > limit)  // the estimate above is an upper bound; this guards it
+      throw Error("internal error: volume " + std::to_string(v + 1) + " exceeds the volume size");
+    plan.total_bytes += volume.bytes;
+    plan.volumes.push_back(std::move(volume));
+  }
+  plan.signed_bundle = key.has_value();
+  return plan;
+}
+
+void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptions& options,
+                  const std::function<void(const std::string&)>& progress) {
+  if (plan.volumes.empty()) throw Error("empty bundle plan");
+  fs::path dir = plan.volumes.front().file.parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error("target directory " + dir.string() + " does not exist");
+  std::uint64_t free_bytes = options.free_space ? options.free_space(dir) : statvfs_free(dir);
+  if (free_bytes < plan.total_bytes)
+    throw Error(mismatch_message("not enough free space in " + dir.string() + " for the bundle",
+                                 std::to_string(plan.total_bytes) + " bytes (" + human(plan.total_bytes) + ")",
+                                 std::to_string(free_bytes) + " bytes free (" + human(free_bytes) + ")"));
+
+  std::vector<char> buffer(1 << 20);
+  for (const auto& volume : plan.volumes) {
+    fs::path temp = fs::path(volume.file.string() + ".tmp-" + std::to_string(::getpid()));
+    Fd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (out.get() < 0) throw Error("cannot create " + temp.string() + ": " + std::strerror(errno));
+    try {
+      detail::ArchiveWriter writer(out.get(), epoch_of(volume.manifest.created_at), volume.file.string());
+      writer.add_file(kManifestEntry, volume.manifest_bytes);
+      writer.add_file(kSignatureEntry, volume.signature_bytes);
+      for (const auto& object : volume.manifest.objects) {
+        fs::path path = store.object_path(object.digest);
+        Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (in.get() < 0) throw Error("cannot open store object " + path.string() + ": " + std::strerror(errno));
+        ::posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+        writer.begin_file(std::string(kObjectPrefix) + object.digest, object.size);
+        std::uint64_t copied = 0;
+        while (copied < object.size) {
+          ssize_t n = ::read(in.get(), buffer.data(), std::min<std::uint64_t>(buffer.size(), object.size - copied));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) throw Error("store object " + path.string() + " changed size or could not be read while bundling");
+          writer.write(buffer.data(), static_cast<std::size_t>(n));
+          copied += static_cast<std::uint64_t>(n);
+        }
+      }
+      writer.close();
+      if (::fsync(out.get()) != 0) throw Error("cannot flush " + temp.string() + ": " + std::strerror(errno));
+      out.close_checked(temp.string());
+      struct stat st {};
+      if (::stat(temp.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != volume.bytes)
+        throw Error(mismatch_message("volume " + volume.file.string() + " came out at an unexpected size",
+                                     std::to_string(volume.bytes), std::to_string(st.st_size)));
+      if (::rename(temp.c_str(), volume.file.c_str()) != 0)
+        throw Error("cannot rename " + temp.string() + " to " + volume.file.string() + ": " + std::strerror(errno));
+    } catch (...) {
+      ::unlink(temp.c_str());
+      throw;
+    }
+    fsync_dir(dir);
+    if (progress)
+      progress("wrote " + volume.file.string() + " (volume " + std::to_string(volume.manifest.volume_index) + " of " +
+               std::to_string(volume.manifest.volume_count) + ", " + std::to_string(volume.manifest.objects.size()) +
+               " objects, " + human(volume.bytes) + ")");
+  }
+  if (!store.read_only()) {
+    json files = json::array();
+    for (const auto& v : plan.volumes) files.push_back(v.file.string());
+    const auto& first = plan.volumes.front().manifest;
+    store.audit("bundle-create", plan.volumes.front().file.string(),
+                {{"bundle_id", first.bundle_id},
+                 {"files", files},
+                 {"objects", plan.objects},
+                 {"bytes", plan.total_bytes},
+                 {"artifacts", plan.artifacts},
+                 {"module_trees", plan.module_trees},
+                 {"since", first.since ? first.since->inventory_digest : ""},
+                 {"platforms", first.platforms},
+                 {"signed", plan.signed_bundle}});
+  }
+}
+
+}  // namespace podplane::bundle

@@ -1,0 +1,65 @@
+#pragma once
+// Cutting a store into a bundle: the plan (which rows and objects travel, how they split into
+// volumes, how many bytes each volume takes) and the writer. The same store and options
+// always give byte-identical volumes. Errors are podplane::Error; bad options UsageError.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bundle/manifest.hpp"
+#include "cache/store.hpp"
+
+namespace podplane::bundle {
+
+struct CreateOptions {
+  std::optional<std::filesystem::path> since;         // inventory file of the receiving store
+  std::vector<std::string> platforms;                 // keep provider packages of these only
+  std::optional<std::filesystem::path> signing_key;   // Ed25519 PEM from `bundle keygen`
+  std::optional<std::uint64_t> volume_size;           // at most this many bytes per volume
+  // Seam for tests: free bytes in a directory (default statvfs f_bavail * f_frsize).
+  std::function<std::uint64_t(const std::filesystem::path&)> free_space;
+};
+
+struct VolumePlan {
+  std::filesystem::path file;
+  BundleManifest manifest;
+  std::string manifest_bytes;
+  std::string signature_bytes;
+  std::uint64_t bytes = 0;  // exact size of the volume file
+};
+
+struct BundlePlan {
+  std::size_t artifacts = 0;      // rows that travel (each counted once)
+  std::size_t module_trees = 0;
+  std::uint64_t objects = 0;
+  std::uint64_t object_bytes = 0;
+  std::uint64_t total_bytes = 0;  // sum of the volume files
+  bool signed_bundle = false;
+  std::vector<VolumePlan> volumes;
+};
+
+// "700M", "4G", "1K", "123": binary multiples (K = 1024). UsageError on anything else.
+std::uint64_t parse_size(std::string_view text);
+
+// FILE when there is one volume, else FILE.001-of-003, FILE.002-of-003, …
+std::filesystem::path volume_file(const std::filesystem::path& file, int index, int count);
+
+// Decides what travels and lays out the volumes; reads the index and stats objects only.
+BundlePlan plan_bundle(const cache::Store& store, const std::filesystem::path& file, const CreateOptions& options);
+
+// Refuses when the target directory lacks plan.total_bytes, then writes every volume through
+// a temp file and a rename. `progress` (may be empty) gets one line per volume.
+void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptions& options,
+                  const std::function<void(const std::string&)>& progress = {});
+
+// What this store holds (objects present on disk and row ids), for `bundle inventory`.
+Inventory make_inventory(cache::Store& store);
+// A random id kept in the store's audit log (action "store-identity"); created on first use
+// when the store is writable, "" on a read-only store that has none.
+std::string store_identity(cache::Store& store);
+
+}  // namespace podplane::bundle

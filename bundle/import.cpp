@@ -1,0 +1,451 @@
+#include "bundle/import.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <archive_entry.h>
+#include <nlohmann/json.hpp>
+
+#include "bundle/archive_io.hpp"
+#include "bundle/create.hpp"
+#include "bundle/manifest.hpp"
+#include "bundle/signing.hpp"
+#include "cache/views.hpp"
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+
+namespace podplane::bundle {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::uint64_t kManifestLimit = 64ULL << 20;  // far above any real store's index
+constexpr std::uint64_t kSignatureLimit = 64ULL << 10;
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Where objects of a volume go: into the store, or only through a hasher (verify).
+class ObjectSink {
+ public:
+  virtual ~ObjectSink() = default;
+  virtual bool already_present(const ManifestObject& object) = 0;
+  virtual void receive(detail::ArchiveReader& reader, const ManifestObject& object) = 0;
+};
+
+void refuse_entry(const std::string& name, const fs::path& file, const std::string& why) {
+  throw Error("refused entry '" + name + "' in " + file.string() + ": " + why);
+}
+
+// Every tar entry is hostile until shown to be a plain file with a plain name.
+std::string checked_entry_name(archive_entry* entry, const fs::path& file) {
+  const char* raw = archive_entry_pathname(entry);
+  std::string name = raw != nullptr ? raw : "";
+  if (name.empty()) refuse_entry(name, file, "entry without a name");
+  if (name.front() == '/') refuse_entry(name, file, "absolute path");
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('/', start);
+    if (end == std::string::npos) end = name.size();
+    if (name.compare(start, end - start, "..") == 0 && end - start == 2) refuse_entry(name, file, "'..' in the path");
+    start = end + 1;
+  }
+  if (archive_entry_hardlink(entry) != nullptr) refuse_entry(name, file, "hard link");
+  auto type = archive_entry_filetype(entry);
+  if (archive_entry_symlink(entry) != nullptr || type == AE_IFLNK) refuse_entry(name, file, "symbolic link");
+  if (type == AE_IFCHR || type == AE_IFBLK) refuse_entry(name, file, "device node");
+  if (type == AE_IFIFO) refuse_entry(name, file, "named pipe");
+  if (type == AE_IFDIR) refuse_entry(name, file, "directory");
+  if (type != AE_IFREG) refuse_entry(name, file, "not a regular file");
+  if (archive_entry_sparse_count(entry) > 0) refuse_entry(name, file, "sparse file");
+  if (!archive_entry_size_is_set(entry) || archive_entry_size(entry) < 0) refuse_entry(name, file, "no size");
+  return name;
+}
+
+std::string read_small_entry(detail::ArchiveReader& reader, const fs::path& file, std::string_view expected,
+                             std::uint64_t limit) {
+  archive_entry* entry = nullptr;
+  if (!reader.next(entry))
+    throw Error("bundle " + file.string() + " ends before its " + std::string(expected) + " entry (empty or truncated)");
+  std::string name = checked_entry_name(entry, file);
+  if (name != expected)
+    throw Error(mismatch_message("bundle " + file.string() + " does not start like a podplane bundle",
+                                 "entry " + std::string(expected), "entry " + name));
+  if (static_cast<std::uint64_t>(archive_entry_size(entry)) > limit)
+    refuse_entry(name, file, "larger than " + std::to_string(limit) + " bytes");
+  std::string content = reader.read_all(limit);
+  if (content.size() != static_cast<std::uint64_t>(archive_entry_size(entry)))
+    throw Error("bundle " + file.string() + " is truncated inside " + name);
+  return content;
+}
+
+void check_signature(const std::string& manifest_bytes, const std::string& signature_bytes,
+                     const std::vector<PublicKey>& trusted, const VerifyOptions& options, VolumeReport& report) {
+  SignatureBlock block = SignatureBlock::parse(signature_bytes);
+  if (block.algorithm == "none") {
+    report.signer = "unsigned";
+    if (options.unsigned_bundles == UnsignedBundles::refuse)
+      throw Error("bundle " + report.file.string() +
+                  " is unsigned: refused (create it with --sign KEY and import with --trust KEY.pub, or pass --allow-unsigned)");
+    return;
+  }
+  PublicKey signer = PublicKey::from_raw_hex(block.public_key_hex);
+  if (signer.key_id() != block.key_id)
+    throw Error(mismatch_message("bundle " + report.file.string() + " names another key id than its public key",
+                                 signer.key_id(), block.key_id));
+  // A bad signature is damage or forgery: refused whatever the flags say.
+  if (!signer.verifies(manifest_bytes, block.signature_hex))
+    throw Error("bad signature on bundle " + report.file.string() + ": the manifest or its signature was altered");
+  report.signer = signer.key_id();
+  report.trusted_signer = std::any_of(trusted.begin(), trusted.end(),
+                                      [&](const PublicKey& key) { return key.raw_hex() == signer.raw_hex(); });
+  if (!report.trusted_signer && options.unsigned_bundles == UnsignedBundles::refuse)
+    throw Error("bundle " + report.file.string() + " is signed by untrusted key " + signer.key_id() +
+                ": refused (pass --trust with that public key, or --allow-unsigned)");
+}
+
+// Reads one volume. `manifest` is set as soon as the signature has vouched for it, so the
+// caller can account for what a damaged volume still delivered.
+void read_volume(const fs::path& file, const std::vector<PublicKey>& trusted, const VerifyOptions& options,
+                 ObjectSink& sink, VolumeReport& report, std::optional<BundleManifest>& manifest) {
+  report.file = file;
+  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw Error("cannot open bundle " + file.string() + ": " + std::strerror(errno));
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  detail::ArchiveReader reader(fd.get(), file.string());
+  std::string manifest_bytes = read_small_entry(reader, file, kManifestEntry, kManifestLimit);
+  std::string signature_bytes = read_small_entry(reader, file, kSignatureEntry, kSignatureLimit);
+  check_signature(manifest_bytes, signature_bytes, trusted, options, report);
+  manifest = BundleManifest::parse(manifest_bytes);
+  report.bundle_id = manifest->bundle_id;
+  report.volume_index = manifest->volume_index;
+  report.volume_count = manifest->volume_count;
+  report.objects = manifest->objects.size();
+
+  std::map<std::string, std::size_t> position;
+  for (std::size_t i = 0; i < manifest->objects.size(); ++i) position[manifest->objects[i].digest] = i;
+  std::vector<bool> seen(manifest->objects.size(), false);
+  archive_entry* entry = nullptr;
+  for (std::size_t i = 0; i < manifest->objects.size(); ++i) {
+    if (!reader.next(entry))
+      throw Error("bundle " + file.string() + " is truncated: it ends before object " + std::to_string(i + 1) + " of " +
+                  std::to_string(manifest->objects.size()));
+    std::string name = checked_entry_name(entry, file);
+    std::string_view digest(name);
+    if (!digest.starts_with(kObjectPrefix)) refuse_entry(name, file, "not in the manifest");
+    digest.remove_prefix(kObjectPrefix.size());
+    auto it = position.find(std::string(digest));
+    if (it == position.end()) refuse_entry(name, file, "not in the manifest");
+    if (seen[it->second]) refuse_entry(name, file, "duplicate entry");
+    if (it->second != i) refuse_entry(name, file, "out of manifest order");
+    seen[i] = true;
+    const ManifestObject& object = manifest->objects[i];
+    auto size = static_cast<std::uint64_t>(archive_entry_size(entry));
+    if (size != object.size)
+      refuse_entry(name, file, mismatch_message("size disagrees with the manifest", std::to_string(object.size), std::to_string(size)));
+    if (sink.already_present(object)) {
+      reader.skip();
+      ++report.objects_present;
+      continue;
+    }
+    sink.receive(reader, object);
+    ++report.objects_verified;
+    report.bytes_verified += object.size;
+  }
+  if (reader.next(entry)) {
+    const char* raw = archive_entry_pathname(entry);
+    refuse_entry(raw ? raw : "", file, "not in the manifest (after its last object)");
+  }
+}
+
+// Pulls one entry's data through `consume`, insisting on exactly `size` bytes.
+template <typename Consume>
+void stream_entry(detail::ArchiveReader& reader, const ManifestObject& object, Consume&& consume) {
+  const void* data = nullptr;
+  std::size_t size = 0;
+  std::uint64_t total = 0;
+  while (reader.read_block(data, size)) {
+    total += size;
+    if (total > object.size) throw Error("object " + object.digest + " in " + reader.where() + " is longer than its manifest entry");
+    consume(data, size);
+  }
+  if (total != object.size)
+    throw Error("bundle " + reader.where() + " is truncated inside object " + object.digest);
+}
+
+class HashingSink : public ObjectSink {
+ public:
+  bool already_present(const ManifestObject&) override { return false; }
+  void receive(detail::ArchiveReader& reader, const ManifestObject& object) override {
+    lockfile::Hasher hasher;
+    stream_entry(reader, object, [&](const void* data, std::size_t size) { hasher.update(data, size); });
+    std::string got = hasher.finish_hex();
+    if (got != object.digest)
+      throw Error(mismatch_message("object in " + reader.where() + " is damaged", "sha256:" + object.digest, "sha256:" + got));
+    verified.insert(object.digest);
+  }
+  std::set<std::string> verified;
+};
+
+class StoreSink : public ObjectSink {
+ public:
+  explicit StoreSink(cache::Store& store) : store_(store) {}
+  bool already_present(const ManifestObject& object) override { return store_.has_object(object.digest); }
+  void receive(detail::ArchiveReader& reader, const ManifestObject& object) override {
+    cache::ObjectWriter writer = store_.new_object();
+    stream_entry(reader, object, [&](const void* data, std::size_t size) { writer.write(data, size); });
+    try {
+      (void)writer.commit(object.digest);
+    } catch (const Error& e) {
+      throw Error("object in " + reader.where() + " is damaged and was not imported: " + e.what());
+    }
+  }
+
+ private:
+  cache::Store& store_;
+};
+
+std::vector<PublicKey> load_trusted(const VerifyOptions& options) {
+  std::vector<PublicKey> keys;
+  for (const auto& file : options.trusted_keys) keys.push_back(PublicKey::load(file));
+  return keys;
+}
+
+std::string describe(const cache::Artifact& a) {
+  std::string text = std::string(cache::to_string(a.kind)) + " " + a.address + " " + a.version;
+  if (!a.platform.empty()) text += " " + a.platform;
+  return text + " (" + a.filename + ")";
+}
+
+// Lists volumes of a multi-volume bundle that no file delivered.
+void find_missing_volumes(ImportReport& report) {
+  std::map<std::string, std::pair<int, std::set<int>>> bundles;
+  for (const auto& v : report.volumes) {
+    if (v.bundle_id.empty()) continue;
+    auto& [count, seen] = bundles[v.bundle_id];
+    count = v.volume_count;
+    seen.insert(v.volume_index);
+  }
+  for (const auto& [id, info] : bundles) {
+    for (int k = 1; k <= info.first; ++k) {
+      if (!info.second.count(k))
+        report.missing_volumes.push_back("volume " + std::to_string(k) + " of " + std::to_string(info.first) + " of bundle " +
+                                         id.substr(0, 12) + " was not given: its objects are still missing");
+    }
+  }
+}
+
+}  // namespace
+
+bool ImportReport::ok() const {
+  return missing_volumes.empty() && waiting_rows.empty() &&
+         std::all_of(volumes.begin(), volumes.end(), [](const VolumeReport& v) { return v.error.empty(); });
+}
+
+ImportReport verify_bundle(const std::vector<fs::path>& files, const VerifyOptions& options) {
+  std::vector<PublicKey> trusted = load_trusted(options);
+  ImportReport report;
+  for (const auto& file : files) {
+    VolumeReport volume;
+    std::optional<BundleManifest> manifest;
+    HashingSink sink;
+    try {
+      read_volume(file, trusted, options, sink, volume, manifest);
+    } catch (const Error& e) {
+      volume.error = e.what();
+    }
+    if (manifest)
+      for (const auto& object : manifest->objects)
+        if (!sink.verified.count(object.digest)) volume.missing_objects.push_back(object.digest);
+    report.volumes.push_back(std::move(volume));
+  }
+  find_missing_volumes(report);
+  return report;
+}
+
+ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& files, const VerifyOptions& options) {
+  if (store.read_only()) throw Error("cannot import into the read-only store at " + store.root().string());
+  std::vector<PublicKey> trusted = load_trusted(options);
+  ImportReport report;
+  std::vector<BundleManifest> manifests;
+  const std::string identity = store_identity(store);
+
+  for (const auto& file : files) {
+    VolumeReport volume;
+    std::optional<BundleManifest> manifest;
+    StoreSink sink(store);
+    try {
+      read_volume(file, trusted, options, sink, volume, manifest);
+    } catch (const Error& e) {
+      volume.error = e.what();
+    }
+    if (!manifest) {
+      report.volumes.push_back(std::move(volume));
+      continue;
+    }
+    for (const auto& object : manifest->objects)
+      if (!store.has_object(object.digest)) volume.missing_objects.push_back(object.digest);
+    if (manifest->since && !manifest->since->store_id.empty() && manifest->since->store_id != identity)
+      report.notes.push_back("bundle " + manifest->bundle_id.substr(0, 12) + " is a delta cut against store " +
+                             manifest->since->store_id + ", not this store (" + identity +
+                             "): rows whose objects this store lacks wait for them");
+
+    // Rows whose objects are all here, in one transaction (rerun whole on a busy store).
+    std::map<std::string, bool> present;
+    auto have = [&](const std::string& digest) {
+      auto it = present.find(digest);
+      if (it != present.end()) return it->second;
+      return present[digest] = store.has_object(digest);
+    };
+    std::vector<std::string> conflicts;
+    try {
+      store.in_transaction([&] {
+        volume.artifacts_added = volume.module_trees_added = 0;
+        conflicts.clear();
+        for (const auto& travelling : manifest->artifacts) {
+          const cache::Artifact& a = travelling.artifact;
+          if (!have(a.digest)) continue;
+          auto existing = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename);
+          if (existing && existing->digest != a.digest) {
+            conflicts.push_back(mismatch_message("bundle row conflicts with the store for " + describe(a),
+                                                 "sha256:" + existing->digest, "sha256:" + a.digest));
+            continue;
+          }
+          cache::Artifact row = a;
+          row.id = 0;
+          std::int64_t id = store.add_artifact(row);
+          if (!existing) ++volume.artifacts_added;
+          auto known = store.provenance_of(id);
+          for (auto p : travelling.provenance) {
+            bool complete = true;
+            for (const auto* d : {&p.shasums_digest, &p.signature_digest, &p.keys_digest})
+              if (!d->empty() && !have(*d)) complete = false;
+            if (!complete) continue;
+            bool duplicate = std::any_of(known.begin(), known.end(), [&](const cache::Provenance& k) {
+              return k.shasums_digest == p.shasums_digest && k.signature_digest == p.signature_digest &&
+                     k.keys_digest == p.keys_digest && k.key_fingerprint == p.key_fingerprint && k.result == p.result;
+            });
+            if (duplicate) continue;
+            p.artifact_id = id;
+            store.add_provenance(p);
+          }
+        }
+        for (const auto& tree : manifest->module_trees) {
+          if (!std::all_of(tree.files.begin(), tree.files.end(), [&](const auto& f) { return have(f.digest); })) continue;
+          auto existing = store.find_module_tree(tree.address, tree.version);
+          if (existing && existing->h1 != tree.h1) {
+            conflicts.push_back(mismatch_message("bundle module tree conflicts with the store for " + tree.address + " " +
+                                                 tree.version, existing->h1, tree.h1));
+            continue;
+          }
+          cache::ModuleTree row = tree;
+          row.id = 0;
+          (void)store.add_module_tree(row);
+          if (!existing) ++volume.module_trees_added;
+        }
+      });
+    } catch (const Error& e) {
+      if (volume.error.empty()) volume.error = std::string("index rows not recorded: ") + e.what();
+    }
+    for (const auto& c : conflicts) {
+      if (volume.error.empty()) volume.error = c;
+      else report.notes.push_back(c);
+    }
+    manifests.push_back(std::move(*manifest));
+    report.volumes.push_back(std::move(volume));
+  }
+
+  // The selection of the newest bundle applies once every provider it names is here.
+  const BundleManifest* newest = nullptr;
+  for (const auto& m : manifests)
+    if (m.tf_selection && (newest == nullptr || m.created_at > newest->created_at)) newest = &m;
+  if (newest != nullptr) {
+    cache::TfSelection selection = *newest->tf_selection;
+    std::vector<std::string> lacking;
+    for (const auto& p : selection.providers) {
+      cache::ArtifactQuery query;
+      query.kind = cache::ArtifactKind::provider_package;
+      query.address = p.address;
+      query.version = p.version;
+      if (store.artifacts(query).empty()) lacking.push_back(p.address + " " + p.version);
+    }
+    if (lacking.empty()) {
+      std::set<std::string> platforms(selection.platforms.begin(), selection.platforms.end());
+      if (auto current = store.tf_selection()) platforms.insert(current->platforms.begin(), current->platforms.end());
+      selection.platforms.assign(platforms.begin(), platforms.end());
+      store.in_transaction([&] { store.set_tf_selection(selection); });
+    } else {
+      std::string list;
+      for (const auto& l : lacking) list += (list.empty() ? "" : ", ") + l;
+      report.notes.push_back("provider selection not applied yet: no package in the store for " + list);
+    }
+  }
+
+  // Rows of any given manifest that still lack objects.
+  std::set<std::string> waiting;
+  for (const auto& m : manifests) {
+    for (const auto& travelling : m.artifacts)
+      for (const auto& d : objects_of(travelling))
+        if (!store.has_object(d)) {
+          waiting.insert(describe(travelling.artifact));
+          break;
+        }
+    for (const auto& tree : m.module_trees)
+      for (const auto& f : tree.files)
+        if (!store.has_object(f.digest)) {
+          waiting.insert("module " + tree.address + " " + tree.version);
+          break;
+        }
+  }
+  report.waiting_rows.assign(waiting.begin(), waiting.end());
+  find_missing_volumes(report);
+
+  if (!manifests.empty()) cache::rebuild_views(store);
+
+  json volumes = json::array();
+  std::uint64_t imported = 0, bytes = 0;
+  for (const auto& v : report.volumes) {
+    imported += v.objects_verified;
+    bytes += v.bytes_verified;
+    volumes.push_back({{"file", v.file.string()},
+                       {"bundle_id", v.bundle_id},
+                       {"volume", std::to_string(v.volume_index) + "/" + std::to_string(v.volume_count)},
+                       {"signer", v.signer},
+                       {"trusted", v.trusted_signer},
+                       {"objects", v.objects},
+                       {"imported", v.objects_verified},
+                       {"already_present", v.objects_present},
+                       {"missing", v.missing_objects.size()},
+                       {"error", v.error}});
+  }
+  store.audit("bundle-import", files.empty() ? "" : files.front().string(),
+              {{"volumes", volumes},
+               {"objects_imported", imported},
+               {"bytes_imported", bytes},
+               {"missing_volumes", report.missing_volumes},
+               {"waiting_rows", report.waiting_rows.size()},
+               {"ok", report.ok()}});
+  return report;
+}
+
+}  // namespace podplane::bundle

@@ -1,0 +1,56 @@
+#pragma once
+// Verifying and importing bundle volumes. Per volume: the signature is checked before any
+// object is read; objects stream from the tar straight into the store (hashed on the way,
+// committed only when the digest matches the manifest); rows follow in one transaction once
+// their objects are present. A damaged volume stops at the damage: what was verified stays,
+// the report lists the rest. Volumes are independent and may come in any order.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cache/store.hpp"
+
+namespace podplane::bundle {
+
+enum class UnsignedBundles { refuse, allow };
+
+struct VerifyOptions {
+  std::vector<std::filesystem::path> trusted_keys;  // PEM public keys from `bundle keygen`
+  UnsignedBundles unsigned_bundles = UnsignedBundles::refuse;  // also covers untrusted signers
+};
+
+struct VolumeReport {
+  std::filesystem::path file;
+  std::string bundle_id;     // empty when the manifest could not be trusted
+  int volume_index = 0;
+  int volume_count = 0;
+  std::string signer;        // "sha256:<key id>" or "unsigned"
+  bool trusted_signer = false;
+  std::uint64_t objects = 0;           // in this volume's manifest
+  std::uint64_t objects_verified = 0;  // hashed and found right (imported or, for verify, read)
+  std::uint64_t objects_present = 0;   // import: already in the store, skipped
+  std::uint64_t bytes_verified = 0;
+  std::size_t artifacts_added = 0;     // import: rows whose objects are all present
+  std::size_t module_trees_added = 0;
+  std::vector<std::string> missing_objects;  // digests this volume should have delivered
+  std::string error;                         // empty when the volume is complete
+};
+
+struct ImportReport {
+  std::vector<VolumeReport> volumes;
+  std::vector<std::string> missing_volumes;  // "volume 2 of 3 of bundle <id>"
+  std::vector<std::string> waiting_rows;     // rows still lacking objects after this run
+  std::vector<std::string> notes;            // tf selection, foreign deltas, …
+  bool ok() const;                           // every volume complete and no volume missing
+};
+
+// Reads every volume through, checking signature, structure and every object's digest.
+// Needs no store. Never throws for a bad volume: the problem is in its report.
+ImportReport verify_bundle(const std::vector<std::filesystem::path>& files, const VerifyOptions& options);
+
+// Imports the volumes into `store`, then rebuilds the views and records an audit row.
+ImportReport import_bundle(cache::Store& store, const std::vector<std::filesystem::path>& files,
+                           const VerifyOptions& options);
+
+}  // namespace podplane::bundle

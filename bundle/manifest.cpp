@@ -1,0 +1,386 @@
+#include "bundle/manifest.hpp"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+
+namespace podplane::bundle {
+
+using nlohmann::json;
+
+namespace {
+
+// Hostile text must not reach a path or a row unchecked, so every read goes through these.
+const json& field(const json& object, const char* name) {
+  if (!object.is_object()) throw Error(std::string("expected a JSON object around field '") + name + "'");
+  auto it = object.find(name);
+  if (it == object.end()) throw Error(std::string("missing field '") + name + "'");
+  return *it;
+}
+
+std::string text(const json& object, const char* name) {
+  const json& value = field(object, name);
+  if (!value.is_string()) throw Error(std::string("field '") + name + "' is not a string");
+  return value.get<std::string>();
+}
+
+std::uint64_t number(const json& object, const char* name) {
+  const json& value = field(object, name);
+  if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<std::int64_t>() >= 0))
+    throw Error(std::string("field '") + name + "' is not a non-negative integer");
+  return value.get<std::uint64_t>();
+}
+
+const json& array(const json& object, const char* name) {
+  const json& value = field(object, name);
+  if (!value.is_array()) throw Error(std::string("field '") + name + "' is not an array");
+  return value;
+}
+
+std::string digest_field(const json& object, const char* name, bool may_be_empty) {
+  std::string value = text(object, name);
+  if (value.empty() && may_be_empty) return value;
+  if (!is_sha256_hex(value)) throw Error(std::string("field '") + name + "' is not a sha256 hex digest: '" + value + "'");
+  return value;
+}
+
+json artifact_json(const TravellingArtifact& travelling) {
+  const cache::Artifact& a = travelling.artifact;
+  json provenance = json::array();
+  for (const auto& p : travelling.provenance) {
+    provenance.push_back({{"shasums_digest", p.shasums_digest},
+                          {"signature_digest", p.signature_digest},
+                          {"keys_digest", p.keys_digest},
+                          {"key_fingerprint", p.key_fingerprint},
+                          {"result", p.result},
+                          {"checked_at", p.checked_at}});
+  }
+  return {{"kind", std::string(cache::to_string(a.kind))},
+          {"address", a.address},
+          {"version", a.version},
+          {"platform", a.platform},
+          {"filename", a.filename},
+          {"digest", a.digest},
+          {"size", a.size},
+          {"h1", a.h1},
+          {"zh", a.zh},
+          {"upstream_digest", a.upstream_digest},
+          {"upstream_url", a.upstream_url},
+          {"trust", std::string(cache::to_string(a.trust))},
+          {"added_at", a.added_at},
+          {"provenance", provenance}};
+}
+
+TravellingArtifact parse_artifact(const json& j) {
+  TravellingArtifact travelling;
+  cache::Artifact& a = travelling.artifact;
+  a.kind = cache::parse_artifact_kind(text(j, "kind"));
+  a.address = text(j, "address");
+  check_safe_relative_path("artifact address", a.address);
+  a.version = text(j, "version");
+  if (!a.version.empty()) check_safe_name("artifact version", a.version);
+  a.platform = text(j, "platform");
+  if (!a.platform.empty()) check_safe_name("artifact platform", a.platform);
+  a.filename = text(j, "filename");
+  check_safe_name("artifact filename", a.filename);
+  a.digest = digest_field(j, "digest", false);
+  a.size = static_cast<std::int64_t>(number(j, "size"));
+  a.h1 = text(j, "h1");
+  a.zh = text(j, "zh");
+  a.upstream_digest = text(j, "upstream_digest");
+  a.upstream_url = text(j, "upstream_url");
+  a.trust = cache::parse_trust(text(j, "trust"));
+  a.added_at = text(j, "added_at");
+  for (const auto& p : array(j, "provenance")) {
+    cache::Provenance row;
+    row.shasums_digest = digest_field(p, "shasums_digest", true);
+    row.signature_digest = digest_field(p, "signature_digest", true);
+    row.keys_digest = digest_field(p, "keys_digest", true);
+    row.key_fingerprint = text(p, "key_fingerprint");
+    row.result = text(p, "result");
+    row.checked_at = text(p, "checked_at");
+    travelling.provenance.push_back(std::move(row));
+  }
+  return travelling;
+}
+
+json module_json(const cache::ModuleTree& tree) {
+  json files = json::array();
+  for (const auto& f : tree.files)
+    files.push_back({{"path", f.path}, {"mode", f.mode}, {"digest", f.digest}, {"size", f.size}});
+  return {{"address", tree.address}, {"version", tree.version},       {"h1", tree.h1},
+          {"upstream_url", tree.upstream_url}, {"added_at", tree.added_at}, {"files", files}};
+}
+
+cache::ModuleTree parse_module(const json& j) {
+  cache::ModuleTree tree;
+  tree.address = text(j, "address");
+  check_safe_relative_path("module address", tree.address);
+  tree.version = text(j, "version");
+  check_safe_name("module version", tree.version);
+  tree.h1 = text(j, "h1");
+  tree.upstream_url = text(j, "upstream_url");
+  tree.added_at = text(j, "added_at");
+  std::set<std::string> seen;
+  for (const auto& f : array(j, "files")) {
+    cache::ModuleFile file;
+    file.path = text(f, "path");
+    check_safe_relative_path("module file path", file.path);
+    if (!seen.insert(file.path).second) throw Error("module " + tree.address + " lists file '" + file.path + "' twice");
+    std::uint64_t mode = number(f, "mode");
+    if ((mode & ~std::uint64_t{0777}) != 0)
+      throw Error("module file '" + file.path + "' has mode " + std::to_string(mode) + " beyond permission bits");
+    file.mode = static_cast<std::uint32_t>(mode);
+    file.digest = digest_field(f, "digest", false);
+    file.size = static_cast<std::int64_t>(number(f, "size"));
+    tree.files.push_back(std::move(file));
+  }
+  return tree;
+}
+
+json selection_json(const cache::TfSelection& s) {
+  json providers = json::array();
+  for (const auto& p : s.providers)
+    providers.push_back({{"address", p.address}, {"version", p.version}, {"constraints", p.constraints}});
+  return {{"providers", providers},           {"platforms", s.platforms},
+          {"module_address", s.module_address}, {"module_version", s.module_version},
+          {"engine", s.engine}};
+}
+
+cache::TfSelection parse_selection(const json& j) {
+  cache::TfSelection s;
+  for (const auto& p : array(j, "providers")) {
+    cache::TfSelection::Provider provider{text(p, "address"), text(p, "version"), text(p, "constraints")};
+    check_safe_relative_path("selected provider address", provider.address);
+    check_safe_name("selected provider version", provider.version);
+    s.providers.push_back(std::move(provider));
+  }
+  for (const auto& platform : array(j, "platforms")) {
+    if (!platform.is_string()) throw Error("tf selection platforms must be strings");
+    check_safe_name("selected platform", platform.get<std::string>());
+    s.platforms.push_back(platform.get<std::string>());
+  }
+  s.module_address = text(j, "module_address");
+  if (!s.module_address.empty()) check_safe_relative_path("selected module address", s.module_address);
+  s.module_version = text(j, "module_version");
+  if (!s.module_version.empty()) check_safe_name("selected module version", s.module_version);
+  s.engine = text(j, "engine");
+  if (s.engine != "tofu" && s.engine != "terraform") throw Error("tf selection engine '" + s.engine + "' is not tofu or terraform");
+  return s;
+}
+
+json parse_json(std::string_view text_bytes, const char* what) {
+  try {
+    return json::parse(text_bytes.begin(), text_bytes.end());
+  } catch (const json::exception& e) {
+    throw Error(std::string(what) + " is not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+bool is_sha256_hex(std::string_view text_value) {
+  return text_value.size() == 64 &&
+         std::all_of(text_value.begin(), text_value.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+void check_safe_name(std::string_view what, std::string_view name) {
+  auto bad = [&](const std::string& why) {
+    throw Error("unsafe " + std::string(what) + " '" + std::string(name) + "' in bundle: " + why);
+  };
+  if (name.empty()) bad("empty");
+  if (name.size() > 255) bad("longer than 255 bytes");
+  if (name == "." || name == "..") bad("a relative directory reference");
+  for (unsigned char c : name) {
+    if (c == '/' || c == '\\') bad("contains a path separator");
+    if (c < 0x20 || c == 0x7f) bad("contains a control character");
+  }
+}
+
+void check_safe_relative_path(std::string_view what, std::string_view path) {
+  if (path.empty()) throw Error("unsafe " + std::string(what) + " in bundle: empty");
+  if (path.front() == '/') throw Error("unsafe " + std::string(what) + " '" + std::string(path) + "' in bundle: absolute");
+  std::size_t start = 0;
+  while (true) {
+    std::size_t end = path.find('/', start);
+    std::string_view part = path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (part.empty() || part == "." || part == "..")
+      throw Error("unsafe " + std::string(what) + " '" + std::string(path) + "' in bundle: empty, '.' or '..' component");
+    check_safe_name(what, part);
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+std::string BundleManifest::serialize() const {
+  json objects_json = json::array();
+  for (const auto& o : objects) objects_json.push_back({{"digest", o.digest}, {"size", o.size}});
+  json artifacts_json = json::array();
+  for (const auto& a : artifacts) artifacts_json.push_back(artifact_json(a));
+  json modules_json = json::array();
+  for (const auto& m : module_trees) modules_json.push_back(module_json(m));
+  json since_json = nullptr;
+  if (since)
+    since_json = {{"inventory_digest", since->inventory_digest}, {"store_id", since->store_id}, {"generation", since->generation}};
+  json j = {{"format", "podplane-bundle"},
+            {"format_version", format_version},
+            {"tool_version", tool_version},
+            {"created_at", created_at},
+            {"bundle_id", bundle_id},
+            {"since", since_json},
+            {"platforms", platforms},
+            {"volume", {{"index", volume_index}, {"count", volume_count}}},
+            {"total", {{"objects", total_objects}, {"bytes", total_bytes}}},
+            {"objects", objects_json},
+            {"artifacts", artifacts_json},
+            {"module_trees", modules_json},
+            {"tf_selection", tf_selection ? selection_json(*tf_selection) : json(nullptr)}};
+  return j.dump() + "\n";
+}
+
+BundleManifest BundleManifest::parse(std::string_view bytes) {
+  json j = parse_json(bytes, "bundle manifest");
+  try {
+    if (text(j, "format") != "podplane-bundle") throw Error("not a podplane bundle manifest");
+    BundleManifest m;
+    m.format_version = static_cast<int>(number(j, "format_version"));
+    if (m.format_version != kFormatVersion)
+      throw Error(mismatch_message("unsupported bundle format version", std::to_string(kFormatVersion),
+                                   std::to_string(m.format_version)));
+    m.tool_version = text(j, "tool_version");
+    m.created_at = text(j, "created_at");
+    m.bundle_id = digest_field(j, "bundle_id", false);
+    const json& since = field(j, "since");
+    if (!since.is_null())
+      m.since = SinceInventory{digest_field(since, "inventory_digest", false), text(since, "store_id"), number(since, "generation")};
+    for (const auto& platform : array(j, "platforms")) {
+      if (!platform.is_string()) throw Error("platforms must be strings");
+      check_safe_name("platform", platform.get<std::string>());
+      m.platforms.push_back(platform.get<std::string>());
+    }
+    const json& volume = field(j, "volume");
+    std::uint64_t index = number(volume, "index"), count = number(volume, "count");
+    if (count < 1 || count > 999 || index < 1 || index > count)
+      throw Error("volume " + std::to_string(index) + " of " + std::to_string(count) + " is out of range");
+    m.volume_index = static_cast<int>(index);
+    m.volume_count = static_cast<int>(count);
+    const json& total = field(j, "total");
+    m.total_objects = number(total, "objects");
+    m.total_bytes = number(total, "bytes");
+    std::set<std::string> seen;
+    for (const auto& o : array(j, "objects")) {
+      ManifestObject object{digest_field(o, "digest", false), number(o, "size")};
+      if (!seen.insert(object.digest).second) throw Error("object " + object.digest + " is listed twice");
+      m.objects.push_back(std::move(object));
+    }
+    for (const auto& a : array(j, "artifacts")) m.artifacts.push_back(parse_artifact(a));
+    for (const auto& t : array(j, "module_trees")) m.module_trees.push_back(parse_module(t));
+    const json& selection = field(j, "tf_selection");
+    if (!selection.is_null()) m.tf_selection = parse_selection(selection);
+    return m;
+  } catch (const json::exception& e) {
+    throw Error(std::string("malformed bundle manifest: ") + e.what());
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(std::string("invalid bundle manifest: ") + e.what());
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+std::string SignatureBlock::serialize() const {
+  json j = {{"algorithm", algorithm}};
+  if (algorithm != "none") {
+    j["public_key"] = public_key_hex;
+    j["key_id"] = key_id;
+    j["signature"] = signature_hex;
+  }
+  return j.dump() + "\n";
+}
+
+SignatureBlock SignatureBlock::parse(std::string_view bytes) {
+  json j = parse_json(bytes, "bundle signature");
+  try {
+    SignatureBlock block;
+    block.algorithm = text(j, "algorithm");
+    if (block.algorithm == "none") return block;
+    if (block.algorithm != "ed25519") throw Error("unsupported bundle signature algorithm '" + block.algorithm + "'");
+    block.public_key_hex = text(j, "public_key");
+    block.key_id = text(j, "key_id");
+    block.signature_hex = text(j, "signature");
+    return block;
+  } catch (const json::exception& e) {
+    throw Error(std::string("malformed bundle signature: ") + e.what());
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+std::string Inventory::serialize() const {
+  json j = {{"format", "podplane-inventory"},
+            {"format_version", kFormatVersion},
+            {"tool_version", tool_version},
+            {"store_id", store_id},
+            {"generation", generation},
+            {"objects", objects},
+            {"rows", rows}};
+  return j.dump() + "\n";
+}
+
+Inventory Inventory::parse(std::string_view bytes) {
+  json j = parse_json(bytes, "inventory");
+  try {
+    if (text(j, "format") != "podplane-inventory") throw Error("not a podplane inventory (made by 'podplane bundle inventory')");
+    if (number(j, "format_version") != static_cast<std::uint64_t>(kFormatVersion))
+      throw Error("unsupported inventory format version " + std::to_string(number(j, "format_version")));
+    Inventory inventory;
+    inventory.tool_version = text(j, "tool_version");
+    inventory.store_id = text(j, "store_id");
+    inventory.generation = number(j, "generation");
+    for (const auto& d : array(j, "objects")) {
+      if (!d.is_string() || !is_sha256_hex(d.get<std::string>())) throw Error("inventory object is not a sha256 hex digest");
+      inventory.objects.insert(d.get<std::string>());
+    }
+    for (const auto& d : array(j, "rows")) {
+      if (!d.is_string() || !is_sha256_hex(d.get<std::string>())) throw Error("inventory row is not a sha256 hex digest");
+      inventory.rows.insert(d.get<std::string>());
+    }
+    return inventory;
+  } catch (const json::exception& e) {
+    throw Error(std::string("malformed inventory: ") + e.what());
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+std::string row_id(const cache::Artifact& a, const std::vector<cache::Provenance>& provenance) {
+  json p = json::array();
+  for (const auto& row : provenance)
+    p.push_back({row.shasums_digest, row.signature_digest, row.keys_digest, row.key_fingerprint, row.result});
+  std::sort(p.begin(), p.end());
+  json key = {"artifact", std::string(cache::to_string(a.kind)), a.address, a.version, a.platform, a.filename, a.digest, p};
+  return lockfile::sha256_hex(key.dump());
+}
+
+std::string row_id(const cache::ModuleTree& tree) {
+  json key = {"module", tree.address, tree.version, tree.h1};
+  return lockfile::sha256_hex(key.dump());
+}
+
+std::vector<std::string> objects_of(const TravellingArtifact& travelling) {
+  std::vector<std::string> digests{travelling.artifact.digest};
+  for (const auto& p : travelling.provenance)
+    for (const auto* d : {&p.shasums_digest, &p.signature_digest, &p.keys_digest})
+      if (!d->empty()) digests.push_back(*d);
+  return digests;
+}
+
+std::vector<std::string> objects_of(const cache::ModuleTree& tree) {
+  std::vector<std::string> digests;
+  for (const auto& f : tree.files) digests.push_back(f.digest);
+  return digests;
+}
+
+}  // namespace podplane::bundle
