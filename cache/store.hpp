@@ -113,13 +113,14 @@ struct AuditEntry {
 };
 
 struct ArtifactQuery {
-  std::optional<ArtifactKind> kind;
-  std::optional<std::string> address;
-  std::optional<std::string> version;
-  std::optional<std::string> platform;
+  std::optional<ArtifactKind> kind{};
+  std::optional<std::string> address{};
+  std::optional<std::string> version{};
+  std::optional<std::string> platform{};
 };
 
 class Store;
+struct StoreInternals;
 
 // Streams one object into a temp file inside the store while hashing it. Destroying an
 // uncommitted writer removes its temp file. Not copyable.
@@ -191,6 +192,7 @@ class Store {
 
   struct Impl;
  private:
+  friend struct StoreInternals;  // cache/ internals: verify, gc, views (cache/store_impl.hpp)
   explicit Store(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

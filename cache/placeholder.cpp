@@ -1,1 +1,0 @@
-// Placeholder so the cache library has a translation unit until its first real source lands; delete it then.

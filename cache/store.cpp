@@ -1,0 +1,842 @@
+#include "cache/store.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/layout.hpp"
+#include "cache/sha256.hpp"
+#include "cache/store_impl.hpp"
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+#include "podplane/cache_schema.hpp"
+
+namespace podplane::cache {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+std::string now_utc() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Writable for us: not on a read-only mount, and the permission bits (or root) allow it.
+bool writable_directory(const fs::path& dir) {
+  struct statvfs info {};
+  if (::statvfs(dir.c_str(), &info) == 0 && (info.f_flag & ST_RDONLY)) return false;
+  return ::access(dir.c_str(), W_OK) == 0;
+}
+
+bool has_control_character(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+void require_field(std::string_view value, std::string_view field, std::string_view what) {
+  if (value.empty()) throw Error(std::string(what) + ": " + std::string(field) + " is empty");
+  if (has_control_character(value)) {
+    throw Error(std::string(what) + ": " + std::string(field) + " contains a control character");
+  }
+}
+
+void require_digest(std::string_view digest, std::string_view what) {
+  if (!is_sha256_hex(digest)) {
+    throw Error(std::string(what) + ": not a sha256 digest (64 lower-case hex digits): '" + std::string(digest) + "'");
+  }
+}
+
+bool valid_platform(std::string_view platform) {
+  auto underscore = platform.find('_');
+  if (underscore == std::string_view::npos || underscore == 0 || underscore + 1 == platform.size()) return false;
+  for (std::size_t i = 0; i < platform.size(); ++i) {
+    char c = platform[i];
+    if (i == underscore) continue;
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+  }
+  return true;
+}
+
+// "https://user:secret@host/…" must never reach the index (DESIGN.md "Network rules").
+void require_no_credentials(std::string_view url, std::string_view what) {
+  auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) return;
+  auto authority = url.substr(scheme + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (authority.find('@') != std::string_view::npos) {
+    throw Error(std::string(what) + ": the upstream URL carries credentials; refusing to record it");
+  }
+}
+
+std::string describe(const Artifact& a) {
+  std::string text = std::string(to_string(a.kind)) + " " + a.address + " " + a.version;
+  if (!a.platform.empty()) text += " " + a.platform;
+  return text + " (" + a.filename + ")";
+}
+
+constexpr std::string_view artifact_columns =
+    "id, kind, address, version, platform, filename, digest, size, h1, zh, upstream_digest, upstream_url, trust, added_at";
+
+Artifact read_artifact(const sqlite::Statement& row) {
+  Artifact a;
+  a.id = row.integer(0);
+  a.kind = parse_artifact_kind(row.text(1));
+  a.address = row.text(2);
+  a.version = row.text(3);
+  a.platform = row.text(4);
+  a.filename = row.text(5);
+  a.digest = row.text(6);
+  a.size = row.integer(7);
+  a.h1 = row.text(8);
+  a.zh = row.text(9);
+  a.upstream_digest = row.text(10);
+  a.upstream_url = row.text(11);
+  a.trust = parse_trust(row.text(12));
+  a.added_at = row.text(13);
+  return a;
+}
+
+std::optional<std::int64_t> object_size(sqlite::Database& db, std::string_view digest) {
+  sqlite::Statement query(db, "SELECT size FROM objects WHERE digest = ?");
+  query.bind(1, digest);
+  if (!query.step()) return std::nullopt;
+  return query.integer(0);
+}
+
+// dirhash Hash1 over (name, sha256 hex) pairs: sha256 of "<hex>  <name>\n" lines in name order.
+std::string tree_h1(const std::vector<ModuleFile>& files) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  entries.reserve(files.size());
+  for (const auto& file : files) entries.emplace_back(file.path, file.digest);
+  return lockfile::h1_hash(std::move(entries));
+}
+
+void validate_module_path(std::string_view path, std::string_view what) {
+  require_field(path, "file path", what);
+  if (path.front() == '/' || path.back() == '/' || path.find('\\') != std::string_view::npos) {
+    throw Error(std::string(what) + ": unsafe file path '" + std::string(path) + "'");
+  }
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    auto end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    auto part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") {
+      throw Error(std::string(what) + ": unsafe file path '" + std::string(path) + "'");
+    }
+    start = end + 1;
+  }
+}
+
+int known_schema_version() {
+  int version = 0;
+  for (const auto& migration : schema::migrations) version = std::max(version, migration.version);
+  return version;
+}
+
+int applied_schema_version(sqlite::Database& db) {
+  sqlite::Statement query(db, "SELECT coalesce(max(version), 0) FROM schema_migrations");
+  return query.step() ? static_cast<int>(query.integer(0)) : 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Enums
+
+std::string_view to_string(ArtifactKind kind) {
+  switch (kind) {
+    case ArtifactKind::provider_package: return "provider_package";
+    case ArtifactKind::provider_shasums: return "provider_shasums";
+    case ArtifactKind::provider_signature: return "provider_signature";
+    case ArtifactKind::provider_keys: return "provider_keys";
+    case ArtifactKind::vmconfig_manifest: return "vmconfig_manifest";
+    case ArtifactKind::vmconfig_artifact: return "vmconfig_artifact";
+  }
+  return "unknown";
+}
+
+ArtifactKind parse_artifact_kind(std::string_view text) {
+  for (auto kind : {ArtifactKind::provider_package, ArtifactKind::provider_shasums, ArtifactKind::provider_signature,
+                    ArtifactKind::provider_keys, ArtifactKind::vmconfig_manifest, ArtifactKind::vmconfig_artifact}) {
+    if (to_string(kind) == text) return kind;
+  }
+  throw Error("unknown artifact kind '" + std::string(text) +
+              "' (expected provider_package, provider_shasums, provider_signature, provider_keys, "
+              "vmconfig_manifest or vmconfig_artifact)");
+}
+
+std::string_view to_string(Trust trust) {
+  switch (trust) {
+    case Trust::signed_upstream: return "signed_upstream";
+    case Trust::checksum: return "checksum";
+    case Trust::unverified: return "unverified";
+  }
+  return "unknown";
+}
+
+Trust parse_trust(std::string_view text) {
+  for (auto trust : {Trust::signed_upstream, Trust::checksum, Trust::unverified}) {
+    if (to_string(trust) == text) return trust;
+  }
+  throw Error("unknown trust level '" + std::string(text) + "' (expected signed_upstream, checksum or unverified)");
+}
+
+fs::path default_deps_root() {
+  if (const char* dir = std::getenv("PODPLANE_DEPS_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "podplane" / "deps";
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) throw Error("cannot find the deps root: set PODPLANE_DEPS_CACHE_DIR, XDG_CACHE_HOME or HOME");
+  return fs::path(home) / ".cache" / "podplane" / "deps";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store::Impl
+
+void Store::Impl::require_writable(std::string_view what) const {
+  if (read_only) {
+    throw Error("cannot " + std::string(what) + ": the store at " + root.string() + " is read-only (" +
+                read_only_reason + ")");
+  }
+}
+
+fs::path Store::Impl::object_path(std::string_view digest) const {
+  require_digest(digest, "object path");
+  return layout::objects_dir(root) / std::string(digest.substr(0, 2)) / std::string(digest.substr(2));
+}
+
+void Store::Impl::transact(const std::function<void()>& body) {
+  require_writable("write to the index");
+  if (transaction_depth > 0) {
+    body();
+    return;
+  }
+  // The busy timeout already waits for other writers; when it runs out we rerun the whole
+  // transaction (never a half of it) after a short randomised pause, a bounded number of times.
+  constexpr int max_attempts = 30;
+  std::minstd_rand jitter(static_cast<unsigned>(::getpid()) ^ static_cast<unsigned>(std::time(nullptr)));
+  for (int attempt = 1;; ++attempt) {
+    try {
+      sqlite::Transaction transaction(db);
+      ++transaction_depth;
+      struct Depth {
+        int& depth;
+        ~Depth() { --depth; }
+      } depth{transaction_depth};
+      body();
+      transaction.commit();
+      return;
+    } catch (const sqlite::BusyError&) {
+      if (attempt >= max_attempts) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10 + jitter() % (20 * attempt)));
+    }
+  }
+}
+
+std::vector<fs::path> sweep_temp_files(const fs::path& root, Sweep sweep) {
+  std::vector<fs::path> swept;
+  std::error_code ec;
+  fs::directory_iterator it(layout::temp_dir(root), ec);
+  if (ec) return swept;
+  for (const auto& entry : it) {
+    const fs::path& file = entry.path();
+    UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (!fd) continue;  // already gone, or not a file we can lock: leave it
+    // A live writer holds an exclusive flock for the file's whole life; a free lock means the
+    // writer died (a crash or SIGKILL) and the file is garbage.
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    struct stat by_fd {}, by_path {};
+    if (::fstat(fd.get(), &by_fd) != 0 || ::lstat(file.c_str(), &by_path) != 0) continue;
+    if (by_fd.st_ino != by_path.st_ino || by_fd.st_dev != by_path.st_dev) continue;
+    if (sweep == Sweep::remove && ::unlink(file.c_str()) != 0) continue;
+    swept.push_back(file);
+  }
+  std::sort(swept.begin(), swept.end());
+  return swept;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ObjectWriter
+
+struct ObjectWriter::Impl {
+  Store::Impl* store = nullptr;
+  fs::path temp;
+  UniqueFd fd;
+  Sha256 hasher;
+  std::uint64_t size = 0;
+  bool finished = false;
+  std::string label = "object";
+
+  void discard() {
+    if (!finished && !temp.empty()) ::unlink(temp.c_str());
+    finished = true;
+    fd.reset();
+  }
+  ~Impl() { discard(); }
+};
+
+ObjectWriter::ObjectWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ObjectWriter::~ObjectWriter() = default;
+ObjectWriter::ObjectWriter(ObjectWriter&&) noexcept = default;
+ObjectWriter& ObjectWriter::operator=(ObjectWriter&&) noexcept = default;
+
+void ObjectWriter::write(const void* data, std::size_t size) {
+  if (impl_->finished) throw Error("writing to a finished object writer");
+  const char* bytes = static_cast<const char*>(data);
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(impl_->fd.get(), bytes + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      std::string reason = errno_text();
+      impl_->discard();
+      throw Error("cannot write " + impl_->temp.string() + ": " + reason);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  impl_->hasher.update(data, size);
+  impl_->size += size;
+}
+
+std::uint64_t ObjectWriter::size() const { return impl_->size; }
+
+std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256) {
+  Impl& w = *impl_;
+  if (w.finished) throw Error("committing a finished object writer");
+  std::string digest = w.hasher.finish_hex();
+  if (expected_sha256) {
+    std::string expected(*expected_sha256);
+    std::transform(expected.begin(), expected.end(), expected.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (expected != digest) {
+      w.discard();
+      throw Error(mismatch_message("hash mismatch for " + w.label + " (nothing was added to the store)",
+                                   "sha256:" + expected, "sha256:" + digest));
+    }
+  }
+  // Publish order (DESIGN.md "The store"): data durable, read-only, renamed into place, and
+  // only then the index row, which is the commit point.
+  if (::fsync(w.fd.get()) != 0 || ::fchmod(w.fd.get(), 0444) != 0) {
+    std::string reason = errno_text();
+    w.discard();
+    throw Error("cannot publish " + w.label + ": " + w.temp.string() + ": " + reason);
+  }
+  fs::path target = w.store->object_path(digest);
+  std::error_code ec;
+  fs::create_directories(target.parent_path(), ec);
+  struct stat existing {};
+  bool keep_existing = ::lstat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode) &&
+                       static_cast<std::uint64_t>(existing.st_size) == w.size;
+  if (keep_existing) {
+    w.discard();  // content-addressed: the object already in place is this content
+  } else {
+    if (::rename(w.temp.c_str(), target.c_str()) != 0) {
+      std::string reason = errno_text();
+      w.discard();
+      throw Error("cannot publish " + w.label + " as " + target.string() + ": " + reason);
+    }
+    w.finished = true;
+    w.fd.reset();
+    UniqueFd dir(::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir) ::fsync(dir.get());  // make the rename durable before the row that names it
+  }
+  auto size = static_cast<std::int64_t>(w.size);
+  w.store->transact([&] {
+    sqlite::Statement insert(w.store->db, "INSERT OR IGNORE INTO objects (digest, size, added_at) VALUES (?, ?, ?)");
+    insert.bind(1, digest).bind(2, size).bind(3, now_utc()).run();
+  });
+  return digest;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+
+Store Store::open(const fs::path& deps_root, Access access) {
+  auto impl = std::make_unique<Impl>();
+  impl->root = fs::absolute(deps_root).lexically_normal();
+  if (impl->root.has_relative_path() && impl->root.filename().empty()) impl->root = impl->root.parent_path();
+  const fs::path index = layout::index_db(impl->root);
+  const fs::path store_dir = layout::store_dir(impl->root);
+
+  bool read_only = access == Access::read_only;
+  impl->read_only_reason = "opened read-only";
+  if (!read_only) {
+    std::error_code ec;
+    fs::create_directories(layout::objects_dir(impl->root), ec);
+    if (!ec) fs::create_directories(layout::temp_dir(impl->root), ec);
+    if (ec || !writable_directory(store_dir)) {
+      if (!fs::exists(index)) {
+        throw Error("cannot create a store at " + impl->root.string() + ": " +
+                    (ec ? ec.message() : std::string("directory is not writable")));
+      }
+      read_only = true;
+      impl->read_only_reason = store_dir.string() + " is not writable";
+    }
+  }
+  impl->read_only = read_only;
+
+  if (!read_only) {
+    impl->store_lock = UniqueFd(::open((store_dir / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (!impl->store_lock) throw Error("cannot open " + (store_dir / "lock").string() + ": " + errno_text());
+    while (::flock(impl->store_lock.get(), LOCK_SH) != 0) {
+      if (errno != EINTR) throw Error("cannot lock " + (store_dir / "lock").string() + ": " + errno_text());
+    }
+    impl->db = sqlite::Database::open(index, sqlite::OpenMode::read_write_create);
+    // WAL: readers never block the one writer and vice versa, which is what several podplane
+    // processes sharing a store need. synchronous=NORMAL is durable against process crashes in
+    // WAL mode; a power loss may drop the last transactions, which only leaves unindexed objects
+    // (garbage), never a row without its object, because objects are fsynced before their row.
+    for (int attempt = 1;; ++attempt) {
+      try {
+        impl->db.exec("PRAGMA journal_mode = WAL");
+        break;
+      } catch (const sqlite::BusyError&) {
+        if (attempt >= 30) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+      }
+    }
+    impl->db.exec("PRAGMA synchronous = NORMAL");
+    impl->db.exec("PRAGMA foreign_keys = ON");
+    Impl& store = *impl;
+    store.transact([&] {
+      store.db.exec(
+          "CREATE TABLE IF NOT EXISTS schema_migrations ("
+          " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+      int applied = applied_schema_version(store.db);
+      if (applied > known_schema_version()) {
+        throw Error(mismatch_message("the store index " + index.string() + " was written by a newer podplane",
+                                     "schema version <= " + std::to_string(known_schema_version()),
+                                     "schema version " + std::to_string(applied)));
+      }
+      for (const auto& migration : schema::migrations) {
+        if (migration.version <= applied) continue;
+        store.db.exec(migration.sql);
+        sqlite::Statement record(store.db, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
+        record.bind(1, std::int64_t{migration.version}).bind(2, migration.name).bind(3, now_utc()).run();
+      }
+    });
+    (void)sweep_temp_files(impl->root, Sweep::remove);
+  } else {
+    if (!fs::exists(index)) throw Error("no store at " + impl->root.string() + ": " + index.string() + " does not exist");
+    // mode=ro reads a live WAL through its -shm; on read-only media there is no -shm to map and
+    // SQLite refuses, so fall back to immutable=1 (writers checkpoint the WAL on close, so the
+    // main file holds every committed row).
+    try {
+      impl->db = sqlite::Database::open(index, sqlite::OpenMode::read_only);
+      (void)applied_schema_version(impl->db);
+    } catch (const Error&) {
+      impl->db = sqlite::Database::open(index, sqlite::OpenMode::immutable);
+      impl->read_only_reason += ", index opened immutable";
+    }
+    int applied = applied_schema_version(impl->db);
+    if (applied != known_schema_version()) {
+      throw Error(mismatch_message("the store index " + index.string() +
+                                       " has another schema version (open it writable with this podplane to migrate)",
+                                   "schema version " + std::to_string(known_schema_version()),
+                                   "schema version " + std::to_string(applied)));
+    }
+  }
+  return Store(std::move(impl));
+}
+
+const fs::path& Store::root() const { return impl_->root; }
+bool Store::read_only() const { return impl_->read_only; }
+
+fs::path Store::object_path(std::string_view digest) const { return impl_->object_path(digest); }
+
+bool Store::has_object(std::string_view digest) const {
+  if (!is_sha256_hex(digest)) return false;
+  if (!object_size(impl_->db, digest)) return false;
+  std::error_code ec;
+  return fs::is_regular_file(impl_->object_path(digest), ec);
+}
+
+ObjectWriter Store::new_object() {
+  impl_->require_writable("add an object");
+  auto writer = std::make_unique<ObjectWriter::Impl>();
+  writer->store = impl_.get();
+  static thread_local std::mt19937_64 random(std::random_device{}() ^ static_cast<std::uint64_t>(::getpid()));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char name[64];
+    std::snprintf(name, sizeof name, "%d-%016llx.tmp", static_cast<int>(::getpid()),
+                  static_cast<unsigned long long>(random()));
+    fs::path temp = layout::temp_dir(impl_->root) / name;
+    UniqueFd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd) {
+      if (errno == EEXIST) continue;
+      throw Error("cannot create a temp file in " + layout::temp_dir(impl_->root).string() + ": " + errno_text());
+    }
+    while (::flock(fd.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) throw Error("cannot lock " + temp.string() + ": " + errno_text());
+    }
+    // A sweeper may have taken the file between open and flock (it looked abandoned): then
+    // the name no longer refers to our file and we start over with a new one.
+    struct stat by_fd {}, by_path {};
+    if (::fstat(fd.get(), &by_fd) != 0 || ::lstat(temp.c_str(), &by_path) != 0 || by_fd.st_ino != by_path.st_ino) {
+      continue;
+    }
+    writer->temp = std::move(temp);
+    writer->fd = std::move(fd);
+    return ObjectWriter(std::move(writer));
+  }
+  throw Error("cannot create a temp file in " + layout::temp_dir(impl_->root).string());
+}
+
+std::string Store::add_file(const fs::path& file, std::optional<std::string_view> expected_sha256) {
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw Error("cannot read " + file.string() + ": " + errno_text());
+  ObjectWriter writer = new_object();
+  writer.impl_->label = file.filename().string();
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("cannot read " + file.string() + ": " + errno_text());
+    if (n == 0) break;
+    writer.write(buffer, static_cast<std::size_t>(n));
+  }
+  return writer.commit(expected_sha256);
+}
+
+std::string Store::add_bytes(std::string_view bytes, std::optional<std::string_view> expected_sha256) {
+  ObjectWriter writer = new_object();
+  writer.write(bytes.data(), bytes.size());
+  return writer.commit(expected_sha256);
+}
+
+std::string Store::read_object(std::string_view digest) const {
+  constexpr std::uintmax_t limit = 64u << 20;
+  fs::path file = impl_->object_path(digest);
+  std::error_code ec;
+  auto size = fs::file_size(file, ec);
+  if (ec) throw Error("object " + std::string(digest) + " is not in the store (" + file.string() + ")");
+  if (size > limit) throw Error("object " + std::string(digest) + " is too large to read into memory");
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw Error("cannot read " + file.string() + ": " + errno_text());
+  std::string content(size, '\0');
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(fd.get(), content.data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error("cannot read " + file.string() + ": " + (n < 0 ? errno_text() : "short read"));
+    done += static_cast<std::size_t>(n);
+  }
+  return content;
+}
+
+std::int64_t Store::add_artifact(const Artifact& input) {
+  Artifact a = input;
+  const std::string what = "cannot index " + describe(a);
+  require_field(a.address, "address", what);
+  require_field(a.version, "version", what);
+  require_field(a.filename, "filename", what);
+  if (a.filename.find('/') != std::string::npos || a.filename == "." || a.filename == "..") {
+    throw Error(what + ": filename must be a plain file name");
+  }
+  if (!a.platform.empty() && !valid_platform(a.platform)) {
+    throw Error(what + ": platform '" + a.platform + "' is not of the form os_arch (e.g. linux_amd64)");
+  }
+  require_digest(a.digest, what);
+  require_no_credentials(a.upstream_url, what);
+  if (has_control_character(a.upstream_url)) throw Error(what + ": the upstream URL contains a control character");
+  if (a.kind == ArtifactKind::provider_package) {
+    if (a.zh.empty()) a.zh = "zh:" + a.digest;
+    if (a.zh != "zh:" + a.digest) throw Error(mismatch_message(what + ": zh hash does not match the object", "zh:" + a.digest, a.zh));
+  }
+  if (a.added_at.empty()) a.added_at = now_utc();
+
+  std::int64_t id = 0;
+  impl_->transact([&] {
+    auto& db = impl_->db;
+    auto stored_size = object_size(db, a.digest);
+    if (!stored_size) throw Error(what + ": object " + a.digest + " is not in the store (add the file first)");
+    if (a.size == 0) a.size = *stored_size;
+    if (a.size != *stored_size) {
+      throw Error(mismatch_message(what + ": size differs from the object's", std::to_string(*stored_size), std::to_string(a.size)));
+    }
+    sqlite::Statement existing(db, "SELECT id, digest FROM artifacts WHERE kind = ? AND address = ? AND version = ? AND platform = ? AND filename = ?");
+    existing.bind(1, to_string(a.kind)).bind(2, a.address).bind(3, a.version).bind(4, a.platform).bind(5, a.filename);
+    if (existing.step()) {
+      if (existing.text(1) != a.digest) {
+        throw Error(mismatch_message(what + ": already in the store with other content (the store is additive)",
+                                     "sha256:" + existing.text(1), "sha256:" + a.digest));
+      }
+      id = existing.integer(0);
+      return;
+    }
+    sqlite::Statement insert(db,
+                             "INSERT INTO artifacts (kind, address, version, platform, filename, digest, size, h1, zh,"
+                             " upstream_digest, upstream_url, trust, added_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    insert.bind(1, to_string(a.kind)).bind(2, a.address).bind(3, a.version).bind(4, a.platform).bind(5, a.filename);
+    insert.bind(6, a.digest).bind(7, a.size).bind(8, a.h1).bind(9, a.zh).bind(10, a.upstream_digest);
+    insert.bind(11, a.upstream_url).bind(12, to_string(a.trust)).bind(13, a.added_at).run();
+    id = db.last_insert_rowid();
+  });
+  return id;
+}
+
+void Store::add_provenance(const Provenance& input) {
+  Provenance p = input;
+  const std::string what = "cannot record provenance of artifact " + std::to_string(p.artifact_id);
+  require_field(p.result, "result", what);
+  for (const auto* digest : {&p.shasums_digest, &p.signature_digest, &p.keys_digest}) {
+    if (!digest->empty()) require_digest(*digest, what);
+  }
+  if (p.checked_at.empty()) p.checked_at = now_utc();
+  impl_->transact([&] {
+    auto& db = impl_->db;
+    sqlite::Statement artifact(db, "SELECT 1 FROM artifacts WHERE id = ?");
+    artifact.bind(1, p.artifact_id);
+    if (!artifact.step()) throw Error(what + ": no such artifact in the index");
+    for (const auto* digest : {&p.shasums_digest, &p.signature_digest, &p.keys_digest}) {
+      if (!digest->empty() && !object_size(db, *digest)) throw Error(what + ": object " + *digest + " is not in the store");
+    }
+    sqlite::Statement insert(db,
+                             "INSERT OR IGNORE INTO provenance (artifact_id, shasums_digest, signature_digest, keys_digest,"
+                             " key_fingerprint, result, checked_at) VALUES (?,?,?,?,?,?,?)");
+    insert.bind(1, p.artifact_id).bind(2, p.shasums_digest).bind(3, p.signature_digest).bind(4, p.keys_digest);
+    insert.bind(5, p.key_fingerprint).bind(6, p.result).bind(7, p.checked_at).run();
+  });
+}
+
+std::int64_t Store::add_module_tree(const ModuleTree& input) {
+  ModuleTree tree = input;
+  const std::string what = "cannot index module " + tree.address + " " + tree.version;
+  require_field(tree.address, "address", what);
+  require_field(tree.version, "version", what);
+  require_no_credentials(tree.upstream_url, what);
+  if (tree.files.empty()) throw Error(what + ": the module has no files");
+  std::set<std::string> seen;
+  for (auto& file : tree.files) {
+    validate_module_path(file.path, what);
+    require_digest(file.digest, what + ": " + file.path);
+    if ((file.mode & ~0777u) != 0) throw Error(what + ": " + file.path + ": mode has bits other than permissions");
+    if (!seen.insert(file.path).second) throw Error(what + ": file " + file.path + " is listed twice");
+  }
+  std::sort(tree.files.begin(), tree.files.end(), [](const ModuleFile& a, const ModuleFile& b) { return a.path < b.path; });
+  std::string h1 = tree_h1(tree.files);
+  if (!tree.h1.empty() && tree.h1 != h1) throw Error(mismatch_message(what + ": h1 of the files does not match", tree.h1, h1));
+  tree.h1 = h1;
+  if (tree.added_at.empty()) tree.added_at = now_utc();
+
+  std::int64_t id = 0;
+  impl_->transact([&] {
+    auto& db = impl_->db;
+    sqlite::Statement existing(db, "SELECT id, h1 FROM module_trees WHERE address = ? AND version = ?");
+    existing.bind(1, tree.address).bind(2, tree.version);
+    if (existing.step()) {
+      if (existing.text(1) != tree.h1) {
+        throw Error(mismatch_message(what + ": already in the store with other content (the store is additive)",
+                                     existing.text(1), tree.h1));
+      }
+      id = existing.integer(0);
+      return;
+    }
+    for (auto& file : tree.files) {
+      auto size = object_size(db, file.digest);
+      if (!size) throw Error(what + ": " + file.path + ": object " + file.digest + " is not in the store");
+      if (file.size == 0) file.size = *size;
+      if (file.size != *size) {
+        throw Error(mismatch_message(what + ": " + file.path + ": size differs from the object's", std::to_string(*size),
+                                     std::to_string(file.size)));
+      }
+    }
+    sqlite::Statement insert(db, "INSERT INTO module_trees (address, version, h1, upstream_url, added_at) VALUES (?,?,?,?,?)");
+    insert.bind(1, tree.address).bind(2, tree.version).bind(3, tree.h1).bind(4, tree.upstream_url).bind(5, tree.added_at).run();
+    id = db.last_insert_rowid();
+    sqlite::Statement add_file(db, "INSERT INTO module_files (tree_id, path, mode, digest, size) VALUES (?,?,?,?,?)");
+    for (const auto& file : tree.files) {
+      add_file.reset();
+      add_file.bind(1, id).bind(2, file.path).bind(3, std::int64_t{file.mode}).bind(4, file.digest).bind(5, file.size).run();
+    }
+  });
+  return id;
+}
+
+void Store::set_tf_selection(const TfSelection& input) {
+  TfSelection selection = input;
+  const std::string what = "cannot record the tf selection";
+  if (selection.engine != "tofu" && selection.engine != "terraform") {
+    throw Error(what + ": engine must be tofu or terraform, not '" + selection.engine + "'");
+  }
+  for (const auto& platform : selection.platforms) {
+    if (!valid_platform(platform)) throw Error(what + ": platform '" + platform + "' is not of the form os_arch");
+  }
+  std::sort(selection.platforms.begin(), selection.platforms.end());
+  selection.platforms.erase(std::unique(selection.platforms.begin(), selection.platforms.end()), selection.platforms.end());
+  std::set<std::string> addresses;
+  for (const auto& provider : selection.providers) {
+    require_field(provider.address, "provider address", what);
+    require_field(provider.version, "provider version", what);
+    if (!addresses.insert(provider.address).second) throw Error(what + ": provider " + provider.address + " is listed twice");
+  }
+  impl_->transact([&] {
+    auto& db = impl_->db;
+    db.exec("DELETE FROM tf_selection_providers; DELETE FROM tf_selection_platforms;");
+    sqlite::Statement settings(db,
+                               "INSERT OR REPLACE INTO tf_selection (id, module_address, module_version, engine, updated_at)"
+                               " VALUES (1, ?, ?, ?, ?)");
+    settings.bind(1, selection.module_address).bind(2, selection.module_version).bind(3, selection.engine).bind(4, now_utc()).run();
+    sqlite::Statement provider(db, "INSERT INTO tf_selection_providers (address, version, constraints) VALUES (?,?,?)");
+    for (const auto& p : selection.providers) {
+      provider.reset();
+      provider.bind(1, p.address).bind(2, p.version).bind(3, p.constraints).run();
+    }
+    sqlite::Statement platform(db, "INSERT INTO tf_selection_platforms (platform) VALUES (?)");
+    for (const auto& p : selection.platforms) {
+      platform.reset();
+      platform.bind(1, p).run();
+    }
+  });
+}
+
+std::vector<Artifact> Store::artifacts(const ArtifactQuery& query) const {
+  std::string sql = "SELECT " + std::string(artifact_columns) + " FROM artifacts WHERE 1 = 1";
+  if (query.kind) sql += " AND kind = :kind";
+  if (query.address) sql += " AND address = :address";
+  if (query.version) sql += " AND version = :version";
+  if (query.platform) sql += " AND platform = :platform";
+  sql += " ORDER BY kind, address, version, platform, filename";
+  sqlite::Statement select(impl_->db, sql);
+  int index = 1;
+  if (query.kind) select.bind(index++, to_string(*query.kind));
+  if (query.address) select.bind(index++, *query.address);
+  if (query.version) select.bind(index++, *query.version);
+  if (query.platform) select.bind(index++, *query.platform);
+  std::vector<Artifact> result;
+  while (select.step()) result.push_back(read_artifact(select));
+  return result;
+}
+
+std::optional<Artifact> Store::find_artifact(ArtifactKind kind, std::string_view address, std::string_view version,
+                                             std::string_view platform, std::string_view filename) const {
+  sqlite::Statement select(impl_->db, "SELECT " + std::string(artifact_columns) +
+                                          " FROM artifacts WHERE kind = ? AND address = ? AND version = ? AND platform = ?"
+                                          " AND filename = ?");
+  select.bind(1, to_string(kind)).bind(2, address).bind(3, version).bind(4, platform).bind(5, filename);
+  if (!select.step()) return std::nullopt;
+  return read_artifact(select);
+}
+
+std::vector<Provenance> Store::provenance_of(std::int64_t artifact_id) const {
+  sqlite::Statement select(impl_->db,
+                           "SELECT artifact_id, shasums_digest, signature_digest, keys_digest, key_fingerprint, result,"
+                           " checked_at FROM provenance WHERE artifact_id = ? ORDER BY id");
+  select.bind(1, artifact_id);
+  std::vector<Provenance> result;
+  while (select.step()) {
+    Provenance p;
+    p.artifact_id = select.integer(0);
+    p.shasums_digest = select.text(1);
+    p.signature_digest = select.text(2);
+    p.keys_digest = select.text(3);
+    p.key_fingerprint = select.text(4);
+    p.result = select.text(5);
+    p.checked_at = select.text(6);
+    result.push_back(std::move(p));
+  }
+  return result;
+}
+
+namespace {
+
+std::vector<ModuleTree> select_module_trees(sqlite::Database& db, const std::string& where,
+                                            const std::vector<std::string>& parameters) {
+  sqlite::Statement select(db, "SELECT id, address, version, h1, upstream_url, added_at FROM module_trees " + where +
+                                   " ORDER BY address, version");
+  for (std::size_t i = 0; i < parameters.size(); ++i) select.bind(static_cast<int>(i + 1), parameters[i]);
+  std::vector<ModuleTree> trees;
+  while (select.step()) {
+    ModuleTree tree;
+    tree.id = select.integer(0);
+    tree.address = select.text(1);
+    tree.version = select.text(2);
+    tree.h1 = select.text(3);
+    tree.upstream_url = select.text(4);
+    tree.added_at = select.text(5);
+    trees.push_back(std::move(tree));
+  }
+  sqlite::Statement files(db, "SELECT path, mode, digest, size FROM module_files WHERE tree_id = ? ORDER BY path");
+  for (auto& tree : trees) {
+    files.reset();
+    files.bind(1, tree.id);
+    while (files.step()) {
+      tree.files.push_back({files.text(0), static_cast<std::uint32_t>(files.integer(1)), files.text(2), files.integer(3)});
+    }
+  }
+  return trees;
+}
+
+}  // namespace
+
+std::vector<ModuleTree> Store::module_trees(std::optional<std::string_view> address) const {
+  if (address) return select_module_trees(impl_->db, "WHERE address = ?", {std::string(*address)});
+  return select_module_trees(impl_->db, "", {});
+}
+
+std::optional<ModuleTree> Store::find_module_tree(std::string_view address, std::string_view version) const {
+  auto trees = select_module_trees(impl_->db, "WHERE address = ? AND version = ?", {std::string(address), std::string(version)});
+  if (trees.empty()) return std::nullopt;
+  return std::move(trees.front());
+}
+
+std::optional<TfSelection> Store::tf_selection() const {
+  auto& db = impl_->db;
+  sqlite::Statement settings(db, "SELECT module_address, module_version, engine FROM tf_selection WHERE id = 1");
+  if (!settings.step()) return std::nullopt;
+  TfSelection selection;
+  selection.module_address = settings.text(0);
+  selection.module_version = settings.text(1);
+  selection.engine = settings.text(2);
+  sqlite::Statement providers(db, "SELECT address, version, constraints FROM tf_selection_providers ORDER BY address");
+  while (providers.step()) selection.providers.push_back({providers.text(0), providers.text(1), providers.text(2)});
+  sqlite::Statement platforms(db, "SELECT platform FROM tf_selection_platforms ORDER BY platform");
+  while (platforms.step()) selection.platforms.push_back(platforms.text(0));
+  return selection;
+}
+
+void Store::audit(std::string_view action, std::string_view subject, const nlohmann::json& detail) {
+  require_field(action, "action", "cannot write the audit log");
+  impl_->transact([&] {
+    sqlite::Statement insert(impl_->db, "INSERT INTO audit_log (at, action, subject, detail) VALUES (?,?,?,?)");
+    insert.bind(1, now_utc()).bind(2, action).bind(3, subject).bind(4, detail.dump()).run();
+  });
+}
+
+std::vector<AuditEntry> Store::audit_log() const {
+  sqlite::Statement select(impl_->db, "SELECT id, at, action, subject, detail FROM audit_log ORDER BY id");
+  std::vector<AuditEntry> entries;
+  while (select.step()) entries.push_back({select.integer(0), select.text(1), select.text(2), select.text(3), select.text(4)});
+  return entries;
+}
+
+void Store::in_transaction(const std::function<void()>& body) { impl_->transact(body); }
+
+}  // namespace podplane::cache

@@ -1,0 +1,42 @@
+#pragma once
+// Internal to cache/: the state behind a Store handle, shared by store.cpp, maintenance.cpp
+// and views.cpp. Not part of the library's contract.
+#include <functional>
+#include <string>
+
+#include "cache/sqlite.hpp"
+#include "cache/store.hpp"
+#include "cache/unique_fd.hpp"
+
+namespace podplane::cache {
+
+struct Store::Impl {
+  std::filesystem::path root;
+  bool read_only = false;
+  std::string read_only_reason;  // why the store was opened read-only, for messages
+  sqlite::Database db;
+  // A shared flock on store/lock, held while a writable handle is open: gc takes it
+  // exclusively, so no object can be between "renamed into place" and "indexed" while gc runs.
+  UniqueFd store_lock;
+  int transaction_depth = 0;
+
+  // Runs body in one write transaction (joining an open one), rerunning it whole on SQLITE_BUSY.
+  void transact(const std::function<void()>& body);
+  void require_writable(std::string_view what) const;
+  std::filesystem::path object_path(std::string_view digest) const;
+};
+
+struct StoreInternals {
+  static Store::Impl& of(Store& store) { return *store.impl_; }
+  static const Store::Impl& of(const Store& store) { return *store.impl_; }
+};
+
+// RFC 3339 UTC, second precision.
+std::string now_utc();
+
+// Removes temp files in store/tmp whose writer is gone (its flock is free). Files of live
+// writers are left alone. Returns the files removed (or, with Sweep::list, that would be).
+enum class Sweep { list, remove };
+std::vector<std::filesystem::path> sweep_temp_files(const std::filesystem::path& root, Sweep sweep);
+
+}  // namespace podplane::cache

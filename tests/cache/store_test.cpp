@@ -1,0 +1,385 @@
+// Unit tests of the store: layout, ingest order, index rows, transactions, read-only access.
+#include <sys/stat.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/layout.hpp"
+#include "cache/store.hpp"
+#include "lockfile/error.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace podplane::cache {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+using ::testing::HasSubstr;
+
+constexpr const char* hello_sha256 = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+
+std::vector<fs::path> temp_files(const fs::path& root) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(layout::temp_dir(root))) files.push_back(entry.path());
+  return files;
+}
+
+Artifact package(const std::string& digest, const std::string& platform = "linux_amd64") {
+  Artifact a;
+  a.kind = ArtifactKind::provider_package;
+  a.address = "registry.opentofu.org/hashicorp/null";
+  a.version = "3.2.4";
+  a.platform = platform;
+  a.filename = "terraform-provider-null_3.2.4_" + platform + ".zip";
+  a.digest = digest;
+  a.h1 = "h1:test";
+  a.upstream_url = "https://github.com/opentofu/terraform-provider-null/releases/download/v3.2.4/x.zip";
+  a.trust = Trust::signed_upstream;
+  return a;
+}
+
+TEST(Store, OpenCreatesTheLayoutAndRecordsTheMigration) {
+  TempDir dir;
+  fs::path root = dir / "deps";
+  {
+    Store store = Store::open(root);
+    EXPECT_FALSE(store.read_only());
+    EXPECT_EQ(store.root(), root);
+  }
+  EXPECT_TRUE(fs::is_directory(layout::objects_dir(root)));
+  EXPECT_TRUE(fs::is_directory(layout::temp_dir(root)));
+  EXPECT_TRUE(fs::is_regular_file(layout::index_db(root)));
+  // Reopening applies nothing twice.
+  { Store again = Store::open(root); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(layout::index_db(root).c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &stmt, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), 1);
+  sqlite3_finalize(stmt);
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)), "wal");
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+TEST(Store, AddBytesPublishesAReadOnlyContentAddressedObject) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string digest = store.add_bytes("hello");
+  EXPECT_EQ(digest, hello_sha256);
+  fs::path object = store.object_path(digest);
+  EXPECT_EQ(object, dir.path() / "store/objects/sha256/2c" / std::string(hello_sha256 + 2));
+  EXPECT_EQ(test::read_file(object), "hello");
+  struct stat info {};
+  ASSERT_EQ(::stat(object.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0444u);
+  EXPECT_TRUE(store.has_object(digest));
+  EXPECT_EQ(store.read_object(digest), "hello");
+  EXPECT_TRUE(temp_files(dir.path()).empty());
+  // Adding the same content again keeps the object and its inode.
+  EXPECT_EQ(store.add_bytes("hello", std::string_view(hello_sha256)), digest);
+  struct stat again {};
+  ASSERT_EQ(::stat(object.c_str(), &again), 0);
+  EXPECT_EQ(again.st_ino, info.st_ino);
+}
+
+TEST(Store, ExpectedDigestMismatchAddsNothing) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string wrong(64, 'a');
+  try {
+    (void)store.add_bytes("hello", std::string_view(wrong));
+    FAIL() << "expected a mismatch";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("hash mismatch"));
+    EXPECT_THAT(error.what(), HasSubstr("  expected: sha256:" + wrong));
+    EXPECT_THAT(error.what(), HasSubstr("  got:      sha256:" + std::string(hello_sha256)));
+  }
+  EXPECT_FALSE(store.has_object(hello_sha256));
+  EXPECT_FALSE(fs::exists(store.object_path(hello_sha256)));
+  EXPECT_TRUE(temp_files(dir.path()).empty());
+}
+
+TEST(Store, AddFileStreamsAndNamesTheFileInErrors) {
+  TempDir dir;
+  Store store = Store::open(dir / "deps");
+  std::string big(3 * 65536 + 17, 'x');
+  test::write_file(dir / "big.bin", big);
+  std::string digest = store.add_file(dir / "big.bin");
+  EXPECT_EQ(fs::file_size(store.object_path(digest)), big.size());
+  try {
+    (void)store.add_file(dir / "big.bin", std::string_view(std::string(64, '0')));
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("big.bin"));
+  }
+  EXPECT_THROW((void)store.add_file(dir / "missing.bin"), Error);
+}
+
+TEST(Store, AnUncommittedWriterLeavesNoTempFile) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  {
+    ObjectWriter writer = store.new_object();
+    writer.write("partial", 7);
+    EXPECT_EQ(writer.size(), 7u);
+    EXPECT_EQ(temp_files(dir.path()).size(), 1u);
+  }
+  EXPECT_TRUE(temp_files(dir.path()).empty());
+}
+
+TEST(Store, ArtifactRowsAreAdditive) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string digest = store.add_bytes("zip bytes");
+  std::int64_t id = store.add_artifact(package(digest));
+  EXPECT_GT(id, 0);
+  EXPECT_EQ(store.add_artifact(package(digest)), id) << "the same row again is a no-op";
+
+  auto found = store.find_artifact(ArtifactKind::provider_package, "registry.opentofu.org/hashicorp/null", "3.2.4",
+                                   "linux_amd64", "terraform-provider-null_3.2.4_linux_amd64.zip");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->id, id);
+  EXPECT_EQ(found->digest, digest);
+  EXPECT_EQ(found->size, 9);
+  EXPECT_EQ(found->zh, "zh:" + digest);
+  EXPECT_EQ(found->trust, Trust::signed_upstream);
+  EXPECT_FALSE(found->added_at.empty());
+
+  std::string other = store.add_bytes("other zip bytes");
+  try {
+    (void)store.add_artifact(package(other));
+    FAIL() << "a key cannot change its digest";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("expected: sha256:" + digest));
+    EXPECT_THAT(error.what(), HasSubstr("got:      sha256:" + other));
+  }
+  EXPECT_EQ(store.find_artifact(ArtifactKind::provider_package, "registry.opentofu.org/hashicorp/null", "3.2.4",
+                                "linux_amd64", "terraform-provider-null_3.2.4_linux_amd64.zip")->digest,
+            digest);
+}
+
+TEST(Store, BadArtifactsAreRejectedWithAReason) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string digest = store.add_bytes("zip bytes");
+  auto expect_error = [&](Artifact a, const std::string& fragment) {
+    try {
+      (void)store.add_artifact(a);
+      ADD_FAILURE() << "accepted an artifact that should fail with: " << fragment;
+    } catch (const Error& error) {
+      EXPECT_THAT(error.what(), HasSubstr(fragment));
+    }
+  };
+  expect_error(package(std::string(64, 'f')), "not in the store");
+  expect_error(package("xyz"), "not a sha256 digest");
+  expect_error(package(digest, "linux-amd64"), "not of the form os_arch");
+  Artifact with_credentials = package(digest);
+  with_credentials.upstream_url = "https://user:token@example.com/x.zip";
+  expect_error(with_credentials, "credentials");
+  Artifact bad_name = package(digest);
+  bad_name.filename = "../evil.zip";
+  expect_error(bad_name, "plain file name");
+  Artifact bad_size = package(digest);
+  bad_size.size = 3;
+  expect_error(bad_size, "size differs");
+  Artifact bad_zh = package(digest);
+  bad_zh.zh = "zh:" + std::string(64, '0');
+  expect_error(bad_zh, "zh hash does not match");
+  EXPECT_TRUE(store.artifacts().empty());
+}
+
+TEST(Store, ArtifactQueriesFilter) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string amd = store.add_bytes("amd64");
+  std::string arm = store.add_bytes("arm64");
+  (void)store.add_artifact(package(amd, "linux_amd64"));
+  (void)store.add_artifact(package(arm, "linux_arm64"));
+  Artifact manifest;
+  manifest.kind = ArtifactKind::vmconfig_manifest;
+  manifest.address = "vmconfig_knc_debian-13_arm64";
+  manifest.version = "20260724";
+  manifest.filename = "vmconfig_knc_debian-13_arm64.json";
+  manifest.digest = store.add_bytes("{}");
+  manifest.trust = Trust::checksum;
+  (void)store.add_artifact(manifest);
+
+  EXPECT_EQ(store.artifacts().size(), 3u);
+  EXPECT_EQ(store.artifacts({.kind = ArtifactKind::provider_package}).size(), 2u);
+  auto arm_only = store.artifacts({.platform = "linux_arm64"});
+  ASSERT_EQ(arm_only.size(), 1u);
+  EXPECT_EQ(arm_only[0].digest, arm);
+  EXPECT_EQ(store.artifacts({.kind = ArtifactKind::vmconfig_manifest, .address = "vmconfig_knc_debian-13_arm64"}).size(), 1u);
+  EXPECT_TRUE(store.artifacts({.version = "9.9.9"}).empty());
+}
+
+TEST(Store, ProvenanceIsRecordedOnce) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string zip = store.add_bytes("zip");
+  std::string sums = store.add_bytes("sums");
+  std::string sig = store.add_bytes("sig");
+  std::int64_t id = store.add_artifact(package(zip));
+  Provenance p{id, sums, sig, "", "0C0AF313E5FD9F80", "signed", ""};
+  store.add_provenance(p);
+  store.add_provenance(p);
+  auto recorded = store.provenance_of(id);
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].shasums_digest, sums);
+  EXPECT_EQ(recorded[0].key_fingerprint, "0C0AF313E5FD9F80");
+  EXPECT_FALSE(recorded[0].checked_at.empty());
+  EXPECT_THROW(store.add_provenance({id + 100, sums, sig, "", "", "signed", ""}), Error);
+  EXPECT_THROW(store.add_provenance({id, std::string(64, 'e'), "", "", "", "signed", ""}), Error);
+}
+
+TEST(Store, ModuleTreesCarryTheirH1) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  ModuleTree tree;
+  tree.address = "registry.opentofu.org/nstance-dev/nstance/aws";
+  tree.version = "2.0.1";
+  tree.files = {{"modules/cluster/main.tf", 0644, store.add_bytes("resource {}\n"), 0},
+                {"README.md", 0644, store.add_bytes("# nstance\n"), 0},
+                {"scripts/run.sh", 0755, store.add_bytes("#!/bin/sh\n"), 0}};
+  std::int64_t id = store.add_module_tree(tree);
+  auto found = store.find_module_tree(tree.address, "2.0.1");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->id, id);
+  ASSERT_EQ(found->files.size(), 3u);
+  EXPECT_EQ(found->files[0].path, "README.md");
+  EXPECT_EQ(found->files[2].mode, 0755u);
+  EXPECT_EQ(found->files[2].size, 10);
+  EXPECT_THAT(found->h1, ::testing::StartsWith("h1:"));
+  EXPECT_EQ(store.add_module_tree(tree), id);
+  EXPECT_EQ(store.module_trees().size(), 1u);
+  EXPECT_EQ(store.module_trees(std::string_view("other")).size(), 0u);
+
+  ModuleTree wrong_h1 = tree;
+  wrong_h1.version = "2.0.2";
+  wrong_h1.h1 = "h1:AAAA";
+  EXPECT_THROW(store.add_module_tree(wrong_h1), Error);
+  ModuleTree changed = tree;
+  changed.files[0].digest = store.add_bytes("changed");
+  changed.files[0].size = 0;
+  EXPECT_THROW(store.add_module_tree(changed), Error);
+  for (std::string bad : {"../x", "/etc/passwd", "a//b", "a/./b", ""}) {
+    ModuleTree unsafe = tree;
+    unsafe.version = "3.0.0";
+    unsafe.files[0].path = bad;
+    EXPECT_THROW(store.add_module_tree(unsafe), Error) << bad;
+  }
+  EXPECT_FALSE(store.find_module_tree(tree.address, "3.0.0"));
+}
+
+TEST(Store, TfSelectionIsReplacedAsAWhole) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  EXPECT_FALSE(store.tf_selection());
+  TfSelection selection;
+  selection.providers = {{"registry.opentofu.org/hashicorp/aws", "6.2.0", "~> 6.0"},
+                         {"registry.opentofu.org/hashicorp/null", "3.2.4", ""}};
+  selection.platforms = {"linux_arm64", "linux_amd64", "linux_arm64"};
+  selection.module_address = "registry.opentofu.org/nstance-dev/nstance/aws";
+  selection.module_version = "2.0.1";
+  store.set_tf_selection(selection);
+  auto read = store.tf_selection();
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->platforms, (std::vector<std::string>{"linux_amd64", "linux_arm64"}));
+  ASSERT_EQ(read->providers.size(), 2u);
+  EXPECT_EQ(read->providers[0].constraints, "~> 6.0");
+  EXPECT_EQ(read->engine, "tofu");
+  EXPECT_EQ(read->module_version, "2.0.1");
+
+  selection.providers.resize(1);
+  selection.engine = "terraform";
+  store.set_tf_selection(selection);
+  EXPECT_EQ(store.tf_selection()->providers.size(), 1u);
+  EXPECT_EQ(store.tf_selection()->engine, "terraform");
+  selection.engine = "pulumi";
+  EXPECT_THROW(store.set_tf_selection(selection), Error);
+  EXPECT_EQ(store.tf_selection()->engine, "terraform");
+}
+
+TEST(Store, AuditLogKeepsEntriesInOrder) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  store.audit("fetch", "registry.opentofu.org/hashicorp/aws 6.2.0", {{"platforms", {"linux_amd64"}}});
+  store.audit("bundle-create", "out.bundle", nlohmann::json::object());
+  auto log = store.audit_log();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].action, "fetch");
+  EXPECT_EQ(nlohmann::json::parse(log[0].detail)["platforms"][0], "linux_amd64");
+  EXPECT_EQ(log[1].subject, "out.bundle");
+  EXPECT_LT(log[0].id, log[1].id);
+}
+
+TEST(Store, AFailedTransactionLeavesNoRows) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string digest = store.add_bytes("zip");
+  EXPECT_THROW(store.in_transaction([&] {
+    (void)store.add_artifact(package(digest));
+    store.audit("fetch", "x", nlohmann::json::object());
+    throw Error("interrupted");
+  }),
+               Error);
+  EXPECT_TRUE(store.artifacts().empty());
+  EXPECT_TRUE(store.audit_log().empty());
+  store.in_transaction([&] { (void)store.add_artifact(package(digest)); });
+  EXPECT_EQ(store.artifacts().size(), 1u);
+}
+
+TEST(Store, ReadOnlyAccessAnswersQueriesAndRefusesWrites) {
+  TempDir dir;
+  std::string digest;
+  {
+    Store store = Store::open(dir.path());
+    digest = store.add_bytes("zip");
+    (void)store.add_artifact(package(digest));
+  }
+  Store store = Store::open(dir.path(), Store::Access::read_only);
+  EXPECT_TRUE(store.read_only());
+  EXPECT_EQ(store.artifacts().size(), 1u);
+  EXPECT_TRUE(store.has_object(digest));
+  EXPECT_EQ(store.read_object(digest), "zip");
+  try {
+    (void)store.add_bytes("more");
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("read-only"));
+  }
+  EXPECT_THROW(store.audit("fetch", "x", nlohmann::json::object()), Error);
+  EXPECT_THROW(Store::open(dir / "nothing-here", Store::Access::read_only), Error);
+}
+
+TEST(Store, DefaultDepsRootFollowsTheEnvironment) {
+  ::setenv("PODPLANE_DEPS_CACHE_DIR", "/x/deps", 1);
+  EXPECT_EQ(default_deps_root(), fs::path("/x/deps"));
+  ::unsetenv("PODPLANE_DEPS_CACHE_DIR");
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(default_deps_root(), fs::path("/xdg/podplane/deps"));
+  ::unsetenv("XDG_CACHE_HOME");
+  ::setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(default_deps_root(), fs::path("/home/u/.cache/podplane/deps"));
+}
+
+TEST(Store, KindAndTrustRoundTripAsText) {
+  for (auto kind : {ArtifactKind::provider_package, ArtifactKind::provider_shasums, ArtifactKind::provider_signature,
+                    ArtifactKind::provider_keys, ArtifactKind::vmconfig_manifest, ArtifactKind::vmconfig_artifact}) {
+    EXPECT_EQ(parse_artifact_kind(to_string(kind)), kind);
+  }
+  for (auto trust : {Trust::signed_upstream, Trust::checksum, Trust::unverified}) EXPECT_EQ(parse_trust(to_string(trust)), trust);
+  EXPECT_THROW(parse_artifact_kind("zip"), Error);
+  EXPECT_THROW(parse_trust("maybe"), Error);
+}
+
+}  // namespace
+}  // namespace podplane::cache
