@@ -1,0 +1,280 @@
+#include "generator/check.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/layout.hpp"
+#include "generator/stack.hpp"
+#include "lockfile/cli_config.hpp"
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+#include "lockfile/hcl.hpp"
+#include "lockfile/lock_file.hpp"
+#include "lockfile/platform.hpp"
+
+namespace podplane::generator {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::optional<std::string> read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+class Reporter {
+ public:
+  explicit Reporter(CheckReport& report) : report_(report) {}
+  void ok(std::string platform, std::string item, std::string detail = "ok") {
+    report_.rows.push_back({std::move(platform), std::move(item), true, std::move(detail)});
+  }
+  void fail(std::string platform, std::string item, std::string detail, const std::string& remedy) {
+    report_.rows.push_back({std::move(platform), std::move(item), false, std::move(detail)});
+    if (std::find(report_.remedies.begin(), report_.remedies.end(), remedy) == report_.remedies.end())
+      report_.remedies.push_back(remedy);
+  }
+
+ private:
+  CheckReport& report_;
+};
+
+std::string short_hash(const std::string& hash) { return hash.size() > 15 ? hash.substr(0, 15) + "…" : hash; }
+
+void check_providers(const cache::Store& store, const lockfile::LockFile& lock, const std::string& platform,
+                     Reporter& out) {
+  const std::string fetch = "podplane deps tf --platform " + platform +
+                            " (online), or import a bundle that has " + platform;
+  const std::string rebuild = "the store's views disagree with its index: run `podplane deps verify` to find and "
+                              "repair the damaged files";
+  for (const auto& provider : lock.providers) {
+    std::string item = "provider " + provider.address + " " + provider.version;
+    auto packages = store.artifacts({cache::ArtifactKind::provider_package, provider.address, provider.version, platform});
+    if (packages.empty()) {
+      out.fail(platform, item, "MISSING: no package in the store", fetch);
+      continue;
+    }
+    const cache::Artifact& package = packages.front();
+    auto in_lock = [&](const std::string& hash) {
+      return std::find(provider.hashes.begin(), provider.hashes.end(), hash) != provider.hashes.end();
+    };
+    if (!in_lock(package.h1) || !in_lock(package.zh)) {
+      out.fail(platform, item, "LOCK: the lock has no hash of the store's package (" + short_hash(package.h1) + ")",
+               "the stack's lock does not cover the store's packages: run `podplane cluster upgrade` (it rewrites the "
+               "lock from the store)");
+      continue;
+    }
+    auto address = lockfile::ProviderAddress::parse(provider.address, "registry.opentofu.org");
+    fs::path zip = cache::layout::providers_dir(store.root()) / address.host / address.ns / address.type /
+                   ("terraform-provider-" + address.type + "_" + provider.version + "_" + platform + ".zip");
+    std::error_code error;
+    if (!fs::is_regular_file(zip, error)) {
+      out.fail(platform, item, "MISSING: " + zip.string(), rebuild);
+      continue;
+    }
+    std::string zh = lockfile::zh_hash_of_file(zip);
+    std::string h1;
+    try {
+      h1 = lockfile::h1_hash_of_zip(zip);
+    } catch (const Error& e) {
+      h1 = std::string("(unreadable: ") + e.what() + ")";
+    }
+    if (zh != package.zh || h1 != package.h1) {
+      out.fail(platform, item,
+               "CORRUPT: " + zip.filename().string() + " hashes to " + short_hash(zh != package.zh ? zh : h1) +
+                   ", the lock and the store say " + short_hash(zh != package.zh ? package.zh : package.h1),
+               rebuild);
+      continue;
+    }
+    out.ok(platform, item);
+  }
+}
+
+void check_modules(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text, Reporter& out) {
+  lockfile::hcl::Body body = lockfile::hcl::parse(main_text, "podplane.cluster.main.tf");
+  std::set<fs::path> packages;
+  for (const auto* block : body.blocks_of_type("module")) {
+    const auto* source = block->body.attribute("source");
+    std::string label = block->labels.empty() ? "?" : block->labels.front();
+    if (source == nullptr || !source->value.is_string()) continue;
+    fs::path dir = stack_dir / *source->value.as_string();
+    std::error_code error;
+    if (!fs::is_directory(dir, error)) {
+      out.fail("-", "module " + label, "MISSING: " + dir.lexically_normal().string(),
+               "the stack's module sources do not resolve: rerun `podplane cluster create` after moving the stack "
+               "or the store, or import a bundle that has the module");
+      continue;
+    }
+    packages.insert(fs::weakly_canonical(dir).parent_path().parent_path());
+  }
+  for (const auto& package_dir : packages) {
+    std::string version = package_dir.filename().string();
+    std::string flavour = package_dir.parent_path().filename().string();  // nstance or nstance-<provider>
+    std::string provider = flavour == "nstance" ? "aws" : flavour.substr(flavour.find('-') + 1);
+    std::string name = "nstance-dev/nstance/" + provider;
+    std::string item = "module " + name + " " + version;
+    std::optional<cache::ModuleTree> tree;
+    for (auto& candidate : store.module_trees()) {
+      bool same = candidate.address == name || candidate.address.ends_with("/" + name);
+      if (same && candidate.version == version) tree = candidate;
+    }
+    if (!tree) {
+      out.fail("-", item, "MISSING: not in the store's index",
+               "podplane deps tf -f podplane.cluster.jsonc (online), or import a bundle that has the module");
+      continue;
+    }
+    std::string h1 = lockfile::h1_hash_of_dir(package_dir);
+    if (h1 != tree->h1) {
+      out.fail("-", item, "CORRUPT: tree hashes to " + short_hash(h1) + ", the store says " + short_hash(tree->h1),
+               "the module tree in the store's views was modified: run `podplane deps verify` to repair it");
+      continue;
+    }
+    out.ok("-", item);
+  }
+}
+
+void check_manifests(const cache::Store& store, const fs::path& stack_dir, Reporter& out) {
+  std::vector<fs::path> manifests;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(stack_dir, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("podplane.cluster.vmconfig_", 0) == 0 && name.ends_with(".json")) manifests.push_back(entry.path());
+  }
+  std::sort(manifests.begin(), manifests.end());
+  for (const auto& file : manifests) {
+    std::string name = file.filename().string();
+    std::string item = name.substr(17, name.size() - 17 - 5);
+    json manifest;
+    try {
+      manifest = json::parse(*read_text(file)).at("vmconfig");
+    } catch (const std::exception& e) {
+      out.fail("-", item, std::string("INVALID: ") + e.what(), "regenerate the stack with `podplane cluster create --force`");
+      continue;
+    }
+    std::vector<std::pair<std::string, json>> items;
+    if (manifest.contains("os") && manifest["os"].contains("image")) items.push_back({"os-image", manifest["os"]["image"]});
+    if (manifest.contains("dependencies"))
+      for (const auto& dependency : manifest["dependencies"].items()) items.push_back({dependency.key(), dependency.value()});
+    std::vector<std::string> missing;
+    std::size_t count = 0;
+    for (const auto& [dep_name, dep] : items) {
+      std::string url = dep.value("url", "");
+      std::string digest = dep.value("digest", "");
+      if (url.empty() && digest.empty()) continue;  // the unreleased stub of dev manifests
+      ++count;
+      bool found = false;
+      std::string version = dep.value("version", "");
+      for (const auto& artifact : store.artifacts({cache::ArtifactKind::vmconfig_artifact, dep_name, version, {}})) {
+        if (artifact.upstream_digest == digest && store.has_object(artifact.digest)) found = true;
+      }
+      if (!found) missing.push_back(dep_name + " " + version);
+    }
+    if (missing.empty()) {
+      out.ok("-", item + " (" + std::to_string(count) + " artifacts)");
+    } else {
+      std::string list;
+      for (std::size_t i = 0; i < missing.size() && i < 5; ++i) list += (i ? ", " : "") + missing[i];
+      if (missing.size() > 5) list += ", …";
+      std::string arch = item.substr(item.rfind('_') + 1);
+      std::string kind = item.substr(9, 3);
+      out.fail("-", item, "MISSING " + std::to_string(missing.size()) + " of " + std::to_string(count) + ": " + list,
+               "podplane deps download --kind " + kind + " --arch " + arch + " (online), or import a bundle that has them");
+    }
+  }
+}
+
+void check_tfrc(const cache::Store& store, Reporter& out) {
+  fs::path tfrc = cache::layout::tfrc_file(store.root());
+  fs::path expected = fs::absolute(cache::layout::providers_dir(store.root())).lexically_normal();
+  std::string remedy = "the store's podplane.tfrc does not point at this store (was it moved?): run "
+                       "`podplane deps verify` on a writable store to rewrite its views";
+  auto text = read_text(tfrc);
+  if (!text) {
+    out.fail("-", "tfrc " + tfrc.string(), "MISSING", remedy);
+    return;
+  }
+  lockfile::CliConfig config;
+  try {
+    config = lockfile::parse_cli_config(*text, tfrc.string());
+  } catch (const Error& e) {
+    out.fail("-", "tfrc " + tfrc.string(), std::string("INVALID: ") + e.what(), remedy);
+    return;
+  }
+  bool points_here = false, other = false;
+  for (const auto& method : config.provider_installation) {
+    if (method.kind == lockfile::InstallationMethod::Kind::filesystem_mirror &&
+        fs::path(method.location).lexically_normal() == expected)
+      points_here = true;
+    else
+      other = true;
+  }
+  if (!points_here || other) {
+    out.fail("-", "tfrc " + tfrc.string(), "WRONG: expected only a filesystem_mirror at " + expected.generic_string(),
+             remedy);
+    return;
+  }
+  out.ok("-", "tfrc → " + expected.generic_string());
+}
+
+}  // namespace
+
+bool CheckReport::ok() const {
+  return std::all_of(rows.begin(), rows.end(), [](const CheckRow& row) { return row.ok; });
+}
+
+CheckReport check_stack(const cache::Store& store, const fs::path& config_file, const std::vector<std::string>& platforms) {
+  const fs::path stack_dir = fs::absolute(config_file).parent_path();
+  auto main_text = read_text(stack_dir / "podplane.cluster.main.tf");
+  if (!main_text || !pinned_module_version(*main_text))
+    throw Error("no generated stack in " + stack_dir.string() + "; run `podplane cluster create` first");
+  auto lock_text = read_text(stack_dir / ".terraform.lock.hcl");
+  if (!lock_text)
+    throw Error("the stack in " + stack_dir.string() + " has no .terraform.lock.hcl; run `podplane cluster create`");
+  lockfile::LockFile lock = lockfile::parse_lock_file(*lock_text, (stack_dir / ".terraform.lock.hcl").string());
+
+  std::vector<std::string> wanted = platforms;
+  if (wanted.empty()) {
+    auto selection = store.tf_selection();
+    if (selection) wanted = selection->platforms;
+    if (wanted.empty()) {
+      std::set<std::string> seen;
+      for (const auto& artifact : store.artifacts({cache::ArtifactKind::provider_package, {}, {}, {}}))
+        if (!artifact.platform.empty()) seen.insert(artifact.platform);
+      wanted.assign(seen.begin(), seen.end());
+    }
+  }
+  for (const auto& platform : wanted) (void)lockfile::Platform::parse(platform);
+
+  CheckReport report;
+  Reporter out(report);
+  if (wanted.empty())
+    out.fail("-", "platforms", "MISSING: the store holds no provider packages",
+             "podplane deps tf --platform <os_arch> (online), or import a bundle");
+  for (const auto& platform : wanted) check_providers(store, lock, platform, out);
+  check_modules(store, stack_dir, *main_text, out);
+  check_manifests(store, stack_dir, out);
+  check_tfrc(store, out);
+  return report;
+}
+
+std::string render_check_table(const CheckReport& report) {
+  std::size_t platform_width = 8, item_width = 5;
+  for (const auto& row : report.rows) {
+    platform_width = std::max(platform_width, row.platform.size());
+    item_width = std::max(item_width, row.item.size());
+  }
+  auto pad = [](const std::string& text, std::size_t width) { return text + std::string(width - text.size() + 2, ' '); };
+  std::string out = pad("PLATFORM", platform_width) + pad("CHECK", item_width) + "RESULT\n";
+  for (const auto& row : report.rows) out += pad(row.platform, platform_width) + pad(row.item, item_width) + row.detail + "\n";
+  return out;
+}
+
+}  // namespace podplane::generator

@@ -1,0 +1,36 @@
+#pragma once
+// `cluster check`: proves from the store alone that `init` of a generated stack will succeed
+// offline for each platform. Per platform, every provider of the stack's lock has a package
+// in the store whose view zip hashes (h1 and zh) match the lock and the index; every module
+// source exists and its package tree's h1 matches the store; every artifact of each pinned
+// vmconfig manifest is in the store; the store's tfrc points at its own providers.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cache/store.hpp"
+
+namespace podplane::generator {
+
+struct CheckRow {
+  std::string platform;  // "-" when not platform-specific
+  std::string item;
+  bool ok = false;
+  std::string detail;    // "ok" or what is wrong
+};
+
+struct CheckReport {
+  std::vector<CheckRow> rows;
+  std::vector<std::string> remedies;  // unique, in order of first need
+  bool ok() const;
+};
+
+// `platforms` empty → every platform the store holds. Throws podplane::Error only when the
+// stack cannot be read at all (not generated, unreadable lock).
+[[nodiscard]] CheckReport check_stack(const cache::Store& store, const std::filesystem::path& config_file,
+                                      const std::vector<std::string>& platforms);
+
+// A fixed-width table: PLATFORM, CHECK, RESULT.
+std::string render_check_table(const CheckReport& report);
+
+}  // namespace podplane::generator

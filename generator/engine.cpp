@@ -1,0 +1,97 @@
+#include "generator/engine.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "lockfile/error.hpp"
+
+extern char** environ;
+
+namespace podplane::generator {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<fs::path> on_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    if (::access(name.c_str(), X_OK) == 0) return fs::path(name);
+    return std::nullopt;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    std::size_t colon = dirs.find(':', start);
+    if (colon == std::string::npos) colon = dirs.size();
+    fs::path candidate = fs::path(dirs.substr(start, colon - start).empty() ? "." : dirs.substr(start, colon - start)) / name;
+    if (::access(candidate.c_str(), X_OK) == 0 && fs::is_regular_file(candidate)) return candidate;
+    start = colon + 1;
+  }
+  return std::nullopt;
+}
+
+std::string shell_quote(const std::string& text) {
+  if (text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:+,") == std::string::npos)
+    return text;
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::optional<fs::path> find_engine() {
+  if (const char* command = std::getenv("PODPLANE_TF_CMD"); command != nullptr && *command != '\0') {
+    auto found = on_path(command);
+    if (!found) throw Error(std::string("PODPLANE_TF_CMD command \"") + command + "\" not found");
+    return found;
+  }
+  for (const char* name : {"tofu", "terraform"}) {
+    if (auto found = on_path(name)) return found;
+  }
+  return std::nullopt;
+}
+
+int run_engine(const fs::path& engine, const std::vector<std::string>& args, const fs::path& dir, const fs::path& tfrc) {
+  std::vector<std::string> env_strings;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (std::strncmp(*entry, "TF_CLI_CONFIG_FILE=", 19) == 0) continue;
+    env_strings.emplace_back(*entry);
+  }
+  env_strings.push_back("TF_CLI_CONFIG_FILE=" + tfrc.string());
+  std::vector<char*> envp;
+  for (auto& entry : env_strings) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings{engine.string()};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& arg : argv_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0) throw Error(std::string("cannot start ") + engine.string() + ": " + std::strerror(errno));
+  if (pid == 0) {
+    if (::chdir(dir.c_str()) != 0) ::_exit(127);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw Error(std::string("waiting for ") + engine.string() + ": " + std::strerror(errno));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+std::vector<std::string> manual_engine_commands(const fs::path& dir, const fs::path& tfrc, const std::string& engine_name) {
+  std::string prefix = "cd " + shell_quote(dir.string()) + " && TF_CLI_CONFIG_FILE=" + shell_quote(tfrc.string()) + " " +
+                       engine_name + " ";
+  return {prefix + "init -lockfile=readonly", prefix + "apply"};
+}
+
+}  // namespace podplane::generator

@@ -1,0 +1,614 @@
+#include "generator/stack.hpp"
+
+#include <fcntl.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/layout.hpp"
+#include "generator/render.hpp"
+#include "generator/schema.hpp"
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+#include "lockfile/hcl.hpp"
+#include "lockfile/lock_file.hpp"
+#include "lockfile/platform.hpp"
+#include "lockfile/tf_config.hpp"
+#include "lockfile/version.hpp"
+
+namespace podplane::generator {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* main_tf = "podplane.cluster.main.tf";
+constexpr const char* infra_tf = "podplane.cluster.inputs.infra.tf";
+constexpr const char* schema_json = "podplane.cluster.schema.json";
+constexpr const char* lock_hcl = ".terraform.lock.hcl";
+constexpr const char* default_deps_url = "https://deps.podplane.dev";
+constexpr const char* identity_message =
+    "Changing these values is not supported in place; destroy the cluster, then update podplane.cluster.jsonc and "
+    "recreate it.";
+constexpr const char* module_names[] = {"cluster", "account", "network", "shard"};
+
+std::optional<std::string> read_if_exists(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad()) throw Error("cannot read " + file.string());
+  return out.str();
+}
+
+// The first header line is the marker; the second may be reworded by future versions.
+bool has_managed_header(const std::string& text) {
+  return text.rfind("# Podplane managed OpenTofu/Terraform file.\n", 0) == 0;
+}
+
+bool is_vmconfig_file(const std::string& name) {
+  return name.rfind("podplane.cluster.vmconfig_", 0) == 0 && name.size() > 5 && name.ends_with(".json");
+}
+
+// "<addr ending in nstance-dev/nstance/aws>" matches the package name regardless of host.
+bool address_is(const std::string& address, const std::string& package) {
+  return address == package || (address.size() > package.size() && address.ends_with("/" + package));
+}
+
+std::string engine_host(const std::optional<cache::TfSelection>& selection) {
+  lockfile::Engine engine = lockfile::parse_engine(selection ? selection->engine : "tofu");
+  return std::string(lockfile::default_registry_host(engine));
+}
+
+lockfile::Engine engine_of(const std::optional<cache::TfSelection>& selection) {
+  return lockfile::parse_engine(selection && !selection->engine.empty() ? selection->engine : "tofu");
+}
+
+// Platforms the store holds: the selection's union, else every platform of any package.
+std::vector<std::string> store_platforms(const cache::Store& store, const std::optional<cache::TfSelection>& selection) {
+  if (selection && !selection->platforms.empty()) return selection->platforms;
+  std::set<std::string> platforms;
+  for (const auto& artifact : store.artifacts({cache::ArtifactKind::provider_package, {}, {}, {}}))
+    if (!artifact.platform.empty()) platforms.insert(artifact.platform);
+  return {platforms.begin(), platforms.end()};
+}
+
+std::string fetch_hint(const std::string& platform) {
+  return "run `podplane deps tf --platform " + platform + "` while online, or import a bundle that has it";
+}
+
+std::optional<cache::ModuleTree> newest_module(const cache::Store& store, const std::string& package,
+                                               const std::string& constraints_text) {
+  auto constraints = lockfile::Constraints::parse(constraints_text);
+  std::optional<cache::ModuleTree> best;
+  std::optional<lockfile::Version> best_version;
+  for (auto& tree : store.module_trees()) {
+    if (!address_is(tree.address, package)) continue;
+    lockfile::Version version;
+    try {
+      version = lockfile::Version::parse(tree.version);
+    } catch (const Error&) {
+      continue;
+    }
+    if (!constraints.allows(version)) continue;
+    if (!best_version || *best_version < version) {
+      best_version = version;
+      best = tree;
+    }
+  }
+  return best;
+}
+
+std::optional<cache::ModuleTree> module_tree(const cache::Store& store, const std::string& package,
+                                             const std::string& version) {
+  for (auto& tree : store.module_trees())
+    if (address_is(tree.address, package) && tree.version == version) return tree;
+  return std::nullopt;
+}
+
+void require_module_view(const fs::path& package_dir, const std::string& package, const std::string& version,
+                         const fs::path& stack_dir) {
+  for (const char* name : module_names) {
+    std::error_code error;
+    if (!fs::is_directory(package_dir / "modules" / name, error))
+      throw Error("module " + package + " " + version + " is not in the store: " +
+                  (package_dir / "modules" / name).string() + " is missing; run `podplane deps tf --stack " +
+                  stack_dir.string() + "` while online, or import a bundle that has it");
+  }
+}
+
+// The newest version of each provider the root and the module package require, allowed by
+// the merged constraints, whose package the store holds for every platform.
+lockfile::LockFile newest_lock(const cache::Store& store, ProviderKind kind, const fs::path& package_dir,
+                               const std::string& host, const std::vector<std::string>& platforms) {
+  std::map<std::string, std::vector<lockfile::Constraints>> wanted;
+  for (const auto& requirement : root_provider_requirements(kind)) {
+    auto address = lockfile::ProviderAddress::parse(requirement.source, host).str();
+    wanted[address].push_back(lockfile::Constraints::parse(requirement.constraints));
+  }
+  for (const char* name : module_names) {
+    auto requirements = lockfile::read_module_requirements(package_dir / "modules" / name);
+    for (const auto& provider : requirements.providers) {
+      std::string source = provider.source.empty() ? "hashicorp/" + provider.local_name : provider.source;
+      auto address = lockfile::ProviderAddress::parse(source, host).str();
+      wanted[address].push_back(lockfile::Constraints::parse(provider.constraints));
+    }
+  }
+  lockfile::LockFile lock;
+  for (const auto& [address, all] : wanted) {
+    auto constraints = lockfile::Constraints::merge(all);
+    std::map<std::string, std::map<std::string, cache::Artifact>> by_version;
+    for (auto& artifact : store.artifacts({cache::ArtifactKind::provider_package, address, {}, {}}))
+      by_version[artifact.version][artifact.platform] = artifact;
+    std::vector<lockfile::Version> complete;
+    for (const auto& [version, packages] : by_version) {
+      bool all_platforms = std::all_of(platforms.begin(), platforms.end(),
+                                       [&](const std::string& p) { return packages.count(p) > 0; });
+      if (all_platforms) complete.push_back(lockfile::Version::parse(version));
+    }
+    auto chosen = lockfile::newest_allowed(complete, constraints);
+    if (!chosen) {
+      std::string have;
+      for (const auto& [version, packages] : by_version) {
+        have += have.empty() ? "" : ", ";
+        have += version + " (";
+        bool first = true;
+        for (const auto& entry : packages) {
+          have += (first ? "" : " ") + entry.first;
+          first = false;
+        }
+        have += ")";
+      }
+      std::string platform_list;
+      for (const auto& p : platforms) platform_list += (platform_list.empty() ? "" : ", ") + p;
+      throw Error("no version of " + address + " allowed by \"" + constraints.canonical() +
+                  "\" is in the store for every platform (" + platform_list + ")" +
+                  (have.empty() ? "" : "; the store has " + have) + "; run `podplane deps tf" +
+                  [&] {
+                    std::string flags;
+                    for (const auto& p : platforms) flags += " --platform " + p;
+                    return flags;
+                  }() +
+                  "` while online, or import a bundle that has it");
+    }
+    lockfile::ProviderLock entry;
+    entry.address = address;
+    entry.version = chosen->str();
+    entry.constraints = constraints.canonical();
+    for (const auto& [platform, artifact] : by_version[chosen->str()]) {
+      if (std::find(platforms.begin(), platforms.end(), platform) == platforms.end()) continue;
+      entry.hashes.push_back(artifact.h1);
+      entry.hashes.push_back(artifact.zh);
+    }
+    lock.providers.push_back(std::move(entry));
+  }
+  return lock;
+}
+
+// Every provider of the lock must have a package in the store for each platform.
+void require_lock_packages(const cache::Store& store, const lockfile::LockFile& lock,
+                           const std::vector<std::string>& platforms) {
+  for (const auto& provider : lock.providers) {
+    for (const auto& platform : platforms) {
+      auto found = store.artifacts({cache::ArtifactKind::provider_package, provider.address, provider.version, platform});
+      if (found.empty())
+        throw Error("provider " + provider.address + " " + provider.version + " for " + platform +
+                    " (in the stack's lock) is not in the store; " + fetch_hint(platform));
+    }
+  }
+}
+
+// The stored bytes of a vmconfig manifest: the newest indexed one, else the view file.
+std::optional<std::string> stored_manifest(const cache::Store& store, const std::string& name) {
+  std::optional<cache::Artifact> newest;
+  for (auto& artifact : store.artifacts({cache::ArtifactKind::vmconfig_manifest, {}, {}, {}})) {
+    if (artifact.address != name && artifact.filename != name + ".json") continue;
+    if (!newest || std::tie(newest->added_at, newest->id) < std::tie(artifact.added_at, artifact.id)) newest = artifact;
+  }
+  if (newest) return store.read_object(newest->digest);
+  return read_if_exists(cache::layout::vmconfig_manifests_dir(store.root()) / (name + ".json"));
+}
+
+std::string manifest_version(const std::string& bytes) {
+  try {
+    auto value = json::parse(bytes);
+    return value.at("vmconfig").at("version").get<std::string>();
+  } catch (const std::exception&) {
+    return "?";
+  }
+}
+
+std::string relative_source(const fs::path& stack_dir, const fs::path& package_dir) {
+  fs::path relative = fs::weakly_canonical(package_dir).lexically_relative(fs::weakly_canonical(stack_dir));
+  std::string text = relative.generic_string();
+  if (text.empty()) text = ".";
+  if (text[0] != '.') text = "./" + text;
+  return text;
+}
+
+struct Identity {
+  std::map<std::string, std::string> values;  // cluster_id, name_prefix, provider_kind, provider_account, provider_region
+};
+
+std::optional<Identity> identity_of_stack(const std::string& infra_text) {
+  lockfile::hcl::Body body = lockfile::hcl::parse(infra_text, infra_tf);
+  for (const auto* block : body.blocks_of_type("locals")) {
+    if (block->body.attribute("cluster_id") == nullptr) continue;
+    Identity identity;
+    for (const auto& attribute : block->body.attributes)
+      if (const auto* text = attribute.value.as_string()) identity.values[attribute.name] = *text;
+    return identity;
+  }
+  return std::nullopt;
+}
+
+Identity identity_of_config(const ClusterConfig& config) {
+  return {{{"cluster_id", config.id},
+           {"name_prefix", config.id},
+           {"provider_kind", std::string(to_string(config.provider.kind))},
+           {"provider_account", config.provider.account},
+           {"provider_region", config.provider.region}}};
+}
+
+void write_atomically(const fs::path& file, const std::string& content) {
+  fs::path temp = file.parent_path() / (".podplane.tmp." + file.filename().string() + "." + std::to_string(::getpid()));
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("cannot write " + temp.string() + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < content.size()) {
+    ssize_t wrote = ::write(fd, content.data() + done, content.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      int saved = errno;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      throw Error("cannot write " + temp.string() + ": " + std::strerror(saved));
+    }
+    done += static_cast<std::size_t>(wrote);
+  }
+  // The file is small and the user may pull the plug right after: durable before visible.
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(temp.c_str());
+    throw Error("cannot write " + file.string() + ": " + std::strerror(errno));
+  }
+  if (::rename(temp.c_str(), file.c_str()) != 0) {
+    int saved = errno;
+    ::unlink(temp.c_str());
+    throw Error("cannot replace " + file.string() + ": " + std::strerror(saved));
+  }
+}
+
+struct State {
+  std::map<std::string, std::string> files;  // name → sha256 hex of what podplane wrote
+};
+
+State read_state(const fs::path& stack_dir) {
+  State state;
+  auto text = read_if_exists(stack_dir / state_file_name);
+  if (!text) return state;
+  try {
+    auto value = json::parse(*text);
+    for (const auto& item : value.at("files").items()) state.files[item.key()] = item.value().get<std::string>();
+  } catch (const std::exception& error) {
+    throw Error((stack_dir / state_file_name).string() + " is not valid podplane state (" + error.what() +
+                "); remove it to regenerate the stack from the config");
+  }
+  return state;
+}
+
+std::string render_state(const State& state) {
+  json value;
+  value["comment"] = "Written by podplane cluster create|upgrade: sha256 of each generated file, to detect hand edits.";
+  value["files"] = state.files;
+  return value.dump(2) + "\n";
+}
+
+// Whether podplane may replace an existing file of this name with other content.
+bool owned_by_podplane(const std::string& name, const std::string& current, const State& state) {
+  if (name.ends_with(".tf")) return has_managed_header(current);
+  if (state.files.count(name)) return true;
+  if (name == schema_json) return current.find("Podplane generated schema support file") != std::string::npos;
+  if (name == lock_hcl) return current.rfind("# This file is maintained automatically by", 0) == 0;
+  if (is_vmconfig_file(name)) {
+    try {
+      return json::parse(current).contains("vmconfig");
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view to_string(FileOutcome::Change change) {
+  switch (change) {
+    case FileOutcome::Change::created: return "created";
+    case FileOutcome::Change::updated: return "updated";
+    case FileOutcome::Change::unchanged: return "unchanged";
+    case FileOutcome::Change::removed: return "removed";
+  }
+  return "?";
+}
+
+bool StackResult::changed() const {
+  return std::any_of(files.begin(), files.end(),
+                     [](const FileOutcome& f) { return f.change != FileOutcome::Change::unchanged; });
+}
+
+fs::path module_package_dir(const fs::path& deps_root, const std::string& module_address, const std::string& version) {
+  auto slash = module_address.rfind('/');
+  std::string provider = slash == std::string::npos ? module_address : module_address.substr(slash + 1);
+  fs::path base = cache::layout::nstance_modules_dir(deps_root);
+  if (provider != "aws") base = base.parent_path() / ("nstance-" + provider);
+  return base / version;
+}
+
+std::optional<std::string> pinned_module_version(const std::string& main_text) {
+  std::string text = main_text;
+  std::replace(text.begin(), text.end(), '\\', '/');
+  static const std::regex pattern(R"(/tf/modules/nstance(-[a-z0-9]+)?/([^/"\\]+)/modules/cluster)");
+  std::smatch match;
+  if (!std::regex_search(text, match, pattern)) return std::nullopt;
+  return match[2].str();
+}
+
+std::string host_platform() {
+  struct utsname name {};
+  ::uname(&name);
+  std::string os = name.sysname;
+  std::transform(os.begin(), os.end(), os.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string arch = name.machine;
+  if (arch == "x86_64") arch = "amd64";
+  else if (arch == "aarch64" || arch == "arm64") arch = "arm64";
+  else if (arch.size() == 4 && arch[0] == 'i' && arch.substr(2) == "86") arch = "386";
+  return os + "_" + arch;
+}
+
+std::string content_hash(const std::string& bytes) { return lockfile::sha256_hex(bytes); }
+
+StackResult generate_stack(const cache::Store& store, const StackOptions& options) {
+  const fs::path config_file = fs::absolute(options.config_file);
+  const fs::path stack_dir = config_file.parent_path();
+  const fs::path deps_root = fs::absolute(store.root());
+  ClusterConfig config = load_cluster_config(config_file);
+  const std::string package = module_package_name(config.provider.kind);
+
+  StackResult result;
+  result.stack_dir = stack_dir;
+  result.tfrc = cache::layout::tfrc_file(deps_root);
+  State state = read_state(stack_dir);
+
+  // What is there now.
+  std::map<std::string, std::string> existing;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(stack_dir, error)) {
+    std::string name = entry.path().filename().string();
+    bool ours = name.rfind("podplane.cluster.", 0) == 0 || name == lock_hcl || state.files.count(name);
+    if (!ours || !entry.is_regular_file() || name == config_file.filename().string()) continue;
+    if (auto text = read_if_exists(entry.path())) existing[name] = *text;
+  }
+  if (error) throw Error("cannot list " + stack_dir.string() + ": " + error.message());
+
+  std::optional<std::string> pinned;
+  if (existing.count(main_tf) && has_managed_header(existing[main_tf])) pinned = pinned_module_version(existing[main_tf]);
+  result.new_stack = !pinned.has_value();
+  if (options.command == Command::upgrade && !pinned)
+    throw Error("cluster infrastructure has not been generated in " + stack_dir.string() +
+                "; run `podplane cluster create` first");
+
+  // The cluster's identity cannot change under an existing stack.
+  if (existing.count(infra_tf) && has_managed_header(existing[infra_tf])) {
+    if (auto before = identity_of_stack(existing[infra_tf])) {
+      Identity after = identity_of_config(config);
+      std::string changes;
+      for (const auto& [key, value] : after.values) {
+        auto old = before->values.find(key);
+        if (old != before->values.end() && old->second != value)
+          changes += "\n  " + key + ": " + old->second + " → " + value;
+      }
+      if (!changes.empty())
+        throw Error("the cluster identity in " + config_file.filename().string() + " differs from the stack in " +
+                    stack_dir.string() + ":" + changes + "\n" + identity_message);
+    }
+  }
+
+  // Files edited by hand since podplane wrote them.
+  std::vector<std::string> edited;
+  for (const auto& [name, hash] : state.files) {
+    if (name == lock_hcl) continue;  // the engines own the lock's content (providers lock adds hashes)
+    auto current = existing.find(name);
+    if (current != existing.end() && content_hash(current->second) != hash) edited.push_back(name);
+  }
+  if (!edited.empty() && options.force == Force::no) {
+    std::string list;
+    for (const auto& name : edited) list += "\n  " + (stack_dir / name).string();
+    throw Error("generated file(s) edited by hand since podplane wrote them:" + list +
+                "\nMove the change into podplane.cluster.jsonc or a user-owned file (custom.tf, *.auto.tfvars), "
+                "or rerun with --force to overwrite the edits.");
+  }
+  auto was_edited = [&](const std::string& name) { return std::find(edited.begin(), edited.end(), name) != edited.end(); };
+
+  // Module version, lock and platforms.
+  const auto selection = store.tf_selection();
+  const std::string host = engine_host(selection);
+  const auto platforms = store_platforms(store, selection);
+  if (platforms.empty())
+    throw Error("the store at " + deps_root.string() + " holds no provider packages; run `podplane deps tf` while "
+                "online, or import a bundle");
+  std::string version;
+  std::optional<std::string> lock_text;
+  lockfile::LockFile old_lock;
+  if (existing.count(lock_hcl)) old_lock = lockfile::parse_lock_file(existing[lock_hcl], (stack_dir / lock_hcl).string());
+
+  if (pinned && options.command == Command::create) {
+    version = *pinned;
+    if (!existing.count(lock_hcl))
+      throw Error("existing cluster stack is missing .terraform.lock.hcl; cannot restore its exact provider versions (" +
+                  stack_dir.string() + ")");
+    lock_text = existing[lock_hcl];
+  } else if (options.command == Command::create) {
+    bool selection_fits = selection && address_is(selection->module_address, package) &&
+                          module_tree(store, package, selection->module_version).has_value();
+    if (selection_fits) {
+      version = selection->module_version;
+      lock_text = read_if_exists(cache::layout::lock_file(deps_root));
+      if (!lock_text) {
+        lockfile::LockFile lock;
+        for (const auto& provider : selection->providers) {
+          lockfile::ProviderLock entry{provider.address, provider.version, provider.constraints, {}};
+          for (const auto& platform : platforms) {
+            for (auto& artifact :
+                 store.artifacts({cache::ArtifactKind::provider_package, provider.address, provider.version, platform})) {
+              entry.hashes.push_back(artifact.h1);
+              entry.hashes.push_back(artifact.zh);
+            }
+          }
+          lock.providers.push_back(std::move(entry));
+        }
+        lock_text = lockfile::render_lock_file(lock, engine_of(selection));
+      }
+    } else {
+      auto tree = newest_module(store, package, module_constraints());
+      if (!tree)
+        throw Error("no module " + package + " allowed by \"" + module_constraints() + "\" is in the store; run " +
+                    "`podplane deps tf -f " + config_file.filename().string() +
+                    "` while online, or import a bundle that has it");
+      version = tree->version;
+      if (selection)
+        result.warnings.push_back("the store's current selection is " + selection->module_address + " " +
+                                  selection->module_version + "; took the newest " + package + " in the store, " +
+                                  version);
+    }
+  } else {
+    auto tree = newest_module(store, package, module_constraints());
+    if (!tree)
+      throw Error("no module " + package + " allowed by \"" + module_constraints() + "\" is in the store; run " +
+                  "`podplane deps tf -f " + config_file.filename().string() +
+                  "` while online, or import a bundle that has it");
+    version = tree->version;
+  }
+  result.module_version = version;
+  const fs::path package_dir = module_package_dir(deps_root, package, version);
+  require_module_view(package_dir, package, version, stack_dir);
+  if (!lock_text) lock_text = lockfile::render_lock_file(newest_lock(store, config.provider.kind, package_dir, host, platforms),
+                                                         engine_of(selection));
+  lockfile::LockFile lock = lockfile::parse_lock_file(*lock_text, (stack_dir / lock_hcl).string());
+  require_lock_packages(store, lock, platforms);
+
+  // Everything the stack should hold.
+  std::string deps_url = !config.deps_mirror_url.empty() ? config.deps_mirror_url
+                         : !options.env_deps_url.empty() ? options.env_deps_url
+                                                         : default_deps_url;
+  while (deps_url.size() > 1 && deps_url.back() == '/') deps_url.pop_back();
+  if (deps_url == default_deps_url)
+    result.warnings.push_back("VMs will fetch vmconfig artifacts from " + deps_url +
+                              "; in an air gap set cluster.deps_mirror_url (or $PODPLANE_DEPS_URL) to your "
+                              "`podplane mirror serve`");
+  RenderInputs inputs{&config, relative_source(stack_dir, package_dir), deps_url};
+  std::map<std::string, std::string> desired = render_stack_tf(inputs);
+  desired[schema_json] = cluster_schema_file_content();
+  desired[lock_hcl] = *lock_text;
+  for (const auto& [kind, arch] : config.vm_flavours()) {
+    std::string manifest = vmconfig_manifest_name(kind, arch);
+    std::string name = "podplane.cluster." + manifest + ".json";
+    auto current = existing.find(name);
+    bool keep = options.command == Command::create && current != existing.end() && !was_edited(name);
+    if (keep) {
+      desired[name] = current->second;  // pinned: create never refreshes a manifest
+      continue;
+    }
+    std::optional<std::string> bytes;
+    if (was_edited(name) && options.command == Command::create) {
+      // --force on a pinned manifest: restore the exact bytes podplane wrote, which the
+      // content-addressed store still holds under their sha256.
+      const std::string& recorded = state.files[name];
+      if (store.has_object(recorded)) bytes = store.read_object(recorded);
+    }
+    if (!bytes) bytes = stored_manifest(store, manifest);
+    if (!bytes)
+      throw Error("vmconfig manifest " + manifest + " is not in the store; run `podplane deps download --kind " + kind +
+                  " --arch " + arch + "` while online, or import a bundle that has it");
+    desired[name] = *bytes;
+  }
+
+  // Refuse before writing anything: files podplane does not own are never replaced.
+  for (const auto& [name, content] : desired) {
+    auto current = existing.find(name);
+    if (current == existing.end() || current->second == content) continue;
+    if (!owned_by_podplane(name, current->second, state))
+      throw Error((stack_dir / name).string() + " exists but was not generated by podplane" +
+                  (name.ends_with(".tf") ? " (it lacks the managed-file header)" : "") +
+                  "; it is left untouched: move it away to let podplane generate it");
+  }
+
+  // Upgrade report.
+  if (options.command == Command::upgrade) {
+    if (pinned && *pinned != version) result.version_changes.push_back({package, *pinned, version});
+    std::map<std::string, std::string> before, after;
+    for (const auto& p : old_lock.providers) before[p.address] = p.version;
+    for (const auto& p : lock.providers) after[p.address] = p.version;
+    for (const auto& [address, v] : after)
+      if (!before.count(address) || before[address] != v)
+        result.version_changes.push_back({address, before.count(address) ? before[address] : "", v});
+    for (const auto& [address, v] : before)
+      if (!after.count(address)) result.version_changes.push_back({address, v, ""});
+    for (const auto& [name, content] : desired) {
+      if (!is_vmconfig_file(name)) continue;
+      auto current = existing.find(name);
+      std::string from = current == existing.end() ? "" : manifest_version(current->second);
+      std::string to = manifest_version(content);
+      if (current == existing.end() || current->second != content)
+        result.version_changes.push_back({name.substr(17, name.size() - 17 - 5), from, to});
+    }
+  }
+
+  // Write what changed, then drop generated files the config no longer needs.
+  State new_state;
+  for (const auto& [name, content] : desired) {
+    auto current = existing.find(name);
+    FileOutcome outcome{name, FileOutcome::Change::unchanged};
+    if (current == existing.end()) {
+      write_atomically(stack_dir / name, content);
+      outcome.change = FileOutcome::Change::created;
+    } else if (current->second != content) {
+      write_atomically(stack_dir / name, content);
+      outcome.change = FileOutcome::Change::updated;
+      auto impact = inputs_impact(name);
+      if (!impact.level.empty())
+        result.impacts.push_back(name + " changed: " + impact.level + " impact (" + impact.meaning + ")");
+    }
+    result.files.push_back(outcome);
+    new_state.files[name] = content_hash(content);
+  }
+  for (const auto& [name, hash] : state.files) {
+    if (desired.count(name)) continue;
+    auto current = existing.find(name);
+    if (current == existing.end()) continue;
+    if (content_hash(current->second) == hash) {
+      if (::unlink((stack_dir / name).c_str()) != 0)
+        throw Error("cannot remove " + (stack_dir / name).string() + ": " + std::strerror(errno));
+      result.files.push_back({name, FileOutcome::Change::removed});
+    } else {
+      result.warnings.push_back((stack_dir / name).string() + " is no longer generated but was edited; left in place");
+      new_state.files[name] = hash;
+    }
+  }
+  std::string state_text = render_state(new_state);
+  auto old_state_text = read_if_exists(stack_dir / state_file_name);
+  if (!old_state_text || *old_state_text != state_text) write_atomically(stack_dir / state_file_name, state_text);
+  return result;
+}
+
+}  // namespace podplane::generator
