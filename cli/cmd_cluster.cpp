@@ -1,7 +1,224 @@
+// podplane cluster init|create|upgrade|check: generate and check stacks from the store alone.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cache/layout.hpp"
+#include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "generator/check.hpp"
+#include "generator/config.hpp"
+#include "generator/engine.hpp"
+#include "generator/schema.hpp"
+#include "generator/stack.hpp"
+#include "lockfile/error.hpp"
 
 namespace podplane::cli {
 
-void register_cluster_commands(CLI::App& /*group*/, const GlobalOptions& /*global*/) {}
+namespace {
+
+namespace fs = std::filesystem;
+namespace gen = podplane::generator;
+
+constexpr const char* default_config = "podplane.cluster.jsonc";
+
+struct ClusterOptions {
+  std::string config = default_config;
+  bool no_apply = false;
+  bool yes = false;
+  bool force = false;
+  std::vector<std::string> platforms;
+  std::string provider = "aws";
+  std::string id = "example-cluster";
+};
+
+bool interactive() { return ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO); }
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+void write_new_file(const fs::path& file, const std::string& content) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << content;
+  out.close();
+  if (!out) throw Error("cannot write " + file.string());
+}
+
+// The schema beside the config: written when absent or still a generated copy.
+void write_schema_beside(const fs::path& config_file) {
+  fs::path schema = config_file.parent_path() / "podplane.cluster.schema.json";
+  std::string content = gen::cluster_schema_file_content();
+  std::ifstream in(schema, std::ios::binary);
+  if (in) {
+    std::string current((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (current == content || current.find("Podplane generated schema support file") == std::string::npos) return;
+  }
+  write_new_file(schema, content);
+}
+
+// The store, read-only when the media (or the user's permissions) do not allow writes.
+cache::Store open_store() {
+  fs::path root = cache::default_deps_root();
+  std::error_code error;
+  if (!fs::exists(cache::layout::index_db(root), error))
+    throw Error("no dependency store at " + root.string() +
+                " (set PODPLANE_DEPS_CACHE_DIR); run `podplane deps tf` while online, or import a bundle");
+  bool writable = ::access(root.c_str(), W_OK) == 0 && ::access(cache::layout::store_dir(root).c_str(), W_OK) == 0;
+  return cache::Store::open(root, writable ? cache::Store::Access::read_write : cache::Store::Access::read_only);
+}
+
+std::string ask(const std::string& question, const std::string& fallback) {
+  std::cout << question << " [" << fallback << "]: " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) throw UsageError("no answer; write a config with `podplane cluster init`");
+  return answer.empty() ? fallback : answer;
+}
+
+// No config yet: ask on a terminal, refuse elsewhere.
+void ensure_config(const fs::path& config_file) {
+  if (fs::exists(config_file)) return;
+  if (!interactive())
+    throw UsageError("no cluster config at " + config_file.string() +
+                     "; write one with `podplane cluster init [--provider aws|google] [--id ID]`, edit it, then rerun");
+  std::cout << "No " << config_file.filename().string() << " here yet; a few questions to write one.\n";
+  gen::InitOptions init;
+  std::string provider = ask("Provider (aws, google)", "aws");
+  if (provider != "aws" && provider != "google") throw UsageError("unsupported provider \"" + provider + "\"");
+  init.provider = provider == "aws" ? gen::ProviderKind::aws : gen::ProviderKind::google;
+  init.id = ask("Cluster id", "example-cluster");
+  init.region = ask("Region", provider == "aws" ? "us-east-1" : "europe-west1");
+  init.account = ask(provider == "aws" ? "AWS account ID" : "Google Cloud project ID",
+                     provider == "aws" ? "123456789012" : "example-project");
+  init.arch = ask("VM architecture (amd64, arm64)", "arm64");
+  init.api_hostname = ask("Kubernetes API host name", "k8s.example.com");
+  init.issuer_url = ask("OIDC issuer URL", "https://auth.example.com");
+  std::string text = gen::starter_config(init);
+  (void)gen::parse_cluster_config(text, config_file.filename().string());  // the answers must validate
+  write_new_file(config_file, text);
+  write_schema_beside(config_file);
+  std::cout << "Wrote " << config_file.string() << "\n";
+}
+
+void run_generation(const ClusterOptions& options, const GlobalOptions& global, gen::Command command) {
+  fs::path config_file = fs::absolute(options.config);
+  ensure_config(config_file);
+  cache::Store store = open_store();
+  gen::StackOptions stack_options;
+  stack_options.config_file = config_file;
+  stack_options.command = command;
+  stack_options.force = options.force ? gen::Force::yes : gen::Force::no;
+  stack_options.env_deps_url = env("PODPLANE_DEPS_URL");
+  gen::StackResult result = gen::generate_stack(store, stack_options);
+
+  for (const auto& warning : result.warnings) std::cerr << "podplane: warning: " << warning << "\n";
+  for (const auto& file : result.files) {
+    if (file.change != gen::FileOutcome::Change::unchanged && !global.quiet)
+      std::cout << "  " << gen::to_string(file.change) << " " << file.name << "\n";
+  }
+  for (const auto& change : result.version_changes) {
+    std::cout << "  " << change.item << " " << (change.from.empty() ? "(new)" : change.from) << " → "
+              << (change.to.empty() ? "(removed)" : change.to) << "\n";
+  }
+  for (const auto& impact : result.impacts) std::cout << "  " << impact << "\n";
+  if (command == gen::Command::upgrade) {
+    std::cout << (result.version_changes.empty() ? "Already at the newest versions the store holds in "
+                                                  : "Upgraded Podplane OpenTofu/Terraform dependencies in ")
+              << result.stack_dir.string() << "\n";
+  } else if (result.changed()) {
+    std::cout << "Generated Podplane OpenTofu/Terraform files in " << result.stack_dir.string() << "\n";
+  } else {
+    std::cout << "No changes: the stack in " << result.stack_dir.string() << " matches the config and the store\n";
+  }
+
+  auto engine = options.no_apply ? std::nullopt : gen::find_engine();
+  if (!engine) {
+    std::cout << "To apply it offline, run:\n";
+    for (const auto& line : gen::manual_engine_commands(result.stack_dir, result.tfrc, "tofu")) std::cout << "  " << line << "\n";
+    return;
+  }
+  if (int code = gen::run_engine(*engine, {"init", "-lockfile=readonly", "-input=false"}, result.stack_dir, result.tfrc);
+      code != 0)
+    throw Error(engine->filename().string() + " init failed (exit " + std::to_string(code) + ") in " +
+                result.stack_dir.string());
+  if (!options.yes) {
+    std::cout << (command == gen::Command::upgrade ? "Apply upgraded OpenTofu/Terraform dependencies?"
+                                                   : "Apply generated OpenTofu/Terraform changes?")
+              << " [y/N]: " << std::flush;
+    std::string answer;
+    if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes")) {
+      std::cout << "Not applied.\n";
+      return;
+    }
+  }
+  std::vector<std::string> apply{"apply"};
+  if (options.yes) apply.push_back("-auto-approve");
+  if (int code = gen::run_engine(*engine, apply, result.stack_dir, result.tfrc); code != 0)
+    throw Error(engine->filename().string() + " apply failed (exit " + std::to_string(code) + ") in " +
+                result.stack_dir.string());
+}
+
+void run_init(const ClusterOptions& options) {
+  if (options.provider != "aws" && options.provider != "google")
+    throw UsageError("--provider must be aws or google, not \"" + options.provider + "\"");
+  fs::path config_file = fs::absolute(options.config);
+  gen::InitOptions init;
+  init.provider = options.provider == "aws" ? gen::ProviderKind::aws : gen::ProviderKind::google;
+  init.id = options.id;
+  std::string text = gen::starter_config(init);
+  (void)gen::parse_cluster_config(text, config_file.filename().string());  // --id must be valid
+  if (fs::exists(config_file)) throw Error(config_file.string() + " already exists; not overwritten");
+  write_new_file(config_file, text);
+  write_schema_beside(config_file);
+  std::cout << "Wrote " << config_file.string() << " and podplane.cluster.schema.json\n"
+            << "Edit it, then run `podplane cluster create`.\n";
+}
+
+void run_check(const ClusterOptions& options) {
+  fs::path config_file = fs::absolute(options.config);
+  cache::Store store = open_store();
+  gen::CheckReport report = gen::check_stack(store, config_file, options.platforms);
+  std::cout << gen::render_check_table(report);
+  if (report.ok()) {
+    std::cout << "All checks passed: `init` of this stack needs nothing beyond the store.\n";
+    return;
+  }
+  std::string message = "cluster check failed; to fix:";
+  for (const auto& remedy : report.remedies) message += "\n  " + remedy;
+  throw Error(message);
+}
+
+}  // namespace
+
+void register_cluster_commands(CLI::App& group, const GlobalOptions& global) {
+  auto options = std::make_shared<ClusterOptions>();
+
+  auto* init = group.add_subcommand("init", "Write a commented starting podplane.cluster.jsonc and its schema");
+  init->add_option("--provider", options->provider, "Infrastructure provider: aws or google")->capture_default_str();
+  init->add_option("--id", options->id, "Cluster id")->capture_default_str();
+  init->add_option("-f,--cluster-config", options->config, "Config file to write")->capture_default_str();
+  init->callback([options] { run_init(*options); });
+
+  auto add_generation = [&](const char* name, const char* help, gen::Command command) {
+    auto* sub = group.add_subcommand(name, help);
+    sub->add_option("-f,--cluster-config", options->config, "Cluster config")->capture_default_str();
+    sub->add_flag("--no-apply", options->no_apply, "Write the files only; do not run init and apply");
+    sub->add_flag("-y,--auto-approve", options->yes, "Apply without asking");
+    sub->add_flag("--force", options->force, "Overwrite generated files that were edited by hand");
+    sub->callback([options, &global, command] { run_generation(*options, global, command); });
+  };
+  add_generation("create", "Generate (or restore) the cluster stack from the store, offline", gen::Command::create);
+  add_generation("upgrade", "Move the stack to the newest module and providers the store holds", gen::Command::upgrade);
+
+  auto* check = group.add_subcommand("check", "Prove the stack's dependencies are all in the store, per platform");
+  check->add_option("-f,--cluster-config", options->config, "Cluster config")->capture_default_str();
+  check->add_option("--platform", options->platforms, "Platform OS_ARCH to check (repeatable; default: all the store has)")->delimiter(',');
+  check->callback([options] { run_check(*options); });
+}
 
 }  // namespace podplane::cli

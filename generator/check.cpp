@@ -115,22 +115,22 @@ void check_modules(const cache::Store& store, const fs::path& stack_dir, const s
     }
     packages.insert(fs::weakly_canonical(dir).parent_path().parent_path());
   }
+  const auto selection = store.tf_selection();
+  const auto trees = store.module_trees();
   for (const auto& package_dir : packages) {
-    std::string version = package_dir.filename().string();
-    std::string flavour = package_dir.parent_path().filename().string();  // nstance or nstance-<provider>
-    std::string provider = flavour == "nstance" ? "aws" : flavour.substr(flavour.find('-') + 1);
-    std::string name = "nstance-dev/nstance/" + provider;
-    std::string item = "module " + name + " " + version;
     std::optional<cache::ModuleTree> tree;
-    for (auto& candidate : store.module_trees()) {
-      bool same = candidate.address == name || candidate.address.ends_with("/" + name);
-      if (same && candidate.version == version) tree = candidate;
+    for (const auto& candidate : trees) {
+      fs::path at = module_package_dir(store, selection, candidate.address, candidate.version);
+      if (fs::weakly_canonical(at) == package_dir) tree = candidate;
     }
+    std::string item = "module " + package_dir.filename().string() + " at " + package_dir.string();
     if (!tree) {
-      out.fail("-", item, "MISSING: not in the store's index",
-               "podplane deps tf -f podplane.cluster.jsonc (online), or import a bundle that has the module");
+      out.fail("-", item, "MISSING: no module package in the store's index lives here",
+               "podplane deps tf -f podplane.cluster.jsonc (online), or import a bundle that has the module; then "
+               "rerun `podplane cluster create` so the module sources follow the store's layout");
       continue;
     }
+    item = "module " + tree->address + " " + tree->version;
     std::string h1 = lockfile::h1_hash_of_dir(package_dir);
     if (h1 != tree->h1) {
       out.fail("-", item, "CORRUPT: tree hashes to " + short_hash(h1) + ", the store says " + short_hash(tree->h1),

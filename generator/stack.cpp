@@ -347,18 +347,22 @@ bool StackResult::changed() const {
                      [](const FileOutcome& f) { return f.change != FileOutcome::Change::unchanged; });
 }
 
-fs::path module_package_dir(const fs::path& deps_root, const std::string& module_address, const std::string& version) {
-  auto slash = module_address.rfind('/');
-  std::string provider = slash == std::string::npos ? module_address : module_address.substr(slash + 1);
-  fs::path base = cache::layout::nstance_modules_dir(deps_root);
-  if (provider != "aws") base = base.parent_path() / ("nstance-" + provider);
-  return base / version;
+fs::path module_package_dir(const cache::Store& store, const std::optional<cache::TfSelection>& selection,
+                            const std::string& module_address, const std::string& version) {
+  bool selected = selection && !selection->module_address.empty()
+                      ? selection->module_address == module_address
+                      : address_is(module_address, "nstance-dev/nstance/aws") &&
+                            std::count(module_address.begin(), module_address.end(), '/') == 3;
+  fs::path root = fs::absolute(store.root());
+  if (selected) return cache::layout::nstance_modules_dir(root) / version;
+  return cache::layout::tf_dir(root) / "modules" / module_address / version;
 }
 
 std::optional<std::string> pinned_module_version(const std::string& main_text) {
   std::string text = main_text;
   std::replace(text.begin(), text.end(), '\\', '/');
-  static const std::regex pattern(R"(/tf/modules/nstance(-[a-z0-9]+)?/([^/"\\]+)/modules/cluster)");
+  // The real Podplane path, or the path of a package the store's selection does not name.
+  static const std::regex pattern(R"(/tf/modules/(nstance|[^"]*/nstance-dev/nstance/[a-z0-9]+)/([^/"\\]+)/modules/cluster)");
   std::smatch match;
   if (!std::regex_search(text, match, pattern)) return std::nullopt;
   return match[2].str();
@@ -480,27 +484,31 @@ StackResult generate_stack(const cache::Store& store, const StackOptions& option
         lock_text = lockfile::render_lock_file(lock, engine_of(selection));
       }
     } else {
-      auto tree = newest_module(store, package, module_constraints());
-      if (!tree)
+      auto newest = newest_module(store, package, module_constraints());
+      if (!newest)
         throw Error("no module " + package + " allowed by \"" + module_constraints() + "\" is in the store; run " +
                     "`podplane deps tf -f " + config_file.filename().string() +
                     "` while online, or import a bundle that has it");
-      version = tree->version;
+      version = newest->version;
       if (selection)
         result.warnings.push_back("the store's current selection is " + selection->module_address + " " +
                                   selection->module_version + "; took the newest " + package + " in the store, " +
                                   version);
     }
   } else {
-    auto tree = newest_module(store, package, module_constraints());
-    if (!tree)
+    auto newest = newest_module(store, package, module_constraints());
+    if (!newest)
       throw Error("no module " + package + " allowed by \"" + module_constraints() + "\" is in the store; run " +
                   "`podplane deps tf -f " + config_file.filename().string() +
                   "` while online, or import a bundle that has it");
-    version = tree->version;
+    version = newest->version;
   }
   result.module_version = version;
-  const fs::path package_dir = module_package_dir(deps_root, package, version);
+  auto tree = module_tree(store, package, version);
+  if (!tree)
+    throw Error("module " + package + " " + version + " is not in the store's index; run `podplane deps tf --stack " +
+                stack_dir.string() + "` while online, or import a bundle that has it");
+  const fs::path package_dir = module_package_dir(store, selection, tree->address, version);
   require_module_view(package_dir, package, version, stack_dir);
   if (!lock_text) lock_text = lockfile::render_lock_file(newest_lock(store, config.provider.kind, package_dir, host, platforms),
                                                          engine_of(selection));

@@ -59,10 +59,11 @@ struct StackResult {
 
 [[nodiscard]] StackResult generate_stack(const cache::Store& store, const StackOptions& options);
 
-// Where a module package lives in the store's views: tf/modules/nstance/<ver> for the AWS
-// Nstance package (the real Podplane layout), tf/modules/nstance-<provider>/<ver> for others.
-std::filesystem::path module_package_dir(const std::filesystem::path& deps_root, const std::string& module_address,
-                                         const std::string& version);
+// Where a module package lives in the store's views, as cache/views.cpp lays them out: the
+// package the store's selection names (the AWS Nstance package when there is none) at
+// tf/modules/nstance/<ver> (the real Podplane path), any other at tf/modules/<address>/<ver>.
+std::filesystem::path module_package_dir(const cache::Store& store, const std::optional<cache::TfSelection>& selection,
+                                         const std::string& module_address, const std::string& version);
 
 // The module version a generated main.tf is pinned to (the path in its cluster module
 // source), if it is one.
