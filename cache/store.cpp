@@ -285,7 +285,7 @@ struct ObjectWriter::Impl {
   Store::Impl* store = nullptr;
   fs::path temp;
   UniqueFd fd;
-  Sha256 hasher;
+  lockfile::Hasher hasher{lockfile::DigestAlgorithm::sha256};
   std::uint64_t size = 0;
   bool finished = false;
   std::string label = "object";
@@ -378,7 +378,9 @@ Store::~Store() = default;
 Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;
 
-Store Store::open(const fs::path& deps_root, Access access) {
+Store Store::open(const fs::path& deps_root, Access access) { return open(deps_root, access, TempSweep::at_open); }
+
+Store Store::open(const fs::path& deps_root, Access access, TempSweep sweep) {
   auto impl = std::make_unique<Impl>();
   impl->root = fs::absolute(deps_root).lexically_normal();
   if (impl->root.has_relative_path() && impl->root.filename().empty()) impl->root = impl->root.parent_path();
@@ -442,7 +444,7 @@ Store Store::open(const fs::path& deps_root, Access access) {
         record.bind(1, std::int64_t{migration.version}).bind(2, migration.name).bind(3, now_utc()).run();
       }
     });
-    (void)sweep_temp_files(impl->root, Sweep::remove);
+    if (sweep == TempSweep::at_open) (void)sweep_temp_files(impl->root, Sweep::remove);
   } else {
     if (!fs::exists(index)) throw Error("no store at " + impl->root.string() + ": " + index.string() + " does not exist");
     // mode=ro reads a live WAL through its -shm; on read-only media there is no -shm to map and

@@ -151,6 +151,10 @@ class Store {
   // Creates the layout and migrates the index when writable. Opening a store on read-only
   // media works with Access::read_only (and is chosen automatically when the root is not writable).
   [[nodiscard]] static Store open(const std::filesystem::path& deps_root, Access access = Access::read_write);
+  // A writable open removes temp files that dead writers left (TempSweep::at_open). `deps gc`
+  // opens with TempSweep::none so that it can report (or, dry, only list) them itself.
+  enum class TempSweep { at_open, none };
+  [[nodiscard]] static Store open(const std::filesystem::path& deps_root, Access access, TempSweep sweep);
   ~Store();
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
