@@ -1,7 +1,162 @@
+// podplane bundle keygen|create|inventory|verify|import: parse, call bundle/, print.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "bundle/create.hpp"
+#include "bundle/import.hpp"
+#include "bundle/signing.hpp"
+#include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "lockfile/error.hpp"
 
 namespace podplane::cli {
 
-void register_bundle_commands(CLI::App& /*group*/, const GlobalOptions& /*global*/) {}
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string human(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return buffer;
+}
+
+struct CreateArgs {
+  std::string file;
+  std::string since;
+  std::vector<std::string> platforms;
+  std::string sign;
+  std::string volume_size;
+};
+
+struct ReadArgs {
+  std::vector<std::string> files;
+  std::vector<std::string> trust;
+  bool allow_unsigned = false;
+};
+
+bundle::VerifyOptions verify_options(const ReadArgs& args) {
+  bundle::VerifyOptions options;
+  for (const auto& t : args.trust) options.trusted_keys.emplace_back(t);
+  options.unsigned_bundles = args.allow_unsigned ? bundle::UnsignedBundles::allow : bundle::UnsignedBundles::refuse;
+  return options;
+}
+
+std::vector<fs::path> paths(const std::vector<std::string>& files) { return {files.begin(), files.end()}; }
+
+// Prints the report; throws (exit 1) when anything is incomplete.
+void print_report(const bundle::ImportReport& report, const char* verb) {
+  for (const auto& v : report.volumes) {
+    std::cout << v.file.string() << ": ";
+    if (v.bundle_id.empty()) {
+      std::cout << "REFUSED\n";
+    } else {
+      std::cout << "volume " << v.volume_index << " of " << v.volume_count << ", bundle " << v.bundle_id.substr(0, 12)
+                << ", " << (v.signer == "unsigned" ? "unsigned" : "signed by " + v.signer)
+                << (v.signer != "unsigned" && !v.trusted_signer ? " (not trusted)" : "") << "\n";
+      std::cout << "  objects: " << v.objects << " listed, " << v.objects_verified << " " << verb << " ("
+                << human(v.bytes_verified) << ")";
+      if (v.objects_present > 0) std::cout << ", " << v.objects_present << " already present";
+      if (!v.missing_objects.empty()) std::cout << ", " << v.missing_objects.size() << " MISSING";
+      std::cout << "\n";
+      if (v.artifacts_added + v.module_trees_added > 0)
+        std::cout << "  rows: " << v.artifacts_added << " artifacts, " << v.module_trees_added << " module trees added\n";
+      for (const auto& d : v.missing_objects) std::cout << "  missing object " << d << "\n";
+    }
+    if (!v.error.empty()) std::cout << "  error: " << v.error << "\n";
+  }
+  for (const auto& m : report.missing_volumes) std::cout << "missing: " << m << "\n";
+  for (const auto& w : report.waiting_rows) std::cout << "waiting for objects: " << w << "\n";
+  for (const auto& n : report.notes) std::cout << "note: " << n << "\n";
+  if (!report.ok()) {
+    std::size_t bad = 0;
+    for (const auto& v : report.volumes) bad += v.error.empty() ? 0 : 1;
+    throw Error(std::string("bundle ") + (std::string(verb) == "imported" ? "import" : "verification") + " incomplete: " +
+                std::to_string(bad) + " volume(s) refused or damaged, " + std::to_string(report.missing_volumes.size()) +
+                " volume(s) missing, " + std::to_string(report.waiting_rows.size()) + " row(s) waiting for objects");
+  }
+}
+
+}  // namespace
+
+void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
+  auto* keygen = group.add_subcommand("keygen", "Make an Ed25519 key pair: PREFIX.key (mode 0600) and PREFIX.pub");
+  auto prefix = std::make_shared<std::string>();
+  keygen->add_option("PREFIX", *prefix, "Path prefix of the two key files")->required();
+  keygen->callback([prefix] {
+    auto files = bundle::generate_key_pair(*prefix);
+    auto key = bundle::PublicKey::load(files.public_key);
+    std::cout << "private key: " << files.private_key.string() << " (keep it on the online side)\n"
+              << "public key:  " << files.public_key.string() << " (" << key.key_id() << ")\n";
+  });
+
+  auto* create = group.add_subcommand("create", "Write the store (or what an inventory lacks) as a bundle");
+  auto c = std::make_shared<CreateArgs>();
+  create->add_option("FILE", c->file, "Bundle file (volumes: FILE.001-of-NNN, …)")->required();
+  create->add_option("--since", c->since, "Inventory from the receiving store: bundle only what it lacks");
+  create->add_option("--platform", c->platforms, "Keep provider packages of this OS_ARCH only (repeatable)");
+  create->add_option("--sign", c->sign, "Ed25519 private key (from 'bundle keygen') to sign the manifests");
+  create->add_option("--volume-size", c->volume_size, "Cut into volumes of at most SIZE (e.g. 700M, 4095M, 25G)");
+  create->callback([c, &global] {
+    bundle::CreateOptions options;
+    if (!c->since.empty()) options.since = c->since;
+    options.platforms = c->platforms;
+    if (!c->sign.empty()) options.signing_key = c->sign;
+    if (!c->volume_size.empty()) options.volume_size = bundle::parse_size(c->volume_size);
+    auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_write);
+    auto plan = bundle::plan_bundle(store, c->file, options);
+    std::cout << "bundle: " << plan.artifacts << " artifacts, " << plan.module_trees << " module trees, " << plan.objects
+              << " objects (" << human(plan.object_bytes) << ") in " << plan.volumes.size() << " volume(s), "
+              << human(plan.total_bytes) << " to write, " << (plan.signed_bundle ? "signed" : "UNSIGNED") << "\n";
+    for (const auto& v : plan.volumes)
+      std::cout << "  " << v.file.string() << ": " << v.manifest.objects.size() << " objects, " << v.bytes << " bytes\n";
+    std::cout.flush();
+    bundle::write_bundle(store, plan, options, [&](const std::string& line) {
+      if (!global.quiet) std::cerr << line << "\n";
+    });
+    std::cout << "bundle id: " << plan.volumes.front().manifest.bundle_id << "\n";
+  });
+
+  auto* inventory = group.add_subcommand("inventory", "Describe what this store holds, to cut a delta on the online side");
+  auto output = std::make_shared<std::string>();
+  inventory->add_option("-o,--output", *output, "Write to FILE instead of standard output");
+  inventory->callback([output] {
+    auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_write);
+    std::string text = bundle::make_inventory(store).serialize();
+    if (output->empty()) {
+      std::cout << text;
+      return;
+    }
+    fs::path target(*output);
+    fs::path temp(target.string() + ".tmp");
+    std::FILE* f = std::fopen(temp.c_str(), "wb");
+    if (f == nullptr || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
+      throw Error("cannot write inventory " + temp.string());
+    fs::rename(temp, target);
+  });
+
+  auto add_read_options = [](CLI::App* app, const std::shared_ptr<ReadArgs>& a) {
+    app->add_option("FILE", a->files, "Bundle volumes, in any order")->required();
+    app->add_option("--trust", a->trust, "Public key (from 'bundle keygen') whose signature is accepted (repeatable)");
+    app->add_flag("--allow-unsigned", a->allow_unsigned, "Accept unsigned bundles or untrusted signers (integrity still checked)");
+  };
+  auto* verify = group.add_subcommand("verify", "Check signature, structure and every object of bundle volumes");
+  auto v = std::make_shared<ReadArgs>();
+  add_read_options(verify, v);
+  verify->callback([v] { print_report(bundle::verify_bundle(paths(v->files), verify_options(*v)), "verified"); });
+
+  auto* import = group.add_subcommand("import", "Verify bundle volumes while streaming them into the store");
+  auto i = std::make_shared<ReadArgs>();
+  add_read_options(import, i);
+  import->callback([i] {
+    auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_write);
+    print_report(bundle::import_bundle(store, paths(i->files), verify_options(*i)), "imported");
+  });
+}
 
 }  // namespace podplane::cli
