@@ -1,7 +1,99 @@
+// podplane deps tf | download | status: the online commands that fill the store.
+#include <iostream>
+#include <memory>
+
+#include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "lockfile/error.hpp"
+#include "lockfile/platform.hpp"
+#include "mirror/deps_download.hpp"
+#include "mirror/deps_tf.hpp"
 
 namespace podplane::cli {
+namespace {
 
-void register_deps_fetch_commands(CLI::App& /*group*/, const GlobalOptions& /*global*/) {}
+struct TfArgs {
+  std::vector<std::string> platforms;
+  std::string engine = "tofu";
+  std::vector<std::string> stacks;
+  int jobs = 8;
+  bool allow_unverified = false;
+};
+
+struct DownloadArgs {
+  std::vector<std::string> archs;
+  std::vector<std::string> kinds;
+  std::vector<std::string> providers;
+  bool dry_run = false;
+  int jobs = 8;
+};
+
+mirror::Progress progress_of(const GlobalOptions& global) {
+  return global.quiet ? mirror::Progress::quiet : mirror::Progress::automatic;
+}
+
+mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const GlobalOptions& global) {
+  mirror::DepsDownloadOptions options;
+  options.archs = mirror::split_list(args.archs);
+  auto kinds = mirror::split_list(args.kinds);
+  if (!kinds.empty()) options.kinds = kinds;
+  options.providers = mirror::split_list(args.providers);
+  options.mode = args.dry_run ? mirror::DepsDownloadOptions::Mode::dry_run : mirror::DepsDownloadOptions::Mode::fetch;
+  options.download.jobs = args.jobs;
+  options.download.progress = progress_of(global);
+  return options;
+}
+
+}  // namespace
+
+void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
+  auto tf_args = std::make_shared<TfArgs>();
+  auto* tf = deps.add_subcommand("tf", "Fetch the OpenTofu/Terraform providers and modules of a stack into the store");
+  tf->add_option("--platform", tf_args->platforms,
+                 "Target provider platform OS_ARCH (repeatable or comma-separated; adds to the store's platforms)");
+  tf->add_option("--engine", tf_args->engine, "Lock entries for tofu (registry.opentofu.org) or terraform (registry.terraform.io)")
+      ->check(CLI::IsMember({"tofu", "terraform"}));
+  tf->add_option("--stack", tf_args->stacks, "Root module directory to fetch for instead of Podplane's stack (repeatable)")
+      ->check(CLI::ExistingDirectory);
+  tf->add_option("--jobs", tf_args->jobs, "Parallel transfers")->check(CLI::Range(1, 64));
+  tf->add_flag("--allow-unverified", tf_args->allow_unverified,
+               "Take packages that have no signing keys or mirror hashes (recorded as unverified)");
+  tf->callback([tf_args, &global] {
+    mirror::DepsTfOptions options;
+    options.platforms = tf_args->platforms;
+    options.engine = lockfile::parse_engine(tf_args->engine);
+    for (const auto& stack : tf_args->stacks) options.stacks.emplace_back(stack);
+    options.verification =
+        tf_args->allow_unverified ? mirror::Verification::allow_unverified : mirror::Verification::required;
+    options.download.jobs = tf_args->jobs;
+    options.download.progress = progress_of(global);
+    auto store = cache::Store::open(cache::default_deps_root());
+    (void)mirror::deps_tf(store, options, std::cout, std::cerr);
+  });
+
+  auto download_args = std::make_shared<DownloadArgs>();
+  auto* download = deps.add_subcommand("download", "Fetch vmconfig manifests (knc, knd) and the artifacts they list");
+  download->add_option("--arch", download_args->archs, "amd64,arm64 (default: $PODPLANE_ARCH or this machine)");
+  download->add_option("--kind", download_args->kinds, "knc,knd (default: both)");
+  download->add_option("--providers", download_args->providers,
+                       "Provider-specific artifacts to include: aws, google, proxmox, … or all");
+  download->add_flag("--dry-run", download_args->dry_run, "Print what would be downloaded; write nothing");
+  download->add_option("--jobs", download_args->jobs, "Parallel transfers")->check(CLI::Range(1, 64));
+  download->callback([download_args, &global] {
+    auto options = download_options(*download_args, global);
+    auto store = cache::Store::open(cache::default_deps_root());
+    mirror::deps_download(store, options, std::cout, std::cerr);
+  });
+
+  auto status_args = std::make_shared<DownloadArgs>();
+  auto* status = deps.add_subcommand("status", "Compare the stored vmconfig manifests with upstream");
+  status->add_option("--arch", status_args->archs, "amd64,arm64 (default: $PODPLANE_ARCH or this machine)");
+  status->add_option("--kind", status_args->kinds, "knc,knd (default: both)");
+  status->callback([status_args, &global] {
+    auto options = download_options(*status_args, global);
+    auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_only);
+    (void)mirror::deps_status(store, options, std::cout);
+  });
+}
 
 }  // namespace podplane::cli

@@ -1,0 +1,291 @@
+#include "mirror/deps_download.hpp"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/views.hpp"
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+#include "mirror/http.hpp"
+#include "mirror/vmconfig.hpp"
+
+namespace podplane::mirror {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string utc_stamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y%m%dT%H%M%SZ", &tm);
+  return buffer;
+}
+
+// A private scratch dir for files that must be checked before they enter the store.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::random_device random;
+    path_ = fs::temp_directory_path() / ("podplane-deps-" + std::to_string(getpid()) + "-" + std::to_string(random()));
+    fs::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string platform_of(const std::string& arch) { return "linux_" + arch; }
+
+void check_choice(const std::string& value, std::initializer_list<const char*> allowed, const char* what) {
+  for (const char* option : allowed) {
+    if (value == option) return;
+  }
+  throw UsageError("unsupported " + std::string(what) + " \"" + value + "\"");
+}
+
+struct FetchedManifest {
+  std::string url;
+  std::string bytes;
+  VmconfigManifest manifest;
+};
+
+FetchedManifest fetch_manifest(HttpClient& http, const std::string& base, const std::string& kind, const std::string& arch) {
+  auto name = vmconfig_manifest_name(kind, arch);
+  FetchedManifest fetched;
+  fetched.url = base + "/manifests/" + name + ".json";
+  auto response = http.get(fetched.url, {"Accept: application/json"});
+  if (response.status == 404) throw Error("file not found: " + fetched.url);
+  if (response.status != 200) throw Error("cannot fetch " + fetched.url + ": HTTP " + std::to_string(response.status));
+  fetched.bytes = std::move(response.body);
+  fetched.manifest = parse_vmconfig_manifest(fetched.bytes, name);
+  return fetched;
+}
+
+// The stored manifest row of `name` that is current (the newest).
+std::optional<cache::Artifact> current_manifest(const cache::Store& store, const std::string& name) {
+  cache::ArtifactQuery query;
+  query.kind = cache::ArtifactKind::vmconfig_manifest;
+  query.address = name;
+  auto rows = store.artifacts(query);
+  if (rows.empty()) return std::nullopt;
+  return *std::max_element(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.added_at, a.id) < std::tie(b.added_at, b.id);
+  });
+}
+
+bool is_cached(const cache::Store& store, const VmconfigItem& item, const std::string& arch) {
+  auto row = store.find_artifact(cache::ArtifactKind::vmconfig_artifact, item.name, item.version, platform_of(arch),
+                                 item.basename());
+  return row && row->upstream_digest == item.digest && store.has_object(row->digest);
+}
+
+}  // namespace
+
+std::string deps_base_url() {
+  const char* env = std::getenv("PODPLANE_DEPS_URL");
+  std::string base = env != nullptr && *env != '\0' ? env : "https://deps.podplane.dev";
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base;
+}
+
+std::string default_vmconfig_arch() {
+  if (const char* env = std::getenv("PODPLANE_ARCH"); env != nullptr && *env != '\0') return env;
+  utsname name{};
+  if (uname(&name) == 0) {
+    std::string machine = name.machine;
+    if (machine == "aarch64" || machine == "arm64") return "arm64";
+  }
+  return "amd64";
+}
+
+std::vector<std::string> split_list(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const auto& value : values) {
+    std::stringstream parts(value);
+    for (std::string part; std::getline(parts, part, ',');) {
+      part.erase(0, part.find_first_not_of(" \t"));
+      part.erase(part.find_last_not_of(" \t") + 1);
+      if (!part.empty() && std::find(out.begin(), out.end(), part) == out.end()) out.push_back(part);
+    }
+  }
+  return out;
+}
+
+void deps_download(cache::Store& store, const DepsDownloadOptions& options, std::ostream& out, std::ostream& log) {
+  auto archs = options.archs.empty() ? std::vector<std::string>{default_vmconfig_arch()} : options.archs;
+  for (const auto& arch : archs) check_choice(arch, {"amd64", "arm64"}, "arch");
+  for (const auto& kind : options.kinds) check_choice(kind, {"knc", "knd"}, "kind");
+  std::string base = options.base_url.empty() ? deps_base_url() : options.base_url;
+  bool dry_run = options.mode == DepsDownloadOptions::Mode::dry_run;
+  bool quiet = options.download.progress == Progress::quiet;
+
+  HttpClient http(options.download.http);
+  // Everything is fetched and checked first; rows are indexed together at the end.
+  std::vector<cache::Artifact> rows;
+  std::vector<std::string> failures;
+  std::uint64_t fetched_bytes = 0;
+  std::size_t fetched_items = 0;
+  Downloader downloader(options.download);
+  ScratchDir scratch;
+
+  for (const auto& arch : archs) {
+    for (const auto& kind : options.kinds) {
+      auto fetched = fetch_manifest(http, base, kind, arch);
+      const auto& manifest = fetched.manifest;
+      auto items = select_vmconfig_items(manifest, options.providers);
+      validate_vmconfig_items(manifest, items);
+
+      std::vector<VmconfigItem> missing;
+      for (const auto& item : items) {
+        if (!is_cached(store, item, arch)) missing.push_back(item);
+      }
+      if (dry_run) {
+        out << "VMConfig manifest: " << fetched.url << "\n";
+        out << "VMConfig cache directory: " << (store.root() / "vmconfig").string() << "\n";
+        if (missing.empty()) {
+          out << "All dependencies already cached, nothing to download.\n";
+        } else {
+          out << "VMConfig artifacts that would be downloaded:\n";
+          for (const auto& item : missing) out << "  \u2022 " << item.view_path() << " (" << item.size << " bytes)\n";
+        }
+        continue;
+      }
+
+      // sha256 items stream straight into the store, checked before the object is committed;
+      // sha512 items land in a scratch file first, checked, then added.
+      std::vector<DownloadItem> direct;
+      std::vector<const VmconfigItem*> direct_items;
+      std::vector<const VmconfigItem*> scratch_items;
+      for (const auto& item : missing) {
+        if (item.digest.starts_with("sha256:")) {
+          direct.push_back(DownloadItem{item.url, lockfile::TypedDigest::parse(item.digest).hex, item.view_path(), {}});
+          direct_items.push_back(&item);
+        } else {
+          scratch_items.push_back(&item);
+        }
+      }
+      auto make_row = [&](const VmconfigItem& item, const std::string& digest, std::uint64_t size) {
+        cache::Artifact row;
+        row.kind = cache::ArtifactKind::vmconfig_artifact;
+        row.address = item.name;
+        row.version = item.version;
+        row.platform = platform_of(arch);
+        row.filename = item.basename();
+        row.digest = digest;
+        row.size = static_cast<std::int64_t>(size);
+        row.upstream_digest = item.digest;
+        row.upstream_url = item.url;
+        row.trust = cache::Trust::checksum;
+        rows.push_back(std::move(row));
+      };
+      auto outcomes = downloader.fetch_into_store(store, direct);
+      for (std::size_t i = 0; i < outcomes.size(); ++i) {
+        if (!outcomes[i].ok) {
+          failures.push_back(outcomes[i].error);
+          continue;
+        }
+        make_row(*direct_items[i], outcomes[i].digest, outcomes[i].size);
+        fetched_bytes += outcomes[i].size;
+        ++fetched_items;
+      }
+      for (const auto* item : scratch_items) {
+        fs::path file = scratch.path() / ("item-" + std::to_string(fetched_items + failures.size()));
+        try {
+          downloader.fetch_to_file(DownloadItem{item->url, std::nullopt, item->view_path(), {}}, file);
+          auto expected = lockfile::TypedDigest::parse(item->digest);
+          auto got = lockfile::file_digest_hex(file, expected.algorithm);
+          if (got != expected.hex) {
+            throw Error(mismatch_message("checksum mismatch for " + item->view_path(), expected.str(),
+                                         lockfile::TypedDigest{expected.algorithm, got}.str()));
+          }
+          auto size = fs::file_size(file);
+          make_row(*item, store.add_file(file), size);
+          fetched_bytes += size;
+          ++fetched_items;
+        } catch (const Error& error) {
+          failures.push_back(error.what());
+        }
+        std::error_code ec;
+        fs::remove(file, ec);
+      }
+
+      cache::Artifact manifest_row;
+      manifest_row.kind = cache::ArtifactKind::vmconfig_manifest;
+      manifest_row.address = manifest.name;
+      manifest_row.version = manifest.version;
+      manifest_row.platform = platform_of(arch);
+      manifest_row.digest = lockfile::sha256_hex(fetched.bytes);
+      manifest_row.size = static_cast<std::int64_t>(fetched.bytes.size());
+      manifest_row.upstream_url = fetched.url;
+      manifest_row.trust = cache::Trust::unverified;  // manifests carry no signature upstream
+      auto current = current_manifest(store, manifest.name);
+      if (!current || current->digest != manifest_row.digest) {
+        manifest_row.filename = manifest.name + "_" + utc_stamp() + "_" + manifest_row.digest.substr(0, 12) + ".json";
+        (void)store.add_bytes(fetched.bytes, manifest_row.digest);
+        rows.push_back(std::move(manifest_row));
+      }
+      if (!quiet) {
+        log << "vmconfig " << kind << "_debian-13_" << arch << ": " << items.size() << " artifacts, "
+            << missing.size() << " to fetch\n";
+      }
+    }
+  }
+  if (dry_run) return;
+  if (!failures.empty()) {
+    std::string message = "deps download failed; nothing was indexed:";
+    for (const auto& failure : failures) message += "\n" + failure;
+    throw Error(message);
+  }
+  store.in_transaction([&] {
+    for (const auto& row : rows) (void)store.add_artifact(row);
+    store.audit("fetch", "deps download",
+                json{{"items", fetched_items}, {"bytes", fetched_bytes}, {"archs", archs}, {"kinds", options.kinds}});
+  });
+  (void)cache::rebuild_views(store);
+  for (const auto& arch : archs) {
+    for (const auto& kind : options.kinds) out << "All dependencies for " << kind << "_debian-13_" << arch << " are up to date.\n";
+  }
+  if (fetched_items == 0) out << "No new artifacts: nothing was transferred.\n";
+  else out << "Fetched " << fetched_items << " artifacts (" << fetched_bytes << " bytes).\n";
+}
+
+DepsStatus deps_status(const cache::Store& store, const DepsDownloadOptions& options, std::ostream& out) {
+  auto archs = options.archs.empty() ? std::vector<std::string>{default_vmconfig_arch()} : options.archs;
+  for (const auto& arch : archs) check_choice(arch, {"amd64", "arm64"}, "arch");
+  for (const auto& kind : options.kinds) check_choice(kind, {"knc", "knd"}, "kind");
+  std::string base = options.base_url.empty() ? deps_base_url() : options.base_url;
+  HttpClient http(options.download.http);
+  bool changed = false;
+  for (const auto& arch : archs) {
+    for (const auto& kind : options.kinds) {
+      auto fetched = fetch_manifest(http, base, kind, arch);
+      auto current = current_manifest(store, fetched.manifest.name);
+      bool same = current && vmconfig_manifests_equal(json::parse(store.read_object(current->digest)),
+                                                      fetched.manifest.document);
+      if (!same) changed = true;
+    }
+  }
+  out << (changed ? "New packages are available to download.\n" : "No new packages available.\n");
+  return changed ? DepsStatus::new_available : DepsStatus::up_to_date;
+}
+
+}  // namespace podplane::mirror

@@ -1,0 +1,53 @@
+#pragma once
+// `podplane deps tf`: resolves what a stack needs (Podplane's defaults, or --stack root
+// modules), fetches every provider package for every platform of the store's growing set
+// with the registry's trust checks (signed SHA256SUMS, zip sha256 == SHA256SUMS line ==
+// shasum), computes h1, fetches the module packages, and indexes it all; then sets the
+// TfSelection and rebuilds the views. No tofu/terraform binary is used.
+//
+// All or nothing: every check runs before any index row is written, and the rows of one run
+// are written in one transaction, so a failed check leaves the index and the views as they
+// were (verified package bytes may remain as unindexed objects that a rerun reuses and gc
+// removes). Credentials go only to registry JSON endpoints. Errors are podplane::Error.
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cache/store.hpp"
+#include "lockfile/platform.hpp"
+#include "mirror/download.hpp"
+
+namespace podplane::mirror {
+
+enum class Verification { required, allow_unverified };
+
+struct DepsTfOptions {
+  std::vector<std::string> platforms;             // OS_ARCH; the host platform when none here nor in the store
+  lockfile::Engine engine = lockfile::Engine::tofu;
+  std::vector<std::filesystem::path> stacks;      // empty: Podplane's default stack
+  Verification verification = Verification::required;
+  DownloadOptions download;
+};
+
+struct DepsTfSummary {
+  std::size_t packages_fetched = 0;
+  std::size_t packages_present = 0;   // already in the store: no bytes transferred
+  std::uint64_t package_bytes = 0;
+  std::size_t modules_fetched = 0;
+  std::size_t modules_present = 0;
+};
+
+// Runs the whole flow; progress to `log` (unless options.download.progress is quiet),
+// the result lines to `out`.
+DepsTfSummary deps_tf(cache::Store& store, const DepsTfOptions& options, std::ostream& out, std::ostream& log);
+
+// linux_amd64 / linux_arm64 / darwin_arm64 … of this machine.
+std::string host_platform();
+
+// Podplane's default root requirements (podplane.md §5.1).
+inline constexpr const char* kNstanceModule = "nstance-dev/nstance/aws";
+inline constexpr const char* kNstanceConstraint = "~> 2.0";
+inline constexpr const char* kNstanceSubmodules[] = {"cluster", "account", "network", "shard"};
+
+}  // namespace podplane::mirror

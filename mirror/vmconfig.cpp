@@ -1,0 +1,141 @@
+#include "mirror/vmconfig.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "lockfile/error.hpp"
+
+namespace podplane::mirror {
+namespace {
+
+using nlohmann::json;
+
+std::string text_of(const json& object, const char* name) {
+  auto it = object.find(name);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+VmconfigItem item_of(const std::string& name, const json& entry, const std::string& manifest) {
+  if (!entry.is_object()) throw Error("vmconfig manifest " + manifest + ": item " + name + " is not an object");
+  VmconfigItem item;
+  item.name = name;
+  item.version = text_of(entry, "version");
+  item.url = text_of(entry, "url");
+  item.type = text_of(entry, "type");
+  item.digest = text_of(entry, "digest");
+  if (auto size = entry.find("size"); size != entry.end() && size->is_number_integer() && size->get<std::int64_t>() > 0) {
+    item.size = size->get<std::uint64_t>();
+  }
+  if (auto providers = entry.find("providers"); providers != entry.end() && providers->is_array()) {
+    for (const auto& provider : *providers) {
+      if (provider.is_string()) item.providers.push_back(provider.get<std::string>());
+    }
+  }
+  return item;
+}
+
+bool valid_segment(std::string_view text) {
+  return !text.empty() && text != "." && text != ".." && text.find('/') == std::string_view::npos &&
+         text.find('\\') == std::string_view::npos;
+}
+
+json without_cached(json value) {
+  if (value.is_object()) {
+    value.erase("cached");
+    for (auto& [_, member] : value.items()) member = without_cached(member);
+  } else if (value.is_array()) {
+    for (auto& element : value) element = without_cached(element);
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string VmconfigItem::basename() const {
+  std::string path = url.substr(0, url.find_first_of("?#"));
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string VmconfigItem::view_path() const { return "vmconfig/artifacts/" + name + "/" + version + "/" + basename(); }
+
+std::string vmconfig_manifest_name(std::string_view kind, std::string_view arch) {
+  return "vmconfig_" + std::string(kind) + "_debian-13_" + std::string(arch);
+}
+
+VmconfigManifest parse_vmconfig_manifest(std::string_view bytes, std::string_view expected_name) {
+  std::string label = expected_name.empty() ? "(unnamed)" : std::string(expected_name);
+  json document;
+  try {
+    document = json::parse(bytes);
+  } catch (const json::exception& error) {
+    throw Error("vmconfig manifest " + label + " is not valid JSON: " + error.what());
+  }
+  if (!document.is_object() || !document.contains("vmconfig") || !document["vmconfig"].is_object()) {
+    throw Error("vmconfig manifest " + label + " has no top-level \"vmconfig\" object");
+  }
+  const auto& root = document["vmconfig"];
+  VmconfigManifest manifest;
+  manifest.version = text_of(root, "version");
+  manifest.kind = text_of(root, "kind");
+  if (auto os = root.find("os"); os != root.end() && os->is_object()) {
+    manifest.arch = text_of(*os, "arch");
+    if (auto image = os->find("image"); image != os->end() && image->is_object()) {
+      manifest.items.push_back(item_of("os-image", *image, label));
+    }
+  }
+  manifest.name = vmconfig_manifest_name(manifest.kind, manifest.arch);
+  if (!expected_name.empty() && manifest.name != expected_name) {
+    throw Error(mismatch_message("vmconfig manifest names another kind or arch", std::string(expected_name),
+                                 manifest.name));
+  }
+  if (auto deps = root.find("dependencies"); deps != root.end() && deps->is_object()) {
+    for (const auto& [name, entry] : deps->items()) {  // nlohmann orders object keys: sorted by name
+      auto item = item_of(name, entry, label);
+      if (item.url.empty() && item.digest.empty()) {
+        throw Error("published vmconfig manifest contains unreleased vmconfig stub: " + label + " item " + name);
+      }
+      manifest.items.push_back(std::move(item));
+    }
+  }
+  manifest.document = std::move(document);
+  return manifest;
+}
+
+std::vector<VmconfigItem> select_vmconfig_items(const VmconfigManifest& manifest,
+                                                const std::vector<std::string>& providers) {
+  bool all = std::find(providers.begin(), providers.end(), "all") != providers.end();
+  std::vector<VmconfigItem> out;
+  for (const auto& item : manifest.items) {
+    bool wanted = item.providers.empty() || all ||
+                  std::any_of(item.providers.begin(), item.providers.end(), [&](const std::string& provider) {
+                    return std::find(providers.begin(), providers.end(), provider) != providers.end();
+                  });
+    if (wanted) out.push_back(item);
+  }
+  return out;
+}
+
+void validate_vmconfig_items(const VmconfigManifest& manifest, const std::vector<VmconfigItem>& items) {
+  for (const auto& item : items) {
+    std::string where = "vmconfig manifest " + manifest.name + " item " + item.name;
+    auto colon = item.digest.find(':');
+    std::string algorithm = colon == std::string::npos ? "" : item.digest.substr(0, colon);
+    std::string hex = colon == std::string::npos ? "" : item.digest.substr(colon + 1);
+    std::size_t want = algorithm == "sha256" ? 64 : algorithm == "sha512" ? 128 : 0;
+    bool hex_ok = want != 0 && hex.size() == want &&
+                  std::all_of(hex.begin(), hex.end(), [](unsigned char c) { return std::isxdigit(c) != 0; });
+    if (!hex_ok) throw Error(where + ": digest must be sha256:<64 hex> or sha512:<128 hex>, got \"" + item.digest + "\"");
+    if (item.url.empty()) throw Error(where + ": url is empty");
+    if (item.size == 0) throw Error(where + ": size must be greater than 0");
+    if (!valid_segment(item.name) || !valid_segment(item.version) || !valid_segment(item.basename())) {
+      throw Error(where + ": name, version and file name must be plain path segments");
+    }
+  }
+}
+
+bool vmconfig_manifests_equal(const nlohmann::json& a, const nlohmann::json& b) {
+  return without_cached(a) == without_cached(b);
+}
+
+}  // namespace podplane::mirror
