@@ -184,7 +184,8 @@ std::vector<PackageFile> list_package_files(const fs::path& root) {
   std::vector<PackageFile> files;
   auto canonical_root = fs::canonical(root);
   for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
-    auto relative = fs::relative(it->path(), root).generic_string();
+    // lexically: fs::relative would resolve links and name the target instead of the link.
+    auto relative = it->path().lexically_relative(root).generic_string();
     if (it.depth() == 0 && it->path().filename() == ".git") {
       it.disable_recursion_pending();
       continue;

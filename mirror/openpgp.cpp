@@ -3,6 +3,9 @@
 #include <rnp/rnp.h>
 #include <rnp/rnp_err.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <memory>
 
 #include "lockfile/error.hpp"
@@ -41,6 +44,10 @@ Ffi new_ffi() {
   rnp_ffi_t raw = nullptr;
   auto result = rnp_ffi_create(&raw, RNP_KEYSTORE_GPG, RNP_KEYSTORE_GPG);
   if (result != RNP_SUCCESS) throw Error("librnp: cannot create context: " + result_text(result));
+  // librnp logs parse failures to stderr; our errors say what failed, so its log goes
+  // nowhere. The context takes ownership of the descriptor (fdopen, fclose on destroy).
+  int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (null_fd >= 0 && rnp_ffi_set_log_fd(raw, null_fd) != RNP_SUCCESS) close(null_fd);
   return Ffi(raw);
 }
 

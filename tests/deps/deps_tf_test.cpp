@@ -1,0 +1,454 @@
+// `podplane deps tf` end to end against the fixture upstream (tests/tools/upstream): cold
+// fill, warm rerun, added platform, --stack, network mirror, transfer faults, every trust
+// check, a SIGKILL in the middle of a run, and the lock checked by HashiCorp's parser.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include "cache/store.hpp"
+#include "lockfile/hash.hpp"
+#include "lockfile/lock_file.hpp"
+#include "tests/support/gocheck.hpp"
+#include "tests/support/test_support.hpp"
+#include "tests/support/upstream.hpp"
+
+namespace podplane::test {
+namespace {
+
+using nlohmann::json;
+
+const std::string kHost = "registry.opentofu.org";
+
+// One deps root and CLI config per test, against an upstream.
+class DepsRun {
+ public:
+  explicit DepsRun(const FixtureUpstream& upstream, CliConfigOptions config = {}) : upstream_(&upstream) {
+    upstream.write_cli_config(dir_ / "cli.tfrc", config);
+  }
+  fs::path root() const { return dir_ / "deps"; }
+  const TempDir& dir() const { return dir_; }
+  std::map<std::string, std::string> env() const { return upstream_->env(root(), dir_ / "cli.tfrc"); }
+  void use(const FixtureUpstream& upstream) { upstream_ = &upstream; upstream.write_cli_config(dir_ / "cli.tfrc"); }
+  ProcessResult podplane(std::vector<std::string> args) const {
+    ProcessOptions options;
+    options.env = env();
+    options.unset_env = {"TF_TOKEN_registry_opentofu_org", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+    return run_podplane(args, options);
+  }
+
+ private:
+  TempDir dir_;
+  const FixtureUpstream* upstream_;
+};
+
+const json& provider_entry(const FixtureUpstream& upstream, const std::string& type) {
+  for (const auto& provider : upstream.fixture()["providers"]) {
+    if (provider["type"] == type) return provider;
+  }
+  throw std::runtime_error("fixture has no provider " + type);
+}
+
+const json& package_entry(const FixtureUpstream& upstream, const std::string& type, const std::string& version,
+                          const std::string& platform) {
+  for (const auto& entry : provider_entry(upstream, type)["versions"]) {
+    if (entry["version"] == version) return entry["packages"][platform];
+  }
+  throw std::runtime_error("fixture has no " + type + " " + version);
+}
+
+// Zip downloads seen by the server, by file name.
+std::vector<std::string> zip_requests(const FixtureUpstream& upstream, std::size_t from = 0) {
+  std::vector<std::string> names;
+  auto log = upstream.access_log();
+  for (std::size_t i = from; i < log.size(); ++i) {
+    if (log[i].path.ends_with(".zip") && log[i].path.starts_with("/releases/")) {
+      names.push_back(log[i].path.substr(log[i].path.rfind('/') + 1));
+    }
+  }
+  return names;
+}
+
+std::uint64_t zip_bytes(const FixtureUpstream& upstream, std::size_t from) {
+  std::uint64_t bytes = 0;
+  auto log = upstream.access_log();
+  for (std::size_t i = from; i < log.size(); ++i) {
+    if (log[i].path.ends_with(".zip")) bytes += log[i].bytes;
+  }
+  return bytes;
+}
+
+fs::path provider_view(const fs::path& root, const std::string& type, const std::string& version,
+                       const std::string& platform, const std::string& ns = "hashicorp", const std::string& host = kHost) {
+  return root / "tf" / "providers" / host / ns / type /
+         ("terraform-provider-" + type + "_" + version + "_" + platform + ".zip");
+}
+
+// Everything the index says, as one comparable text (artifacts, trees, selection).
+std::string index_snapshot(const fs::path& root) {
+  if (!fs::exists(root / "store" / "index.db")) return "(no index)";
+  auto store = cache::Store::open(root, cache::Store::Access::read_only);
+  std::string text;
+  for (const auto& a : store.artifacts()) {
+    text += std::string(cache::to_string(a.kind)) + " " + a.address + " " + a.version + " " + a.platform + " " +
+            a.filename + " " + a.digest + "\n";
+  }
+  for (const auto& tree : store.module_trees()) text += "module " + tree.address + " " + tree.version + " " + tree.h1 + "\n";
+  if (auto selection = store.tf_selection()) {
+    for (const auto& p : selection->providers) text += "selected " + p.address + " " + p.version + "\n";
+    for (const auto& p : selection->platforms) text += "platform " + p + "\n";
+  }
+  return text;
+}
+
+// A listing of tf/ and vmconfig/ (paths and sizes).
+std::string views_snapshot(const fs::path& root) {
+  std::string text;
+  for (const char* top : {"tf", "vmconfig"}) {
+    if (!fs::exists(root / top)) continue;
+    std::vector<std::string> lines;
+    for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+      lines.push_back(fs::relative(entry.path(), root).string() +
+                      (entry.is_regular_file() ? " " + std::to_string(entry.file_size()) : ""));
+    }
+    std::sort(lines.begin(), lines.end());
+    for (const auto& line : lines) text += line + "\n";
+  }
+  return text;
+}
+
+void expect_failure_leaves_store_unchanged(const DepsRun& deps, const std::vector<std::string>& args,
+                                           const std::vector<std::string>& message_parts) {
+  auto index_before = index_snapshot(deps.root());
+  auto views_before = views_snapshot(deps.root());
+  auto result = deps.podplane(args);
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  for (const auto& part : message_parts) EXPECT_NE(result.err.find(part), std::string::npos) << "missing \"" << part << "\" in:\n" << result.err;
+  EXPECT_EQ(index_snapshot(deps.root()), index_before);
+  EXPECT_EQ(views_snapshot(deps.root()), views_before);
+}
+
+// ---- cold, warm, added platform ----------------------------------------------------------------
+
+TEST(DepsTf, ColdFillWarmRerunAndAddedPlatform) {
+  FixtureUpstream upstream;
+  DepsRun deps(upstream);
+
+  auto cold = deps.podplane({"deps", "tf", "--platform", "linux_amd64", "--platform", "linux_arm64"});
+  ASSERT_EQ(cold.exit_code, 0) << cold.out << cold.err;
+  EXPECT_NE(cold.out.find("Cached cluster OpenTofu/Terraform dependencies"), std::string::npos) << cold.out;
+
+  // Podplane's defaults and everything the nstance modules ask for, newest allowed versions.
+  const std::map<std::string, std::pair<std::string, std::string>> expected = {
+      {"aws", {"hashicorp", "6.2.0"}},     {"random", {"hashicorp", "3.7.2"}}, {"null", {"hashicorp", "3.2.4"}},
+      {"tls", {"hashicorp", "4.1.0"}},     {"cloudinit", {"hashicorp", "2.3.7"}},
+      {"podplane", {"podplane", "1.3.0"}}};
+  for (const auto& [type, ns_version] : expected) {
+    for (const char* platform : {"linux_amd64", "linux_arm64"}) {
+      auto view = provider_view(deps.root(), type, ns_version.second, platform, ns_version.first);
+      ASSERT_TRUE(fs::exists(view)) << view;
+      EXPECT_EQ(lockfile::file_digest_hex(view), package_entry(upstream, type, ns_version.second, platform)["sha256"])
+          << view;
+    }
+  }
+  auto cold_zips = zip_requests(upstream);
+  EXPECT_EQ(cold_zips.size(), 12u);
+  EXPECT_EQ(read_file(deps.root() / "tf" / "platforms"), "linux_amd64\nlinux_arm64\n");
+  EXPECT_EQ(read_file(deps.root() / "tf" / "modules" / "nstance" / "current-version"), "2.1.0\n");
+  for (const char* sub : {"cluster", "account", "network", "shard"}) {
+    EXPECT_TRUE(fs::exists(deps.root() / "tf" / "modules" / "nstance" / "2.1.0" / "modules" / sub / "versions.tf")) << sub;
+  }
+  EXPECT_EQ(fs::status(deps.root() / "tf/modules/nstance/2.1.0/modules/shard/scripts/bootstrap.sh").permissions() &
+                fs::perms::owner_exec,
+            fs::perms::owner_exec);
+
+  // Provenance: SHA256SUMS, signature and keys stored, the verifying key recorded.
+  {
+    auto store = cache::Store::open(deps.root(), cache::Store::Access::read_only);
+    auto aws = store.find_artifact(cache::ArtifactKind::provider_package, kHost + "/hashicorp/aws", "6.2.0", "linux_amd64",
+                                   "terraform-provider-aws_6.2.0_linux_amd64.zip");
+    ASSERT_TRUE(aws);
+    EXPECT_EQ(aws->trust, cache::Trust::signed_upstream);
+    EXPECT_EQ(aws->h1, package_entry(upstream, "aws", "6.2.0", "linux_amd64")["h1"]);
+    auto provenance = store.provenance_of(aws->id);
+    ASSERT_EQ(provenance.size(), 1u);
+    EXPECT_EQ(provenance[0].key_fingerprint, provider_entry(upstream, "aws")["key_fingerprint"]);
+    EXPECT_EQ(provenance[0].shasums_digest, provider_entry(upstream, "aws")["versions"][1]["shasums_sha256"]);
+    EXPECT_TRUE(store.has_object(provenance[0].signature_digest));
+    EXPECT_TRUE(store.has_object(provenance[0].keys_digest));
+    auto podplane = store.find_artifact(cache::ArtifactKind::provider_package, kHost + "/podplane/podplane", "1.3.0",
+                                        "linux_arm64", "terraform-provider-podplane_1.3.0_linux_arm64.zip");
+    ASSERT_TRUE(podplane);
+    EXPECT_EQ(store.provenance_of(podplane->id).at(0).key_fingerprint, provider_entry(upstream, "podplane")["key_fingerprint"]);
+    auto tree = store.find_module_tree(kHost + "/nstance-dev/nstance/aws", "2.1.0");
+    ASSERT_TRUE(tree);
+    EXPECT_EQ(tree->h1, gocheck_hashdir(deps.root() / "tf/modules/nstance/2.1.0"));
+  }
+
+  // Lock: HashiCorp's parser accepts it; each h1 is Go's dirhash of the view's zip.
+  auto lock_path = deps.root() / "tf" / ".terraform.lock.hcl";
+  auto parsed = gocheck_hclparse({lock_path});
+  EXPECT_EQ(parsed.exit_code, 0) << parsed.err;
+  auto lock = lockfile::read_lock_file(lock_path);
+  ASSERT_EQ(lock.providers.size(), 6u);
+  for (const auto& entry : lock.providers) {
+    auto type = entry.address.substr(entry.address.rfind('/') + 1);
+    auto ns = entry.address.substr(kHost.size() + 1, entry.address.rfind('/') - kHost.size() - 1);
+    for (const char* platform : {"linux_amd64", "linux_arm64"}) {
+      auto view = provider_view(deps.root(), type, entry.version, platform, ns);
+      auto h1 = gocheck_hashzip(view);
+      EXPECT_NE(std::find(entry.hashes.begin(), entry.hashes.end(), h1), entry.hashes.end()) << entry.address << " " << h1;
+      auto zh = "zh:" + lockfile::file_digest_hex(view);
+      EXPECT_NE(std::find(entry.hashes.begin(), entry.hashes.end(), zh), entry.hashes.end()) << entry.address << " " << zh;
+    }
+    EXPECT_EQ(entry.hashes.size(), 4u) << entry.address;
+  }
+
+  // Warm rerun: no package bytes at all, and it says so.
+  auto before_warm = upstream.access_log().size();
+  auto warm = deps.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  ASSERT_EQ(warm.exit_code, 0) << warm.out << warm.err;
+  EXPECT_TRUE(zip_requests(upstream, before_warm).empty());
+  EXPECT_EQ(zip_bytes(upstream, before_warm), 0u);
+  EXPECT_TRUE(upstream.requests("\\.tar\\.gz$|/git/").size() == 1u) << "module package fetched again";
+  EXPECT_NE(warm.out.find("no package bytes transferred"), std::string::npos) << warm.out;
+
+  // An added platform: only its packages are fetched; the platform set grows.
+  auto before_added = upstream.access_log().size();
+  auto added = deps.podplane({"deps", "tf", "--platform", "darwin_amd64"});
+  ASSERT_EQ(added.exit_code, 0) << added.out << added.err;
+  auto added_zips = zip_requests(upstream, before_added);
+  EXPECT_EQ(added_zips.size(), 6u);
+  for (const auto& name : added_zips) EXPECT_NE(name.find("darwin_amd64"), std::string::npos) << name;
+  EXPECT_EQ(read_file(deps.root() / "tf" / "platforms"), "darwin_amd64\nlinux_amd64\nlinux_arm64\n");
+  auto relock = lockfile::read_lock_file(lock_path);
+  for (const auto& entry : relock.providers) EXPECT_EQ(entry.hashes.size(), 6u) << entry.address;
+}
+
+// ---- --stack, engine, network mirror -----------------------------------------------------------
+
+TEST(DepsTf, StackDirectoryWithLockedVersionsAndGitModule) {
+  FixtureUpstream upstream;
+  DepsRun deps(upstream);
+  auto stack = deps.dir() / "stack";
+  write_file(stack / "main.tf", R"(
+terraform {
+  required_providers {
+    random = { source = "hashicorp/random", version = "~> 3.6" }
+  }
+}
+module "vendored" {
+  source = "./modules/local"
+}
+module "nstance" {
+  source  = "nstance-dev/nstance/aws//modules/network"
+  version = "2.0.1"
+}
+)");
+  write_file(stack / "modules" / "local" / "versions.tf", R"(
+terraform {
+  required_providers {
+    tls = { source = "hashicorp/tls", version = ">= 4.0, < 4.1" }
+  }
+}
+)");
+  write_file(stack / ".terraform.lock.hcl", R"(# This file is maintained automatically by "tofu init".
+# Manual edits may be lost in future updates.
+
+provider "registry.opentofu.org/hashicorp/random" {
+  version     = "3.6.0"
+  constraints = "~> 3.6"
+}
+)");
+  auto result = deps.podplane({"deps", "tf", "--stack", stack.string(), "--platform", "linux_amd64"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_TRUE(fs::exists(provider_view(deps.root(), "random", "3.6.0", "linux_amd64")));   // the lock's pin
+  EXPECT_TRUE(fs::exists(provider_view(deps.root(), "tls", "4.0.6", "linux_amd64")));      // the local module's
+  EXPECT_TRUE(fs::exists(provider_view(deps.root(), "aws", "6.2.0", "linux_amd64")));      // the module network's
+  EXPECT_FALSE(fs::exists(provider_view(deps.root(), "random", "3.7.2", "linux_amd64")));
+  EXPECT_FALSE(upstream.requests("^/git/").empty()) << "module 2.0.1 comes from git";
+  auto store = cache::Store::open(deps.root(), cache::Store::Access::read_only);
+  auto tree = store.find_module_tree(kHost + "/nstance-dev/nstance/aws", "2.0.1");
+  ASSERT_TRUE(tree);
+  bool has_shard_script = false;
+  for (const auto& file : tree->files) {
+    if (file.path == "modules/shard/scripts/bootstrap.sh") has_shard_script = file.mode == 0755;
+    EXPECT_FALSE(file.path.starts_with(".git")) << file.path;
+  }
+  EXPECT_TRUE(has_shard_script);
+}
+
+TEST(DepsTf, TerraformEngineUsesItsOwnRegistryHost) {
+  FixtureUpstream upstream;
+  DepsRun deps(upstream);
+  auto result = deps.podplane({"deps", "tf", "--engine", "terraform", "--platform", "linux_amd64"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_TRUE(fs::exists(provider_view(deps.root(), "aws", "6.2.0", "linux_amd64", "hashicorp", "registry.terraform.io")));
+  auto lock = read_file(deps.root() / "tf" / ".terraform.lock.hcl");
+  EXPECT_NE(lock.find("\"terraform init\""), std::string::npos) << lock;
+  EXPECT_NE(lock.find("provider \"registry.terraform.io/hashicorp/aws\""), std::string::npos) << lock;
+}
+
+TEST(DepsTf, NetworkMirrorIsTheProviderUpstreamWhenConfigured) {
+  FixtureUpstream upstream;
+  CliConfigOptions config;
+  config.providers = CliConfigOptions::ProviderSource::network_mirror;
+  DepsRun deps(upstream, config);
+  auto result = deps.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(upstream.requests("^/v1/providers/").size(), 0u) << "the registry was asked despite the mirror";
+  EXPECT_EQ(upstream.requests("^/mirror/.*\\.zip$").size(), 6u);
+  auto store = cache::Store::open(deps.root(), cache::Store::Access::read_only);
+  auto aws = store.find_artifact(cache::ArtifactKind::provider_package, kHost + "/hashicorp/aws", "6.2.0", "linux_amd64",
+                                 "terraform-provider-aws_6.2.0_linux_amd64.zip");
+  ASSERT_TRUE(aws);
+  EXPECT_EQ(aws->trust, cache::Trust::checksum);
+}
+
+TEST(DepsTf, CredentialsGoOnlyToRegistryJsonAndNeverToDisk) {
+  FixtureUpstream upstream;
+  CliConfigOptions config;
+  config.extra_lines = {"credentials \"registry.opentofu.org\" {", "  token = \"s3cr3t-t0ken-value\"", "}"};
+  DepsRun deps(upstream, config);
+  auto result = deps.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(result.out.find("s3cr3t"), std::string::npos);
+  EXPECT_EQ(result.err.find("s3cr3t"), std::string::npos);
+  auto grep = run({"grep", "-rl", "s3cr3t-t0ken-value", deps.root().string()});
+  EXPECT_EQ(grep.exit_code, 1) << "token written to: " << grep.out;
+}
+
+// ---- transfer faults ---------------------------------------------------------------------------
+
+TEST(DepsTf, TransferCutOffHalfWayIsResumed) {
+  ServeOptions serve;
+  serve.cut_after = {"8192:\\.zip$"};
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  auto result = deps.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  std::size_t cut = 0, resumed = 0;
+  for (const auto& entry : upstream.access_log()) {
+    if (!entry.path.ends_with(".zip")) continue;
+    if (entry.fault == "cut") ++cut;
+    if (entry.range && entry.range->starts_with("bytes=8192-")) ++resumed;
+  }
+  EXPECT_EQ(cut, 6u);
+  EXPECT_EQ(resumed, 6u);
+  EXPECT_EQ(lockfile::file_digest_hex(provider_view(deps.root(), "aws", "6.2.0", "linux_amd64")),
+            package_entry(upstream, "aws", "6.2.0", "linux_amd64")["sha256"]);
+}
+
+TEST(DepsTf, ServiceUnavailableThenSuccess) {
+  ServeOptions serve;
+  serve.fail_first = {"2:\\.zip$:503", "1:/versions$:503"};
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  auto result = deps.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(upstream.requests("\\.zip$", 503).size(), 12u);
+  EXPECT_EQ(upstream.requests("\\.zip$", 200).size(), 6u);
+}
+
+// ---- trust checks ------------------------------------------------------------------------------
+
+TEST(DepsTf, CorruptedZipFailsTheZipCheckAndIndexesNothing) {
+  FixtureOptions fixture;
+  fixture.corrupt_zip = {"terraform-provider-aws_6.2.0_linux_amd64.zip"};
+  FixtureUpstream upstream(fixture);
+  DepsRun deps(upstream);
+  expect_failure_leaves_store_unchanged(deps, {"deps", "tf", "--platform", "linux_amd64"},
+                                        {"terraform-provider-aws_6.2.0_linux_amd64.zip", "expected", "got"});
+  EXPECT_FALSE(fs::exists(deps.root() / "tf" / ".terraform.lock.hcl"));
+}
+
+TEST(DepsTf, SignatureByTheWrongKeyIsRefused) {
+  FixtureOptions fixture;
+  fixture.wrong_key = {"aws"};
+  FixtureUpstream upstream(fixture);
+  DepsRun deps(upstream);
+  expect_failure_leaves_store_unchanged(deps, {"deps", "tf", "--platform", "linux_amd64"},
+                                        {"terraform-provider-aws_6.2.0_SHA256SUMS", "unknown issuer"});
+  EXPECT_TRUE(zip_requests(upstream).empty()) << "packages fetched before the signature check";
+}
+
+TEST(DepsTf, ShasumsMismatchIsRefusedWithExpectedAndGot) {
+  FixtureOptions fixture;
+  fixture.shasums_mismatch = {"terraform-provider-null_3.2.4_linux_amd64.zip"};
+  FixtureUpstream upstream(fixture);
+  DepsRun deps(upstream);
+  auto genuine = package_entry(upstream, "null", "3.2.4", "linux_amd64")["sha256"].get<std::string>();
+  expect_failure_leaves_store_unchanged(
+      deps, {"deps", "tf", "--platform", "linux_amd64"},
+      {"SHA256SUMS check failed for terraform-provider-null_3.2.4_linux_amd64.zip", "expected: sha256:",
+       "got:      sha256:" + genuine});
+}
+
+TEST(DepsTf, PlatformTheRegistryLacksFailsAndKeepsTheStore) {
+  FixtureUpstream upstream;
+  DepsRun deps(upstream);
+  ASSERT_EQ(deps.podplane({"deps", "tf", "--platform", "linux_amd64"}).exit_code, 0);
+  // cloudinit has no darwin_arm64 package in the fixture registry.
+  expect_failure_leaves_store_unchanged(deps, {"deps", "tf", "--platform", "darwin_arm64"},
+                                        {"cloudinit", "darwin_arm64"});
+  EXPECT_EQ(read_file(deps.root() / "tf" / "platforms"), "linux_amd64\n");
+}
+
+TEST(DepsTf, BadPlatformIsAUsageError) {
+  FixtureUpstream upstream;
+  DepsRun deps(upstream);
+  auto result = deps.podplane({"deps", "tf", "--platform", "linux/amd64"});
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("linux/amd64"), std::string::npos) << result.err;
+}
+
+// ---- crash safety ------------------------------------------------------------------------------
+
+TEST(DepsTf, SigkillInTheMiddleThenACleanRerun) {
+  ServeOptions serve;
+  serve.delay_ms = 150;  // slow enough to be killed between package transfers
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    for (const auto& [name, value] : deps.env()) setenv(name.c_str(), value.c_str(), 1);
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1);
+    dup2(null_fd, 2);
+    execl(podplane_binary().c_str(), "podplane", "deps", "tf", "--platform", "linux_amd64", "--platform", "linux_arm64",
+          "--jobs", "2", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Kill as soon as the first package bytes flow (bounded wait: 60 s).
+  bool seen = false;
+  for (int i = 0; i < 600 && !seen; ++i) {
+    seen = !zip_requests(upstream).empty();
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(seen) << "the run never reached the package downloads";
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
+  EXPECT_FALSE(fs::exists(deps.root() / "tf" / ".terraform.lock.hcl"));
+
+  upstream.restart({});
+  deps.use(upstream);
+  auto rerun = deps.podplane({"deps", "tf", "--platform", "linux_amd64", "--platform", "linux_arm64"});
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.out << rerun.err;
+  auto lock = lockfile::read_lock_file(deps.root() / "tf" / ".terraform.lock.hcl");
+  EXPECT_EQ(lock.providers.size(), 6u);
+  auto verify = deps.podplane({"deps", "verify"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
+}  // namespace
+}  // namespace podplane::test

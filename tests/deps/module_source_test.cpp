@@ -1,0 +1,195 @@
+// Module source addresses (tf-protocols.md §6.2) and unpacking hostile archives.
+#include <gtest/gtest.h>
+
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+#include "mirror/module_archive.hpp"
+#include "mirror/module_source.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace podplane::mirror {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+using Kind = ModuleSource::Kind;
+
+constexpr const char* kHost = "registry.opentofu.org";
+
+TEST(ModuleSourceParse, RegistryAddresses) {
+  auto source = ModuleSource::parse("nstance-dev/nstance/aws//modules/cluster", kHost);
+  EXPECT_EQ(source.kind, Kind::registry);
+  EXPECT_EQ(source.registry.str(), "registry.opentofu.org/nstance-dev/nstance/aws");
+  EXPECT_EQ(source.subdir, "modules/cluster");
+  auto hosted = ModuleSource::parse("Example.COM:8443/ns/name/aws", kHost);
+  EXPECT_EQ(hosted.registry.host, "example.com:8443");
+  EXPECT_EQ(hosted.subdir, "");
+}
+
+TEST(ModuleSourceParse, LocalPaths) {
+  EXPECT_EQ(ModuleSource::parse("./modules/x", kHost).kind, Kind::local);
+  EXPECT_EQ(ModuleSource::parse("../x", kHost).kind, Kind::local);
+  EXPECT_THROW((void)ModuleSource::parse("/abs/dir", kHost), Error);
+}
+
+TEST(ModuleSourceParse, GitOverHttpsWithRefAndSubdir) {
+  auto source = ModuleSource::parse("git::https://host/org/repo.git//modules/vpc?ref=v1.2.0&depth=1", kHost);
+  EXPECT_EQ(source.kind, Kind::git);
+  EXPECT_EQ(source.url, "https://host/org/repo.git");
+  EXPECT_EQ(source.ref, "v1.2.0");
+  EXPECT_EQ(source.subdir, "modules/vpc");
+  EXPECT_EQ(source.package_address(), "git::https://host/org/repo.git?ref=v1.2.0");
+  auto github = ModuleSource::parse("github.com/org/repo//sub?ref=v1", kHost);
+  EXPECT_EQ(github.kind, Kind::git);
+  EXPECT_EQ(github.url, "https://github.com/org/repo.git");
+  EXPECT_EQ(github.subdir, "sub");
+  EXPECT_THROW((void)ModuleSource::parse("git::ssh://git@host/repo.git", kHost), Error);
+  EXPECT_THROW((void)ModuleSource::parse("git@github.com:org/repo.git", kHost), Error);
+}
+
+TEST(ModuleSourceParse, ArchivesAndForcedArchives) {
+  auto tgz = ModuleSource::parse("https://host/pkg/module-1.0.tar.gz//*", kHost);
+  EXPECT_EQ(tgz.kind, Kind::archive);
+  EXPECT_EQ(tgz.archive_format, "tar.gz");
+  EXPECT_EQ(tgz.subdir, "*");
+  EXPECT_EQ(tgz.url, "https://host/pkg/module-1.0.tar.gz");
+  auto zip = ModuleSource::parse("https://host/x.zip?token=abc", kHost);
+  EXPECT_EQ(zip.archive_format, "zip");
+  EXPECT_EQ(zip.url, "https://host/x.zip?token=abc");
+  auto forced = ModuleSource::parse("https://host/download?id=7&archive=tgz", kHost);
+  EXPECT_EQ(forced.kind, Kind::archive);
+  EXPECT_EQ(forced.archive_format, "tar.gz");
+  EXPECT_EQ(forced.url, "https://host/download?id=7");
+  EXPECT_EQ(ModuleSource::parse("https://host/module", kHost).kind, Kind::http);
+}
+
+TEST(ModuleSourceParse, UnsupportedGettersSaySo) {
+  for (const char* text : {"s3::https://s3.amazonaws.com/b/k.zip", "hg::http://h/r", "oci://h/r?tag=1", "ftp://h/x.zip",
+                           "not a source"}) {
+    EXPECT_THROW((void)ModuleSource::parse(text, kHost), Error) << text;
+  }
+}
+
+TEST(ModuleSourceParse, RedactsCredentials) {
+  EXPECT_EQ(redact_url("git::https://user:s3cret@host/r.git?ref=v1"), "git::https://host/r.git?ref=v1");
+  EXPECT_EQ(redact_url("fatal: https://tok@host/r failed"), "fatal: https://host/r failed");
+  auto source = ModuleSource::parse("git::https://user:s3cret@host/r.git?ref=v1", kHost);
+  EXPECT_EQ(source.package_address().find("s3cret"), std::string::npos);
+  EXPECT_EQ(join_subdir("a/", "/b"), "a/b");
+  EXPECT_EQ(join_subdir("", "b"), "b");
+}
+
+// Builds an archive with python's tarfile/zipfile; `script` adds members to `t` (or `z`).
+fs::path make_archive(const TempDir& dir, const std::string& name, const std::string& script) {
+  auto path = dir / name;
+  std::string program = "import io,sys,tarfile,zipfile\npath=sys.argv[1]\n";
+  if (name.ends_with(".zip")) {
+    program += "z=zipfile.ZipFile(path,'w')\n" + script + "\nz.close()\n";
+  } else {
+    program +=
+        "t=tarfile.open(path,'w:gz')\n"
+        "def add(name, data=b'x', kind=tarfile.REGTYPE, link='', mode=0o644):\n"
+        "    i=tarfile.TarInfo(name); i.type=kind; i.linkname=link; i.mode=mode; i.size=len(data) if kind==tarfile.REGTYPE else 0\n"
+        "    t.addfile(i, io.BytesIO(data) if kind==tarfile.REGTYPE else None)\n" +
+        script + "\nt.close()\n";
+  }
+  auto result = test::run({"python3", "-c", program, path.string()});
+  if (result.exit_code != 0) throw std::runtime_error("python3 failed: " + result.err);
+  return path;
+}
+
+TEST(ModuleArchive, ExtractsAPackageAndHashesItLikeHashDir) {
+  TempDir dir;
+  auto archive = make_archive(dir, "ok.tar.gz",
+                              "add('top/README.md', b'hi\\n')\n"
+                              "add('top/modules/a/main.tf', b'# a\\n')\n"
+                              "add('top/run.sh', b'#!/bin/sh\\n', mode=0o755)\n"
+                              "add('top/link.tf', kind=tarfile.SYMTYPE, link='modules/a/main.tf')\n");
+  auto out = dir / "out";
+  extract_archive(archive, out, "ok.tar.gz");
+  auto root = resolve_subdir(out, "*");
+  EXPECT_EQ(root.filename(), "top");
+  auto files = list_package_files(root);
+  ASSERT_EQ(files.size(), 4u);
+  EXPECT_EQ(files[0].path, "README.md");
+  EXPECT_EQ(files[1].path, "link.tf");  // a link to a file counts as that file, as HashDir does
+  EXPECT_EQ(files[3].path, "run.sh");
+  EXPECT_EQ(files[3].mode, 0755u);
+  EXPECT_EQ(files[0].mode, 0644u);
+  std::vector<std::pair<std::string, std::string>> hashed;
+  for (const auto& file : files) hashed.emplace_back(file.path, lockfile::file_digest_hex(file.file));
+  EXPECT_EQ(lockfile::h1_hash(hashed), lockfile::h1_hash_of_dir(root));
+}
+
+TEST(ModuleArchive, GlobSubdirMustMatchExactlyOneDirectory) {
+  TempDir dir;
+  fs::create_directories(dir / "a" / "x");
+  fs::create_directories(dir / "b");
+  EXPECT_THROW((void)resolve_subdir(dir.path(), "*"), Error);
+  EXPECT_EQ(resolve_subdir(dir.path(), "a/*"), dir / "a" / "x");
+  EXPECT_THROW((void)resolve_subdir(dir.path(), "../etc"), Error);
+  EXPECT_THROW((void)resolve_subdir(dir.path(), "missing"), Error);
+}
+
+struct Hostile {
+  const char* name;
+  const char* script;
+  const char* message;
+};
+
+class HostileArchive : public ::testing::TestWithParam<Hostile> {};
+
+TEST_P(HostileArchive, IsRefusedAndLeavesNothing) {
+  TempDir dir;
+  auto archive = make_archive(dir, GetParam().name, GetParam().script);
+  auto out = dir / "out";
+  try {
+    extract_archive(archive, out, GetParam().name);
+    FAIL() << "extracted a hostile archive";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(GetParam().message), std::string::npos) << error.what();
+  }
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(dir / "escaped"));
+  EXPECT_FALSE(fs::exists(dir.path().parent_path() / "escaped"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Entries, HostileArchive,
+    ::testing::Values(
+        Hostile{"dotdot.tar.gz", "add('ok.tf')\nadd('../escaped')", "\"..\" component"},
+        Hostile{"nested-dotdot.tar.gz", "add('a/../../escaped')", "\"..\" component"},
+        Hostile{"absolute.tar.gz", "add('/tmp/escaped')", "absolute path"},
+        Hostile{"link-out.tar.gz", "add('l', kind=tarfile.SYMTYPE, link='../..')", "escapes the package"},
+        Hostile{"link-abs.tar.gz", "add('l', kind=tarfile.SYMTYPE, link='/etc')", "escapes the package"},
+        Hostile{"through-link.tar.gz",
+                "add('d/', kind=tarfile.DIRTYPE)\nadd('l', kind=tarfile.SYMTYPE, link='d')\nadd('l/x.tf')",
+                "written through a link"},
+        Hostile{"hardlink-out.tar.gz", "add('h', kind=tarfile.LNKTYPE, link='../escaped')", "\"..\" component"},
+        Hostile{"fifo.tar.gz", "add('p', kind=tarfile.FIFOTYPE)", "special file"},
+        Hostile{"dotdot.zip", "z.writestr('../escaped', 'x')", "\"..\" component"},
+        Hostile{"absolute.zip", "z.writestr('/escaped', 'x')", "absolute path"}),
+    [](const auto& info) {
+      std::string name = info.param.name;
+      for (auto& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+TEST(ModuleArchive, NotAnArchiveIsAnError) {
+  TempDir dir;
+  test::write_file(dir / "x.tar.gz", "this is not an archive");
+  EXPECT_THROW(extract_archive(dir / "x.tar.gz", dir / "out", "x.tar.gz"), Error);
+}
+
+TEST(ModuleArchive, PackageLinkOutOfTheTreeIsRefused) {
+  TempDir dir;
+  fs::create_directories(dir / "pkg");
+  test::write_file(dir / "secret", "x");
+  fs::create_symlink("../secret", dir / "pkg" / "leak");
+  EXPECT_THROW((void)list_package_files(dir / "pkg"), Error);
+}
+
+}  // namespace
+}  // namespace podplane::mirror
