@@ -30,6 +30,7 @@ struct PushArgs {
   std::string target;
   bool plain_http = false;
   std::string ca_file;
+  std::size_t chunk_size = 16 * 1024 * 1024;
 };
 
 }  // namespace
@@ -86,10 +87,14 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
   push->add_option("TARGET", push_args->target, "oci://REGISTRY[:PORT]/PREFIX")->required();
   push->add_flag("--plain-http", push_args->plain_http, "Talk plain HTTP to the registry");
   push->add_option("--ca-file", push_args->ca_file, "PEM CA bundle for the registry's TLS certificate");
+  push->add_option("--chunk-size", push_args->chunk_size, "Blobs larger than this go up in chunks of this size")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 32));
   push->callback([push_args, &global] {
     mirror::PushOptions options;
     options.transport = push_args->plain_http ? mirror::Transport::plain_http : mirror::Transport::https;
     if (!push_args->ca_file.empty()) options.ca_file = push_args->ca_file;
+    options.chunk_size = push_args->chunk_size;
     auto stats = mirror::push_to_oci(cache::default_deps_root(), push_args->target, options,
                                      global.quiet ? nullptr : &std::cerr);
     std::cout << "pushed " << stats.manifests_pushed << " manifests (" << stats.manifests_present

@@ -1,0 +1,433 @@
+#pragma once
+// Shared by the serve tests and the serve benchmark: a synthetic store filled through the
+// Store API (real zips, a SHA256SUMS signed by real gpg, keys JSON, a module tree, vmconfig
+// rows), a libcurl fetch helper, background processes with a readiness line, and free ports.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/store.hpp"
+#include "lockfile/hash.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace podplane::serve_test {
+
+namespace fs = std::filesystem;
+using podplane::test::run;
+using podplane::test::write_file;
+
+inline std::string random_bytes(std::size_t size, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::string bytes(size, '\0');
+  for (auto& c : bytes) c = static_cast<char>(gen() & 0xff);
+  return bytes;
+}
+
+inline void must(const podplane::test::ProcessResult& result, const std::string& what) {
+  if (result.exit_code != 0) throw std::runtime_error(what + " failed: " + result.err + result.out);
+}
+
+// What the synthetic store holds, for assertions.
+struct Provider {
+  std::string address, version;
+  std::map<std::string, std::string> zip_digest;  // platform → sha256
+  std::map<std::string, std::string> zip_h1;
+  std::map<std::string, fs::path> zip_file;
+  std::string shasums_text, keys_json;
+  std::string signature;
+  bool signed_release = true;
+};
+
+struct StoreContents {
+  std::vector<Provider> providers;
+  std::string module_address = "registry.opentofu.org/nstance-dev/nstance/aws";
+  std::string module_version = "2.0.1";
+  std::map<std::string, std::string> module_files;  // path → content
+  std::string manifest_name = "vmconfig_knc_debian-13_amd64.json";
+  std::string manifest_text;
+  std::string artifact_path = "/vmconfig/artifacts/containerd/2.3.1/containerd-2.3.1-linux-amd64.tar.gz";
+  std::string artifact_bytes;
+  fs::path gnupg_home;
+};
+
+// A provider zip as published: one executable inside, made by Info-ZIP's zip.
+inline fs::path make_provider_zip(const fs::path& work, const std::string& type, const std::string& version,
+                                  const std::string& platform, std::size_t payload) {
+  fs::path dir = work / ("zip-" + type + "-" + version + "-" + platform);
+  std::string exe = "terraform-provider-" + type + "_v" + version + "_x5";
+  write_file(dir / exe, "#!/bin/sh\n# " + platform + "\n" + random_bytes(payload, static_cast<unsigned>(payload + platform.size())));
+  fs::path zip = work / ("terraform-provider-" + type + "_" + version + "_" + platform + ".zip");
+  must(run({"zip", "-q", "-X", "-j", zip.string(), (dir / exe).string()}), "zip");
+  return zip;
+}
+
+// Fills `deps_root` through the Store API. Signs the SHA256SUMS with a fresh gpg key.
+inline StoreContents fill_store(const fs::path& deps_root, const fs::path& work, std::size_t zip_payload = 4096,
+                                std::size_t artifact_size = 3 * 1024 * 1024) {
+  StoreContents contents;
+  auto store = cache::Store::open(deps_root);
+
+  contents.gnupg_home = work / "gnupg";
+  fs::create_directories(contents.gnupg_home);
+  fs::permissions(contents.gnupg_home, fs::perms::owner_all);
+  podplane::test::ProcessOptions gpg_env;
+  gpg_env.env["GNUPGHOME"] = contents.gnupg_home.string();
+  must(run({"gpg", "--batch", "--passphrase", "", "--quick-gen-key", "Podplane Test Signer <test@podplane.invalid>",
+            "ed25519", "sign", "never"},
+           gpg_env),
+       "gpg --quick-gen-key");
+  auto armored = run({"gpg", "--batch", "--armor", "--export"}, gpg_env);
+  must(armored, "gpg --export");
+  auto listed = run({"gpg", "--batch", "--with-colons", "--list-keys"}, gpg_env);
+  std::string key_id;
+  for (std::size_t at = listed.out.find("pub:"); at != std::string::npos;) {
+    auto line = listed.out.substr(at, listed.out.find('\n', at) - at);
+    std::vector<std::string> fields;
+    std::size_t start = 0;
+    for (std::size_t colon; (colon = line.find(':', start)) != std::string::npos; start = colon + 1)
+      fields.push_back(line.substr(start, colon - start));
+    if (fields.size() > 4) key_id = fields[4];
+    break;
+  }
+  nlohmann::json keys = {{"gpg_public_keys",
+                          nlohmann::json::array({{{"key_id", key_id},
+                                                  {"ascii_armor", armored.out},
+                                                  {"trust_signature", ""},
+                                                  {"source", "Podplane tests"},
+                                                  {"source_url", "https://podplane.invalid/"}}})}};
+
+  auto add_provider = [&](const std::string& address, const std::string& version,
+                          const std::vector<std::string>& platforms, bool signed_release) {
+    Provider provider;
+    provider.address = address;
+    provider.version = version;
+    provider.signed_release = signed_release;
+    std::string type = address.substr(address.rfind('/') + 1);
+    std::vector<std::int64_t> ids;
+    for (const auto& platform : platforms) {
+      fs::path zip = make_provider_zip(work, type, version, platform, zip_payload);
+      cache::Artifact artifact;
+      artifact.kind = cache::ArtifactKind::provider_package;
+      artifact.address = address;
+      artifact.version = version;
+      artifact.platform = platform;
+      artifact.filename = zip.filename().string();
+      artifact.digest = store.add_file(zip);
+      artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
+      artifact.h1 = lockfile::h1_hash_of_zip(zip);
+      artifact.zh = "zh:" + artifact.digest;
+      artifact.upstream_url = "https://releases.podplane.invalid/" + artifact.filename;
+      artifact.trust = signed_release ? cache::Trust::signed_upstream : cache::Trust::unverified;
+      ids.push_back(store.add_artifact(artifact));
+      provider.zip_digest[platform] = artifact.digest;
+      provider.zip_h1[platform] = artifact.h1;
+      provider.zip_file[platform] = zip;
+      provider.shasums_text += artifact.digest + "  " + artifact.filename + "\n";
+    }
+    if (signed_release) {
+      std::string base = "terraform-provider-" + type + "_" + version;
+      fs::path sums = work / (base + "_SHA256SUMS");
+      write_file(sums, provider.shasums_text);
+      must(run({"gpg", "--batch", "--yes", "--detach-sign", "-o", (work / (base + "_SHA256SUMS.sig")).string(),
+                sums.string()},
+               gpg_env),
+           "gpg --detach-sign");
+      provider.signature = podplane::test::read_file(work / (base + "_SHA256SUMS.sig"));
+      provider.keys_json = keys.dump();
+      auto add_doc = [&](cache::ArtifactKind kind, const std::string& filename, const std::string& bytes) {
+        cache::Artifact doc;
+        doc.kind = kind;
+        doc.address = address;
+        doc.version = version;
+        doc.filename = filename;
+        doc.digest = store.add_bytes(bytes);
+        doc.size = static_cast<std::int64_t>(bytes.size());
+        doc.trust = cache::Trust::signed_upstream;
+        doc.upstream_url = "https://releases.podplane.invalid/" + filename;
+        store.add_artifact(doc);
+        return doc.digest;
+      };
+      cache::Provenance provenance;
+      provenance.shasums_digest = add_doc(cache::ArtifactKind::provider_shasums, base + "_SHA256SUMS", provider.shasums_text);
+      provenance.signature_digest = add_doc(cache::ArtifactKind::provider_signature, base + "_SHA256SUMS.sig", provider.signature);
+      provenance.keys_digest = add_doc(cache::ArtifactKind::provider_keys, base + "_signing_keys.json", provider.keys_json);
+      provenance.key_fingerprint = key_id;
+      provenance.result = "signed";
+      for (auto id : ids) {
+        provenance.artifact_id = id;
+        store.add_provenance(provenance);
+      }
+    }
+    contents.providers.push_back(std::move(provider));
+  };
+  add_provider("registry.opentofu.org/hashicorp/null", "3.2.4", {"linux_amd64", "linux_arm64"}, true);
+  add_provider("registry.opentofu.org/hashicorp/null", "3.2.3", {"linux_amd64"}, true);
+  add_provider("registry.terraform.io/hashicorp/random", "3.6.0", {"linux_amd64"}, false);
+
+  contents.module_files = {{"main.tf", "module \"cluster\" {\n  source = \"./modules/cluster\"\n}\n"},
+                           {"modules/cluster/main.tf", "variable \"cluster_id\" {}\n"},
+                           {"modules/cluster/outputs.tf", "output \"id\" { value = var.cluster_id }\n"},
+                           {"scripts/render.sh", "#!/bin/sh\necho render\n"},
+                           {"README.md", "# nstance\n"}};
+  cache::ModuleTree tree;
+  tree.address = contents.module_address;
+  tree.version = contents.module_version;
+  tree.upstream_url = "https://registry.opentofu.org/v1/modules/nstance-dev/nstance/aws/2.0.1/download";
+  std::vector<std::pair<std::string, std::string>> hashed;
+  for (const auto& [path, text] : contents.module_files) {
+    cache::ModuleFile file;
+    file.path = path;
+    file.mode = path.find(".sh") != std::string::npos ? 0755 : 0644;
+    file.digest = store.add_bytes(text);
+    file.size = static_cast<std::int64_t>(text.size());
+    tree.files.push_back(file);
+    hashed.emplace_back(path, file.digest);
+  }
+  tree.h1 = lockfile::h1_hash(hashed);
+  store.add_module_tree(tree);
+
+  contents.artifact_bytes = random_bytes(artifact_size, 7);
+  cache::Artifact artifact;
+  artifact.kind = cache::ArtifactKind::vmconfig_artifact;
+  artifact.address = "containerd";
+  artifact.version = "2.3.1";
+  artifact.filename = "containerd-2.3.1-linux-amd64.tar.gz";
+  artifact.digest = store.add_bytes(contents.artifact_bytes);
+  artifact.size = static_cast<std::int64_t>(contents.artifact_bytes.size());
+  artifact.upstream_digest = "sha256:" + artifact.digest;
+  artifact.upstream_url = "https://github.com/containerd/containerd/releases/download/v2.3.1/" + artifact.filename;
+  artifact.trust = cache::Trust::checksum;
+  store.add_artifact(artifact);
+
+  nlohmann::json manifest = {
+      {"vmconfig",
+       {{"version", "1.4.0"},
+        {"kind", "knc"},
+        {"dependencies",
+         {{"containerd",
+           {{"version", "2.3.1"}, {"url", artifact.upstream_url}, {"type", "tar.gz"}, {"digest", artifact.upstream_digest},
+            {"size", artifact.size}}}}}}}};
+  contents.manifest_text = manifest.dump(2) + "\n";
+  cache::Artifact manifest_row;
+  manifest_row.kind = cache::ArtifactKind::vmconfig_manifest;
+  manifest_row.address = "vmconfig_knc_debian-13_amd64";
+  manifest_row.version = "1.4.0";
+  manifest_row.filename = contents.manifest_name;
+  manifest_row.digest = store.add_bytes(contents.manifest_text);
+  manifest_row.size = static_cast<std::int64_t>(contents.manifest_text.size());
+  manifest_row.upstream_url = "https://deps.podplane.dev/manifests/" + contents.manifest_name;
+  manifest_row.trust = cache::Trust::checksum;
+  store.add_artifact(manifest_row);
+
+  cache::TfSelection selection;
+  selection.providers = {{"registry.opentofu.org/hashicorp/null", "3.2.4", ">= 3.0.0"}};
+  selection.platforms = {"linux_amd64", "linux_arm64"};
+  selection.module_address = contents.module_address;
+  selection.module_version = contents.module_version;
+  store.set_tf_selection(selection);
+  return contents;
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP with libcurl (our own client code; TLS verified against the test CA).
+
+struct HttpAnswer {
+  long status = 0;
+  std::map<std::string, std::string> headers;  // lower-cased
+  std::string body;
+  std::string error;  // libcurl error text when the transfer failed
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::vector<std::string> headers;
+  std::optional<fs::path> ca_file;
+  bool path_as_is = true;  // send hostile paths exactly as written
+};
+
+class CurlSession {
+ public:
+  CurlSession() : easy_(curl_easy_init()) {}
+  ~CurlSession() { curl_easy_cleanup(easy_); }
+  CurlSession(const CurlSession&) = delete;
+  CurlSession& operator=(const CurlSession&) = delete;
+
+  HttpAnswer fetch(const std::string& url, const HttpRequest& request = {}) {
+    HttpAnswer answer;
+    curl_easy_reset(easy_);
+    curl_slist* list = nullptr;
+    for (const auto& header : request.headers) list = curl_slist_append(list, header.c_str());
+    curl_easy_setopt(easy_, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(easy_, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy_, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(easy_, CURLOPT_PATH_AS_IS, request.path_as_is ? 1L : 0L);
+    if (request.ca_file) curl_easy_setopt(easy_, CURLOPT_CAINFO, request.ca_file->c_str());
+    if (request.method == "HEAD") curl_easy_setopt(easy_, CURLOPT_NOBODY, 1L);
+    else if (request.method != "GET") {
+      curl_easy_setopt(easy_, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+      curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, "x=1");
+    }
+    curl_easy_setopt(easy_, CURLOPT_WRITEFUNCTION, +[](char* data, size_t size, size_t count, void* context) {
+      static_cast<HttpAnswer*>(context)->body.append(data, size * count);
+      return size * count;
+    });
+    curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &answer);
+    curl_easy_setopt(easy_, CURLOPT_HEADERFUNCTION, +[](char* data, size_t size, size_t count, void* context) {
+      auto* a = static_cast<HttpAnswer*>(context);
+      std::string line(data, size * count);
+      auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string name = line.substr(0, colon);
+        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        std::string value = line.substr(colon + 1);
+        value.erase(0, value.find_first_not_of(" \t"));
+        value.erase(value.find_last_not_of(" \t\r\n") + 1);
+        a->headers[name] = value;
+      }
+      return size * count;
+    });
+    curl_easy_setopt(easy_, CURLOPT_HEADERDATA, &answer);
+    CURLcode code = curl_easy_perform(easy_);
+    if (code != CURLE_OK) answer.error = curl_easy_strerror(code);
+    curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &answer.status);
+    curl_slist_free_all(list);
+    return answer;
+  }
+
+ private:
+  CURL* easy_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Processes and ports.
+
+inline int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) throw std::runtime_error("bind failed");
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  int port = ntohs(address.sin_port);
+  ::close(fd);
+  return port;
+}
+
+inline bool port_accepts(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A child process whose stderr goes to a file; optionally waits for a first stdout line.
+class Background {
+ public:
+  Background(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const fs::path& err_file) {
+    int out_pipe[2];
+    if (::pipe(out_pipe) != 0) throw std::runtime_error("pipe failed");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(out_pipe[1], 1);
+      ::dup2(err, 2);
+      ::close(out_pipe[0]);
+      ::close(out_pipe[1]);
+      for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
+      std::vector<char*> args;
+      for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      _exit(127);
+    }
+    ::close(out_pipe[1]);
+    out_ = out_pipe[0];
+  }
+  ~Background() { stop(); }
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+
+  // The first line on stdout, or "" when the process exits or `timeout` passes first.
+  std::string first_line(std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    std::string line;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (line.find('\n') == std::string::npos) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return "";
+      pollfd fd{out_, POLLIN, 0};
+      if (::poll(&fd, 1, static_cast<int>(left)) <= 0) continue;
+      char buffer[256];
+      ssize_t got = ::read(out_, buffer, sizeof buffer);
+      if (got <= 0) return "";
+      line.append(buffer, static_cast<std::size_t>(got));
+    }
+    return line.substr(0, line.find('\n'));
+  }
+
+  int stop(int signal = SIGTERM) {
+    if (pid_ <= 0) return status_;
+    ::kill(pid_, signal);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    ::close(out_);
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    return status_;
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int status_ = -1;
+};
+
+// Waits (bounded) until `port` accepts connections: the readiness probe for nginx and the registry.
+inline bool wait_for_port(int port, std::chrono::seconds timeout = std::chrono::seconds(30)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (port_accepts(port)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// A self-signed certificate for 127.0.0.1 (its own CA for curl --cacert and libcurl).
+inline void make_tls_certificate(const fs::path& dir) {
+  must(run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+            (dir / "key.pem").string(), "-out", (dir / "cert.pem").string(), "-days", "2", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-addext", "basicConstraints=critical,CA:TRUE"}),
+       "openssl req");
+}
+
+}  // namespace podplane::serve_test
