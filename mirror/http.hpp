@@ -18,6 +18,7 @@ namespace podplane::mirror {
 struct HttpOptions {
   int max_retries = 4;                                  // after the first attempt
   std::chrono::milliseconds initial_backoff{200};       // doubled per retry, ±50% jitter
+  std::chrono::milliseconds max_retry_wait{30000};      // caps backoff and Retry-After
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds low_speed_timeout{30};           // abort a transfer stalled this long
   std::size_t max_body_bytes = 16 * 1024 * 1024;        // in-memory documents only

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -187,6 +188,8 @@ std::vector<AccessLogEntry> FixtureUpstream::access_log() const {
     entry.bytes = j.value("bytes", std::uint64_t{0});
     if (j.contains("range") && j["range"].is_string()) entry.range = j["range"].get<std::string>();
     if (j.contains("fault") && j["fault"].is_string()) entry.fault = j["fault"].get<std::string>();
+    entry.start = j.value("start", 0.0);
+    entry.end = j.value("end", 0.0);
     entries.push_back(std::move(entry));
   }
   return entries;
@@ -199,6 +202,22 @@ std::vector<AccessLogEntry> FixtureUpstream::requests(const std::string& path_re
     if (std::regex_search(entry.path, re) && (!status || entry.status == *status)) matching.push_back(std::move(entry));
   }
   return matching;
+}
+
+std::size_t max_concurrency(const std::vector<AccessLogEntry>& entries) {
+  std::vector<std::pair<double, int>> events;
+  for (const auto& e : entries) {
+    events.emplace_back(e.start, +1);
+    events.emplace_back(e.end, -1);
+  }
+  std::sort(events.begin(), events.end());  // at equal times an end (-1) sorts before a start
+  std::size_t best = 0;
+  long now = 0;
+  for (const auto& [time, delta] : events) {
+    now += delta;
+    best = std::max(best, static_cast<std::size_t>(std::max(now, 0L)));
+  }
+  return best;
 }
 
 fs::path FixtureUpstream::write_cli_config(const fs::path& file, const CliConfigOptions& options) const {

@@ -49,7 +49,12 @@ struct AccessLogEntry {
   std::uint64_t bytes = 0;           // body bytes sent
   std::optional<std::string> range;  // the request's Range header
   std::string fault;                 // "", "fail-first", "cut", "ignore-range"
+  double start = 0;                  // server's monotonic clock, seconds: request arrived
+  double end = 0;                    // … answer sent
 };
+
+// The most requests that were being answered at the same moment.
+std::size_t max_concurrency(const std::vector<AccessLogEntry>& entries);
 
 // Options of the CLI config written for podplane (and tofu) to reach the fixture.
 struct CliConfigOptions {

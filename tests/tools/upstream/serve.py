@@ -17,7 +17,8 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
   headers with the full Content-Length, then BYTES body bytes, then closes the connection.
 - --delay-ms N: every request waits N ms before it is answered.
 - --log FILE: one JSON object per request and line: method, path, status, bytes (body bytes
-  sent), range (the Range header or null), fault (null, "fail-first", "cut", "ignore-range").
+  sent), range (the Range header or null), fault (null, "fail-first", "cut", "ignore-range"),
+  start and end (monotonic seconds: when the request arrived and when its answer was sent).
 Python stdlib only: it is a test fixture.
 """
 import argparse
@@ -93,6 +94,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.server.state
 
     def finish_request(self, status, body=b"", headers=None, path=None, fault=None, cut=None, content_length=None):
+        started = getattr(self, "started", time.monotonic())
         self.send_response(status)
         headers = headers or {}
         for name, value in headers.items():
@@ -111,7 +113,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             except (BrokenPipeError, ConnectionResetError):
                 pass
         self.state.log(method=self.command, path=path or self.path, status=status, bytes=sent,
-                       range=self.headers.get("Range"), fault=fault)
+                       range=self.headers.get("Range"), fault=fault, start=round(started, 6), end=round(time.monotonic(), 6))
         if cut is not None:
             self.close_connection = True
             try:
@@ -123,12 +125,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_POST(self):
+        self.started = time.monotonic()
         path = urllib.parse.urlsplit(self.path).path
         if path.startswith("/git/"):
             return self.git(path)
         self.finish_request(405, b"method not allowed\n", {"Content-Type": "text/plain"}, path=path)
 
     def do_GET(self):
+        self.started = time.monotonic()
         split = urllib.parse.urlsplit(self.path)
         path = urllib.parse.unquote(split.path)
         if self.state.args.delay_ms:

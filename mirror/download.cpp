@@ -1,0 +1,547 @@
+#include "mirror/download.hpp"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <random>
+
+#include "lockfile/error.hpp"
+#include "mirror/progress.hpp"
+#include "mirror/transport.hpp"
+
+namespace podplane::mirror {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// Streaming sha256 beside every sink, so a mismatch names the item and the store is never asked
+// to publish bytes that are known to be wrong.
+class EvpMdCtx {
+ public:
+  EvpMdCtx() { reset(); }
+  ~EvpMdCtx() { EVP_MD_CTX_free(ctx_); }
+  EvpMdCtx(const EvpMdCtx&) = delete;
+  EvpMdCtx& operator=(const EvpMdCtx&) = delete;
+  void reset() {
+    if (ctx_ == nullptr) ctx_ = EVP_MD_CTX_new();
+    if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) throw Error("cannot start sha256");
+  }
+  void update(const char* data, std::size_t size) { EVP_DigestUpdate(ctx_, data, size); }
+  std::string finish_hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    EVP_DigestFinal_ex(ctx_, digest, &length);
+    static const char* hex = "0123456789abcdef";
+    std::string text;
+    for (unsigned int i = 0; i < length; ++i) {
+      text += hex[digest[i] >> 4];
+      text += hex[digest[i] & 15];
+    }
+    return text;
+  }
+
+ private:
+  EVP_MD_CTX* ctx_ = nullptr;
+};
+
+// Where the bytes of one item go. restart() throws away what was written (the server ignored
+// a Range request); commit() checks the expected digest and publishes.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  void write(const char* data, std::size_t size) {
+    write_bytes(data, size);
+    hash_.update(data, size);
+    size_ += size;
+  }
+  std::uint64_t size() const { return size_; }
+  void restart() {
+    restart_bytes();
+    hash_.reset();
+    size_ = 0;
+  }
+  // Returns the sha256 hex digest; throws Error when it is not `expected`.
+  std::string commit(const DownloadItem& item) {
+    const std::string got = hash_.finish_hex();
+    if (item.expected_sha256 && lower(*item.expected_sha256) != got) {
+      discard();
+      throw Error(mismatch_message("hash mismatch for " + item.label + " from " + transport::redact_url(item.url) +
+                                       " (nothing was kept)",
+                                   "sha256:" + lower(*item.expected_sha256), "sha256:" + got));
+    }
+    publish(got);
+    return got;
+  }
+
+ protected:
+  virtual void write_bytes(const char* data, std::size_t size) = 0;
+  virtual void restart_bytes() = 0;
+  virtual void publish(const std::string& digest) = 0;
+  virtual void discard() = 0;
+
+ private:
+  EvpMdCtx hash_;
+  std::uint64_t size_ = 0;
+};
+
+class StoreSink final : public Sink {
+ public:
+  explicit StoreSink(cache::Store& store) : store_(store), writer_(store.new_object()) {}
+
+ private:
+  void write_bytes(const char* data, std::size_t size) override { writer_->write(data, size); }
+  void restart_bytes() override {
+    writer_.reset();  // removes the temp file
+    writer_.emplace(store_.new_object());
+  }
+  void publish(const std::string& digest) override { (void)writer_->commit(digest); }
+  void discard() override { writer_.reset(); }
+
+  cache::Store& store_;
+  std::optional<cache::ObjectWriter> writer_;
+};
+
+class FileSink final : public Sink {
+ public:
+  explicit FileSink(fs::path destination) : destination_(std::move(destination)) {
+    if (!destination_.parent_path().empty()) fs::create_directories(destination_.parent_path());
+    temp_ = destination_;
+    temp_ += ".part-XXXXXX";
+    std::string pattern = temp_.string();
+    fd_ = mkstemp(pattern.data());
+    if (fd_ < 0) throw Error("cannot create a temp file next to " + destination_.string() + ": " + std::strerror(errno));
+    temp_ = pattern;
+  }
+  ~FileSink() override { discard(); }
+
+ private:
+  void write_bytes(const char* data, std::size_t size) override {
+    std::size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::write(fd_, data + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error("cannot write " + temp_.string() + ": " + std::strerror(errno));
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  void restart_bytes() override {
+    if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) != 0) {
+      throw Error("cannot truncate " + temp_.string() + ": " + std::strerror(errno));
+    }
+  }
+  void publish(const std::string&) override {
+    if (::fsync(fd_) != 0) throw Error("cannot write " + temp_.string() + ": " + std::strerror(errno));
+    ::close(fd_);
+    fd_ = -1;
+    std::error_code ec;
+    fs::rename(temp_, destination_, ec);
+    if (ec) throw Error("cannot rename " + temp_.string() + " to " + destination_.string() + ": " + ec.message());
+    temp_.clear();
+  }
+  void discard() override {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    if (!temp_.empty()) ::unlink(temp_.c_str());
+    temp_.clear();
+  }
+
+  fs::path destination_;
+  fs::path temp_;
+  int fd_ = -1;
+};
+
+// How the body of the response being received is handled, decided when its headers end.
+enum class BodyMode { pending, keep, discard, error_text };
+
+struct Engine {
+  const DownloadOptions& options;
+  DownloadTotals& totals;
+  ProgressDisplay progress;
+};
+
+struct Transfer {
+  Engine* engine = nullptr;
+  std::size_t index = 0;
+  const DownloadItem* item = nullptr;
+  std::string host;
+  std::unique_ptr<Sink> sink;
+  transport::CurlEasy easy;
+  transport::CurlSlist headers;
+  char error_buffer[CURL_ERROR_SIZE] = {0};
+
+  int failures = 0;                 // attempts that failed without making progress
+  std::uint64_t start_offset = 0;   // sink size when this attempt started (its Range start)
+  Clock::time_point not_before{};
+
+  // Per response (reset by each status line).
+  long status = 0;
+  BodyMode mode = BodyMode::pending;
+  std::optional<std::uint64_t> content_length;
+  std::string content_range;
+  std::string retry_after;
+  std::string error_text;
+  std::string fatal;                // a local failure (disk, store) that stops this item
+  bool bad_range = false;           // a 206 for other bytes than asked: start over
+  std::uint64_t announced = 0;      // bytes told to the progress display for this attempt
+};
+
+// "bytes START-END/TOTAL" → START.
+std::optional<std::uint64_t> content_range_start(const std::string& value) {
+  auto pos = value.find("bytes");
+  if (pos == std::string::npos) return std::nullopt;
+  pos = value.find_first_of("0123456789", pos);
+  if (pos == std::string::npos) return std::nullopt;
+  std::uint64_t start = 0;
+  auto [end, ec] = std::from_chars(value.data() + pos, value.data() + value.size(), start);
+  if (ec != std::errc() || end == value.data() + value.size() || *end != '-') return std::nullopt;
+  return start;
+}
+
+struct Callbacks {
+  static size_t header(char* data, size_t size, size_t count, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    const size_t n = size * count;
+    std::string_view line(data, n);
+    if (line.rfind("HTTP/", 0) == 0) {
+      t->status = 0;
+      const auto space = line.find(' ');
+      if (space != std::string_view::npos) {
+        std::from_chars(line.data() + space + 1, line.data() + line.size(), t->status);
+      }
+      t->mode = BodyMode::pending;
+      t->content_length.reset();
+      t->content_range.clear();
+      t->retry_after.clear();
+      return n;
+    }
+    std::string name, value;
+    if (transport::parse_header_line(line, name, value)) {
+      if (name == "content-length") {
+        std::uint64_t length = 0;
+        if (std::from_chars(value.data(), value.data() + value.size(), length).ec == std::errc()) t->content_length = length;
+      } else if (name == "content-range") {
+        t->content_range = value;
+      } else if (name == "retry-after") {
+        t->retry_after = value;
+      }
+      return n;
+    }
+    if (line == "\r\n" || line == "\n") {
+      try {
+        decide_body(*t);
+      } catch (const std::exception& e) {
+        t->fatal = e.what();
+        return 0;  // aborts the transfer
+      }
+    }
+    return n;
+  }
+
+  // At the end of a response's headers: keep its body, skip it (redirects), or keep a little
+  // of it for the error message.
+  static void decide_body(Transfer& t) {
+    if (t.status >= 300 && t.status < 400) {
+      t.mode = BodyMode::discard;
+    } else if (t.status == 200) {
+      // A full body: the server ignored our Range, or this is a fresh start.
+      if (t.sink->size() > 0) {
+        t.engine->progress.forget_bytes(0, t.sink->size());
+        t.sink->restart();
+        t.start_offset = 0;
+      }
+      t.mode = BodyMode::keep;
+    } else if (t.status == 206) {
+      const auto start = content_range_start(t.content_range);
+      if (!start || *start != t.sink->size()) {
+        t.bad_range = true;
+        t.mode = BodyMode::discard;
+      } else {
+        t.mode = BodyMode::keep;
+      }
+    } else {
+      t.mode = BodyMode::error_text;
+    }
+  }
+
+  static size_t body(char* data, size_t size, size_t count, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    Engine* engine = t->engine;
+    const size_t n = size * count;
+    try {
+      if (t->mode == BodyMode::pending) decide_body(*t);
+    } catch (const std::exception& e) {
+      t->fatal = e.what();
+      return 0;
+    }
+    if (t->bad_range) return 0;  // no use receiving bytes we cannot place
+    switch (t->mode) {
+      case BodyMode::keep:
+        try {
+          if (t->announced == 0 && t->content_length) {
+            t->announced = *t->content_length;
+            engine->progress.expect_bytes(t->announced);
+          }
+          t->sink->write(data, n);
+        } catch (const std::exception& e) {
+          t->fatal = e.what();
+          return 0;  // aborts the transfer
+        }
+        engine->totals.bytes += n;
+        engine->progress.received(n);
+        return n;
+      case BodyMode::error_text:
+        if (t->error_text.size() < 512) t->error_text.append(data, std::min<size_t>(n, 512 - t->error_text.size()));
+        return n;
+      default:
+        return n;
+    }
+  }
+};
+
+class Runner {
+ public:
+  Runner(Engine& engine, const std::vector<DownloadItem>& items, const std::function<std::unique_ptr<Sink>()>& make_sink)
+      : engine_(engine), items_(items), make_sink_(make_sink), outcomes_(items.size()) {
+    curl_multi_setopt(multi_.get(), CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi_.get(), CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(per_host()));
+    curl_multi_setopt(multi_.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(jobs()));
+  }
+
+  std::vector<DownloadOutcome> run() {
+    for (std::size_t i = 0; i < items_.size(); ++i) {
+      auto t = std::make_unique<Transfer>();
+      t->engine = &engine_;
+      t->index = i;
+      t->item = &items_[i];
+      t->host = transport::host_key(items_[i].url);
+      waiting_.push_back(std::move(t));
+    }
+    while (!waiting_.empty() || !active_.empty()) {
+      start_eligible();
+      int running = 0;
+      curl_multi_perform(multi_.get(), &running);
+      int left = 0;
+      while (CURLMsg* message = curl_multi_info_read(multi_.get(), &left)) {
+        if (message->msg == CURLMSG_DONE) finish(message->easy_handle, message->data.result);
+      }
+      engine_.progress.tick();
+      if (!waiting_.empty() || !active_.empty()) curl_multi_poll(multi_.get(), nullptr, 0, poll_timeout_ms(), nullptr);
+    }
+    engine_.progress.done();
+    return std::move(outcomes_);
+  }
+
+ private:
+  int jobs() const { return std::max(1, engine_.options.jobs); }
+  int per_host() const { return std::max(1, engine_.options.per_host); }
+  int active_on(const std::string& host) const {
+    auto it = host_active_.find(host);
+    return it == host_active_.end() ? 0 : it->second;
+  }
+
+  int poll_timeout_ms() const {
+    long timeout = engine_.progress.terminal() ? 100 : 1000;
+    const auto now = Clock::now();
+    for (const auto& t : waiting_) {
+      if (t->not_before > now) {
+        timeout = std::min<long>(timeout, std::chrono::duration_cast<std::chrono::milliseconds>(t->not_before - now).count() + 1);
+      } else if (static_cast<int>(active_.size()) < jobs() && active_on(t->host) < per_host()) {
+        timeout = 0;
+      }
+    }
+    return static_cast<int>(std::max<long>(timeout, 0));
+  }
+
+  void start_eligible() {
+    const auto now = Clock::now();
+    for (auto it = waiting_.begin(); it != waiting_.end() && static_cast<int>(active_.size()) < jobs();) {
+      Transfer& t = **it;
+      if (t.not_before > now || host_active_[t.host] >= per_host()) {
+        ++it;
+        continue;
+      }
+      std::unique_ptr<Transfer> owned = std::move(*it);
+      it = waiting_.erase(it);
+      if (start(*owned)) {
+        CURL* handle = owned->easy.get();
+        active_.emplace(handle, std::move(owned));
+      }
+    }
+  }
+
+  // Starts one attempt; false when the item failed before any request.
+  bool start(Transfer& t) {
+    try {
+      if (!t.sink) t.sink = make_sink_();
+      t.easy = transport::CurlEasy();
+    } catch (const std::exception& e) {
+      fail(t, e.what());
+      return false;
+    }
+    CURL* easy = t.easy.get();
+    transport::apply_common_options(easy, engine_.options.http);
+    t.headers = transport::CurlSlist();
+    for (const auto& header : t.item->headers) t.headers.append(header);
+    t.status = 0;
+    t.mode = BodyMode::pending;
+    t.error_text.clear();
+    t.fatal.clear();
+    t.bad_range = false;
+    t.announced = 0;
+    t.error_buffer[0] = '\0';
+    t.start_offset = t.sink->size();
+    curl_easy_setopt(easy, CURLOPT_URL, t.item->url.c_str());
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t.headers.get());
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, Callbacks::body);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, Callbacks::header);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t.error_buffer);
+    // Parallel requests to an HTTP/2 server share its connection instead of opening more.
+    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+    // CURLOPT_RANGE rather than RESUME_FROM: a server that ignores Range answers 200, and we
+    // restart from zero instead of failing.
+    const std::string range = std::to_string(t.start_offset) + "-";
+    if (t.start_offset > 0) curl_easy_setopt(easy, CURLOPT_RANGE, range.c_str());
+    if (curl_multi_add_handle(multi_.get(), easy) != CURLM_OK) {
+      fail(t, "cannot start the transfer of " + t.item->label);
+      return false;
+    }
+    ++host_active_[t.host];
+    return true;
+  }
+
+  void finish(CURL* handle, CURLcode code) {
+    auto found = active_.find(handle);
+    if (found == active_.end()) return;
+    std::unique_ptr<Transfer> owned = std::move(found->second);
+    active_.erase(found);
+    curl_multi_remove_handle(multi_.get(), handle);
+    Transfer& t = *owned;
+    --host_active_[t.host];
+    const std::string url = transport::redact_url(t.item->url);
+
+    if (!t.fatal.empty()) return fail(t, "cannot fetch " + t.item->label + " from " + url + ": " + t.fatal);
+    if (t.bad_range) {
+      // A 206 for bytes we did not ask for: drop what we have and ask for the whole file.
+      engine_.progress.forget_bytes(0, t.sink->size());
+      t.sink->restart();
+      return retry(std::move(owned), "unexpected Content-Range " + t.content_range, false, std::nullopt);
+    }
+    if (code == CURLE_OK && (t.status == 200 || t.status == 206)) {
+      DownloadOutcome& outcome = outcomes_[t.index];
+      try {
+        outcome.size = t.sink->size();
+        outcome.digest = t.sink->commit(*t.item);
+        outcome.ok = true;
+        ++engine_.totals.transfers;
+      } catch (const std::exception& e) {
+        outcome.ok = false;
+        outcome.error = e.what();
+      }
+      t.sink.reset();
+      engine_.progress.finished(t.item->label, outcome.ok, outcome.size);
+      return;
+    }
+    if (code == CURLE_OK) {
+      const std::string reason = "HTTP " + std::to_string(t.status);
+      if (t.status == 416) {
+        // What we hold no longer matches the file (it changed upstream): start over.
+        t.sink->restart();
+        return retry(std::move(owned), reason, true, std::nullopt);
+      }
+      if (transport::is_transient_status(t.status)) {
+        std::optional<std::chrono::milliseconds> retry_after;
+        if (!t.retry_after.empty()) retry_after = transport::parse_retry_after(t.retry_after);
+        return retry(std::move(owned), reason, true, retry_after);
+      }
+      std::string text = t.error_text.substr(0, t.error_text.find('\n'));
+      return fail(t, "cannot fetch " + t.item->label + " from " + url + ": " + reason +
+                         (text.empty() || text.size() > 200 ? "" : " (" + text + ")"));
+    }
+    const std::string reason = transport::describe(code, t.error_buffer);
+    if (transport::is_transient_error(code)) {
+      // A cut-off transfer that brought new bytes does not count against the retries: the
+      // next attempt asks only for the rest.
+      const bool progressed = t.sink && t.sink->size() > t.start_offset;
+      return retry(std::move(owned), reason, !progressed, std::nullopt);
+    }
+    fail(t, "cannot fetch " + t.item->label + " from " + url + ": " + reason);
+  }
+
+  void retry(std::unique_ptr<Transfer> owned, const std::string& reason, bool counts,
+             std::optional<std::chrono::milliseconds> retry_after) {
+    Transfer& t = *owned;
+    const HttpOptions& http = engine_.options.http;
+    if (counts) ++t.failures;
+    if (t.failures > http.max_retries) {
+      return fail(t, "cannot fetch " + t.item->label + " from " + transport::redact_url(t.item->url) + ": " + reason +
+                         " (after " + std::to_string(t.failures) + " attempts)");
+    }
+    const auto delay = counts ? transport::retry_delay(t.failures, http, retry_after) : std::chrono::milliseconds(0);
+    engine_.progress.retrying(t.item->label, reason, delay);
+    t.not_before = Clock::now() + delay;
+    waiting_.push_back(std::move(owned));
+  }
+
+  void fail(Transfer& t, const std::string& message) {
+    DownloadOutcome& outcome = outcomes_[t.index];
+    outcome.ok = false;
+    outcome.error = message;
+    t.sink.reset();  // removes its temp file
+    engine_.progress.finished(t.item->label, false, 0);
+  }
+
+  Engine& engine_;
+  const std::vector<DownloadItem>& items_;
+  const std::function<std::unique_ptr<Sink>()>& make_sink_;
+  std::vector<DownloadOutcome> outcomes_;
+  transport::CurlMulti multi_;
+  std::deque<std::unique_ptr<Transfer>> waiting_;
+  std::map<CURL*, std::unique_ptr<Transfer>> active_;
+  std::map<std::string, int> host_active_;
+};
+
+}  // namespace
+
+struct Downloader::Impl {
+  DownloadOptions options;
+  DownloadTotals totals;
+};
+
+Downloader::Downloader(DownloadOptions options) : impl_(std::make_unique<Impl>()) { impl_->options = std::move(options); }
+Downloader::~Downloader() = default;
+
+std::vector<DownloadOutcome> Downloader::fetch_into_store(cache::Store& store, const std::vector<DownloadItem>& items) {
+  if (items.empty()) return {};
+  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, items.size())};
+  std::function<std::unique_ptr<Sink>()> make_sink = [&store] { return std::make_unique<StoreSink>(store); };
+  return Runner(engine, items, make_sink).run();
+}
+
+void Downloader::fetch_to_file(const DownloadItem& item, const std::filesystem::path& destination) {
+  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, 1)};
+  std::function<std::unique_ptr<Sink>()> make_sink = [&destination] { return std::make_unique<FileSink>(destination); };
+  const std::vector<DownloadItem> items{item};
+  auto outcomes = Runner(engine, items, make_sink).run();
+  if (!outcomes.at(0).ok) throw Error(outcomes[0].error);
+}
+
+const DownloadTotals& Downloader::totals() const { return impl_->totals; }
+
+}  // namespace podplane::mirror

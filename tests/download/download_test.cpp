@@ -1,0 +1,453 @@
+// The HTTP client and the download engine against the fixture server: parallel fetches,
+// retries of 503 and 429 (Retry-After), Range resume of a cut-off transfer, digest checks,
+// per-item errors, and the progress output.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+#include "cache/store.hpp"
+#include "lockfile/error.hpp"
+#include "mirror/download.hpp"
+#include "mirror/http.hpp"
+#include "mirror/progress.hpp"
+#include "tests/support/upstream.hpp"
+
+namespace podplane::test {
+namespace {
+
+using mirror::DownloadItem;
+using mirror::DownloadOptions;
+using mirror::Downloader;
+
+struct Package {
+  std::string url_path;
+  std::string filename;
+  std::string sha256;
+  std::uint64_t size = 0;
+};
+
+// Every provider zip of the fixture, in a stable order.
+std::vector<Package> packages(const FixtureUpstream& up) {
+  std::vector<Package> out;
+  for (const auto& provider : up.fixture()["providers"]) {
+    for (const auto& version : provider["versions"]) {
+      for (const auto& [platform, pkg] : version["packages"].items()) {
+        out.push_back({pkg["url"], pkg["filename"], pkg["sha256"], pkg["size"]});
+      }
+    }
+  }
+  return out;
+}
+
+Package package(const FixtureUpstream& up, const std::string& filename) {
+  for (auto& p : packages(up)) {
+    if (p.filename == filename) return p;
+  }
+  throw std::runtime_error("no package " + filename);
+}
+
+DownloadItem item_for(const FixtureUpstream& up, const Package& p, bool with_digest = true) {
+  DownloadItem item;
+  item.url = up.url(p.url_path);
+  if (with_digest) item.expected_sha256 = p.sha256;
+  item.label = p.filename;
+  return item;
+}
+
+DownloadOptions quiet_options(const FixtureUpstream& up) {
+  DownloadOptions options;
+  options.progress = mirror::Progress::quiet;
+  options.http.ca_file = up.ca_file();
+  options.http.initial_backoff = std::chrono::milliseconds(20);
+  return options;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(ResolveUrl, FollowsRfc3986) {
+  const std::string json = "https://127.0.0.1:8443/v1/providers/podplane/podplane/1.2.0/download/linux/amd64";
+  EXPECT_EQ(mirror::resolve_url(json, "/releases/x.zip"), "https://127.0.0.1:8443/releases/x.zip");
+  EXPECT_EQ(mirror::resolve_url(json, "../../../../../../../releases/podplane/1.2.0/x.zip"),
+            "https://127.0.0.1:8443/releases/podplane/1.2.0/x.zip");
+  EXPECT_EQ(mirror::resolve_url(json, "x.zip"),
+            "https://127.0.0.1:8443/v1/providers/podplane/podplane/1.2.0/download/linux/x.zip");
+  EXPECT_EQ(mirror::resolve_url("https://a.test/mirror/h/ns/t/1.0.0.json", "t_1.0.0_linux_amd64.zip"),
+            "https://a.test/mirror/h/ns/t/t_1.0.0_linux_amd64.zip");
+  EXPECT_EQ(mirror::resolve_url(json, "https://other.test/a?b=c"), "https://other.test/a?b=c");
+  EXPECT_EQ(mirror::resolve_url("https://a.test/v1/modules/x/y/z/1.0.0/download", "./pkg.tar.gz?archive=tar.gz"),
+            "https://a.test/v1/modules/x/y/z/1.0.0/pkg.tar.gz?archive=tar.gz");
+  EXPECT_THROW((void)mirror::resolve_url("not a url", "x"), Error);
+}
+
+TEST(HttpClient, GetsDocumentsAndReturnsErrorsAsStatuses) {
+  FixtureUpstream up;
+  mirror::HttpOptions options;
+  options.ca_file = up.ca_file();
+  mirror::HttpClient http(options);
+  auto discovery = http.get(up.url("/.well-known/terraform.json"), {"Accept: application/json"});
+  EXPECT_EQ(discovery.status, 200);
+  EXPECT_EQ(discovery.content_type(), "application/json");
+  EXPECT_EQ(nlohmann::json::parse(discovery.body)["providers.v1"], "/v1/providers/");
+  EXPECT_EQ(discovery.final_url, up.url("/.well-known/terraform.json"));
+
+  auto module = http.get(up.url("/v1/modules/nstance-dev/nstance/aws/2.0.1/download"));
+  EXPECT_EQ(module.status, 204);
+  EXPECT_EQ(module.headers.at("x-terraform-get"), "git::" + up.base_url() + "/git/terraform-aws-nstance.git?ref=v2.0.1");
+
+  auto missing = http.get(up.url("/v1/providers/hashicorp/nope/versions"));
+  EXPECT_EQ(missing.status, 404);
+}
+
+TEST(HttpClient, RetriesA503AndHonoursSslCertFile) {
+  ServeOptions serve;
+  serve.fail_first = {"2:/versions$:503"};
+  FixtureUpstream up({}, serve);
+  {
+    // No ca_file in the options: only SSL_CERT_FILE makes the fixture's certificate trusted.
+    ScopedEnv cert("SSL_CERT_FILE", up.ca_file().string());
+    mirror::HttpOptions options;
+    options.initial_backoff = std::chrono::milliseconds(10);
+    mirror::HttpClient http(options);
+    auto versions = http.get(up.url("/v1/providers/hashicorp/aws/versions"));
+    EXPECT_EQ(versions.status, 200);
+    EXPECT_EQ(up.requests("/aws/versions$", 503).size(), 2u);
+  }
+  {
+    ScopedEnv cert("SSL_CERT_FILE", "/dev/null");
+    mirror::HttpClient http;
+    try {
+      (void)http.get(up.url("/.well-known/terraform.json"));
+      FAIL() << "an untrusted certificate was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(up.base_url()), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(HttpClient, GivesUpAfterMaxRetriesWithTheLastStatus) {
+  ServeOptions serve;
+  serve.fail_first = {"10:/versions$:502"};
+  FixtureUpstream up({}, serve);
+  mirror::HttpOptions options;
+  options.ca_file = up.ca_file();
+  options.max_retries = 2;
+  options.initial_backoff = std::chrono::milliseconds(10);
+  mirror::HttpClient http(options);
+  auto response = http.get(up.url("/v1/providers/hashicorp/aws/versions"));
+  EXPECT_EQ(response.status, 502);
+  EXPECT_EQ(up.requests("/aws/versions$").size(), 3u);
+}
+
+TEST(Downloader, FetchesManyFilesInParallelIntoTheStore) {
+  ServeOptions serve;
+  serve.delay_ms = 150;
+  FixtureUpstream up({}, serve);
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto all = packages(up);
+  ASSERT_GE(all.size(), 40u);
+  std::vector<DownloadItem> items;
+  for (const auto& p : all) items.push_back(item_for(up, p));
+  auto options = quiet_options(up);
+  options.jobs = 8;
+  options.per_host = 8;
+  Downloader downloader(options);
+  const auto start = std::chrono::steady_clock::now();
+  auto outcomes = downloader.fetch_into_store(store, items);
+  const double elapsed = seconds_since(start);
+  ASSERT_EQ(outcomes.size(), items.size());
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_TRUE(outcomes[i].ok) << outcomes[i].error;
+    EXPECT_EQ(outcomes[i].digest, all[i].sha256) << all[i].filename;
+    EXPECT_EQ(outcomes[i].size, all[i].size);
+    EXPECT_TRUE(store.has_object(all[i].sha256)) << all[i].filename;
+    total += all[i].size;
+  }
+  EXPECT_EQ(downloader.totals().bytes, total);
+  EXPECT_EQ(downloader.totals().transfers, all.size());
+  auto log = up.requests("\\.zip$");
+  EXPECT_EQ(log.size(), all.size());  // one request per file: nothing fetched twice
+  const auto concurrency = max_concurrency(log);
+  EXPECT_GE(concurrency, 4u) << "transfers did not overlap";
+  EXPECT_LE(concurrency, 8u) << "more transfers at once than jobs";
+  // Sequentially this would take at least items × delay.
+  EXPECT_LT(elapsed, 0.150 * static_cast<double>(all.size()) / 2) << elapsed << " s";
+}
+
+TEST(Downloader, PerHostCapLimitsConcurrentTransfers) {
+  ServeOptions serve;
+  serve.delay_ms = 100;
+  FixtureUpstream up({}, serve);
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  std::vector<DownloadItem> items;
+  for (const auto& p : packages(up)) {
+    if (items.size() < 12) items.push_back(item_for(up, p));
+  }
+  auto options = quiet_options(up);
+  options.jobs = 8;
+  options.per_host = 2;
+  Downloader downloader(options);
+  for (const auto& outcome : downloader.fetch_into_store(store, items)) EXPECT_TRUE(outcome.ok) << outcome.error;
+  EXPECT_LE(max_concurrency(up.requests("\\.zip$")), 2u);
+}
+
+TEST(Downloader, Retries503ThenSucceeds) {
+  ServeOptions serve;
+  serve.fail_first = {"2:aws_6\\.2\\.0_.*\\.zip$:503"};
+  FixtureUpstream up({}, serve);
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  std::vector<DownloadItem> items;
+  for (const char* platform : {"linux_amd64", "linux_arm64", "darwin_amd64"}) {
+    items.push_back(item_for(up, package(up, std::string("terraform-provider-aws_6.2.0_") + platform + ".zip")));
+  }
+  Downloader downloader(quiet_options(up));
+  auto outcomes = downloader.fetch_into_store(store, items);
+  for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.ok) << outcome.error;
+  EXPECT_EQ(up.requests("aws_6\\.2\\.0_.*\\.zip$", 503).size(), 6u);
+  EXPECT_EQ(up.requests("aws_6\\.2\\.0_.*\\.zip$", 200).size(), 3u);
+}
+
+TEST(Downloader, Honours429RetryAfter) {
+  ServeOptions serve;
+  serve.fail_first = {"1:null_3\\.2\\.4_linux_amd64\\.zip$:429:1"};
+  FixtureUpstream up({}, serve);
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto pkg = package(up, "terraform-provider-null_3.2.4_linux_amd64.zip");
+  Downloader downloader(quiet_options(up));
+  const auto start = std::chrono::steady_clock::now();
+  auto outcomes = downloader.fetch_into_store(store, {item_for(up, pkg)});
+  const double elapsed = seconds_since(start);
+  ASSERT_TRUE(outcomes[0].ok) << outcomes[0].error;
+  EXPECT_GE(elapsed, 0.95) << "Retry-After: 1 was not honoured";  // backoff alone would be ~20 ms
+  auto log = up.requests("null_3\\.2\\.4_linux_amd64\\.zip$");
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].status, 429);
+  EXPECT_GE(log[1].start - log[0].end, 0.95);
+}
+
+TEST(Downloader, CapsALongRetryAfter) {
+  ServeOptions serve;
+  serve.fail_first = {"1:null_3\\.2\\.4_linux_arm64\\.zip$:503:3600"};
+  FixtureUpstream up({}, serve);
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto options = quiet_options(up);
+  options.http.max_retry_wait = std::chrono::milliseconds(300);
+  Downloader downloader(options);
+  const auto start = std::chrono::steady_clock::now();
+  auto outcomes = downloader.fetch_into_store(store, {item_for(up, package(up, "terraform-provider-null_3.2.4_linux_arm64.zip"))});
+  EXPECT_TRUE(outcomes[0].ok) << outcomes[0].error;
+  EXPECT_LT(seconds_since(start), 20.0);
+}
+
+TEST(Downloader, ResumesACutOffTransferWithRange) {
+  ServeOptions serve;
+  serve.cut_after = {"5000:tls_4\\.1\\.0_linux_arm64\\.zip$"};
+  FixtureUpstream up({}, serve);
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto pkg = package(up, "terraform-provider-tls_4.1.0_linux_arm64.zip");
+  ASSERT_GT(pkg.size, 5000u);
+  Downloader downloader(quiet_options(up));
+  auto outcomes = downloader.fetch_into_store(store, {item_for(up, pkg)});
+  ASSERT_TRUE(outcomes[0].ok) << outcomes[0].error;
+  EXPECT_EQ(outcomes[0].digest, pkg.sha256);
+  EXPECT_TRUE(store.has_object(pkg.sha256));
+  auto log = up.requests("tls_4\\.1\\.0_linux_arm64\\.zip$");
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].fault, "cut");
+  EXPECT_EQ(log[0].bytes, 5000u);
+  EXPECT_EQ(log[1].status, 206);
+  EXPECT_EQ(log[1].range.value_or(""), "bytes=5000-");
+  EXPECT_EQ(log[1].bytes, pkg.size - 5000);
+  // Only the missing part came again.
+  EXPECT_EQ(downloader.totals().bytes, pkg.size);
+}
+
+TEST(Downloader, RestartsWhenTheServerIgnoresRange) {
+  ServeOptions serve;
+  serve.cut_after = {"5000:random_3\\.7\\.2_darwin_amd64\\.zip$"};
+  serve.ignore_range = {"random_3\\.7\\.2_darwin_amd64\\.zip$"};
+  FixtureUpstream up({}, serve);
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto pkg = package(up, "terraform-provider-random_3.7.2_darwin_amd64.zip");
+  Downloader downloader(quiet_options(up));
+  auto outcomes = downloader.fetch_into_store(store, {item_for(up, pkg)});
+  ASSERT_TRUE(outcomes[0].ok) << outcomes[0].error;
+  EXPECT_EQ(outcomes[0].digest, pkg.sha256);
+  auto log = up.requests("random_3\\.7\\.2_darwin_amd64\\.zip$");
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1].range.value_or(""), "bytes=5000-");
+  EXPECT_EQ(log[1].status, 200);
+  EXPECT_EQ(log[1].fault, "ignore-range");
+}
+
+TEST(Downloader, WrongExpectedDigestIsAClearErrorAndLeavesNoObject) {
+  FixtureUpstream up;
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto pkg = package(up, "terraform-provider-aws_6.0.0_darwin_arm64.zip");
+  auto item = item_for(up, pkg);
+  const std::string wrong(64, 'a');
+  item.expected_sha256 = wrong;
+  Downloader downloader(quiet_options(up));
+  auto outcomes = downloader.fetch_into_store(store, {item});
+  ASSERT_FALSE(outcomes[0].ok);
+  const std::string& error = outcomes[0].error;
+  EXPECT_NE(error.find("hash mismatch for terraform-provider-aws_6.0.0_darwin_arm64.zip"), std::string::npos) << error;
+  EXPECT_NE(error.find("  expected: sha256:" + wrong), std::string::npos) << error;
+  EXPECT_NE(error.find("  got:      sha256:" + pkg.sha256), std::string::npos) << error;
+  EXPECT_FALSE(store.has_object(pkg.sha256));
+  EXPECT_FALSE(fs::exists(store.object_path(pkg.sha256)));
+  // No temp file is left behind anywhere under the store.
+  for (const auto& entry : fs::recursive_directory_iterator(tmp / "deps")) {
+    if (!entry.is_regular_file()) continue;
+    const auto name = entry.path().filename().string();
+    EXPECT_TRUE(name.rfind("index.db", 0) == 0 || name == "lock") << "left behind: " << entry.path();
+  }
+}
+
+TEST(Downloader, A404IsAPerItemError) {
+  FixtureUpstream up;
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto good = package(up, "terraform-provider-podplane_1.3.0_linux_amd64.zip");
+  DownloadItem missing;
+  missing.url = up.url("/releases/podplane/1.3.0/terraform-provider-podplane_1.3.0_windows_arm64.zip");
+  missing.label = "terraform-provider-podplane_1.3.0_windows_arm64.zip";
+  Downloader downloader(quiet_options(up));
+  auto outcomes = downloader.fetch_into_store(store, {item_for(up, good), missing, item_for(up, good, false)});
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_TRUE(outcomes[0].ok) << outcomes[0].error;
+  EXPECT_FALSE(outcomes[1].ok);
+  EXPECT_NE(outcomes[1].error.find("windows_arm64.zip"), std::string::npos) << outcomes[1].error;
+  EXPECT_NE(outcomes[1].error.find("HTTP 404"), std::string::npos) << outcomes[1].error;
+  EXPECT_TRUE(outcomes[2].ok);
+  EXPECT_EQ(outcomes[2].digest, good.sha256);
+  EXPECT_EQ(up.requests("windows_arm64").size(), 1u);  // a 404 is not retried
+}
+
+TEST(Downloader, UnreachableHostFailsAfterRetries) {
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  DownloadOptions options;
+  options.progress = mirror::Progress::quiet;
+  options.http.max_retries = 1;
+  options.http.initial_backoff = std::chrono::milliseconds(10);
+  DownloadItem item;
+  item.url = "https://127.0.0.1:1/nothing.zip";  // port 1: connection refused
+  item.label = "nothing.zip";
+  Downloader downloader(options);
+  auto outcomes = downloader.fetch_into_store(store, {item});
+  ASSERT_FALSE(outcomes[0].ok);
+  EXPECT_NE(outcomes[0].error.find("nothing.zip"), std::string::npos);
+  EXPECT_NE(outcomes[0].error.find("2 attempts"), std::string::npos) << outcomes[0].error;
+}
+
+TEST(Downloader, FetchToFileIsAtomic) {
+  ServeOptions serve;
+  serve.cut_after = {"3000:cloudinit_2\\.3\\.7_linux_amd64\\.zip$"};
+  FixtureUpstream up({}, serve);
+  TempDir tmp;
+  Downloader downloader(quiet_options(up));
+  auto pkg = package(up, "terraform-provider-cloudinit_2.3.7_linux_amd64.zip");
+  auto item = item_for(up, pkg);
+  downloader.fetch_to_file(item, tmp / "dl" / "p.zip");
+  EXPECT_EQ(read_file(tmp / "dl" / "p.zip"), read_file(up.www() / pkg.url_path.substr(1)));
+  EXPECT_EQ(up.requests("cloudinit_2\\.3\\.7_linux_amd64\\.zip$", 206).size(), 1u);
+
+  item.expected_sha256 = std::string(64, '0');
+  EXPECT_THROW(downloader.fetch_to_file(item, tmp / "dl" / "bad.zip"), Error);
+  EXPECT_FALSE(fs::exists(tmp / "dl" / "bad.zip"));
+  std::size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(tmp / "dl")) files += entry.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(files, 1u);  // no .part file left behind
+}
+
+std::string captured(const std::function<void(std::FILE*)>& body) {
+  std::FILE* file = std::tmpfile();
+  body(file);
+  std::fflush(file);
+  std::rewind(file);
+  std::string text;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, file)) text.append(buffer, n);
+  std::fclose(file);
+  return text;
+}
+
+TEST(ProgressDisplay, PlainLinesWhenNotATerminalAndNothingWhenQuiet) {
+  auto lines = captured([](std::FILE* out) {
+    mirror::ProgressDisplay progress(mirror::Progress::automatic, 2, out);  // a file is not a terminal
+    progress.received(2048);
+    progress.finished("a.zip", true, 2048);
+    progress.retrying("b.zip", "HTTP 503", std::chrono::milliseconds(1500));
+    progress.finished("b.zip", false, 0);
+    progress.done();
+  });
+  EXPECT_NE(lines.find("fetched a.zip (2.0 KiB) [1/2]\n"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("retrying b.zip in 1.5s: HTTP 503\n"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("failed b.zip [2/2]\n"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("fetched 1 of 2 files, 2.0 KiB in"), std::string::npos) << lines;
+  EXPECT_EQ(lines.find('\r'), std::string::npos);
+
+  auto quiet = captured([](std::FILE* out) {
+    mirror::ProgressDisplay progress(mirror::Progress::quiet, 1, out);
+    progress.finished("a.zip", true, 1);
+    progress.done();
+  });
+  EXPECT_EQ(quiet, "");
+}
+
+TEST(ProgressDisplay, DownloaderPrintsPlainLines) {
+  FixtureUpstream up;
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto options = quiet_options(up);
+  options.progress = mirror::Progress::plain_lines;
+  Downloader downloader(options);
+  testing::internal::CaptureStderr();
+  auto outcomes = downloader.fetch_into_store(store, {item_for(up, package(up, "terraform-provider-null_3.2.3_linux_amd64.zip"))});
+  const auto err = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(outcomes[0].ok);
+  EXPECT_NE(err.find("fetched terraform-provider-null_3.2.3_linux_amd64.zip"), std::string::npos) << err;
+}
+
+TEST(HumanBytes, Units) {
+  EXPECT_EQ(mirror::human_bytes(12), "12 B");
+  EXPECT_EQ(mirror::human_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(mirror::human_bytes(100ull * 1024 * 1024), "100.0 MiB");
+}
+
+}  // namespace
+}  // namespace podplane::test
