@@ -1,7 +1,174 @@
+// podplane deps ls | verify | gc: inspect and maintain the store under the deps root.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/layout.hpp"
+#include "cache/maintenance.hpp"
+#include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "lockfile/error.hpp"
 
 namespace podplane::cli {
 
-void register_deps_store_commands(CLI::App& /*group*/, const GlobalOptions& /*global*/) {}
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string human_size(std::int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  if (unit == 0) std::snprintf(text, sizeof text, "%lld B", static_cast<long long>(bytes));
+  else std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  return text;
+}
+
+// Queries open read-only: they work on read-only media and never sweep or create anything.
+std::optional<cache::Store> open_for_reading(const fs::path& root) {
+  if (!fs::exists(cache::layout::index_db(root))) return std::nullopt;
+  return cache::Store::open(root, cache::Store::Access::read_only);
+}
+
+struct Row {
+  std::string kind, address, version, platform, size;
+};
+
+void print_table(const std::vector<Row>& rows) {
+  Row header{"KIND", "ADDRESS", "VERSION", "PLATFORM", "SIZE"};
+  std::size_t width[4] = {header.kind.size(), header.address.size(), header.version.size(), header.platform.size()};
+  for (const auto& row : rows) {
+    width[0] = std::max(width[0], row.kind.size());
+    width[1] = std::max(width[1], row.address.size());
+    width[2] = std::max(width[2], row.version.size());
+    width[3] = std::max(width[3], row.platform.size());
+  }
+  auto print = [&](const Row& row) {
+    std::cout << row.kind << std::string(width[0] - row.kind.size() + 2, ' ') << row.address
+              << std::string(width[1] - row.address.size() + 2, ' ') << row.version
+              << std::string(width[2] - row.version.size() + 2, ' ') << row.platform
+              << std::string(width[3] - row.platform.size() + 2, ' ') << row.size << "\n";
+  };
+  print(header);
+  for (const auto& row : rows) print(row);
+}
+
+void deps_ls(bool json) {
+  fs::path root = cache::default_deps_root();
+  auto store = open_for_reading(root);
+  nlohmann::json list = nlohmann::json::array();
+  std::vector<Row> rows;
+  if (store) {
+    for (const auto& a : store->artifacts()) {
+      list.push_back({{"kind", cache::to_string(a.kind)},
+                      {"address", a.address},
+                      {"version", a.version},
+                      {"platform", a.platform},
+                      {"filename", a.filename},
+                      {"size", a.size},
+                      {"digest", a.digest},
+                      {"h1", a.h1},
+                      {"zh", a.zh},
+                      {"upstream_digest", a.upstream_digest},
+                      {"upstream_url", a.upstream_url},
+                      {"trust", cache::to_string(a.trust)},
+                      {"added_at", a.added_at}});
+      rows.push_back({std::string(cache::to_string(a.kind)), a.address, a.version, a.platform.empty() ? "-" : a.platform,
+                      human_size(a.size)});
+    }
+    for (const auto& tree : store->module_trees()) {
+      std::int64_t size = 0;
+      for (const auto& file : tree.files) size += file.size;
+      list.push_back({{"kind", "module"},
+                      {"address", tree.address},
+                      {"version", tree.version},
+                      {"platform", ""},
+                      {"size", size},
+                      {"files", tree.files.size()},
+                      {"h1", tree.h1},
+                      {"upstream_url", tree.upstream_url},
+                      {"added_at", tree.added_at}});
+      rows.push_back({"module", tree.address, tree.version, "-", human_size(size)});
+    }
+  } else {
+    std::cerr << "podplane: no store at " << root.string() << " yet\n";
+  }
+  if (json) std::cout << list.dump(2) << "\n";
+  else print_table(rows);
+}
+
+void deps_verify(bool json, const GlobalOptions& global) {
+  fs::path root = cache::default_deps_root();
+  auto store = open_for_reading(root);
+  if (!store) throw Error("no store at " + root.string() + ": " + cache::layout::index_db(root).string() + " does not exist");
+  auto report = cache::verify_store(*store);
+  if (json) {
+    auto out = cache::to_json(report);
+    out["root"] = root.string();
+    out["read_only"] = store->read_only();
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (const auto& problem : report.problems) std::cout << "problem: " << problem << "\n";
+    for (const auto& garbage : report.garbage) std::cout << "garbage: " << garbage << "\n";
+    if (!global.quiet) {
+      for (const auto& note : report.notes) std::cout << "note: " << note << "\n";
+    }
+    std::cout << "checked " << report.objects_checked << " objects, " << report.artifacts_checked << " artifacts, "
+              << report.module_files_checked << " module files, " << report.views_checked << " views: "
+              << (report.ok() ? "ok" : std::to_string(report.problems.size()) + " problem(s)");
+    if (!report.garbage.empty()) std::cout << "; " << report.garbage.size() << " garbage item(s) for `podplane deps gc`";
+    std::cout << "\n";
+  }
+  if (!report.ok()) {
+    throw Error("the store at " + root.string() + " has " + std::to_string(report.problems.size()) + " problem(s)");
+  }
+}
+
+void deps_gc(bool dry_run, bool json) {
+  fs::path root = cache::default_deps_root();
+  auto store = cache::Store::open(root, cache::Store::Access::read_write, cache::Store::TempSweep::none);
+  auto report = cache::collect_garbage(store, dry_run ? cache::DryRun::yes : cache::DryRun::no);
+  if (json) {
+    auto out = cache::to_json(report);
+    out["dry_run"] = dry_run;
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  const char* verb = dry_run ? "would remove" : "removed";
+  for (const auto& file : report.temp_files) std::cout << verb << " temp file " << file.string() << "\n";
+  for (const auto& digest : report.objects) {
+    std::cout << verb << " object " << digest << " (" << store.object_path(digest).string() << ")\n";
+  }
+  std::cout << verb << " " << report.objects.size() << " object(s) and " << report.temp_files.size() << " temp file(s), "
+            << human_size(static_cast<std::int64_t>(report.bytes)) << "\n";
+}
+
+}  // namespace
+
+void register_deps_store_commands(CLI::App& deps, const GlobalOptions& global) {
+  auto json_ls = std::make_shared<bool>(false);
+  auto* ls = deps.add_subcommand("ls", "List what the store holds: kind, address, version, platform, size");
+  ls->add_flag("--json", *json_ls, "Print a JSON array");
+  ls->callback([json_ls] { deps_ls(*json_ls); });
+
+  auto json_verify = std::make_shared<bool>(false);
+  auto* verify = deps.add_subcommand("verify", "Rehash every object and check every index row and view (exit 1 on problems)");
+  verify->add_flag("--json", *json_verify, "Print the report as JSON");
+  verify->callback([json_verify, &global] { deps_verify(*json_verify, global); });
+
+  auto dry_run = std::make_shared<bool>(false);
+  auto json_gc = std::make_shared<bool>(false);
+  auto* gc = deps.add_subcommand("gc", "Remove temp files of dead writers and objects no index row references");
+  gc->add_flag("--dry-run", *dry_run, "Only list what would be removed");
+  gc->add_flag("--json", *json_gc, "Print the report as JSON");
+  gc->callback([dry_run, json_gc] { deps_gc(*dry_run, *json_gc); });
+}
 
 }  // namespace podplane::cli

@@ -361,6 +361,22 @@ TEST(Store, ReadOnlyAccessAnswersQueriesAndRefusesWrites) {
 }
 
 TEST(Store, DefaultDepsRootFollowsTheEnvironment) {
+  // Put the environment back afterwards: later tests in this process start programs with it.
+  struct Saved {
+    std::vector<std::pair<std::string, std::optional<std::string>>> values;
+    Saved() {
+      for (const char* name : {"PODPLANE_DEPS_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
+        const char* value = std::getenv(name);
+        values.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
+      }
+    }
+    ~Saved() {
+      for (const auto& [name, value] : values) {
+        if (value) ::setenv(name.c_str(), value->c_str(), 1);
+        else ::unsetenv(name.c_str());
+      }
+    }
+  } saved;
   ::setenv("PODPLANE_DEPS_CACHE_DIR", "/x/deps", 1);
   EXPECT_EQ(default_deps_root(), fs::path("/x/deps"));
   ::unsetenv("PODPLANE_DEPS_CACHE_DIR");

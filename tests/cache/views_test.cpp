@@ -1,0 +1,226 @@
+// The Podplane-compatible views, rebuilt from the index.
+#include <sys/stat.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/layout.hpp"
+#include "cache/maintenance.hpp"
+#include "cache/store.hpp"
+#include "cache/views.hpp"
+#include "lockfile/hash.hpp"
+#include "lockfile/lock_file.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace podplane::cache {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+using ::testing::HasSubstr;
+
+const std::string null_address = "registry.opentofu.org/hashicorp/null";
+const std::string nstance_address = "registry.opentofu.org/nstance-dev/nstance/aws";
+
+struct Fixture {
+  TempDir dir;
+  fs::path root = dir / "deps";
+  std::map<std::string, std::string> zip_digest;  // platform → digest
+  std::map<std::string, std::string> zip_h1;
+  std::string manifest_old, manifest_new, kernel;
+
+  Fixture() {
+    Store store = Store::open(root);
+    for (std::string platform : {"linux_amd64", "linux_arm64"}) {
+      fs::path work = dir / platform;
+      test::write_file(work / "terraform-provider-null_v3.2.4_x5", "binary for " + platform);
+      test::ProcessOptions in_work;
+      in_work.cwd = work;
+      auto zipped = test::run({"zip", "-q", "-X", "p.zip", "terraform-provider-null_v3.2.4_x5"}, in_work);
+      if (zipped.exit_code != 0) throw std::runtime_error("zip failed (apt-get install zip): " + zipped.err);
+      Artifact a;
+      a.kind = ArtifactKind::provider_package;
+      a.address = null_address;
+      a.version = "3.2.4";
+      a.platform = platform;
+      a.filename = "terraform-provider-null_3.2.4_" + platform + ".zip";
+      a.digest = store.add_file(work / "p.zip");
+      a.h1 = lockfile::h1_hash_of_zip(work / "p.zip");
+      a.trust = Trust::signed_upstream;
+      (void)store.add_artifact(a);
+      zip_digest[platform] = a.digest;
+      zip_h1[platform] = a.h1;
+    }
+    ModuleTree nstance{0, nstance_address, "2.0.1", "", "", "", {}};
+    nstance.files = {{"modules/cluster/main.tf", 0644, store.add_bytes("module cluster\n"), 0},
+                     {"modules/shard/main.tf", 0644, store.add_bytes("module shard\n"), 0},
+                     {"scripts/build.sh", 0755, store.add_bytes("#!/bin/sh\necho hi\n"), 0}};
+    (void)store.add_module_tree(nstance);
+    (void)store.add_module_tree({0, "registry.opentofu.org/acme/network/aws", "1.0.0", "", "", "", {{"main.tf", 0644, store.add_bytes("net\n"), 0}}});
+
+    TfSelection selection;
+    selection.providers = {{null_address, "3.2.4", "~> 3.2"}};
+    selection.platforms = {"darwin_arm64", "linux_amd64", "linux_arm64"};  // darwin is not in the store
+    selection.module_address = nstance_address;
+    selection.module_version = "2.0.1";
+    store.set_tf_selection(selection);
+
+    auto manifest = [&](const std::string& version, const std::string& body) {
+      Artifact m;
+      m.kind = ArtifactKind::vmconfig_manifest;
+      m.address = "vmconfig_knc_debian-13_arm64";
+      m.version = version;
+      m.filename = "vmconfig_knc_debian-13_arm64.json";
+      m.digest = store.add_bytes(body);
+      m.trust = Trust::checksum;
+      (void)store.add_artifact(m);
+      return m.digest;
+    };
+    manifest_old = manifest("20260101", "{\"old\": true}\n");
+    manifest_new = manifest("20260724", "{\"new\": true}\n");
+    Artifact k;
+    k.kind = ArtifactKind::vmconfig_artifact;
+    k.address = "kernel";
+    k.version = "6.12.1";
+    k.filename = "kernel";
+    k.digest = kernel = store.add_bytes("kernel image");
+    k.upstream_url = "https://example.com/releases/vmlinuz-6.12.1?x=1";
+    k.upstream_digest = "sha256:" + k.digest;
+    k.trust = Trust::checksum;
+    (void)store.add_artifact(k);
+  }
+};
+
+bool same_inode(const fs::path& a, const fs::path& b) {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+TEST(Views, RebuildWritesThePodplaneLayoutFromTheIndex) {
+  Fixture f;
+  Store store = Store::open(f.root);
+  auto stats = rebuild_views(store);
+  EXPECT_GT(stats.files_written, 10u);
+  EXPECT_EQ(stats.files_present, 0u);
+
+  fs::path providers = layout::providers_dir(f.root) / "registry.opentofu.org/hashicorp/null";
+  for (const auto& [platform, digest] : f.zip_digest) {
+    fs::path zip = providers / ("terraform-provider-null_3.2.4_" + platform + ".zip");
+    EXPECT_TRUE(same_inode(zip, store.object_path(digest))) << zip << " is a hard link to its object";
+  }
+  EXPECT_EQ(test::read_file(providers / "index.json"), "{\n  \"versions\": {\n    \"3.2.4\": {}\n  }\n}");
+  auto listing = nlohmann::json::parse(test::read_file(providers / "3.2.4.json"));
+  ASSERT_EQ(listing["archives"].size(), 2u);
+  EXPECT_EQ(listing["archives"]["linux_arm64"]["url"], "terraform-provider-null_3.2.4_linux_arm64.zip");
+  EXPECT_EQ(listing["archives"]["linux_arm64"]["hashes"],
+            nlohmann::json::array({f.zip_h1["linux_arm64"], "zh:" + f.zip_digest["linux_arm64"]}));
+
+  fs::path nstance = layout::nstance_modules_dir(f.root) / "2.0.1";
+  EXPECT_EQ(test::read_file(nstance / "modules/cluster/main.tf"), "module cluster\n");
+  EXPECT_EQ(test::read_file(nstance / "modules/shard/main.tf"), "module shard\n");
+  struct stat script {};
+  ASSERT_EQ(::stat((nstance / "scripts/build.sh").c_str(), &script), 0);
+  EXPECT_EQ(script.st_mode & 07777, 0755u) << "an executable module file keeps its mode (a copy)";
+  EXPECT_EQ(test::read_file(f.root / "tf/modules/registry.opentofu.org/acme/network/aws/1.0.0/main.tf"), "net\n");
+  EXPECT_EQ(test::read_file(layout::current_version_file(f.root)), "2.0.1\n");
+  EXPECT_EQ(test::read_file(layout::platforms_file(f.root)), "darwin_arm64\nlinux_amd64\nlinux_arm64\n");
+
+  std::string lock_text = test::read_file(layout::lock_file(f.root));
+  EXPECT_THAT(lock_text, HasSubstr("tofu init"));
+  auto lock = lockfile::parse_lock_file(lock_text, "tf/.terraform.lock.hcl");
+  const auto* entry = lock.find(null_address);
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->version, "3.2.4");
+  EXPECT_EQ(entry->constraints, "~> 3.2");
+  std::set<std::string> hashes(entry->hashes.begin(), entry->hashes.end());
+  EXPECT_EQ(hashes, (std::set<std::string>{f.zip_h1["linux_amd64"], f.zip_h1["linux_arm64"], "zh:" + f.zip_digest["linux_amd64"],
+                                           "zh:" + f.zip_digest["linux_arm64"]}));
+
+  std::string tfrc = test::read_file(layout::tfrc_file(f.root));
+  EXPECT_THAT(tfrc, HasSubstr("filesystem_mirror"));
+  EXPECT_THAT(tfrc, HasSubstr("\"" + layout::providers_dir(f.root).string() + "\""));
+  EXPECT_THAT(tfrc, ::testing::Not(HasSubstr("direct")));
+
+  EXPECT_EQ(test::read_file(layout::vmconfig_manifests_dir(f.root) / "vmconfig_knc_debian-13_arm64.json"), "{\"new\": true}\n");
+  fs::path kernel = layout::vmconfig_artifacts_dir(f.root) / "kernel/6.12.1/vmlinuz-6.12.1";
+  EXPECT_TRUE(same_inode(kernel, store.object_path(f.kernel)));
+
+  std::set<std::string> top;
+  for (const auto& entry_ : fs::directory_iterator(f.root)) top.insert(entry_.path().filename().string());
+  EXPECT_EQ(top, (std::set<std::string>{"store", "tf", "vmconfig"})) << "views stay inside tf/ and vmconfig/";
+}
+
+TEST(Views, ASecondRebuildChangesNothingAndVerifyChecksEveryView) {
+  Fixture f;
+  Store store = Store::open(f.root);
+  auto first = rebuild_views(store);
+  struct stat tfrc_before {};
+  ASSERT_EQ(::stat(layout::tfrc_file(f.root).c_str(), &tfrc_before), 0);
+  auto second = rebuild_views(store);
+  EXPECT_EQ(second.files_written, 0u);
+  EXPECT_EQ(second.files_present, first.files_written);
+  struct stat tfrc_after {};
+  ASSERT_EQ(::stat(layout::tfrc_file(f.root).c_str(), &tfrc_after), 0);
+  EXPECT_EQ(tfrc_before.st_ino, tfrc_after.st_ino) << "the tfrc is rewritten only when its content changes";
+
+  auto report = verify_store(store);
+  EXPECT_TRUE(report.ok()) << to_json(report).dump(2);
+  EXPECT_EQ(report.views_checked, first.files_written);
+
+  // A view that no longer holds its object is a problem; rebuilding repairs it.
+  fs::path zip = layout::providers_dir(f.root) / "registry.opentofu.org/hashicorp/null/terraform-provider-null_3.2.4_linux_amd64.zip";
+  fs::remove(zip);
+  test::write_file(zip, "not the zip");
+  fs::path current = layout::current_version_file(f.root);
+  test::write_file(current, "9.9.9\n");
+  auto damaged = verify_store(store);
+  EXPECT_EQ(damaged.problems.size(), 2u) << to_json(damaged).dump(2);
+  EXPECT_EQ(rebuild_views(store).files_written, 2u);
+  EXPECT_TRUE(verify_store(store).ok());
+  EXPECT_EQ(test::read_file(current), "2.0.1\n");
+}
+
+TEST(Views, ConcurrentRebuildsAgree) {
+  Fixture f;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&] {
+      try {
+        Store store = Store::open(f.root);  // one handle per thread
+        for (int round = 0; round < 3; ++round) (void)rebuild_views(store);
+      } catch (const std::exception& error) {
+        ++failures;
+        ADD_FAILURE() << error.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures, 0);
+  Store store = Store::open(f.root);
+  EXPECT_TRUE(verify_store(store).ok());
+  // No temp files of the rebuilds are left beside the views.
+  for (const auto& entry : fs::recursive_directory_iterator(f.root / "tf")) {
+    EXPECT_THAT(entry.path().filename().string(), ::testing::Not(HasSubstr(".tmp-"))) << entry.path();
+  }
+}
+
+TEST(Views, AReadOnlyStoreRebuildsNothing) {
+  Fixture f;
+  Store store = Store::open(f.root, Store::Access::read_only);
+  auto stats = rebuild_views(store);
+  EXPECT_EQ(stats.files_written + stats.files_present, 0u);
+  EXPECT_FALSE(fs::exists(f.root / "tf"));
+  EXPECT_FALSE(planned_views(store).empty());
+}
+
+}  // namespace
+}  // namespace podplane::cache
