@@ -66,6 +66,40 @@ TEST(Gocheck, H1OfZipsEqualsDirhashHashZip) {
   EXPECT_GE(compared, 17);
 }
 
+// Zips as other tools write them: Info-ZIP with directory entries, stored symlinks (-y), a
+// streamed entry with a data descriptor, forced zip64; a prefixed stub and trailing bytes.
+TEST(Gocheck, H1OfInfoZipArchivesEqualsDirhash) {
+  TempDir dir;
+  write_file(dir / "src/terraform-provider-x_v1.0.0", "binary\n");
+  write_file(dir / "src/sub/notes.txt", "notes\n");
+  write_file(dir / "src/empty", "");
+  fs::create_symlink("terraform-provider-x_v1.0.0", dir / "src/link");
+  auto zip_in_src = [&](std::vector<std::string> args, const std::string& stdin_data = "") {
+    std::vector<std::string> argv = {"zip", "-q", "-X"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessOptions options;
+    options.cwd = dir / "src";
+    options.stdin_data = stdin_data;
+    auto result = run(argv, options);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  };
+  zip_in_src({"-r", (dir / "recursive.zip").string(), "."});
+  zip_in_src({"-r", "-y", (dir / "symlinks.zip").string(), "."});
+  zip_in_src({"-r", "-D", (dir / "no_dir_entries.zip").string(), "."});
+  zip_in_src({(dir / "streamed.zip").string(), "-"}, "streamed content\n");
+  zip_in_src({"-fz", (dir / "zip64.zip").string(), "terraform-provider-x_v1.0.0", "sub/notes.txt"});
+  std::string plain = read_file(dir / "recursive.zip");
+  write_file(dir / "stub_prefix.zip", "#!/bin/sh\nexit 0\n" + plain);
+  write_file(dir / "trailing_bytes.zip", plain + "TRAILING");
+  for (const char* name : {"recursive.zip", "symlinks.zip", "no_dir_entries.zip", "streamed.zip", "zip64.zip",
+                           "stub_prefix.zip", "trailing_bytes.zip"}) {
+    EXPECT_EQ(lockfile::h1_hash_of_zip(dir / name), gocheck_hashzip(dir / name)) << name;
+  }
+  write_file(dir / "truncated.zip", plain.substr(0, plain.size() / 2));
+  EXPECT_THROW((void)gocheck_hashzip(dir / "truncated.zip"), std::runtime_error);
+  EXPECT_THROW((void)lockfile::h1_hash_of_zip(dir / "truncated.zip"), Error);
+}
+
 TEST(Gocheck, NewlineNamesAreRejectedByBoth) {
   TempDir dir;
   make_zip(dir / "nl.zip", {{"a\nb", "x"}});
