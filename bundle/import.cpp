@@ -237,8 +237,9 @@ std::string describe(const cache::Artifact& a) {
   return text + " (" + a.filename + ")";
 }
 
-// Lists volumes of a multi-volume bundle that no file delivered.
-void find_missing_volumes(ImportReport& report) {
+// Lists volumes of a multi-volume bundle that no file delivered, in this run or (per the
+// audit log of `store`, when given) a complete earlier import.
+void find_missing_volumes(ImportReport& report, const cache::Store* store) {
   std::map<std::string, std::pair<int, std::set<int>>> bundles;
   for (const auto& v : report.volumes) {
     if (v.bundle_id.empty()) continue;
@@ -246,11 +247,23 @@ void find_missing_volumes(ImportReport& report) {
     count = v.volume_count;
     seen.insert(v.volume_index);
   }
+  if (store != nullptr && !bundles.empty()) {
+    for (const auto& entry : store->audit_log()) {
+      if (entry.action != "bundle-import") continue;
+      json detail = json::parse(entry.detail, nullptr, false);
+      if (!detail.is_object() || !detail.contains("volumes") || !detail["volumes"].is_array()) continue;
+      for (const auto& v : detail["volumes"]) {
+        if (!v.is_object() || !v.value("complete", false)) continue;
+        auto it = bundles.find(v.value("bundle_id", ""));
+        if (it != bundles.end()) it->second.second.insert(v.value("volume_index", 0));
+      }
+    }
+  }
   for (const auto& [id, info] : bundles) {
     for (int k = 1; k <= info.first; ++k) {
       if (!info.second.count(k))
         report.missing_volumes.push_back("volume " + std::to_string(k) + " of " + std::to_string(info.first) + " of bundle " +
-                                         id.substr(0, 12) + " was not given: its objects are still missing");
+                                         id.substr(0, 12) + " has not been imported: its objects are still missing");
     }
   }
 }
@@ -279,7 +292,7 @@ ImportReport verify_bundle(const std::vector<fs::path>& files, const VerifyOptio
         if (!sink.verified.count(object.digest)) volume.missing_objects.push_back(object.digest);
     report.volumes.push_back(std::move(volume));
   }
-  find_missing_volumes(report);
+  find_missing_volumes(report, nullptr);
   return report;
 }
 
@@ -418,7 +431,7 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
         }
   }
   report.waiting_rows.assign(waiting.begin(), waiting.end());
-  find_missing_volumes(report);
+  find_missing_volumes(report, &store);
 
   if (!manifests.empty()) cache::rebuild_views(store);
 
@@ -429,7 +442,9 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
     bytes += v.bytes_verified;
     volumes.push_back({{"file", v.file.string()},
                        {"bundle_id", v.bundle_id},
-                       {"volume", std::to_string(v.volume_index) + "/" + std::to_string(v.volume_count)},
+                       {"volume_index", v.volume_index},
+                       {"volume_count", v.volume_count},
+                       {"complete", !v.bundle_id.empty() && v.error.empty() && v.missing_objects.empty()},
                        {"signer", v.signer},
                        {"trusted", v.trusted_signer},
                        {"objects", v.objects},

@@ -99,7 +99,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   auto c = std::make_shared<CreateArgs>();
   create->add_option("FILE", c->file, "Bundle file (volumes: FILE.001-of-NNN, …)")->required();
   create->add_option("--since", c->since, "Inventory from the receiving store: bundle only what it lacks");
-  create->add_option("--platform", c->platforms, "Keep provider packages of this OS_ARCH only (repeatable)");
+  create->add_option("--platform", c->platforms, "Keep provider packages of this OS_ARCH only (repeatable)")->allow_extra_args(false);
   create->add_option("--sign", c->sign, "Ed25519 private key (from 'bundle keygen') to sign the manifests");
   create->add_option("--volume-size", c->volume_size, "Cut into volumes of at most SIZE (e.g. 700M, 4095M, 25G)");
   create->callback([c, &global] {
@@ -142,7 +142,8 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
 
   auto add_read_options = [](CLI::App* app, const std::shared_ptr<ReadArgs>& a) {
     app->add_option("FILE", a->files, "Bundle volumes, in any order")->required();
-    app->add_option("--trust", a->trust, "Public key (from 'bundle keygen') whose signature is accepted (repeatable)");
+    app->add_option("--trust", a->trust, "Public key (from 'bundle keygen') whose signature is accepted (repeatable)")
+        ->allow_extra_args(false);
     app->add_flag("--allow-unsigned", a->allow_unsigned, "Accept unsigned bundles or untrusted signers (integrity still checked)");
   };
   auto* verify = group.add_subcommand("verify", "Check signature, structure and every object of bundle volumes");
