@@ -83,13 +83,19 @@ std::string unsupported(std::string_view text, std::string_view why) {
 
 // Runs git, capturing its stderr for the message. No shell is involved.
 void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, std::string_view what) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  env.emplace_back("GIT_TERMINAL_PROMPT=0");  // never wait for a password on a terminal
+  // SSL_CERT_FILE is the one CA setting podplane honours for every transfer, so it also wins
+  // over an inherited GIT_SSL_CAINFO: git then trusts exactly what the HTTP client trusts.
   const char* ca = std::getenv("SSL_CERT_FILE");
-  if (ca != nullptr && *ca != '\0' && std::getenv("GIT_SSL_CAINFO") == nullptr) {
-    env.emplace_back(std::string("GIT_SSL_CAINFO=") + ca);
+  bool override_ca = ca != nullptr && *ca != '\0';
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    if (entry.starts_with("GIT_TERMINAL_PROMPT=")) continue;
+    if (override_ca && entry.starts_with("GIT_SSL_CAINFO=")) continue;
+    env.emplace_back(entry);
   }
+  env.emplace_back("GIT_TERMINAL_PROMPT=0");  // never wait for a password on a terminal
+  if (override_ca) env.emplace_back(std::string("GIT_SSL_CAINFO=") + ca);
   std::vector<char*> argv{const_cast<char*>("git")};
   for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);

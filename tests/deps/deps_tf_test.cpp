@@ -92,7 +92,7 @@ fs::path provider_view(const fs::path& root, const std::string& type, const std:
 
 // Everything the index says, as one comparable text (artifacts, trees, selection).
 std::string index_snapshot(const fs::path& root) {
-  if (!fs::exists(root / "store" / "index.db")) return "(no index)";
+  if (!fs::exists(root / "store" / "index.db")) return "";  // no store is the same as an empty one
   auto store = cache::Store::open(root, cache::Store::Access::read_only);
   std::string text;
   for (const auto& a : store.artifacts()) {
