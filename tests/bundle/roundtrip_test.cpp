@@ -82,6 +82,12 @@ TEST_F(BundleRoundTrip, FullBundleCarriesEveryRowObjectAndSelection) {
   EXPECT_EQ(target.tf_selection()->providers.size(), 2u);
   EXPECT_EQ(target.tf_selection()->platforms, test::kPlatforms);
   test::expect_objects_intact(dir / "offline");
+  // The views reflect the import: provider zips, the lock file, the module's current version.
+  EXPECT_TRUE(fs::exists(cache::layout::providers_dir(dir / "offline") / "registry.opentofu.org/hashicorp/aws" /
+                         "terraform-provider-aws_6.2.0_linux_arm64.zip"));
+  ASSERT_TRUE(fs::exists(cache::layout::lock_file(dir / "offline")));
+  EXPECT_NE(read_file(cache::layout::lock_file(dir / "offline")).find("6.2.0"), std::string::npos);
+  EXPECT_EQ(read_file(cache::layout::current_version_file(dir / "offline")), "2.0.1\n");
   auto audit = target.audit_log();
   EXPECT_TRUE(std::any_of(audit.begin(), audit.end(), [](const auto& e) { return e.action == "bundle-import"; }));
 
@@ -137,6 +143,8 @@ TEST_F(BundleRoundTrip, DeltaCarriesOnlyWhatTheInventoryLacks) {
   EXPECT_TRUE(report.notes.empty()) << report.notes.at(0);
   EXPECT_EQ(test::artifact_lines(target), test::artifact_lines(*source));
   EXPECT_EQ(target.tf_selection()->providers.at(0).version, "6.3.0");
+  EXPECT_NE(read_file(cache::layout::lock_file(dir / "offline")).find("6.3.0"), std::string::npos)
+      << "the lock file did not follow the delta";
 
   // Nothing new: the next delta holds no objects at all.
   write_file(dir / "inventory2.json", make_inventory(target).serialize());
