@@ -26,7 +26,9 @@ struct LockFile {
 // `source_name` is used in error messages (a path or "<stdin>").
 [[nodiscard]] LockFile parse_lock_file(std::string_view text, std::string_view source_name);
 [[nodiscard]] LockFile read_lock_file(const std::filesystem::path& file);
-// The engine's header line ("tofu init" or "terraform init") then the blocks.
+// The engine's header line ("tofu init" or "terraform init") then the blocks. Versions and
+// constraints are written canonically; an address that is not fully-qualified and normalised,
+// a duplicate address or a hash without "scheme:" is an Error (the engines would reject it).
 [[nodiscard]] std::string render_lock_file(const LockFile& lock, Engine engine);
 
 }  // namespace podplane::lockfile
