@@ -2,6 +2,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cache/layout.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "lockfile/error.hpp"
@@ -91,8 +92,14 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   status->add_option("--kind", status_args->kinds, "knc,knd (default: both)");
   status->callback([status_args, &global] {
     auto options = download_options(*status_args, global);
-    auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_only);
-    (void)mirror::deps_status(store, options, std::cout);
+    // Status only reads: without a store yet, everything upstream counts as new.
+    auto root = cache::default_deps_root();
+    if (!std::filesystem::exists(cache::layout::index_db(root))) {
+      (void)mirror::deps_status(nullptr, options, std::cout);
+      return;
+    }
+    auto store = cache::Store::open(root, cache::Store::Access::read_only);
+    (void)mirror::deps_status(&store, options, std::cout);
   });
 }
 

@@ -268,7 +268,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   else out << "Fetched " << fetched_items << " artifacts (" << fetched_bytes << " bytes).\n";
 }
 
-DepsStatus deps_status(const cache::Store& store, const DepsDownloadOptions& options, std::ostream& out) {
+DepsStatus deps_status(const cache::Store* store, const DepsDownloadOptions& options, std::ostream& out) {
   auto archs = options.archs.empty() ? std::vector<std::string>{default_vmconfig_arch()} : options.archs;
   for (const auto& arch : archs) check_choice(arch, {"amd64", "arm64"}, "arch");
   for (const auto& kind : options.kinds) check_choice(kind, {"knc", "knd"}, "kind");
@@ -278,8 +278,8 @@ DepsStatus deps_status(const cache::Store& store, const DepsDownloadOptions& opt
   for (const auto& arch : archs) {
     for (const auto& kind : options.kinds) {
       auto fetched = fetch_manifest(http, base, kind, arch);
-      auto current = current_manifest(store, fetched.manifest.name);
-      bool same = current && vmconfig_manifests_equal(json::parse(store.read_object(current->digest)),
+      auto current = store == nullptr ? std::nullopt : current_manifest(*store, fetched.manifest.name);
+      bool same = current && vmconfig_manifests_equal(json::parse(store->read_object(current->digest)),
                                                       fetched.manifest.document);
       if (!same) changed = true;
     }

@@ -36,7 +36,8 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
 enum class DepsStatus { up_to_date, new_available };
 
 // Compares each stored manifest with upstream (ignoring "cached" markers) and prints
-// "New packages are available to download." or "No new packages available.".
-[[nodiscard]] DepsStatus deps_status(const cache::Store& store, const DepsDownloadOptions& options, std::ostream& out);
+// "New packages are available to download." or "No new packages available.". `store` is
+// null when there is no store yet (then everything upstream is new).
+[[nodiscard]] DepsStatus deps_status(const cache::Store* store, const DepsDownloadOptions& options, std::ostream& out);
 
 }  // namespace podplane::mirror

@@ -1,0 +1,171 @@
+// `podplane deps download` and `deps status` end to end against the fixture's vmconfig
+// manifests: both kinds and arches, the provider filter, sha256 and sha512 digests, dry-run,
+// a warm rerun, a digest mismatch that indexes nothing, and status before/after an upstream change.
+#include <gtest/gtest.h>
+
+#include "cache/store.hpp"
+#include "lockfile/hash.hpp"
+#include "tests/support/test_support.hpp"
+#include "tests/support/upstream.hpp"
+
+namespace podplane::test {
+namespace {
+
+using nlohmann::json;
+
+class VmconfigRun {
+ public:
+  explicit VmconfigRun(const FixtureUpstream& upstream) : upstream_(upstream) {
+    upstream.write_cli_config(dir_ / "cli.tfrc");
+  }
+  fs::path root() const { return dir_ / "deps"; }
+  ProcessResult podplane(std::vector<std::string> args) const {
+    ProcessOptions options;
+    options.env = upstream_.env(root(), dir_ / "cli.tfrc");
+    options.unset_env = {"PODPLANE_ARCH"};
+    return run_podplane(args, options);
+  }
+
+ private:
+  TempDir dir_;
+  const FixtureUpstream& upstream_;
+};
+
+const json& manifest_entry(const FixtureUpstream& upstream, const std::string& name) {
+  for (const auto& manifest : upstream.fixture()["vmconfig"]["manifests"]) {
+    if (manifest["name"] == name) return manifest;
+  }
+  throw std::runtime_error("fixture has no manifest " + name);
+}
+
+std::size_t artifact_requests(const FixtureUpstream& upstream) { return upstream.requests("^/artifacts/").size(); }
+
+std::vector<cache::Artifact> stored(const fs::path& root, cache::ArtifactKind kind) {
+  if (!fs::exists(root / "store" / "index.db")) return {};
+  auto store = cache::Store::open(root, cache::Store::Access::read_only);
+  cache::ArtifactQuery query;
+  query.kind = kind;
+  return store.artifacts(query);
+}
+
+TEST(DepsDownload, FetchesBothKindsFilteredByProviderAndVerifiesEveryDigest) {
+  FixtureUpstream upstream;
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "amd64", "--providers", "aws"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("All dependencies for knc_debian-13_amd64 are up to date."), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("All dependencies for knd_debian-13_amd64 are up to date."), std::string::npos) << result.out;
+
+  for (const char* name : {"vmconfig_knc_debian-13_amd64", "vmconfig_knd_debian-13_amd64"}) {
+    EXPECT_TRUE(fs::exists(deps.root() / "vmconfig" / "manifests" / (std::string(name) + ".json"))) << name;
+    for (const auto& item : manifest_entry(upstream, name)["items"]) {
+      auto view = deps.root() / "vmconfig" / "artifacts" / item["name"].get<std::string>() /
+                  item["version"].get<std::string>() / item["filename"].get<std::string>();
+      auto providers = item["providers"].get<std::vector<std::string>>();
+      bool wanted = providers.empty() || std::find(providers.begin(), providers.end(), "aws") != providers.end();
+      EXPECT_EQ(fs::exists(view), wanted) << view;
+      if (wanted && fs::exists(view)) EXPECT_EQ(lockfile::file_digest_hex(view), item["sha256"]) << view;
+    }
+  }
+  auto artifacts = stored(deps.root(), cache::ArtifactKind::vmconfig_artifact);
+  EXPECT_FALSE(artifacts.empty());
+  bool saw_sha512 = false;
+  for (const auto& a : artifacts) {
+    EXPECT_EQ(a.trust, cache::Trust::checksum);
+    saw_sha512 = saw_sha512 || a.upstream_digest.starts_with("sha512:");
+  }
+  EXPECT_TRUE(saw_sha512);
+  EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::vmconfig_manifest).size(), 2u);
+
+  // Warm: nothing transferred again.
+  auto before = artifact_requests(upstream);
+  auto warm = deps.podplane({"deps", "download", "--arch", "amd64", "--providers", "aws"});
+  ASSERT_EQ(warm.exit_code, 0) << warm.out << warm.err;
+  EXPECT_EQ(artifact_requests(upstream), before);
+  EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::vmconfig_manifest).size(), 2u);
+
+  auto status = deps.podplane({"deps", "status", "--arch", "amd64"});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_EQ(status.out, "No new packages available.\n");
+}
+
+TEST(DepsDownload, DryRunListsAndWritesNothing) {
+  FixtureUpstream upstream;
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "arm64", "--kind", "knc", "--dry-run"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("VMConfig manifest: " + upstream.url("/manifests/vmconfig_knc_debian-13_arm64.json")),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("VMConfig artifacts that would be downloaded:"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("vmconfig/artifacts/netsy/1.1.0/netsy_1.1.0_linux_arm64.tar.gz"), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("nstance-agent"), std::string::npos) << "provider-specific item without --providers";
+  EXPECT_EQ(artifact_requests(upstream), 0u);
+  EXPECT_FALSE(fs::exists(deps.root() / "vmconfig"));
+  EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_manifest).empty());
+}
+
+TEST(DepsDownload, DigestMismatchIndexesNothingAndSaysExpectedAndGot) {
+  FixtureOptions fixture;
+  fixture.sharing = FixtureOptions::Sharing::private_copy;
+  FixtureUpstream upstream(fixture);
+  // Damage one sha256 and one sha512 artifact after the manifest was written.
+  for (const char* path : {"artifacts/containerd/2.3.1/containerd-2.3.1-linux-amd64.tar.gz",
+                           "artifacts/netsy/1.1.0/netsy_1.1.0_linux_amd64.tar.gz"}) {
+    auto file = upstream.www() / path;
+    auto bytes = read_file(file);
+    bytes[bytes.size() / 2] ^= 0x5a;
+    write_file(file, bytes);
+  }
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("containerd-2.3.1-linux-amd64.tar.gz"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("checksum mismatch for vmconfig/artifacts/netsy/1.1.0/netsy_1.1.0_linux_amd64.tar.gz"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("expected: sha512:"), std::string::npos) << result.err;
+  EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_artifact).empty());
+  EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_manifest).empty());
+  EXPECT_FALSE(fs::exists(deps.root() / "vmconfig"));
+}
+
+TEST(DepsDownload, StatusSeesANewUpstreamManifest) {
+  FixtureOptions fixture;
+  fixture.sharing = FixtureOptions::Sharing::private_copy;
+  FixtureUpstream upstream(fixture);
+  VmconfigRun deps(upstream);
+  auto before = deps.podplane({"deps", "status", "--arch", "amd64", "--kind", "knc"});
+  EXPECT_EQ(before.out, "New packages are available to download.\n") << before.err;
+  ASSERT_EQ(deps.podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"}).exit_code, 0);
+  EXPECT_EQ(deps.podplane({"deps", "status", "--arch", "amd64", "--kind", "knc"}).out, "No new packages available.\n");
+  upstream.rebuild({"--add-version", "vmconfig=1.0.0"});
+  auto after = deps.podplane({"deps", "status", "--arch", "amd64", "--kind", "knc"});
+  EXPECT_EQ(after.out, "New packages are available to download.\n") << after.err;
+  // Fetching the new manifest adds to the store; the old manifest row stays.
+  ASSERT_EQ(deps.podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"}).exit_code, 0);
+  EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::vmconfig_manifest).size(), 2u);
+  EXPECT_NE(read_file(deps.root() / "vmconfig/manifests/vmconfig_knc_debian-13_amd64.json").find("\"1.0.0\""),
+            std::string::npos);
+}
+
+TEST(DepsDownload, BothArchesAtOnce) {
+  FixtureUpstream upstream;
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "amd64,arm64", "--kind", "knd"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_TRUE(fs::exists(deps.root() / "vmconfig/manifests/vmconfig_knd_debian-13_arm64.json"));
+  EXPECT_TRUE(fs::exists(deps.root() / "vmconfig/artifacts/zot/2.1.17/zot-linux-arm64"));
+  EXPECT_TRUE(fs::exists(deps.root() / "vmconfig/artifacts/zot/2.1.17/zot-linux-amd64"));
+}
+
+TEST(DepsDownload, UnknownArchIsAUsageError) {
+  FixtureUpstream upstream;
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "riscv64"});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("unsupported arch \"riscv64\""), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace podplane::test
