@@ -92,6 +92,18 @@ def write_if_changed(path, data, mode=None):
     os.replace(tmp, path)
 
 
+def link_file(source, link):
+    """Hard-links `link` to `source` (the mirror serves the release files without copies)."""
+    os.makedirs(os.path.dirname(link), exist_ok=True)
+    try:
+        if os.path.samefile(source, link):
+            return
+        os.unlink(link)
+    except FileNotFoundError:
+        pass
+    os.link(source, link)
+
+
 def write_json(path, value):
     write_if_changed(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
@@ -225,7 +237,7 @@ def provider_matches(spec, provider):
 def build_providers(out, www, gpg, config, args, fixture):
     for provider in config["providers"]:
         ns, ptype = provider["namespace"], provider["type"]
-        platforms = provider.get("platforms", ALL_PLATFORMS)
+        platforms = ALL_PLATFORMS if args.complete_platforms else provider.get("platforms", ALL_PLATFORMS)
         key = provider["key"]
         signer = "wrong" if any(provider_matches(w, provider) for w in args.wrong_key) else key
         entry = {"namespace": ns, "type": ptype, "key": key, "key_fingerprint": gpg.keys[key]["fingerprint"],
@@ -253,7 +265,7 @@ def build_providers(out, www, gpg, config, args, fixture):
                     data[len(data) // 2] ^= 0xFF
                     data = bytes(data)
                 write_if_changed(os.path.join(rel_dir, name), data)
-                served[platform] = data
+                served[platform] = os.path.join(rel_dir, name)
                 # sha256/h1/zh describe the genuine package; served_sha256 what the server sends.
                 packages[platform] = {"filename": name, "sha256": digest, "served_sha256": sha256_hex(data),
                                       "size": len(data), "h1": h1, "zh": "zh:" + digest, "url": release + name}
@@ -294,8 +306,7 @@ def build_providers(out, www, gpg, config, args, fixture):
                 archives = {}
                 for platform in platforms:
                     pkg = packages[platform]
-                    link = os.path.join(mdir, pkg["filename"])
-                    write_if_changed(link, served[platform])
+                    link_file(served[platform], os.path.join(mdir, pkg["filename"]))
                     archives[platform] = {"url": pkg["filename"], "hashes": [pkg["h1"], pkg["zh"]]}
                 write_json(os.path.join(mdir, version + ".json"), {"archives": archives})
         write_json(os.path.join(www, "v1", "providers", ns, ptype, "versions"), versions_doc)
@@ -506,6 +517,10 @@ def load_config(out, args):
                   "vmconfig_version": DEFAULT_VMCONFIG_VERSION, "zip_size": 16 * 1024}
     if args.zip_size is not None:
         config["zip_size"] = args.zip_size
+    if args.only:
+        config["providers"] = [p for p in config["providers"] if any(provider_matches(o, p) for o in args.only)]
+        if not config["providers"]:
+            raise SystemExit("--only matched no provider")
     for spec in args.add_version:
         what, _, version = spec.partition("=")
         if not version:
@@ -534,6 +549,10 @@ def main():
     parser.add_argument("--shasums-mismatch", action="append", default=[], metavar="NAME",
                         help="give this zip a wrong line in SHA256SUMS (signed; shasum and zip agree)")
     parser.add_argument("--zip-size", type=int, default=None, metavar="BYTES", help="size of each provider zip (default 16 KiB)")
+    parser.add_argument("--complete-platforms", action="store_true",
+                        help="give every provider all four platforms (cloudinit normally lacks darwin_arm64)")
+    parser.add_argument("--only", action="append", default=[], metavar="PROVIDER",
+                        help="build only these providers (e.g. for large --zip-size benchmarks)")
     parser.add_argument("--add-version", action="append", default=[], metavar="WHAT=VERSION",
                         help="add a provider (aws=6.3.0), module (module=2.2.0) or vmconfig (vmconfig=1.0.0) version")
     args = parser.parse_args()

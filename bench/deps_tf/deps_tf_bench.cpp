@@ -1,0 +1,286 @@
+// deps_tf_bench [--workdir DIR] [--big-mib N] [--skip-memory] [--skip-deps-tf]
+// Measures, in one run and against a peer on the same server and files (docs/download.md):
+//   engine:  a cold fetch of 6 providers x 4 platforms by the Downloader (--jobs 8) vs a
+//            sequential `curl` loop over the same URLs, fixture server adding 50 ms per request
+//            (target >= 4x)
+//   deps tf: cold `podplane deps tf` for 4 platforms vs a sequential `curl` loop over every URL
+//            it fetched (from the server's access log) (target >= 4x); warm re-run (< 1 s, no zip bytes)
+//   memory:  peak RSS (ru_maxrss) of a Downloader fetch of N MiB provider zips (target < 100 MiB)
+// Run by hand (not by ctest).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/store.hpp"
+#include "mirror/download.hpp"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const fs::path kTools = fs::path(PODPLANE_SOURCE_DIR) / "tests" / "tools" / "upstream";
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+[[noreturn]] void die(const std::string& message) {
+  std::fprintf(stderr, "deps_tf_bench: %s\n", message.c_str());
+  std::exit(1);
+}
+
+struct Exit {
+  int status = 0;
+  long max_rss_kib = 0;
+};
+
+// fork/exec, output to `log` (or /dev/null); wait4 gives the child's own peak RSS.
+Exit run(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env = {},
+         const std::string& log = "/dev/null") {
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+    int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(out, 1);
+    dup2(out, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  Exit result;
+  rusage usage{};
+  int status = 0;
+  wait4(pid, &status, 0, &usage);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.max_rss_kib = usage.ru_maxrss;
+  return result;
+}
+
+class Server {
+ public:
+  Server(const fs::path& root, int delay_ms, const fs::path& log) {
+    int fds[2];
+    if (pipe(fds) != 0) die("pipe failed");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], 1);
+      close(fds[0]);
+      std::string delay = std::to_string(delay_ms);
+      execlp("python3", "python3", (kTools / "serve.py").c_str(), "--root", root.c_str(), "--delay-ms", delay.c_str(),
+             "--log", log.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[1]);
+    std::string line;
+    char c;
+    while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
+    close(fds[0]);
+    if (line.rfind("listening ", 0) != 0) die("serve.py did not start: " + line);
+    base_ = line.substr(10);
+  }
+  ~Server() {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
+  const std::string& base() const { return base_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string base_;
+};
+
+void build(const fs::path& out, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv{"python3", (kTools / "build_fixture.py").string(), out.string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  if (run(argv, {}, (out.parent_path() / "build.log").string()).status != 0) die("build_fixture.py failed, see build.log");
+}
+
+nlohmann::json read_json(const fs::path& file) {
+  std::ifstream in(file);
+  return nlohmann::json::parse(in);
+}
+
+std::vector<nlohmann::json> read_log(const fs::path& file) {
+  std::vector<nlohmann::json> entries;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded()) entries.push_back(j);
+  }
+  return entries;
+}
+
+// The first version of every provider, every platform it has: "6 providers x 4 platforms".
+std::vector<podplane::mirror::DownloadItem> first_versions(const nlohmann::json& fixture, const std::string& base) {
+  std::vector<podplane::mirror::DownloadItem> items;
+  for (const auto& provider : fixture["providers"]) {
+    for (const auto& [platform, pkg] : provider["versions"][0]["packages"].items()) {
+      podplane::mirror::DownloadItem item;
+      item.url = base + pkg["url"].get<std::string>();
+      item.expected_sha256 = pkg["sha256"].get<std::string>();
+      item.label = pkg["filename"].get<std::string>();
+      items.push_back(item);
+    }
+  }
+  return items;
+}
+
+double curl_loop(const std::vector<std::string>& urls, const fs::path& ca, const fs::path& dir) {
+  fs::create_directories(dir);
+  const auto start = Clock::now();
+  int n = 0;
+  for (const auto& url : urls) {
+    auto exit = run({"curl", "-sS", "-f", "--cacert", ca.string(), "-o", (dir / std::to_string(n++)).string(), url});
+    if (exit.status != 0) die("curl failed for " + url);
+  }
+  return since(start);
+}
+
+double fetch_with_engine(const std::vector<podplane::mirror::DownloadItem>& items, const fs::path& ca, const fs::path& root) {
+  auto store = podplane::cache::Store::open(root);
+  podplane::mirror::DownloadOptions options;
+  options.jobs = 8;
+  options.per_host = 8;
+  options.progress = podplane::mirror::Progress::quiet;
+  options.http.ca_file = ca;
+  podplane::mirror::Downloader downloader(options);
+  const auto start = Clock::now();
+  auto outcomes = downloader.fetch_into_store(store, items);
+  const double seconds = since(start);
+  for (const auto& outcome : outcomes) {
+    if (!outcome.ok) die(outcome.error);
+  }
+  return seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fs::path work;
+  long big_mib = 100;
+  bool memory = true, deps_tf = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--workdir" && i + 1 < argc) {
+      work = argv[++i];
+    } else if (arg == "--big-mib" && i + 1 < argc) {
+      big_mib = std::stol(argv[++i]);
+    } else if (arg == "--skip-memory") {
+      memory = false;
+    } else if (arg == "--skip-deps-tf") {
+      deps_tf = false;
+    } else {
+      std::fprintf(stderr, "usage: deps_tf_bench [--workdir DIR] [--big-mib N] [--skip-memory] [--skip-deps-tf]\n");
+      return 2;
+    }
+  }
+  if (work.empty()) {
+    char pattern[] = "/tmp/deps-tf-bench-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) die("mkdtemp failed");
+    work = pattern;
+  }
+  fs::create_directories(work);
+  std::printf("deps_tf_bench: workdir %s\n", work.c_str());
+
+  // 1. Engine vs sequential curl, 50 ms added per request.
+  build(work / "small", {"--complete-platforms"});
+  const auto fixture = read_json(work / "small" / "fixture.json");
+  const fs::path ca = work / "small" / "tls" / "ca.pem";
+  {
+    Server server(work / "small", 50, work / "small-access.log");
+    auto items = first_versions(fixture, server.base());
+    std::vector<std::string> urls;
+    for (const auto& item : items) urls.push_back(item.url);
+    const double engine = fetch_with_engine(items, ca, work / "deps-engine");
+    const double curl = curl_loop(urls, ca, work / "curl-engine");
+    std::printf("engine:  %zu zips, Downloader --jobs 8 %.2f s, sequential curl %.2f s: %.1fx (target >= 4x)\n",
+                items.size(), engine, curl, curl / engine);
+
+    // 2. The whole `podplane deps tf`, cold and warm, against curl over the URLs it fetched.
+    if (deps_tf) {
+      const fs::path tfrc = work / "cli.tfrc";
+      std::ofstream(tfrc) << "host \"registry.opentofu.org\" {\n  services = {\n    \"providers.v1\" = \"" << server.base()
+                          << "/v1/providers/\"\n    \"modules.v1\" = \"" << server.base() << "/v1/modules/\"\n  }\n}\n";
+      std::vector<std::pair<std::string, std::string>> env{{"TF_CLI_CONFIG_FILE", tfrc.string()},
+                                                           {"SSL_CERT_FILE", ca.string()},
+                                                           {"PODPLANE_DEPS_URL", server.base()},
+                                                           {"PODPLANE_DEPS_CACHE_DIR", (work / "deps-tf").string()}};
+      const std::vector<std::string> command{PODPLANE_BINARY, "--quiet", "deps", "tf", "--platform", "linux_amd64",
+                                             "--platform", "linux_arm64", "--platform", "darwin_amd64",
+                                             "--platform", "darwin_arm64"};
+      const std::size_t mark = read_log(work / "small-access.log").size();
+      auto start = Clock::now();
+      auto cold = run(command, env, (work / "deps-tf.log").string());
+      const double cold_s = since(start);
+      if (cold.status != 0) {
+        std::printf("deps tf: cold run failed (exit %d), see %s\n", cold.status, (work / "deps-tf.log").c_str());
+      } else {
+        auto entries = read_log(work / "small-access.log");
+        std::vector<std::string> fetched;
+        for (std::size_t i = mark; i < entries.size(); ++i) {
+          const std::string path = entries[i]["path"];
+          if (entries[i]["method"] == "GET" && path.rfind("/git/", 0) != 0 && entries[i]["status"].get<int>() < 300) {
+            fetched.push_back(server.base() + path);
+          }
+        }
+        const std::size_t warm_mark = entries.size();
+        start = Clock::now();
+        auto warm = run(command, env, (work / "deps-tf.log").string());
+        const double warm_s = since(start);
+        std::uint64_t warm_zip_bytes = 0;
+        auto after = read_log(work / "small-access.log");
+        for (std::size_t i = warm_mark; i < after.size(); ++i) {
+          const std::string path = after[i]["path"];
+          if (path.size() > 4 && path.substr(path.size() - 4) == ".zip") warm_zip_bytes += after[i]["bytes"].get<std::uint64_t>();
+        }
+        const double curl_all = curl_loop(fetched, ca, work / "curl-deps-tf");
+        std::printf("deps tf: cold %.2f s for %zu requests, sequential curl over them %.2f s: %.1fx (target >= 4x)\n",
+                    cold_s, fetched.size(), curl_all, curl_all / cold_s);
+        std::printf("deps tf: warm re-run %.2f s (target < 1 s), exit %d, zip bytes transferred %llu (target 0)\n", warm_s,
+                    warm.status, static_cast<unsigned long long>(warm_zip_bytes));
+      }
+    }
+  }
+
+  // 3. Peak memory with big zips, in a child so its ru_maxrss is the fetch's alone.
+  if (memory) {
+    const fs::path big = work / "big";
+    build(big, {"--only", "hashicorp/aws", "--zip-size", std::to_string(big_mib * 1024 * 1024)});
+    const auto big_fixture = read_json(big / "fixture.json");
+    Server server(big, 0, work / "big-access.log");
+    auto items = first_versions(big_fixture, server.base());
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      fetch_with_engine(items, big / "tls" / "ca.pem", work / "deps-big");
+      _exit(0);
+    }
+    rusage usage{};
+    int status = 0;
+    const auto start = Clock::now();
+    wait4(pid, &status, 0, &usage);
+    const double seconds = since(start);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("the big fetch failed");
+    std::printf("memory:  %zu zips of %ld MiB in %.1f s, peak RSS %.1f MiB (target < 100 MiB)\n", items.size(), big_mib,
+                seconds, static_cast<double>(usage.ru_maxrss) / 1024.0);
+  }
+  return 0;
+}
