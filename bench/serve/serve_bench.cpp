@@ -1,0 +1,188 @@
+// serve_bench: requests/s and latency of `podplane mirror serve` against Debian's nginx serving
+// `podplane mirror export` of the same store, measured in the same run on loopback, plain HTTP
+// and HTTPS. Workloads: a network-mirror <version>.json (many small answers) and a 100 MiB
+// provider zip. Prints one table; the goal is podplane ≥ 0.5× nginx.
+//   usage: serve_bench [--json-clients N] [--json-requests N] [--zip-clients N] [--zip-requests N] [--zip-mib N]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "tests/serve/serve_fixture.hpp"
+
+namespace ps = podplane::serve_test;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Result {
+  double seconds = 0;
+  std::size_t requests = 0;
+  std::size_t errors = 0;
+  std::uint64_t bytes = 0;
+  double p50_ms = 0, p99_ms = 0;
+};
+
+Result load(const std::string& url, int clients, int per_client, const std::optional<fs::path>& ca) {
+  std::vector<double> latencies;
+  std::mutex mutex;
+  std::atomic<std::size_t> errors{0};
+  std::atomic<std::uint64_t> bytes{0};
+  auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&] {
+      ps::CurlSession http;
+      ps::HttpRequest request;
+      request.ca_file = ca;
+      std::vector<double> mine;
+      for (int i = 0; i < per_client; ++i) {
+        auto t0 = Clock::now();
+        auto answer = http.fetch(url, request);
+        mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        if (answer.status != 200) ++errors;
+        bytes += answer.body.size();
+      }
+      std::lock_guard lock(mutex);
+      latencies.insert(latencies.end(), mine.begin(), mine.end());
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  Result result;
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.requests = latencies.size();
+  result.errors = errors;
+  result.bytes = bytes;
+  std::sort(latencies.begin(), latencies.end());
+  if (!latencies.empty()) {
+    result.p50_ms = latencies[latencies.size() / 2];
+    result.p99_ms = latencies[std::min(latencies.size() - 1, latencies.size() * 99 / 100)];
+  }
+  return result;
+}
+
+std::string nginx_config(const fs::path& prefix, const fs::path& root, int port, int tls_port, const fs::path& tls) {
+  std::string p = prefix.string();
+  return "daemon off;\nmaster_process off;\nworker_processes 1;\npid " + p + "/nginx.pid;\nerror_log " + p +
+         "/error.log warn;\nevents { worker_connections 1024; }\nhttp {\n  access_log off;\n"
+         "  client_body_temp_path " + p + "/tmp/body;\n  proxy_temp_path " + p + "/tmp/proxy;\n"
+         "  fastcgi_temp_path " + p + "/tmp/fastcgi;\n  uwsgi_temp_path " + p + "/tmp/uwsgi;\n"
+         "  scgi_temp_path " + p + "/tmp/scgi;\n"
+         "  types { application/json json; application/zip zip; application/gzip gz; }\n"
+         "  default_type application/octet-stream;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 100000;\n"
+         "  server {\n    listen 127.0.0.1:" + std::to_string(port) + ";\n"
+         "    listen 127.0.0.1:" + std::to_string(tls_port) + " ssl;\n"
+         "    ssl_certificate " + (tls / "cert.pem").string() + ";\n    ssl_certificate_key " + (tls / "key.pem").string() + ";\n"
+         "    root " + root.string() + ";\n  }\n}\n";
+}
+
+int main(int argc, char** argv) {
+  int json_clients = 16, json_requests = 500, zip_clients = 2, zip_requests = 4, zip_mib = 100;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    int value = std::stoi(argv[i + 1]);
+    if (flag == "--json-clients") json_clients = value;
+    else if (flag == "--json-requests") json_requests = value;
+    else if (flag == "--zip-clients") zip_clients = value;
+    else if (flag == "--zip-requests") zip_requests = value;
+    else if (flag == "--zip-mib") zip_mib = value;
+    else {
+      std::cerr << "unknown option " << flag << "\n";
+      return 2;
+    }
+  }
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  podplane::test::TempDir temp;
+  std::cerr << "serve_bench: filling a store in " << temp.path() << "\n";
+  ps::fill_store(temp / "deps", temp / "work");
+  {
+    // The big provider package: one zip of zip_mib MiB of incompressible bytes.
+    auto store = podplane::cache::Store::open(temp / "deps");
+    fs::path zip = ps::make_provider_zip(temp / "work", "big", "1.0.0", "linux_amd64",
+                                         static_cast<std::size_t>(zip_mib) * 1024 * 1024);
+    podplane::cache::Artifact artifact;
+    artifact.kind = podplane::cache::ArtifactKind::provider_package;
+    artifact.address = "registry.opentofu.org/hashicorp/big";
+    artifact.version = "1.0.0";
+    artifact.platform = "linux_amd64";
+    artifact.filename = zip.filename().string();
+    artifact.digest = store.add_file(zip);
+    artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
+    artifact.h1 = podplane::lockfile::h1_hash_of_zip(zip);
+    artifact.zh = "zh:" + artifact.digest;
+    artifact.trust = podplane::cache::Trust::unverified;
+    store.add_artifact(artifact);
+    fs::remove(zip);
+  }
+  ps::make_tls_certificate(temp.path());
+  auto exported = podplane::test::run_podplane({"mirror", "export", (temp / "export").string()},
+                                               {.env = {{"PODPLANE_DEPS_CACHE_DIR", (temp / "deps").string()}}});
+  if (exported.exit_code != 0) {
+    std::cerr << exported.err;
+    return 1;
+  }
+
+  fs::path prefix = temp / "nginx";
+  fs::create_directories(prefix / "tmp");
+  int port = ps::free_port(), tls_port = ps::free_port();
+  podplane::test::write_file(prefix / "nginx.conf", nginx_config(prefix, temp / "export", port, tls_port, temp.path()));
+  ps::Background nginx({fs::exists("/usr/sbin/nginx") ? "/usr/sbin/nginx" : "nginx", "-e", (prefix / "error.log").string(),
+                        "-p", prefix.string(), "-c", (prefix / "nginx.conf").string()},
+                       {}, prefix / "stderr.log");
+  if (!ps::wait_for_port(port) || !ps::wait_for_port(tls_port)) {
+    std::cerr << "nginx did not start\n";
+    return 1;
+  }
+  std::map<std::string, std::string> env{{"PODPLANE_DEPS_CACHE_DIR", (temp / "deps").string()}};
+  ps::Background plain({podplane::test::podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0",
+                        "--plain-http"},
+                       env, temp / "plain.log");
+  ps::Background tls({podplane::test::podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0",
+                      "--tls-cert", (temp / "cert.pem").string(), "--tls-key", (temp / "key.pem").string()},
+                     env, temp / "tls.log");
+  std::string plain_url = plain.first_line(), tls_url = tls.first_line();
+  if (plain_url.empty() || tls_url.empty()) {
+    std::cerr << "mirror serve did not start\n";
+    return 1;
+  }
+  plain_url.pop_back();
+  tls_url.pop_back();
+
+  const std::string json_path = "/v1/mirror/registry.opentofu.org/hashicorp/null/3.2.4.json";
+  const std::string zip_path = "/v1/mirror/registry.opentofu.org/hashicorp/big/terraform-provider-big_1.0.0_linux_amd64.zip";
+  struct Row {
+    std::string workload, server;
+    Result result;
+  };
+  std::vector<Row> rows;
+  auto ca = std::optional<fs::path>(temp / "cert.pem");
+  for (const auto& [scheme, ours, theirs, use_ca] :
+       std::vector<std::tuple<std::string, std::string, std::string, bool>>{
+           {"http", plain_url, "http://127.0.0.1:" + std::to_string(port), false},
+           {"https", tls_url, "https://127.0.0.1:" + std::to_string(tls_port), true}}) {
+    auto verify = use_ca ? ca : std::nullopt;
+    load(ours + json_path, 2, 20, verify);  // warm-up: page cache, TLS session setup paths
+    load(theirs + json_path, 2, 20, verify);
+    rows.push_back({scheme + " JSON", "podplane", load(ours + json_path, json_clients, json_requests, verify)});
+    rows.push_back({scheme + " JSON", "nginx", load(theirs + json_path, json_clients, json_requests, verify)});
+    rows.push_back({scheme + " zip " + std::to_string(zip_mib) + " MiB", "podplane", load(ours + zip_path, zip_clients, zip_requests, verify)});
+    rows.push_back({scheme + " zip " + std::to_string(zip_mib) + " MiB", "nginx", load(theirs + zip_path, zip_clients, zip_requests, verify)});
+  }
+
+  std::printf("%-20s %-9s %9s %10s %9s %9s %7s %7s\n", "workload", "server", "requests", "req/s", "p50 ms", "p99 ms",
+              "MiB/s", "errors");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i].result;
+    std::printf("%-20s %-9s %9zu %10.1f %9.2f %9.2f %7.1f %7zu\n", rows[i].workload.c_str(), rows[i].server.c_str(),
+                r.requests, r.requests / r.seconds, r.p50_ms, r.p99_ms, r.bytes / r.seconds / 1048576.0, r.errors);
+    if (i % 2 == 1) {
+      const auto& ours = rows[i - 1].result;
+      std::printf("%-20s podplane/nginx throughput: %.2f×\n", rows[i].workload.c_str(),
+                  (ours.requests / ours.seconds) / (r.requests / r.seconds));
+    }
+  }
+  return 0;
+}
