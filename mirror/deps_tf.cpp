@@ -4,6 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <map>
 #include <optional>
 #include <random>
@@ -338,20 +342,57 @@ class TfRun {
     return root;
   }
 
+  // Runs fn(i, http, registry) for i in [0, count) on up to --jobs threads, each with its own
+  // HTTP and registry client (neither is thread-safe). Registry answers are small but many:
+  // fetching them one after another would dominate a cold run on a slow link. The error of
+  // the lowest index is rethrown, so failures are reported deterministically.
+  template <typename Fn>
+  void parallel_for(std::size_t count, Fn fn) {
+    if (count == 0) return;
+    std::atomic<std::size_t> next{0};
+    std::vector<std::exception_ptr> errors(count);
+    auto workers = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, options_.download.jobs)), count);
+    auto work = [&] {
+      HttpClient http(options_.download.http);
+      RegistryClient registry(http, config_);
+      for (std::size_t i = next++; i < count; i = next++) {
+        try {
+          fn(i, http, registry);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+    work();
+    for (auto& thread : threads) thread.join();
+    for (const auto& error : errors) {
+      if (error) std::rethrow_exception(error);
+    }
+  }
+
   // ---- providers --------------------------------------------------------------------------
 
   std::vector<cache::TfSelection::Provider> resolve_providers() {
-    std::vector<cache::TfSelection::Provider> selection;
-    for (auto& [text, want] : wants_) {
-      auto merged = Constraints::merge(want.constraints);
-      std::vector<Version> available;
-      if (const auto* mirror = config_.network_mirror_for(text)) {
-        available = registry_.mirror_versions(mirror->location, want.address);
+    std::vector<const ProviderWant*> wants;
+    for (const auto& [text, want] : wants_) wants.push_back(&want);
+    std::vector<std::vector<Version>> listed(wants.size());
+    parallel_for(wants.size(), [&](std::size_t i, HttpClient&, RegistryClient& registry) {
+      const auto& want = *wants[i];
+      if (const auto* mirror = config_.network_mirror_for(want.address.str())) {
+        listed[i] = registry.mirror_versions(mirror->location, want.address);
       } else {
-        for (const auto& version : registry_.provider_versions(want.address)) {
-          if (protocols_supported(version.protocols)) available.push_back(version.version);
+        for (const auto& version : registry.provider_versions(want.address)) {
+          if (protocols_supported(version.protocols)) listed[i].push_back(version.version);
         }
       }
+    });
+    std::vector<cache::TfSelection::Provider> selection;
+    std::size_t index = 0;
+    for (auto& [text, want] : wants_) {
+      auto merged = Constraints::merge(want.constraints);
+      const auto& available = listed[index++];
       Version chosen;
       if (want.pinned) {
         if (!merged.allows(*want.pinned)) {
@@ -409,18 +450,8 @@ class TfRun {
     if (it != documents_.end()) return it->second;
     SignedDocuments documents;
     auto sums_name = basename_of_url(answer.shasums_url);
-    // SHA256SUMS and its signature are fetched without the registry token (tf-protocols.md §1.3).
-    auto sums = http_.get(answer.shasums_url);
-    if (sums.status != 200) {
-      throw Error("cannot fetch " + sums_name + " (" + answer.shasums_url + "): HTTP " + std::to_string(sums.status));
-    }
-    auto signature = http_.get(answer.shasums_signature_url);
-    if (signature.status != 200) {
-      throw Error("cannot fetch the signature of " + sums_name + " (" + answer.shasums_signature_url +
-                  "): HTTP " + std::to_string(signature.status));
-    }
-    documents.shasums = std::move(sums.body);
-    documents.signature = std::move(signature.body);
+    documents.shasums = fetched_documents_.at(answer.shasums_url);
+    documents.signature = fetched_documents_.at(answer.shasums_signature_url);
     if (answer.signing_keys.empty()) {
       if (options_.verification != Verification::allow_unverified) {
         throw Error("signature check failed for " + sums_name + ": the registry lists no signing keys for " +
@@ -440,8 +471,7 @@ class TfRun {
 
   // Phase 1: registry answers, signed SHA256SUMS and the agreement of every checksum, before
   // a single package byte is fetched.
-  void prepare_registry_job(PackageJob& job) {
-    auto answer = registry_.provider_download(job.address, job.version, job.platform);
+  void prepare_registry_job(PackageJob& job, ProviderDownload& answer) {
     job.filename = answer.filename;
     job.url = answer.download_url;
     const auto& documents = signed_documents(job, answer);
@@ -501,11 +531,37 @@ class TfRun {
   }
 
   void check_and_fetch(std::vector<PackageJob>& jobs) {
-    for (auto& job : jobs) {
-      if (const auto* mirror = config_.network_mirror_for(job.address.str())) {
-        prepare_mirror_job(job, mirror->location);
+    // Registry answers, then SHA256SUMS and signatures, each fetched in parallel; the checks
+    // then run in order. SHA256SUMS and signatures go without the registry token (§1.3).
+    std::vector<std::optional<ProviderDownload>> answers(jobs.size());
+    parallel_for(jobs.size(), [&](std::size_t i, HttpClient&, RegistryClient& registry) {
+      if (config_.network_mirror_for(jobs[i].address.str()) != nullptr) return;
+      answers[i] = registry.provider_download(jobs[i].address, jobs[i].version, jobs[i].platform);
+    });
+    std::vector<std::string> document_urls;
+    for (const auto& answer : answers) {
+      if (!answer) continue;
+      for (const auto* url : {&answer->shasums_url, &answer->shasums_signature_url}) {
+        if (std::find(document_urls.begin(), document_urls.end(), *url) == document_urls.end()) {
+          document_urls.push_back(*url);
+        }
+      }
+    }
+    std::vector<std::string> bodies(document_urls.size());
+    parallel_for(document_urls.size(), [&](std::size_t i, HttpClient& http, RegistryClient&) {
+      auto response = http.get(document_urls[i]);
+      if (response.status != 200) {
+        throw Error("cannot fetch " + basename_of_url(document_urls[i]) + " (" + document_urls[i] + "): HTTP " +
+                    std::to_string(response.status));
+      }
+      bodies[i] = std::move(response.body);
+    });
+    for (std::size_t i = 0; i < document_urls.size(); ++i) fetched_documents_[document_urls[i]] = std::move(bodies[i]);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (answers[i]) {
+        prepare_registry_job(jobs[i], *answers[i]);
       } else {
-        prepare_registry_job(job);
+        prepare_mirror_job(jobs[i], config_.network_mirror_for(jobs[i].address.str())->location);
       }
     }
     if (jobs.empty()) return;
@@ -695,6 +751,7 @@ class TfRun {
   std::string last_module_key_;
   int materialized_ = 0;
   std::map<std::string, SignedDocuments> documents_;
+  std::map<std::string, std::string> fetched_documents_;  // SHA256SUMS and signatures by URL
   std::map<std::string, std::map<std::string, MirrorArchive>> mirror_documents_;
   std::map<std::size_t, std::string> job_digest_;
   std::map<std::size_t, std::uint64_t> job_size_;
