@@ -34,12 +34,15 @@ struct Child {
 
 // fork/exec with stdout/stderr to /dev/null; wait4 gives the child's own peak RSS.
 Child run(const std::vector<std::string>& argv, const fs::path& deps_root) {
+  std::fflush(stdout);  // or the child inherits and repeats our buffered lines
+  std::fflush(stderr);
   auto start = std::chrono::steady_clock::now();
   pid_t pid = fork();
   if (pid == 0) {
     setenv("PODPLANE_DEPS_CACHE_DIR", deps_root.c_str(), 1);
-    std::FILE* null = std::freopen("/dev/null", "w", stdout);
-    (void)null;
+    std::FILE* out = std::freopen("/dev/null", "w", stdout);
+    std::FILE* err = std::freopen("/dev/null", "w", stderr);
+    (void)out, (void)err;
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -185,6 +188,10 @@ int main(int argc, char** argv) {
   std::printf("peak RSS: create %.1f MiB, import %.1f MiB (target < 64 MiB) %s\n", create_rss / 1024.0,
               imp.max_rss_kib / 1024.0, create_rss < 65536 && imp.max_rss_kib < 65536 ? "OK" : "MISSED");
 
+  if (std::getenv("BUNDLE_BENCH_KEEP") != nullptr) {
+    std::printf("kept %s\n", work.c_str());
+    return 0;
+  }
   std::string cleanup = "chmod -R u+w '" + work.string() + "' && rm -rf '" + work.string() + "'";
   if (std::system(cleanup.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", work.c_str());
   return 0;
