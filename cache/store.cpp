@@ -454,8 +454,15 @@ Store Store::open(const fs::path& deps_root, Access access, TempSweep sweep) {
       impl->db = sqlite::Database::open(index, sqlite::OpenMode::read_only);
       (void)applied_schema_version(impl->db);
     } catch (const Error&) {
+      // Only read-only media justify immutable=1: on a writable disk a failure is real, and
+      // immutable would ignore the WAL of a live writer.
+      if (writable_directory(store_dir)) throw;
       impl->db = sqlite::Database::open(index, sqlite::OpenMode::immutable);
-      impl->read_only_reason += ", index opened immutable";
+      impl->read_only_reason += "; index opened immutable";
+      std::error_code ec;
+      if (fs::file_size(fs::path(index.string() + "-wal"), ec) > 0 && !ec) {
+        impl->read_only_reason += " (its -wal file was not checkpointed: the newest rows may be missing)";
+      }
     }
     int applied = applied_schema_version(impl->db);
     if (applied != known_schema_version()) {
@@ -470,6 +477,7 @@ Store Store::open(const fs::path& deps_root, Access access, TempSweep sweep) {
 
 const fs::path& Store::root() const { return impl_->root; }
 bool Store::read_only() const { return impl_->read_only; }
+std::string Store::read_only_reason() const { return impl_->read_only ? impl_->read_only_reason : std::string(); }
 
 fs::path Store::object_path(std::string_view digest) const { return impl_->object_path(digest); }
 

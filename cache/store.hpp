@@ -123,7 +123,7 @@ class Store;
 struct StoreInternals;
 
 // Streams one object into a temp file inside the store while hashing it. Destroying an
-// uncommitted writer removes its temp file. Not copyable.
+// uncommitted writer removes its temp file. Not copyable; must not outlive its Store.
 class ObjectWriter {
  public:
   ~ObjectWriter();
@@ -161,6 +161,9 @@ class Store {
 
   const std::filesystem::path& root() const;   // the deps root
   bool read_only() const;
+  // Why the store is read-only (Access::read_only, a read-only mount, the index opened
+  // immutable), or "" when writable.
+  std::string read_only_reason() const;
 
   // Objects.
   std::filesystem::path object_path(std::string_view digest) const;

@@ -113,8 +113,10 @@ void deps_verify(bool json, const GlobalOptions& global) {
     auto out = cache::to_json(report);
     out["root"] = root.string();
     out["read_only"] = store->read_only();
+    out["read_only_reason"] = store->read_only_reason();
     std::cout << out.dump(2) << "\n";
   } else {
+    if (store->read_only() && !global.quiet) std::cout << "note: read-only store (" << store->read_only_reason() << ")\n";
     for (const auto& problem : report.problems) std::cout << "problem: " << problem << "\n";
     for (const auto& garbage : report.garbage) std::cout << "garbage: " << garbage << "\n";
     if (!global.quiet) {

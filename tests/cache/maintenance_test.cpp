@@ -206,6 +206,8 @@ TEST(Cli, AStoreOnAReadOnlyMountStillAnswersLsAndVerify) {
   auto report = nlohmann::json::parse(result.out.substr(split + 6));
   EXPECT_TRUE(report["ok"].get<bool>()) << report.dump(2);
   EXPECT_TRUE(report["read_only"].get<bool>());
+  EXPECT_THAT(report["read_only_reason"].get<std::string>(), HasSubstr("immutable"))
+      << "no -shm can be created on read-only media, so the index is read with immutable=1";
   EXPECT_EQ(report["objects_checked"], 1);
   EXPECT_FALSE(fs::exists(root / "probe"));
 }
