@@ -116,7 +116,8 @@ void deps_verify(bool json, const GlobalOptions& global) {
     out["read_only_reason"] = store->read_only_reason();
     std::cout << out.dump(2) << "\n";
   } else {
-    if (store->read_only() && !global.quiet) std::cout << "note: read-only store (" << store->read_only_reason() << ")\n";
+    // ls and verify always open read-only; say so only when the media forced something more.
+    if (store->read_only_reason() != "opened read-only" && !global.quiet) std::cout << "note: read-only store (" << store->read_only_reason() << ")\n";
     for (const auto& problem : report.problems) std::cout << "problem: " << problem << "\n";
     for (const auto& garbage : report.garbage) std::cout << "garbage: " << garbage << "\n";
     if (!global.quiet) {
