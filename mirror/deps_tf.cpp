@@ -295,8 +295,9 @@ class TfRun {
       if (!constraint_text.empty()) {
         throw Error(context + ": a version constraint needs a registry module source, got " + redact_url(source.text));
       }
-      plan.address = source.package_address();
+      plan.address = source.store_address();
       plan.version = source.kind == ModuleSource::Kind::git && !source.ref.empty() ? source.ref : "unversioned";
+      std::replace(plan.version.begin(), plan.version.end(), '/', '_');  // a branch "a/b" is one path segment
     }
     auto key = plan.address + " " + plan.version;
     last_module_key_ = key;

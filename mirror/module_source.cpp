@@ -237,6 +237,31 @@ std::string ModuleSource::package_address() const {
   return text;
 }
 
+std::string ModuleSource::store_address() const {
+  if (kind == Kind::registry) return registry.str();
+  std::string rest = redact_url(url);
+  if (auto scheme = rest.find("://"); scheme != std::string::npos) rest = rest.substr(scheme + 3);
+  rest = rest.substr(0, rest.find_first_of("?#"));
+  std::string lowered = lower(rest);
+  for (const char* suffix : {".git", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".zip"}) {
+    if (lowered.ends_with(suffix)) {
+      rest.resize(rest.size() - std::string_view(suffix).size());
+      break;
+    }
+  }
+  std::string out;
+  std::stringstream parts(rest);
+  for (std::string part; std::getline(parts, part, '/');) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") part = "_";
+    for (auto& c : part) {
+      if (c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
+    }
+    out += (out.empty() ? "" : "/") + part;
+  }
+  return out.empty() ? "unnamed" : out;
+}
+
 fs::path resolve_subdir(const fs::path& root, std::string_view subdir) {
   fs::path current = root;
   std::stringstream split{std::string(subdir)};

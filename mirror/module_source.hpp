@@ -32,6 +32,12 @@ struct ModuleSource {
 
   // The package identity without subdir, e.g. "git::https://host/repo.git?ref=v1.0.0".
   std::string package_address() const;
+
+  // The address a non-registry package is indexed under: a plain '/'-separated path made of
+  // the URL's host and path, without scheme, credentials, query, ".git" or archive suffix
+  // ("git::https://host/org/repo.git?ref=v1" → "host/org/repo"); for registry sources the
+  // registry address. Safe as a relative path (the views use it below tf/modules/).
+  std::string store_address() const;
 };
 
 // "https://user:secret@host/x" → "https://host/x", for messages and the index.

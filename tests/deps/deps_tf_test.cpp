@@ -284,6 +284,33 @@ provider "registry.opentofu.org/hashicorp/random" {
   EXPECT_TRUE(has_shard_script);
 }
 
+TEST(DepsTf, StackWithDirectGitAndArchiveSources) {
+  FixtureUpstream upstream;
+  DepsRun deps(upstream);
+  auto stack = deps.dir() / "direct";
+  write_file(stack / "main.tf", "module \"shard\" {\n  source = \"git::" + upstream.base_url() +
+                                    "/git/terraform-aws-nstance.git//modules/shard?ref=v2.0.1\"\n}\n"
+                                    "module \"account\" {\n  source = \"" + upstream.base_url() +
+                                    "/archives/terraform-aws-nstance-2.1.0-topdir.tar.gz//*/modules/account\"\n}\n");
+  auto result = deps.podplane({"deps", "tf", "--stack", stack.string(), "--platform", "linux_amd64"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  // shard asks for aws, random, null, tls and cloudinit; account for aws.
+  for (const char* type : {"aws", "random", "null", "tls", "cloudinit"}) {
+    EXPECT_EQ(read_file(deps.root() / "tf" / ".terraform.lock.hcl").find("hashicorp/" + std::string(type)) == std::string::npos,
+              false)
+        << type;
+  }
+  auto store = cache::Store::open(deps.root(), cache::Store::Access::read_only);
+  auto trees = store.module_trees();
+  ASSERT_EQ(trees.size(), 2u);
+  auto host = upstream.base_url().substr(std::string("https://").size());
+  EXPECT_TRUE(store.find_module_tree(host + "/git/terraform-aws-nstance", "v2.0.1"));
+  auto archive = store.find_module_tree(host + "/archives/terraform-aws-nstance-2.1.0-topdir", "unversioned");
+  ASSERT_TRUE(archive);
+  EXPECT_EQ(archive->h1, gocheck_hashdir(deps.root() / "tf" / "modules" / host / "archives" /
+                                         "terraform-aws-nstance-2.1.0-topdir" / "unversioned"));
+}
+
 TEST(DepsTf, TerraformEngineUsesItsOwnRegistryHost) {
   FixtureUpstream upstream;
   DepsRun deps(upstream);

@@ -63,6 +63,13 @@ TEST(ModuleSourceParse, ArchivesAndForcedArchives) {
   EXPECT_EQ(ModuleSource::parse("https://host/module", kHost).kind, Kind::http);
 }
 
+TEST(ModuleSourceParse, StoreAddressIsAPlainRelativePath) {
+  EXPECT_EQ(ModuleSource::parse("git::https://u:p@Host:8443/org/repo.git//sub?ref=v1", kHost).store_address(),
+            "Host:8443/org/repo");
+  EXPECT_EQ(ModuleSource::parse("https://h/a/../pkg-1.0.tar.gz//*", kHost).store_address(), "h/a/_/pkg-1.0");
+  EXPECT_EQ(ModuleSource::parse("ns/name/aws//x", kHost).store_address(), "registry.opentofu.org/ns/name/aws");
+}
+
 TEST(ModuleSourceParse, UnsupportedGettersSaySo) {
   for (const char* text : {"s3::https://s3.amazonaws.com/b/k.zip", "hg::http://h/r", "oci://h/r?tag=1", "ftp://h/x.zip",
                            "not a source"}) {
@@ -169,8 +176,8 @@ INSTANTIATE_TEST_SUITE_P(
         Hostile{"fifo.tar.gz", "add('p', kind=tarfile.FIFOTYPE)", "special file"},
         Hostile{"dotdot.zip", "z.writestr('../escaped', 'x')", "\"..\" component"},
         Hostile{"absolute.zip", "z.writestr('/escaped', 'x')", "absolute path"}),
-    [](const auto& info) {
-      std::string name = info.param.name;
+    [](const auto& test_info) {
+      std::string name = test_info.param.name;
       for (auto& c : name) {
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
       }
