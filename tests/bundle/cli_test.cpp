@@ -135,7 +135,8 @@ TEST_F(BundleCliLarge, ImportWhileAnotherProcessReadsTheStore) {
   std::thread reader([&] {
     // Bounded: at most 200 reads, and it stops once the import has finished.
     for (int i = 0; i < 200 && !done; ++i) {
-      auto r = run_podplane({"bundle", "inventory"}, at(offline()));
+      // Two kinds of reader: the index listing and the inventory (index + every object).
+      auto r = i % 2 == 0 ? run_podplane({"deps", "ls"}, at(offline())) : run_podplane({"bundle", "inventory"}, at(offline()));
       ++reads;
       if (r.exit_code != 0) {
         ++failures;
