@@ -1,7 +1,10 @@
 // End to end through the podplane binary: keygen, create, inventory, verify, import, deltas,
 // exit codes, an import racing a reader of the same store, and an import without network.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <thread>
@@ -155,6 +158,44 @@ TEST_F(BundleCliLarge, ImportWhileAnotherProcessReadsTheStore) {
   auto b = cache::Store::open(offline());
   auto a = cache::Store::open(online());
   EXPECT_EQ(test::artifact_lines(a), test::artifact_lines(b));
+}
+
+TEST_F(BundleCliLarge, ImportKilledMidwayResumes) {
+  const std::string bundle = (dir / "big.bundle").string();
+  ASSERT_EQ(run_podplane({"bundle", "create", bundle, "--sign", key()}, at(online())).exit_code, 0);
+  const fs::path objects = offline() / "store" / "objects" / "sha256";
+  auto object_count = [&] {
+    std::error_code ec;
+    std::size_t n = 0;
+    if (!fs::exists(objects, ec)) return n;
+    for (auto it = fs::recursive_directory_iterator(objects, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      n += it->is_regular_file() ? 1 : 0;
+    return n;
+  };
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("PODPLANE_DEPS_CACHE_DIR", offline().c_str(), 1);
+    std::string binary = podplane::test::podplane_binary().string();
+    execl(binary.c_str(), binary.c_str(), "--quiet", "bundle", "import", bundle.c_str(), "--trust", pub().c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  // Readiness probe, bounded: kill as soon as the first object is published.
+  for (int i = 0; i < 20000 && object_count() == 0; ++i) ::usleep(500);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const bool killed = WIFSIGNALED(status);
+  std::cout << "[  NOTE    ] import " << (killed ? "killed" : "finished before the kill") << " with " << object_count()
+            << " objects published\n";
+  test::expect_objects_intact(offline());
+  auto rerun = run_podplane({"bundle", "import", bundle, "--trust", pub()}, at(offline()));
+  ASSERT_EQ(rerun.exit_code, 0) << show(rerun);
+  test::expect_objects_intact(offline());
+  auto a = cache::Store::open(online());
+  auto b = cache::Store::open(offline());
+  EXPECT_EQ(test::artifact_lines(a), test::artifact_lines(b));
+  EXPECT_TRUE(fs::is_empty(offline() / "store" / "tmp")) << "the killed writer's temp file was not swept";
 }
 
 TEST_F(BundleCli, ImportWithoutAnyNetwork) {
