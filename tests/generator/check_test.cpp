@@ -1,0 +1,105 @@
+// `podplane cluster check`: passes on a fresh stack, fails with the remedy on a missing
+// platform, a tampered view zip, a modified module tree and a moved store.
+#include <gtest/gtest.h>
+
+#include "tests/generator/cluster_env.hpp"
+
+namespace podplane::test {
+namespace {
+
+// The table row for one platform and check, "" when absent.
+std::string row(const std::string& table, const std::string& platform, const std::string& check) {
+  std::size_t start = 0;
+  while (start < table.size()) {
+    std::size_t end = table.find('\n', start);
+    if (end == std::string::npos) end = table.size();
+    std::string line = table.substr(start, end - start);
+    if (line.rfind(platform + " ", 0) == 0 && line.find(" " + check + " ") != std::string::npos) return line;
+    start = end + 1;
+  }
+  return "";
+}
+
+bool row_ok(const std::string& line) { return line.size() > 3 && line.ends_with("  ok"); }
+
+TEST(ClusterCheck, PassesForEveryPlatformOfTheStore) {
+  ClusterEnv env;
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  auto result = env.cluster({"check"});
+  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  for (const char* platform : {"darwin_arm64", "linux_amd64", "linux_arm64"})
+    EXPECT_TRUE(row_ok(row(result.out, platform, "provider registry.opentofu.org/hashicorp/aws 6.2.0"))) << result.out;
+  EXPECT_NE(result.out.find("module registry.opentofu.org/nstance-dev/nstance/aws 2.0.1"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("vmconfig_knc_debian-13_arm64 (5 artifacts)"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("tfrc → " + (env.deps() / "tf" / "providers").string()), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("MISSING"), std::string::npos);
+  auto one = env.cluster({"check", "--platform", "linux_arm64"});
+  ASSERT_EQ(one.exit_code, 0) << describe(one);
+  EXPECT_EQ(one.out.find("linux_amd64"), std::string::npos) << one.out;
+}
+
+TEST(ClusterCheck, FailsOnAPlatformTheStoreLacks) {
+  ClusterEnv env;
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  auto result = env.cluster({"check", "--platform", "linux_amd64", "--platform", "windows_amd64"});
+  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_NE(row(result.out, "windows_amd64", "provider registry.opentofu.org/hashicorp/aws 6.2.0")
+                .find("MISSING: no package in the store"),
+            std::string::npos)
+      << result.out;
+  EXPECT_TRUE(row_ok(row(result.out, "linux_amd64", "provider registry.opentofu.org/hashicorp/aws 6.2.0")));
+  EXPECT_NE(result.err.find("podplane deps tf --platform windows_amd64 (online), or import a bundle"), std::string::npos)
+      << result.err;
+}
+
+TEST(ClusterCheck, FailsOnATamperedViewZip) {
+  ClusterEnv env;
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  fs::path zip = env.deps() / "tf" / "providers" / "registry.opentofu.org" / "hashicorp" / "aws" /
+                 "terraform-provider-aws_6.2.0_linux_arm64.zip";
+  ASSERT_TRUE(fs::exists(zip));
+  // The view is a hard link into the objects: replace the link, never the object.
+  std::string bytes = read_file(zip);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  fs::remove(zip);
+  write_file(zip, bytes);
+  auto result = env.cluster({"check"});
+  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_NE(row(result.out, "linux_arm64", "provider registry.opentofu.org/hashicorp/aws 6.2.0")
+                .find("CORRUPT: terraform-provider-aws_6.2.0_linux_arm64.zip hashes to zh:"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.err.find("podplane deps verify"), std::string::npos) << result.err;
+  // The other platforms still pass.
+  EXPECT_TRUE(row_ok(row(result.out, "linux_amd64", "provider registry.opentofu.org/hashicorp/aws 6.2.0"))) << result.out;
+}
+
+TEST(ClusterCheck, FailsOnAModifiedModuleTreeAndAMissingArtifact) {
+  ClusterEnv env;
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  fs::path versions = env.deps() / "tf" / "modules" / "nstance" / "2.0.1" / "modules" / "shard" / "versions.tf";
+  std::string text = read_file(versions);
+  fs::remove(versions);
+  write_file(versions, text + "# changed\n");
+  // A manifest pinned in the stack that names an artifact the store never had.
+  fs::path manifest = env.stack / "podplane.cluster.vmconfig_knc_debian-13_arm64.json";
+  std::string json = read_file(manifest);
+  json.replace(json.find("\"version\": \"1.36.1\""), 19, "\"version\": \"1.99.0\"");
+  write_file(manifest, json);
+  auto result = env.cluster({"check"});
+  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_NE(result.out.find("module registry.opentofu.org/nstance-dev/nstance/aws 2.0.1"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("CORRUPT: tree hashes to"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("MISSING 1 of 5: kube-apiserver 1.99.0"), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("podplane deps download --kind knc --arch arm64"), std::string::npos) << result.err;
+}
+
+TEST(ClusterCheck, NeedsAGeneratedStack) {
+  ClusterEnv env;
+  auto result = env.cluster({"check"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("run `podplane cluster create` first"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace podplane::test
