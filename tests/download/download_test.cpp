@@ -3,6 +3,10 @@
 // per-item errors, and the progress output.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -447,6 +451,47 @@ TEST(HumanBytes, Units) {
   EXPECT_EQ(mirror::human_bytes(12), "12 B");
   EXPECT_EQ(mirror::human_bytes(1536), "1.5 KiB");
   EXPECT_EQ(mirror::human_bytes(100ull * 1024 * 1024), "100.0 MiB");
+}
+
+}  // namespace
+}  // namespace podplane::test
+
+namespace podplane::test {
+namespace {
+
+// The terminal mode, on a pseudo-terminal: one line rewritten in place, cleared at the end.
+TEST(ProgressDisplay, RewritesOneLineOnATerminal) {
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(grantpt(master), 0);
+  ASSERT_EQ(unlockpt(master), 0);
+  int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+  ASSERT_GE(slave, 0);
+  std::FILE* out = fdopen(slave, "w");
+  {
+    ScopedEnv term("TERM", "xterm");
+    mirror::ProgressDisplay progress(mirror::Progress::automatic, 3, out);
+    EXPECT_TRUE(progress.terminal());
+    progress.expect_bytes(4096);
+    progress.received(4096);
+    progress.finished("a.zip", true, 4096);
+    progress.retrying("b.zip", "HTTP 503", std::chrono::milliseconds(10));  // not printed on a terminal
+    progress.done();
+  }
+  std::fclose(out);
+  std::string text;
+  char buffer[4096];
+  pollfd fd{master, POLLIN, 0};
+  while (poll(&fd, 1, 200) > 0) {
+    ssize_t n = read(master, buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(master);
+  EXPECT_NE(text.find("\r\033[K[1/3] 4.0 KiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("a.zip"), std::string::npos) << text;
+  EXPECT_EQ(text.find("retrying"), std::string::npos) << text;
+  EXPECT_NE(text.find("fetched 1 of 3 files"), std::string::npos) << text;
 }
 
 }  // namespace
