@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/layout.hpp"
+#include "generator/config.hpp"
 #include "generator/stack.hpp"
 #include "lockfile/cli_config.hpp"
 #include "lockfile/error.hpp"
@@ -141,7 +142,20 @@ void check_modules(const cache::Store& store, const fs::path& stack_dir, const s
   }
 }
 
-void check_manifests(const cache::Store& store, const fs::path& stack_dir, Reporter& out) {
+// Items with a `providers` list are installed only on VMs of those providers (reference §1.2,
+// §3.4), so a cluster needs only its own provider's items and the unrestricted ones.
+bool needed_by(const json& item, const std::string& provider_kind) {
+  if (!item.contains("providers") || !item["providers"].is_array() || item["providers"].empty()) return true;
+  for (const auto& name : item["providers"]) {
+    if (!name.is_string()) continue;
+    std::string n = name.get<std::string>();
+    if (n == provider_kind || (provider_kind == "google" && n == "gcp")) return true;
+  }
+  return false;
+}
+
+void check_manifests(const cache::Store& store, const fs::path& stack_dir, const std::string& provider_kind,
+                     Reporter& out) {
   std::vector<fs::path> manifests;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(stack_dir, error)) {
@@ -169,6 +183,7 @@ void check_manifests(const cache::Store& store, const fs::path& stack_dir, Repor
       std::string url = dep.value("url", "");
       std::string digest = dep.value("digest", "");
       if (url.empty() && digest.empty()) continue;  // the unreleased stub of dev manifests
+      if (!provider_kind.empty() && !needed_by(dep, provider_kind)) continue;
       ++count;
       bool found = false;
       std::string version = dep.value("version", "");
@@ -260,7 +275,12 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
              "podplane deps tf --platform <os_arch> (online), or import a bundle");
   for (const auto& platform : wanted) check_providers(store, lock, platform, out);
   check_modules(store, stack_dir, *main_text, out);
-  check_manifests(store, stack_dir, out);
+  std::string provider_kind;  // empty when the config cannot be read: then every item counts
+  try {
+    provider_kind = std::string(to_string(load_cluster_config(config_file).provider.kind));
+  } catch (const Error&) {
+  }
+  check_manifests(store, stack_dir, provider_kind, out);
   check_tfrc(store, out);
   return report;
 }

@@ -2,6 +2,8 @@
 // platform, a tampered view zip, a modified module tree and a moved store.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/generator/cluster_env.hpp"
 
 namespace podplane::test {
@@ -99,6 +101,36 @@ TEST(ClusterCheck, NeedsAGeneratedStack) {
   auto result = env.cluster({"check"});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("run `podplane cluster create` first"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace podplane::test
+
+namespace podplane::test {
+namespace {
+
+// Provider-specific vmconfig items count only for the cluster's own provider.
+TEST(ClusterCheck, IgnoresVmconfigItemsOfOtherProviders) {
+  ClusterEnv env;
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  fs::path manifest = env.stack / "podplane.cluster.vmconfig_knc_debian-13_arm64.json";
+  auto json = nlohmann::json::parse(read_file(manifest));
+  auto item = [](const std::string& provider) {
+    return nlohmann::json{{"version", "1.0.0"}, {"url", "https://example.invalid/x.tar.gz"}, {"type", "tar.gz"},
+                          {"digest", "sha256:" + std::string(64, 'a')}, {"size", 1}, {"providers", {provider}}};
+  };
+  json["vmconfig"]["dependencies"]["openbao"] = item("proxmox");
+  json["vmconfig"]["dependencies"]["google-guest-agent"] = item("gcp");
+  write_file(manifest, json.dump(2) + "\n");
+  auto result = env.cluster({"check"});
+  EXPECT_EQ(result.exit_code, 0) << describe(result);
+  EXPECT_NE(result.out.find("vmconfig_knc_debian-13_arm64 (5 artifacts)"), std::string::npos) << result.out;
+
+  json["vmconfig"]["dependencies"]["nstance-agent"] = item("aws");
+  write_file(manifest, json.dump(2) + "\n");
+  result = env.cluster({"check"});
+  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_NE(result.out.find("MISSING 1 of 6: nstance-agent 1.0.0"), std::string::npos) << result.out;
 }
 
 }  // namespace
