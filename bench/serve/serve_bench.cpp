@@ -118,8 +118,9 @@ int main(int argc, char** argv) {
     fs::remove(zip);
   }
   ps::make_tls_certificate(temp.path());
-  auto exported = podplane::test::run_podplane({"mirror", "export", (temp / "export").string()},
-                                               {.env = {{"PODPLANE_DEPS_CACHE_DIR", (temp / "deps").string()}}});
+  podplane::test::ProcessOptions export_options;
+  export_options.env["PODPLANE_DEPS_CACHE_DIR"] = (temp / "deps").string();
+  auto exported = podplane::test::run_podplane({"mirror", "export", (temp / "export").string()}, export_options);
   if (exported.exit_code != 0) {
     std::cerr << exported.err;
     return 1;

@@ -92,8 +92,9 @@ TEST(Compat, DepsTfFromMirrorServeAndFromNginxHostedExportMatchesTheFirstRoot) {
   EXPECT_NE(log.find("/download HTTP/1.1\" 204"), std::string::npos);
 
   // The export, hosted by nginx over TLS (a static tree answers the module download with a 200).
-  auto exported = run_podplane({"mirror", "export", (dir / "export").string()},
-                               {.env = {{"PODPLANE_DEPS_CACHE_DIR", (dir / "first").string()}}});
+  podplane::test::ProcessOptions export_options;
+  export_options.env["PODPLANE_DEPS_CACHE_DIR"] = (dir / "first").string();
+  auto exported = run_podplane({"mirror", "export", (dir / "export").string()}, export_options);
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   fs::path prefix = dir / "nginx";
   fs::create_directories(prefix / "tmp");

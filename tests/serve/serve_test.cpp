@@ -159,8 +159,12 @@ TEST_F(SiteTest, ModulePackageIsDeterministicAndComplete) {
     EXPECT_NE(line.find(" 0/0 "), std::string::npos) << line;
     EXPECT_NE(line.find("1980-01-01 00:00:00"), std::string::npos) << line;
     names.push_back(line.substr(line.rfind(' ') + 1));
-    if (names.back() == "scripts/render.sh") EXPECT_EQ(line.substr(0, 10), "-rwxr-xr-x");
-    if (names.back() == "main.tf") EXPECT_EQ(line.substr(0, 10), "-rw-r--r--");
+    if (names.back() == "scripts/render.sh") {
+      EXPECT_EQ(line.substr(0, 10), "-rwxr-xr-x");
+    }
+    if (names.back() == "main.tf") {
+      EXPECT_EQ(line.substr(0, 10), "-rw-r--r--");
+    }
   }
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   EXPECT_EQ(names, (std::vector<std::string>{"README.md", "main.tf", "modules/", "modules/cluster/",
@@ -405,9 +409,8 @@ TEST_F(ServerTest, ServesAReadOnlyStore) {
                     fs::perm_options::add);
     argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
   }
-  for (const std::string arg : {podplane::test::podplane_binary().string(), std::string("mirror"), std::string("serve"),
-                                std::string("--listen"), std::string("127.0.0.1:0"), std::string("--plain-http")})
-    argv.push_back(arg);
+  argv.push_back(podplane::test::podplane_binary().string());
+  for (const char* arg : {"mirror", "serve", "--listen", "127.0.0.1:0", "--plain-http"}) argv.push_back(arg);
   Background server(argv, {{"PODPLANE_DEPS_CACHE_DIR", (temp_ / "deps").string()}}, temp_ / "ro.err");
   std::string url = server.first_line();
   ASSERT_FALSE(url.empty()) << read_file(temp_ / "ro.err");
