@@ -10,6 +10,7 @@
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "lockfile/error.hpp"
+#include "mirror/signature_recheck.hpp"
 
 namespace podplane::cli {
 
@@ -109,8 +110,14 @@ void deps_verify(bool json, const GlobalOptions& global) {
   auto store = open_for_reading(root);
   if (!store) throw Error("no store at " + root.string() + ": " + cache::layout::index_db(root).string() + " does not exist");
   auto report = cache::verify_store(*store);
+  // The upstream SHA256SUMS, signatures and keys travel with the store: re-check them here so
+  // the air gap proves offline what `deps tf` checked online.
+  auto signatures = mirror::recheck_provider_signatures(*store);
+  report.problems.insert(report.problems.end(), signatures.problems.begin(), signatures.problems.end());
   if (json) {
     auto out = cache::to_json(report);
+    out["provider_packages_signature_checked"] = signatures.packages_checked;
+    out["upstream_signatures_verified"] = signatures.signatures_checked;
     out["root"] = root.string();
     out["read_only"] = store->read_only();
     out["read_only_reason"] = store->read_only_reason();
@@ -124,7 +131,9 @@ void deps_verify(bool json, const GlobalOptions& global) {
       for (const auto& note : report.notes) std::cout << "note: " << note << "\n";
     }
     std::cout << "checked " << report.objects_checked << " objects, " << report.artifacts_checked << " artifacts, "
-              << report.module_files_checked << " module files, " << report.views_checked << " views: "
+              << report.module_files_checked << " module files, " << report.views_checked << " views, "
+              << signatures.packages_checked << " provider packages against " << signatures.signatures_checked
+              << " upstream signatures: "
               << (report.ok() ? "ok" : std::to_string(report.problems.size()) + " problem(s)");
     if (!report.garbage.empty()) std::cout << "; " << report.garbage.size() << " garbage item(s) for `podplane deps gc`";
     std::cout << "\n";
