@@ -425,6 +425,39 @@ TEST_F(ServerTest, ServesAReadOnlyStore) {
   EXPECT_EQ(snapshot(temp_ / "deps"), before);
 }
 
+TEST_F(ServerTest, SighupReloadsTheSiteFromTheIndex) {
+  std::string base = start();
+  ASSERT_FALSE(base.empty());
+  CurlSession http;
+  const std::string added = "/vmconfig/artifacts/runc/1.4.2/runc.amd64";
+  EXPECT_EQ(http.fetch(base + added, tls()).status, 404);
+  {
+    auto store = cache::Store::open(temp_ / "deps");
+    cache::Artifact artifact;
+    artifact.kind = cache::ArtifactKind::vmconfig_artifact;
+    artifact.address = "runc";
+    artifact.version = "1.4.2";
+    artifact.filename = "runc.amd64";
+    artifact.digest = store.add_bytes("runc bytes");
+    artifact.size = 10;
+    artifact.upstream_digest = "sha256:" + artifact.digest;
+    artifact.upstream_url = "https://github.com/opencontainers/runc/releases/download/v1.4.2/runc.amd64";
+    artifact.trust = cache::Trust::checksum;
+    store.add_artifact(artifact);
+  }
+  EXPECT_EQ(http.fetch(base + added, tls()).status, 404) << "the site is a snapshot until SIGHUP";
+  ::kill(server_->pid(), SIGHUP);
+  // Readiness probe for the reload: bounded polling of the new path.
+  HttpAnswer answer;
+  for (int i = 0; i < 500 && answer.status != 200; ++i) {
+    answer = http.fetch(base + added, tls());
+    if (answer.status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(answer.status, 200);
+  EXPECT_EQ(answer.body, "runc bytes");
+  EXPECT_EQ(server_->stop(), 0);
+}
+
 TEST_F(ServerTest, RefusesToStartWithoutTlsUnlessAskedForPlainHttp) {
   auto env = podplane::test::ProcessOptions{};
   env.env["PODPLANE_DEPS_CACHE_DIR"] = (temp_ / "deps").string();
