@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 
 #include "cache/layout.hpp"
@@ -139,7 +140,11 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
   auto engine = options.no_apply ? std::nullopt : gen::find_engine();
   if (!engine) {
     std::cout << "To apply it offline, run:\n";
-    for (const auto& line : gen::manual_engine_commands(result.stack_dir, result.tfrc, "tofu")) std::cout << "  " << line << "\n";
+    // The lock names the registry host of the engine the store was filled for.
+    std::ifstream lock(result.stack_dir / ".terraform.lock.hcl");
+    std::string lock_text((std::istreambuf_iterator<char>(lock)), std::istreambuf_iterator<char>());
+    const char* engine_name = lock_text.find("\"registry.terraform.io/") != std::string::npos ? "terraform" : "tofu";
+    for (const auto& line : gen::manual_engine_commands(result.stack_dir, result.tfrc, engine_name)) std::cout << "  " << line << "\n";
     return;
   }
   if (int code = gen::run_engine(*engine, {"init", "-lockfile=readonly", "-input=false"}, result.stack_dir, result.tfrc);
