@@ -16,6 +16,7 @@
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "mirror/http.hpp"
+#include "mirror/scratch_dir.hpp"
 #include "mirror/vmconfig.hpp"
 
 namespace podplane::mirror {
@@ -32,26 +33,6 @@ std::string utc_stamp() {
   std::strftime(buffer, sizeof buffer, "%Y%m%dT%H%M%SZ", &tm);
   return buffer;
 }
-
-// A private scratch dir for files that must be checked before they enter the store.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::random_device random;
-    path_ = fs::temp_directory_path() / ("podplane-deps-" + std::to_string(getpid()) + "-" + std::to_string(random()));
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string platform_of(const std::string& arch) { return "linux_" + arch; }
 
@@ -145,7 +126,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   std::uint64_t fetched_bytes = 0;
   std::size_t fetched_items = 0;
   Downloader downloader(options.download);
-  ScratchDir scratch;
+  ScratchDir scratch{"podplane-deps-"};
 
   for (const auto& arch : archs) {
     for (const auto& kind : options.kinds) {

@@ -28,6 +28,8 @@
 #include "mirror/module_source.hpp"
 #include "mirror/openpgp.hpp"
 #include "mirror/registry.hpp"
+#include "mirror/scratch_dir.hpp"
+#include "mirror/shasums.hpp"
 
 namespace podplane::mirror {
 namespace {
@@ -45,47 +47,6 @@ std::string basename_of_url(const std::string& url) {
   std::string path = url.substr(0, url.find_first_of("?#"));
   auto slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// A private scratch dir for packages that are read before they enter the store.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::random_device random;
-    path_ = fs::temp_directory_path() / ("podplane-tf-" + std::to_string(getpid()) + "-" + std::to_string(random()));
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-// SHA256SUMS as the engines read it (tf-protocols.md §1.4): "<64 hex>  <name>" per line;
-// a single malformed non-blank line makes the whole document count for nothing.
-std::map<std::string, std::string> parse_shasums(const std::string& text, const std::string& what) {
-  std::map<std::string, std::string> out;
-  std::stringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::stringstream fields(line);
-    std::vector<std::string> parts;
-    for (std::string field; fields >> field;) parts.push_back(field);
-    if (parts.empty()) continue;
-    bool hex = parts[0].size() == 64 && std::all_of(parts[0].begin(), parts[0].end(),
-                                                     [](unsigned char c) { return std::isxdigit(c) != 0; });
-    if (parts.size() != 2 || !hex) throw Error("SHA256SUMS check failed: " + what + " has a malformed line: " + line);
-    std::string digest = parts[0];
-    std::transform(digest.begin(), digest.end(), digest.begin(), [](unsigned char c) { return std::tolower(c); });
-    out.emplace(parts[1], digest);  // the first line for a name wins
-  }
-  return out;
 }
 
 struct ProviderWant {
@@ -739,7 +700,7 @@ class TfRun {
   std::ostream& out_;
   std::ostream& log_;
   bool quiet_;
-  ScratchDir scratch_;
+  ScratchDir scratch_{"podplane-tf-"};
   lockfile::CliConfig config_;
   HttpClient http_;
   RegistryClient registry_;

@@ -1,28 +1,16 @@
 #include "mirror/signature_recheck.hpp"
 
 #include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "lockfile/error.hpp"
 #include "mirror/openpgp.hpp"
+#include "mirror/shasums.hpp"
 
 namespace podplane::mirror {
 
 namespace {
-
-// The hex digest that a sha256sum-format document gives for `filename`, or "".
-std::string shasums_line_for(const std::string& shasums, const std::string& filename) {
-  std::istringstream lines(shasums);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string hex, name;
-    if (fields >> hex >> name && name == filename) return hex;
-  }
-  return "";
-}
 
 std::vector<std::string> armored_keys_of(const std::string& keys_json) {
   std::vector<std::string> armors;
@@ -79,7 +67,14 @@ SignatureRecheck recheck_provider_signatures(const cache::Store& store) {
         result.problems.push_back(what + ": upstream signature material unreadable: " + error.what());
         continue;
       }
-      std::string listed = shasums_line_for(shasums, package.filename);
+      std::string listed;
+      try {
+        auto lines = parse_shasums(shasums, "the stored SHA256SUMS of " + package.address + " " + package.version);
+        if (auto line = lines.find(package.filename); line != lines.end()) listed = line->second;
+      } catch (const Error& error) {
+        result.problems.push_back(what + ": " + error.what());
+        continue;
+      }
       if (listed != package.digest) {
         result.problems.push_back(mismatch_message(what + ": signed SHA256SUMS does not list this package's digest",
                                                    package.digest, listed.empty() ? "(no line)" : listed));
