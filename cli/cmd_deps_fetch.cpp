@@ -61,12 +61,21 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
                "Take packages that have no signing keys or mirror hashes (recorded as unverified)");
   tf->callback([tf_args, &global] {
     mirror::DepsTfOptions options;
-    options.platforms = tf_args->platforms;
+    options.platforms = mirror::split_list(tf_args->platforms);
+    for (const auto& platform : options.platforms) {
+      try {
+        (void)lockfile::Platform::parse(platform);
+      } catch (const Error& error) {
+        throw UsageError(error.what());  // a typo on the command line, not a failed fetch
+      }
+    }
     options.engine = lockfile::parse_engine(tf_args->engine);
     for (const auto& stack : tf_args->stacks) options.stacks.emplace_back(stack);
     options.verification =
         tf_args->allow_unverified ? mirror::Verification::allow_unverified : mirror::Verification::required;
     options.download.jobs = tf_args->jobs;
+    // Registries serve every package of a release from one host: let --jobs apply to it.
+    options.download.per_host = tf_args->jobs;
     options.download.progress = progress_of(global);
     auto store = cache::Store::open(cache::default_deps_root());
     (void)mirror::deps_tf(store, options, std::cout, std::cerr);

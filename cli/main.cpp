@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   auto* lock = app.add_subcommand("lock", "Provider lock-file helpers (offline)")->require_subcommand(1);
   auto* bundle = app.add_subcommand("bundle", "Carry the store across an air gap")->require_subcommand(1);
   auto* cluster = app.add_subcommand("cluster", "Generate and check cluster stacks from the store")->require_subcommand(1);
-  auto* mirror = app.add_subcommand("mirror", "Serve or export the store")->require_subcommand(1);
+  auto* mirror = app.add_subcommand("mirror", "Serve, export or push the store for the site")->require_subcommand(1);
   for (auto* group : {deps, lock, bundle, cluster, mirror}) group->fallthrough();
 
   podplane::cli::register_deps_fetch_commands(*deps, global);

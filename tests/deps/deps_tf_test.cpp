@@ -431,7 +431,9 @@ TEST(DepsTf, BadPlatformIsAUsageError) {
   FixtureUpstream upstream;
   DepsRun deps(upstream);
   auto result = deps.podplane({"deps", "tf", "--platform", "linux/amd64"});
-  EXPECT_NE(result.exit_code, 0);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("Try 'podplane deps tf --help'"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(deps.root() / "store")) << "a usage error must not create the store";
   EXPECT_NE(result.err.find("linux/amd64"), std::string::npos) << result.err;
 }
 
