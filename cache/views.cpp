@@ -154,12 +154,19 @@ void add_vmconfig_views(const Store& store, std::vector<ViewFile>& views) {
     views.push_back({layout::vmconfig_manifests_dir(root) / (segment(name, "vmconfig manifest " + name) + ".json"), a.digest,
                      std::nullopt, 0444});
   }
+  // Podplane's layout <name>/<version>/<basename(url)> has no arch in it, so the amd64 and
+  // arm64 builds of one artifact (kubelet, say) can share a path. The view holds one of them,
+  // chosen the same way everywhere (vmconfig_artifact_wins): VMs of the other arch must use
+  // the upstream URL or a mirror per arch (docs/store.md).
+  std::map<fs::path, Artifact> by_path;
   for (const auto& a : store.artifacts({.kind = ArtifactKind::vmconfig_artifact})) {
     std::string row = "vmconfig artifact " + a.address + " " + a.version;
     std::string file = a.upstream_url.empty() ? a.filename : basename_of_url(a.upstream_url);
-    views.push_back({layout::vmconfig_artifacts_dir(root) / segment(a.address, row) / segment(a.version, row) / segment(file, row),
-                     a.digest, std::nullopt, 0444});
+    fs::path path = layout::vmconfig_artifacts_dir(root) / segment(a.address, row) / segment(a.version, row) / segment(file, row);
+    auto [it, inserted] = by_path.emplace(path, a);
+    if (!inserted && vmconfig_artifact_wins(a, it->second)) it->second = a;
   }
+  for (const auto& [path, a] : by_path) views.push_back({path, a.digest, std::nullopt, 0444});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,6 +282,10 @@ bool publish_view(const Store& store, const ViewFile& view) {
 }
 
 }  // namespace
+
+bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b) {
+  return a.platform != b.platform ? a.platform < b.platform : a.id < b.id;
+}
 
 std::vector<ViewFile> planned_views(const Store& store) {
   std::vector<ViewFile> views;

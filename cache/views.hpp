@@ -31,6 +31,11 @@ struct ViewStats {
   std::size_t files_present = 0;  // already up to date
 };
 
+// Of two vmconfig artifacts that share one view path (the same name, version and file name
+// for two arches), whether `a` is the one the view and `mirror serve` hold: the platform that
+// sorts first (linux_amd64), then the older row.
+bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b);
+
 // Writes every view that the index implies. Does nothing (and returns zeros) on a
 // read-only store. Never touches anything outside tf/ and vmconfig/.
 ViewStats rebuild_views(Store& store);

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/views.hpp"
 #include "lockfile/error.hpp"
 #include "lockfile/version.hpp"
 
@@ -338,14 +339,19 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
     resource.content_type = "application/json";
     add(std::string(site_paths::vmconfig) + "manifests/" + filename, std::move(resource));
   }
+  // Two arches of one artifact can share a path (no arch in Podplane's layout): serve the one
+  // the store's view holds, so the site and the view never disagree.
+  std::map<std::string, cache::Artifact> vmconfig_artifacts;
   for (const auto& artifact : store.artifacts({.kind = cache::ArtifactKind::vmconfig_artifact})) {
     if (!is_safe_segment(artifact.address) || !is_safe_segment(artifact.version) || !is_safe_segment(artifact.filename)) {
       skip("vmconfig artifact with unsafe names: " + artifact.address + " " + artifact.version + " " + artifact.filename);
       continue;
     }
-    add(join_path({site_paths::vmconfig, "artifacts", artifact.address, artifact.version, artifact.filename}),
-        object_resource(artifact));
+    auto path = join_path({site_paths::vmconfig, "artifacts", artifact.address, artifact.version, artifact.filename});
+    auto [it, inserted] = vmconfig_artifacts.emplace(path, artifact);
+    if (!inserted && cache::vmconfig_artifact_wins(artifact, it->second)) it->second = artifact;
   }
+  for (const auto& [path, artifact] : vmconfig_artifacts) add(path, object_resource(artifact));
   return site;
 }
 
