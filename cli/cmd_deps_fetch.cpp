@@ -5,6 +5,8 @@
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "generator/config.hpp"
+#include "generator/render.hpp"
 #include "lockfile/error.hpp"
 #include "lockfile/platform.hpp"
 #include "mirror/deps_download.hpp"
@@ -17,9 +19,24 @@ struct TfArgs {
   std::vector<std::string> platforms;
   std::string engine = "tofu";
   std::vector<std::string> stacks;
+  std::string cluster_config;
   int jobs = 8;
   bool allow_unverified = false;
 };
+
+// The default stack of a cluster config's provider kind: its root providers and module package,
+// as the generator writes them into the stack.
+mirror::DefaultStack default_stack_for(const std::string& config_file) {
+  auto config = generator::load_cluster_config(config_file);
+  mirror::DefaultStack stack;
+  stack.providers.clear();
+  for (const auto& provider : generator::root_provider_requirements(config.provider.kind)) {
+    stack.providers.push_back({provider.source, provider.constraints});
+  }
+  stack.module = generator::module_package_name(config.provider.kind);
+  stack.module_constraints = generator::module_constraints();
+  return stack;
+}
 
 struct DownloadArgs {
   std::vector<std::string> archs;
@@ -56,6 +73,10 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
       ->check(CLI::IsMember({"tofu", "terraform"}));
   tf->add_option("--stack", tf_args->stacks, "Root module directory to fetch for instead of Podplane's stack (repeatable)")
       ->check(CLI::ExistingDirectory);
+  tf->add_option("-f,--cluster-config", tf_args->cluster_config,
+                 "Fetch what this cluster config's provider kind needs (aws or google) instead of the AWS default")
+      ->check(CLI::ExistingFile)
+      ->excludes("--stack");
   tf->add_option("--jobs", tf_args->jobs, "Parallel transfers")->check(CLI::Range(1, 64));
   tf->add_flag("--allow-unverified", tf_args->allow_unverified,
                "Take packages that have no signing keys or mirror hashes (recorded as unverified)");
@@ -71,6 +92,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     }
     options.engine = lockfile::parse_engine(tf_args->engine);
     for (const auto& stack : tf_args->stacks) options.stacks.emplace_back(stack);
+    if (!tf_args->cluster_config.empty()) options.default_stack = default_stack_for(tf_args->cluster_config);
     options.verification =
         tf_args->allow_unverified ? mirror::Verification::allow_unverified : mirror::Verification::required;
     options.download.jobs = tf_args->jobs;

@@ -182,10 +182,12 @@ class TfRun {
   }
 
   void collect_default_stack(std::string& module_address, std::string& module_version) {
-    want_provider(ProviderAddress::parse("hashicorp/aws", host_), ">= 6.0", "podplane default stack");
-    want_provider(ProviderAddress::parse("podplane/podplane", host_), ">= 1.2.0", "podplane default stack");
-    auto source = ModuleSource::parse(kNstanceModule, host_);
-    auto root = resolve_module(source, kNstanceConstraint, "podplane default stack: module nstance");
+    const DefaultStack& stack = options_.default_stack;
+    for (const auto& provider : stack.providers) {
+      want_provider(ProviderAddress::parse(provider.source, host_), provider.constraints, "podplane default stack");
+    }
+    auto source = ModuleSource::parse(stack.module, host_);
+    auto root = resolve_module(source, stack.module_constraints, "podplane default stack: module " + stack.module);
     const auto& plan = modules_.at(last_module_key_);
     module_address = plan.address;
     module_version = plan.version;

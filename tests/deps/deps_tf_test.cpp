@@ -481,3 +481,34 @@ TEST(DepsTf, SigkillInTheMiddleThenACleanRerun) {
 
 }  // namespace
 }  // namespace podplane::test
+
+namespace podplane::test {
+namespace {
+
+// `deps tf -f CONFIG` fetches the default stack of the config's provider kind.
+TEST(DepsTf, ClusterConfigPicksTheStackOfItsProviderKind) {
+  FixtureUpstream upstream;
+  DepsRun deps(upstream);
+  for (const char* kind : {"aws", "google"}) {
+    auto init = run_podplane({"cluster", "init", "--provider", kind, "--id", std::string(kind) + "-cluster", "-f",
+                              (deps.dir().path() / (std::string(kind) + ".jsonc")).string()});
+    ASSERT_EQ(init.exit_code, 0) << init.out << init.err;
+  }
+
+  // The fixture registry has no Google provider or module: the google stack fails, naming it,
+  // and leaves no index behind.
+  auto google = deps.podplane({"deps", "tf", "--platform", "linux_amd64", "-f", (deps.dir().path() / "google.jsonc").string()});
+  EXPECT_EQ(google.exit_code, 1) << google.out << google.err;
+  EXPECT_NE(google.err.find("google"), std::string::npos) << google.err;
+  EXPECT_TRUE(cache::Store::open(deps.root(), cache::Store::Access::read_only).artifacts().empty());
+
+  auto aws = deps.podplane({"deps", "tf", "--platform", "linux_amd64", "-f", (deps.dir().path() / "aws.jsonc").string()});
+  ASSERT_EQ(aws.exit_code, 0) << aws.out << aws.err;
+  EXPECT_NE(aws.out.find("module registry.opentofu.org/nstance-dev/nstance/aws"), std::string::npos) << aws.out;
+
+  auto both = deps.podplane({"deps", "tf", "-f", (deps.dir().path() / "aws.jsonc").string(), "--stack", deps.dir().path().string()});
+  EXPECT_EQ(both.exit_code, 2) << "-f and --stack exclude each other\n" << both.err;
+}
+
+}  // namespace
+}  // namespace podplane::test
