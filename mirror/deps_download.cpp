@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
-#include <random>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -127,6 +127,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   std::size_t fetched_items = 0;
   Downloader downloader(options.download);
   ScratchDir scratch{"podplane-deps-"};
+  std::map<std::string, std::pair<std::string, std::uint64_t>> fetched_this_run;  // "url digest" → object, size
 
   for (const auto& arch : archs) {
     for (const auto& kind : options.kinds) {
@@ -151,19 +152,6 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         continue;
       }
 
-      // sha256 items stream straight into the store, checked before the object is committed;
-      // sha512 items land in a scratch file first, checked, then added.
-      std::vector<DownloadItem> direct;
-      std::vector<const VmconfigItem*> direct_items;
-      std::vector<const VmconfigItem*> scratch_items;
-      for (const auto& item : missing) {
-        if (item.digest.starts_with("sha256:")) {
-          direct.push_back(DownloadItem{item.url, lockfile::TypedDigest::parse(item.digest).hex, item.view_path(), {}});
-          direct_items.push_back(&item);
-        } else {
-          scratch_items.push_back(&item);
-        }
-      }
       auto make_row = [&](const VmconfigItem& item, const std::string& digest, std::uint64_t size) {
         cache::Artifact row;
         row.kind = cache::ArtifactKind::vmconfig_artifact;
@@ -178,6 +166,24 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         row.trust = cache::Trust::checksum;
         rows.push_back(std::move(row));
       };
+      // sha256 items stream straight into the store, checked before the object is committed;
+      // sha512 items land in a scratch file first, checked, then added.
+      std::vector<DownloadItem> direct;
+      std::vector<const VmconfigItem*> direct_items;
+      std::vector<const VmconfigItem*> scratch_items;
+      for (const auto& item : missing) {
+        // knc and knd manifests share most artifacts: fetch each (url, digest) once per run.
+        if (auto known = fetched_this_run.find(item.url + " " + item.digest); known != fetched_this_run.end()) {
+          make_row(item, known->second.first, known->second.second);
+          continue;
+        }
+        if (item.digest.starts_with("sha256:")) {
+          direct.push_back(DownloadItem{item.url, lockfile::TypedDigest::parse(item.digest).hex, item.view_path(), {}});
+          direct_items.push_back(&item);
+        } else {
+          scratch_items.push_back(&item);
+        }
+      }
       auto outcomes = downloader.fetch_into_store(store, direct);
       for (std::size_t i = 0; i < outcomes.size(); ++i) {
         if (!outcomes[i].ok) {
@@ -185,6 +191,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
           continue;
         }
         make_row(*direct_items[i], outcomes[i].digest, outcomes[i].size);
+        fetched_this_run[direct_items[i]->url + " " + direct_items[i]->digest] = {outcomes[i].digest, outcomes[i].size};
         fetched_bytes += outcomes[i].size;
         ++fetched_items;
       }
@@ -199,7 +206,9 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
                                          lockfile::TypedDigest{expected.algorithm, got}.str()));
           }
           auto size = fs::file_size(file);
-          make_row(*item, store.add_file(file), size);
+          auto digest = store.add_file(file);
+          make_row(*item, digest, size);
+          fetched_this_run[item->url + " " + item->digest] = {digest, size};
           fetched_bytes += size;
           ++fetched_items;
         } catch (const Error& error) {

@@ -55,6 +55,11 @@ TEST(DepsDownload, FetchesBothKindsFilteredByProviderAndVerifiesEveryDigest) {
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("All dependencies for knc_debian-13_amd64 are up to date."), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("All dependencies for knd_debian-13_amd64 are up to date."), std::string::npos) << result.out;
+  // knc and knd share most artifacts: each one crosses the wire once.
+  std::map<std::string, int> gets;
+  for (const auto& request : upstream.requests("^/artifacts/", 200)) ++gets[request.path];
+  EXPECT_FALSE(gets.empty());
+  for (const auto& [path, count] : gets) EXPECT_EQ(count, 1) << path << " fetched " << count << " times";
 
   for (const char* name : {"vmconfig_knc_debian-13_amd64", "vmconfig_knd_debian-13_amd64"}) {
     EXPECT_TRUE(fs::exists(deps.root() / "vmconfig" / "manifests" / (std::string(name) + ".json"))) << name;
