@@ -48,7 +48,9 @@ TEST(ClusterConfig, SchemaIsValidJsonWithDescriptionsEverywhere) {
     if (!node.is_object()) return;
     if (node.value("type", "") == "object") {
       EXPECT_TRUE(node.contains("additionalProperties")) << where;
-      if (node["additionalProperties"].is_boolean()) EXPECT_FALSE(node["additionalProperties"].get<bool>()) << where;
+      if (node["additionalProperties"].is_boolean()) {
+        EXPECT_FALSE(node["additionalProperties"].get<bool>()) << where;
+      }
     }
     if (node.contains("properties")) {
       for (const auto& property : node["properties"].items()) {
