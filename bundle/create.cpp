@@ -16,6 +16,8 @@
 
 #include "bundle/archive_io.hpp"
 #include "bundle/signing.hpp"
+#include "cache/human_bytes.hpp"
+#include "cache/unique_fd.hpp"
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 
@@ -25,26 +27,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// Closes a file descriptor it owns.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void close_checked(const std::string& where) {
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) throw Error("cannot close " + where + ": " + std::strerror(errno));
-  }
-
- private:
-  int fd_;
-};
 
 // Upstream documents first, then the packages they vouch for, so that one provider release
 // usually lands in one volume together with its provenance.
@@ -70,16 +52,6 @@ std::uint64_t statvfs_free(const fs::path& dir) {
   struct statvfs info {};
   if (::statvfs(dir.c_str(), &info) != 0) throw Error("cannot query free space of " + dir.string() + ": " + std::strerror(errno));
   return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
-}
-
-std::string human(std::uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-  return buffer;
 }
 
 void fsync_dir(const fs::path& dir) {
@@ -363,7 +335,7 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
   };
   if (packs.back().total(signature_entry) > limit)
     throw UsageError("volume size " + std::to_string(limit) + " bytes cannot even hold the bundle manifest (" +
-                     human(packs.back().total(signature_entry)) + ")");
+                     cache::human_bytes(packs.back().total(signature_entry)) + ")");
   for (std::size_t o = 0; o < objects.size(); ++o) {
     std::uint64_t manifest_growth = growth(packs.back(), o);
     if (fits(packs.back(), o, manifest_growth)) {
@@ -375,7 +347,7 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
     manifest_growth = growth(fresh, o);
     if (!fits(fresh, o, manifest_growth))
       throw UsageError("volume size " + std::to_string(limit) + " bytes is too small for object " + objects[o].digest + " (" +
-                       human(objects[o].size) + ") and its manifest; choose a larger --volume-size");
+                       cache::human_bytes(objects[o].size) + ") and its manifest; choose a larger --volume-size");
     add(fresh, o, manifest_growth);
     if (packs.back().objects.empty()) packs.back() = std::move(fresh);
     else packs.push_back(std::move(fresh));
@@ -437,13 +409,13 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
   std::uint64_t free_bytes = options.free_space ? options.free_space(dir) : statvfs_free(dir);
   if (free_bytes < plan.total_bytes)
     throw Error(mismatch_message("not enough free space in " + dir.string() + " for the bundle",
-                                 std::to_string(plan.total_bytes) + " bytes (" + human(plan.total_bytes) + ")",
-                                 std::to_string(free_bytes) + " bytes free (" + human(free_bytes) + ")"));
+                                 std::to_string(plan.total_bytes) + " bytes (" + cache::human_bytes(plan.total_bytes) + ")",
+                                 std::to_string(free_bytes) + " bytes free (" + cache::human_bytes(free_bytes) + ")"));
 
   std::vector<char> buffer(1 << 20);
   for (const auto& volume : plan.volumes) {
     fs::path temp = fs::path(volume.file.string() + ".tmp-" + std::to_string(::getpid()));
-    Fd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    cache::UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (out.get() < 0) throw Error("cannot create " + temp.string() + ": " + std::strerror(errno));
     try {
       detail::ArchiveWriter writer(out.get(), epoch_of(volume.manifest.created_at), volume.file.string());
@@ -452,7 +424,7 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
       std::uint64_t unsynced = 0;
       for (const auto& object : volume.manifest.objects) {
         fs::path path = store.object_path(object.digest);
-        Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        cache::UniqueFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
         if (in.get() < 0) throw Error("cannot open store object " + path.string() + ": " + std::strerror(errno));
         ::posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
         writer.begin_file(std::string(kObjectPrefix) + object.digest, object.size);
@@ -489,7 +461,7 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
     if (progress)
       progress("wrote " + volume.file.string() + " (volume " + std::to_string(volume.manifest.volume_index) + " of " +
                std::to_string(volume.manifest.volume_count) + ", " + std::to_string(volume.manifest.objects.size()) +
-               " objects, " + human(volume.bytes) + ")");
+               " objects, " + cache::human_bytes(volume.bytes) + ")");
   }
   if (!store.read_only()) {
     json files = json::array();

@@ -17,6 +17,7 @@
 #include "bundle/create.hpp"
 #include "bundle/manifest.hpp"
 #include "bundle/signing.hpp"
+#include "cache/unique_fd.hpp"
 #include "cache/views.hpp"
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
@@ -30,20 +31,6 @@ namespace {
 
 constexpr std::uint64_t kManifestLimit = 64ULL << 20;  // far above any real store's index
 constexpr std::uint64_t kSignatureLimit = 64ULL << 10;
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Where objects of a volume go: into the store, or only through a hasher (verify).
 class ObjectSink {
@@ -129,7 +116,7 @@ void check_signature(const std::string& manifest_bytes, const std::string& signa
 void read_volume(const fs::path& file, const std::vector<PublicKey>& trusted, const VerifyOptions& options,
                  ObjectSink& sink, VolumeReport& report, std::optional<BundleManifest>& manifest) {
   report.file = file;
-  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  cache::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) throw Error("cannot open bundle " + file.string() + ": " + std::strerror(errno));
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   detail::ArchiveReader reader(fd.get(), file.string());

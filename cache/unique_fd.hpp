@@ -1,9 +1,14 @@
 #pragma once
 // A file descriptor closed on destruction (and with it any flock() the descriptor holds).
-// Internal to cache/.
+// Used by cache/ and bundle/.
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <string>
 #include <utility>
+
+#include "lockfile/error.hpp"
 
 namespace podplane::cache {
 
@@ -28,6 +33,11 @@ class UniqueFd {
   void reset() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
+  }
+  // Closes now and reports a failed close (a late write error on some filesystems).
+  void close_checked(const std::string& where) {
+    int fd = std::exchange(fd_, -1);
+    if (fd >= 0 && ::close(fd) != 0) throw Error("cannot close " + where + ": " + std::strerror(errno));
   }
 
  private:

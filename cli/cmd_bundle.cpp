@@ -6,6 +6,7 @@
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
 #include "bundle/signing.hpp"
+#include "cache/human_bytes.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "lockfile/error.hpp"
@@ -15,16 +16,6 @@ namespace podplane::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string human(std::uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-  return buffer;
-}
 
 struct CreateArgs {
   std::string file;
@@ -60,7 +51,7 @@ void print_report(const bundle::ImportReport& report, const char* verb) {
                 << ", " << (v.signer == "unsigned" ? "unsigned" : "signed by " + v.signer)
                 << (v.signer != "unsigned" && !v.trusted_signer ? " (not trusted)" : "") << "\n";
       std::cout << "  objects: " << v.objects << " listed, " << v.objects_verified << " " << verb << " ("
-                << human(v.bytes_verified) << ")";
+                << cache::human_bytes(v.bytes_verified) << ")";
       if (v.objects_present > 0) std::cout << ", " << v.objects_present << " already present";
       if (!v.missing_objects.empty()) std::cout << ", " << v.missing_objects.size() << " MISSING";
       std::cout << "\n";
@@ -111,8 +102,8 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
     auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_write);
     auto plan = bundle::plan_bundle(store, c->file, options);
     std::cout << "bundle: " << plan.artifacts << " artifacts, " << plan.module_trees << " module trees, " << plan.objects
-              << " objects (" << human(plan.object_bytes) << ") in " << plan.volumes.size() << " volume(s), "
-              << human(plan.total_bytes) << " to write, " << (plan.signed_bundle ? "signed" : "UNSIGNED") << "\n";
+              << " objects (" << cache::human_bytes(plan.object_bytes) << ") in " << plan.volumes.size() << " volume(s), "
+              << cache::human_bytes(plan.total_bytes) << " to write, " << (plan.signed_bundle ? "signed" : "UNSIGNED") << "\n";
     for (const auto& v : plan.volumes)
       std::cout << "  " << v.file.string() << ": " << v.manifest.objects.size() << " objects, " << v.bytes << " bytes\n";
     std::cout.flush();

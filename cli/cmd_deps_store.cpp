@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/human_bytes.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
@@ -17,20 +18,6 @@ namespace podplane::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string human_size(std::int64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  if (unit == 0) std::snprintf(text, sizeof text, "%lld B", static_cast<long long>(bytes));
-  else std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
-  return text;
-}
 
 // Queries open read-only: they work on read-only media and never sweep or create anything.
 std::optional<cache::Store> open_for_reading(const fs::path& root) {
@@ -82,7 +69,7 @@ void deps_ls(bool json) {
                       {"trust", cache::to_string(a.trust)},
                       {"added_at", a.added_at}});
       rows.push_back({std::string(cache::to_string(a.kind)), a.address, a.version, a.platform.empty() ? "-" : a.platform,
-                      human_size(a.size)});
+                      cache::human_bytes(static_cast<std::uint64_t>(a.size))});
     }
     for (const auto& tree : store->module_trees()) {
       std::int64_t size = 0;
@@ -96,7 +83,7 @@ void deps_ls(bool json) {
                       {"h1", tree.h1},
                       {"upstream_url", tree.upstream_url},
                       {"added_at", tree.added_at}});
-      rows.push_back({"module", tree.address, tree.version, "-", human_size(size)});
+      rows.push_back({"module", tree.address, tree.version, "-", cache::human_bytes(static_cast<std::uint64_t>(size))});
     }
   } else {
     std::cerr << "podplane: no store at " << root.string() << " yet\n";
@@ -159,7 +146,7 @@ void deps_gc(bool dry_run, bool json) {
     std::cout << verb << " object " << digest << " (" << store.object_path(digest).string() << ")\n";
   }
   std::cout << verb << " " << report.objects.size() << " object(s) and " << report.temp_files.size() << " temp file(s), "
-            << human_size(static_cast<std::int64_t>(report.bytes)) << "\n";
+            << cache::human_bytes(report.bytes) << "\n";
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/store.hpp"
+#include "tests/support/background.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 
@@ -28,6 +29,7 @@ namespace podplane::e2e {
 namespace {
 
 namespace fs = std::filesystem;
+using test::Background;
 using test::ProcessOptions;
 using test::ProcessResult;
 using test::read_file;
@@ -134,68 +136,6 @@ void expect_verify_clean(const fs::path& root, const std::string& where) {
   ASSERT_EQ(verify.exit_code, 0) << where << "\n" << show(verify);
   EXPECT_NE(verify.out.find(": ok"), std::string::npos) << where << "\n" << show(verify);
 }
-
-// A process in the background whose first stdout line says it is ready; killed when destroyed.
-class Background {
- public:
-  Background(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const fs::path& err_file) {
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-    const pid_t parent = getpid();
-    pid_ = fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive a crashed test
-      if (getppid() != parent) _exit(1);
-      for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-      int err = open(err_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      int in = open("/dev/null", O_RDONLY);
-      dup2(in, 0);
-      dup2(out[1], 1);
-      if (err >= 0) dup2(err, 2);
-      std::vector<char*> args;
-      for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-      args.push_back(nullptr);
-      execvp(args[0], args.data());
-      _exit(127);
-    }
-    close(out[1]);
-    fd_ = out[0];
-  }
-  ~Background() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-    }
-    if (fd_ >= 0) close(fd_);
-  }
-  Background(const Background&) = delete;
-  Background& operator=(const Background&) = delete;
-
-  // The first line of stdout, or "" when none came within 30 s (or the process ended).
-  std::string first_line() {
-    std::string text;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (text.find('\n') == std::string::npos) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return "";
-      pollfd p{fd_, POLLIN, 0};
-      int ready = poll(&p, 1, static_cast<int>(left.count()));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) return "";
-      char buffer[256];
-      ssize_t n = read(fd_, buffer, sizeof buffer);
-      if (n <= 0) return "";
-      text.append(buffer, static_cast<std::size_t>(n));
-    }
-    return text.substr(0, text.find('\n'));
-  }
-
- private:
-  pid_t pid_ = -1;
-  int fd_ = -1;
-};
 
 // Host blocks that send both origin registries to a podplane mirror at `base` (ending in '/').
 std::string mirror_cli_config(const std::string& base) {

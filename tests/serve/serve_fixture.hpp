@@ -27,6 +27,7 @@
 
 #include "cache/store.hpp"
 #include "lockfile/hash.hpp"
+#include "tests/support/background.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::serve_test {
@@ -350,67 +351,7 @@ inline bool port_accepts(int port) {
   return ok;
 }
 
-// A child process whose stderr goes to a file; optionally waits for a first stdout line.
-class Background {
- public:
-  Background(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const fs::path& err_file) {
-    int out_pipe[2];
-    if (::pipe(out_pipe) != 0) throw std::runtime_error("pipe failed");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(out_pipe[1], 1);
-      ::dup2(err, 2);
-      ::close(out_pipe[0]);
-      ::close(out_pipe[1]);
-      for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
-      std::vector<char*> args;
-      for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      _exit(127);
-    }
-    ::close(out_pipe[1]);
-    out_ = out_pipe[0];
-  }
-  ~Background() { stop(); }
-  Background(const Background&) = delete;
-  Background& operator=(const Background&) = delete;
-
-  // The first line on stdout, or "" when the process exits or `timeout` passes first.
-  std::string first_line(std::chrono::seconds timeout = std::chrono::seconds(60)) {
-    std::string line;
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (line.find('\n') == std::string::npos) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-      if (left <= 0) return "";
-      pollfd fd{out_, POLLIN, 0};
-      if (::poll(&fd, 1, static_cast<int>(left)) <= 0) continue;
-      char buffer[256];
-      ssize_t got = ::read(out_, buffer, sizeof buffer);
-      if (got <= 0) return "";
-      line.append(buffer, static_cast<std::size_t>(got));
-    }
-    return line.substr(0, line.find('\n'));
-  }
-
-  int stop(int signal = SIGTERM) {
-    if (pid_ <= 0) return status_;
-    ::kill(pid_, signal);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    ::close(out_);
-    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    return status_;
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  int out_ = -1;
-  int status_ = -1;
-};
+using podplane::test::Background;
 
 // Waits (bounded) until `port` accepts connections: the readiness probe for nginx and the registry.
 inline bool wait_for_port(int port, std::chrono::seconds timeout = std::chrono::seconds(30)) {
