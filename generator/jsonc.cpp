@@ -58,16 +58,6 @@ class LineScanner {
     return out;
   }
 
-  static std::string escape_pointer_token(const std::string& key) {
-    std::string out;
-    for (char c : key) {
-      if (c == '~') out += "~0";
-      else if (c == '/') out += "~1";
-      else out += c;
-    }
-    return out;
-  }
-
   void value(const std::string& pointer) {
     skip_space();
     if (pos_ >= text_.size()) return;
@@ -84,7 +74,7 @@ class LineScanner {
         std::string key = string();
         skip_space();
         ++pos_;  // ':'
-        std::string child = pointer + "/" + escape_pointer_token(key);
+        std::string child = pointer + "/" + json_pointer_token(key);
         value(child);
         // A value on the line after its key still belongs to the key's line for messages.
         lines_[child] = key_line;
@@ -149,6 +139,16 @@ JsoncDocument parse_jsonc(std::string_view text, std::string_view source_name) {
   }
   LineScanner(text, document.lines).scan();
   return document;
+}
+
+std::string json_pointer_token(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
 }
 
 std::string display_path(const std::string& pointer) {

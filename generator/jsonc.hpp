@@ -21,6 +21,9 @@ struct JsoncDocument {
 
 [[nodiscard]] JsoncDocument parse_jsonc(std::string_view text, std::string_view source_name);
 
+// One reference token of a JSON Pointer (RFC 6901): "~" → "~0", "/" → "~1".
+std::string json_pointer_token(const std::string& key);
+
 // "/cluster/pools/ingress" → "cluster.pools.ingress", "/a/0" → "a[0]": the form errors show.
 std::string display_path(const std::string& pointer);
 

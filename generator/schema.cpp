@@ -40,16 +40,6 @@ bool has_type(const json& value, const std::string& type) {
   return actual == type;
 }
 
-std::string pointer_token(const std::string& key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
-
 class Validator {
  public:
   explicit Validator(const JsoncDocument& document) : document_(document) {}
@@ -111,7 +101,7 @@ class Validator {
       }
       const json* properties = schema.contains("properties") ? &schema["properties"] : nullptr;
       for (const auto& item : value.items()) {
-        std::string child = pointer + "/" + pointer_token(item.key());
+        std::string child = pointer + "/" + json_pointer_token(item.key());
         if (properties != nullptr && properties->contains(item.key())) {
           check((*properties)[item.key()], item.value(), child);
         } else if (schema.contains("additionalProperties")) {

@@ -110,6 +110,17 @@ std::optional<cache::ModuleTree> newest_module(const cache::Store& store, const 
   return best;
 }
 
+// The newest allowed package in the store, or the error that names the online command.
+cache::ModuleTree newest_module_or_fail(const cache::Store& store, const std::string& package,
+                                       const fs::path& config_file) {
+  auto newest = newest_module(store, package, module_constraints());
+  if (!newest)
+    throw Error("no module " + package + " allowed by \"" + module_constraints() + "\" is in the store; run " +
+                "`podplane deps tf -f " + config_file.filename().string() +
+                "` while online, or import a bundle that has it");
+  return *newest;
+}
+
 std::optional<cache::ModuleTree> module_tree(const cache::Store& store, const std::string& package,
                                              const std::string& version) {
   for (auto& tree : store.module_trees())
@@ -484,24 +495,14 @@ StackResult generate_stack(const cache::Store& store, const StackOptions& option
         lock_text = lockfile::render_lock_file(lock, engine_of(selection));
       }
     } else {
-      auto newest = newest_module(store, package, module_constraints());
-      if (!newest)
-        throw Error("no module " + package + " allowed by \"" + module_constraints() + "\" is in the store; run " +
-                    "`podplane deps tf -f " + config_file.filename().string() +
-                    "` while online, or import a bundle that has it");
-      version = newest->version;
+      version = newest_module_or_fail(store, package, config_file).version;
       if (selection)
         result.warnings.push_back("the store's current selection is " + selection->module_address + " " +
                                   selection->module_version + "; took the newest " + package + " in the store, " +
                                   version);
     }
   } else {
-    auto newest = newest_module(store, package, module_constraints());
-    if (!newest)
-      throw Error("no module " + package + " allowed by \"" + module_constraints() + "\" is in the store; run " +
-                  "`podplane deps tf -f " + config_file.filename().string() +
-                  "` while online, or import a bundle that has it");
-    version = newest->version;
+    version = newest_module_or_fail(store, package, config_file).version;
   }
   result.module_version = version;
   auto tree = module_tree(store, package, version);

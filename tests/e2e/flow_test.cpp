@@ -137,16 +137,6 @@ void expect_verify_clean(const fs::path& root, const std::string& where) {
   EXPECT_NE(verify.out.find(": ok"), std::string::npos) << where << "\n" << show(verify);
 }
 
-// Host blocks that send both origin registries to a podplane mirror at `base` (ending in '/').
-std::string mirror_cli_config(const std::string& base) {
-  std::string text;
-  for (const char* host : {"registry.opentofu.org", "registry.terraform.io"}) {
-    text += std::string("host \"") + host + "\" {\n  services = {\n    \"providers.v1\" = \"" + base + "v1/providers/" +
-            host + "/\"\n    \"modules.v1\" = \"" + base + "v1/modules/" + host + "/\"\n  }\n}\n";
-  }
-  return text;
-}
-
 TEST(Flow, OnlineTransferAirGapAndMirror) {
   const auto started = std::chrono::steady_clock::now();
   TempDir dir;
@@ -318,7 +308,7 @@ TEST(Flow, OnlineTransferAirGapAndMirror) {
   const std::string base = serve.first_line();
   ASSERT_EQ(base.rfind("https://127.0.0.1:", 0), 0u) << base << "\n" << read_file(dir / "serve.err");
   ASSERT_EQ(base.back(), '/') << base;
-  write_file(dir / "mirror.tfrc", mirror_cli_config(base));
+  write_file(dir / "mirror.tfrc", podplane::test::mirror_serve_host_blocks(base));
   ProcessOptions from_mirror = at(c);
   from_mirror.env["TF_CLI_CONFIG_FILE"] = (dir / "mirror.tfrc").string();
   from_mirror.env["SSL_CERT_FILE"] = (dir / "cert.pem").string();

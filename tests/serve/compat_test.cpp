@@ -39,16 +39,6 @@ std::string content_rows(const fs::path& root) {
   return text;
 }
 
-// Host blocks that send both origin registries to a podplane mirror at `base` (ending in '/').
-std::string mirror_cli_config(const std::string& base) {
-  std::string text;
-  for (const char* host : {"registry.opentofu.org", "registry.terraform.io"}) {
-    text += std::string("host \"") + host + "\" {\n  services = {\n    \"providers.v1\" = \"" + base + "v1/providers/" +
-            host + "/\"\n    \"modules.v1\" = \"" + base + "v1/modules/" + host + "/\"\n  }\n}\n";
-  }
-  return text;
-}
-
 podplane::test::ProcessResult deps_tf(const fs::path& root, const fs::path& cli_config, const fs::path& ca) {
   podplane::test::ProcessOptions options;
   options.env = {{"PODPLANE_DEPS_CACHE_DIR", root.string()},
@@ -82,7 +72,7 @@ TEST(Compat, DepsTfFromMirrorServeAndFromNginxHostedExportMatchesTheFirstRoot) {
                    {{"PODPLANE_DEPS_CACHE_DIR", (dir / "first").string()}}, dir / "serve.err");
   std::string base = serve.first_line();
   ASSERT_FALSE(base.empty()) << read_file(dir / "serve.err");
-  write_file(dir / "mirror.tfrc", mirror_cli_config(base));
+  write_file(dir / "mirror.tfrc", podplane::test::mirror_serve_host_blocks(base));
   auto second = deps_tf(dir / "second", dir / "mirror.tfrc", dir / "cert.pem");
   ASSERT_EQ(second.exit_code, 0) << second.out << second.err << "\nserver log:\n" << read_file(dir / "serve.err");
   EXPECT_EQ(content_rows(dir / "second"), first_rows);
@@ -121,7 +111,7 @@ TEST(Compat, DepsTfFromMirrorServeAndFromNginxHostedExportMatchesTheFirstRoot) {
   Background web({nginx, "-e", (prefix / "error.log").string(), "-p", p, "-c", (prefix / "nginx.conf").string()}, {},
                  prefix / "stderr.log");
   ASSERT_TRUE(wait_for_port(port)) << read_file(prefix / "stderr.log");
-  write_file(dir / "nginx.tfrc", mirror_cli_config("https://127.0.0.1:" + std::to_string(port) + "/"));
+  write_file(dir / "nginx.tfrc", podplane::test::mirror_serve_host_blocks("https://127.0.0.1:" + std::to_string(port) + "/"));
   auto third = deps_tf(dir / "third", dir / "nginx.tfrc", dir / "cert.pem");
   ASSERT_EQ(third.exit_code, 0) << third.out << third.err << "\nnginx log:\n" << read_file(prefix / "access.log");
   EXPECT_EQ(content_rows(dir / "third"), first_rows);

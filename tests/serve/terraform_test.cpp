@@ -46,10 +46,8 @@ TEST(RealTerraform, InitThroughMirrorServeVerifiesUpstreamSignatures) {
   std::string base = serve.first_line();
   ASSERT_FALSE(base.empty()) << read_file(dir / "serve.err");
 
-  const std::string host = "registry.terraform.io";
-  write_file(dir / "terraform.tfrc", "host \"" + host + "\" {\n  services = {\n    \"providers.v1\" = \"" + base +
-                                         "v1/providers/" + host + "/\"\n    \"modules.v1\" = \"" + base +
-                                         "v1/modules/" + host + "/\"\n  }\n}\ndisable_checkpoint = true\n");
+  write_file(dir / "terraform.tfrc",
+             podplane::test::mirror_serve_host_blocks(base) + "disable_checkpoint = true\n");
   write_file(dir / "stack" / "main.tf", R"(terraform {
   required_providers {
     aws      = { source = "hashicorp/aws", version = ">= 6.0" }

@@ -131,4 +131,13 @@ bool have_program(const std::string& name) {
   return run({"sh", "-c", "command -v " + name + " >/dev/null"}).exit_code == 0;
 }
 
+std::string mirror_serve_host_blocks(const std::string& base) {
+  std::string text;
+  for (const char* host : {"registry.opentofu.org", "registry.terraform.io"}) {
+    text += std::string("host \"") + host + "\" {\n  services = {\n    \"providers.v1\" = \"" + base + "v1/providers/" +
+            host + "/\"\n    \"modules.v1\" = \"" + base + "v1/modules/" + host + "/\"\n  }\n}\n";
+  }
+  return text;
+}
+
 }  // namespace podplane::test

@@ -51,4 +51,8 @@ std::string read_file(const fs::path& file);
 void write_file(const fs::path& file, const std::string& content);  // creates parent dirs
 bool have_program(const std::string& name);  // on PATH
 
+// A CLI config whose host blocks send both origin registries (registry.opentofu.org and
+// registry.terraform.io) to a `podplane mirror serve` at `base` (ending in '/').
+std::string mirror_serve_host_blocks(const std::string& base);
+
 }  // namespace podplane::test
