@@ -273,6 +273,10 @@ bool publish_view(const Store& store, const ViewFile& view) {
         ::unlink(temp.c_str());
         throw Error("cannot replace " + view.path.string() + ": " + std::strerror(saved));
       }
+      // When a concurrent rebuild linked the view to the same object first, temp and view are
+      // links to one inode and rename() does nothing (POSIX): drop the extra link. After a
+      // real rename temp is gone and this is a no-op.
+      ::unlink(temp.c_str());
       return true;
     }
     // EXDEV (views on another filesystem), EPERM, EMLINK: fall back to a copy.
