@@ -91,6 +91,9 @@ void FixtureUpstream::start(const ServeOptions& serve) {
   for (const auto& spec : serve.fail_first) argv.insert(argv.end(), {"--fail-first", spec});
   for (const auto& spec : serve.cut_after) argv.insert(argv.end(), {"--cut-after", spec});
   for (const auto& spec : serve.ignore_range) argv.insert(argv.end(), {"--ignore-range", spec});
+  for (const auto& spec : serve.drip) argv.insert(argv.end(), {"--drip", spec});
+  for (const auto& spec : serve.lie_length) argv.insert(argv.end(), {"--lie-length", spec});
+  if (!serve.proxy_to.empty()) argv.insert(argv.end(), {"--proxy-to", serve.proxy_to});
 
   const fs::path stderr_file = run_dir_->path() / "serve.stderr";
   int out_pipe[2];

@@ -40,6 +40,9 @@ struct ServeOptions {
   std::vector<std::string> fail_first;    // "N:REGEX:STATUS[:RETRY_AFTER]", first N hits of each matching path
   std::vector<std::string> cut_after;     // "BYTES:REGEX", first full transfer of each matching path cut
   std::vector<std::string> ignore_range;  // "REGEX": answer Range requests with 200 and the whole file
+  std::vector<std::string> drip;          // "BYTES_PER_SEC:REGEX": every GET sends its body that slowly
+  std::vector<std::string> lie_length;    // "CLAIMED:SENT:REGEX": every GET claims CLAIMED bytes, sends SENT, closes
+  std::string proxy_to;                   // "http://HOST:PORT": forward every unfaulted request there
 };
 
 struct AccessLogEntry {
@@ -48,7 +51,7 @@ struct AccessLogEntry {
   int status = 0;
   std::uint64_t bytes = 0;           // body bytes sent
   std::optional<std::string> range;  // the request's Range header
-  std::string fault;                 // "", "fail-first", "cut", "ignore-range"
+  std::string fault;                 // "", "fail-first", "cut", "ignore-range", "drip", "lie-length", "proxy"
   double start = 0;                  // server's monotonic clock, seconds: request arrived
   double end = 0;                    // … answer sent
 };

@@ -3,7 +3,8 @@
 
     serve.py --root OUT_DIR [--port 0] [--tls|--plain] [--delay-ms N]
              [--fail-first N:REGEX:STATUS[:RETRY_AFTER]]... [--cut-after BYTES:REGEX]...
-             [--ignore-range REGEX]... [--log FILE]
+             [--ignore-range REGEX]... [--drip BYTES_PER_SEC:REGEX]...
+             [--lie-length CLAIMED:SENT:REGEX]... [--proxy-to URL] [--log FILE]
 
 Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts connections.
 - Static files from OUT_DIR/www; registry JSON (/.well-known/, /v1/, *.json) as application/json.
@@ -15,13 +16,23 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
   get STATUS (with Retry-After when given).
 - --cut-after BYTES:REGEX: the first full (non-Range) transfer of each matching path sends its
   headers with the full Content-Length, then BYTES body bytes, then closes the connection.
+- --drip BYTES_PER_SEC:REGEX: every GET of a matching path answers 200 with the file's
+  Content-Length, then sends its body BYTES_PER_SEC bytes a second (one write per second),
+  for as long as the client stays. Logged (fault "drip") when the headers have gone out.
+- --lie-length CLAIMED:SENT:REGEX: every GET of a matching path, with or without Range,
+  answers 200 with Content-Length CLAIMED, sends SENT body bytes and closes the connection.
+- --proxy-to URL: a fault-injecting reverse proxy: every request (any method, with its body)
+  that no fault answers is forwarded to URL (plain http), with X-Forwarded-Proto and
+  X-Forwarded-Host, and its answer is passed back. --root then only supplies tls/.
 - --delay-ms N: every request waits N ms before it is answered.
 - --log FILE: one JSON object per request and line: method, path, status, bytes (body bytes
-  sent), range (the Range header or null), fault (null, "fail-first", "cut", "ignore-range"),
+  sent), range (the Range header or null), fault (null, "fail-first", "cut", "ignore-range",
+  "drip", "lie-length", "proxy"),
   start and end (monotonic seconds: when the request arrived and when its answer was sent).
 Python stdlib only: it is a test fixture.
 """
 import argparse
+import http.client
 import http.server
 import json
 import os
@@ -56,6 +67,21 @@ class State:
             n, _, regex = spec.partition(":")
             self.cut_rules.append((int(n), re.compile(regex)))
         self.ignore_range = [re.compile(r) for r in args.ignore_range]
+        self.drip_rules = []
+        for spec in args.drip:
+            rate, _, regex = spec.partition(":")
+            if not rate.isdigit() or int(rate) < 1 or not regex:
+                raise SystemExit("--drip wants BYTES_PER_SEC:REGEX, got " + spec)
+            self.drip_rules.append((int(rate), re.compile(regex)))
+        self.lie_rules = []
+        for spec in args.lie_length:
+            parts = spec.split(":", 2)
+            if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
+                raise SystemExit("--lie-length wants CLAIMED:SENT:REGEX, got " + spec)
+            self.lie_rules.append((int(parts[0]), int(parts[1]), re.compile(parts[2])))
+        self.proxy = urllib.parse.urlsplit(args.proxy_to) if args.proxy_to else None
+        if self.proxy and self.proxy.scheme != "http":
+            raise SystemExit("--proxy-to wants an http:// URL, got " + args.proxy_to)
         self.base = ""
 
     def log(self, **entry):
@@ -72,6 +98,12 @@ class State:
                         self.hits[(i, path)] = seen + 1
                         return status, retry_after
         return None
+
+    def drip_for(self, path):
+        return next((rate for rate, regex in self.drip_rules if regex.search(path)), None)
+
+    def lie_for(self, path):
+        return next(((claimed, sent) for claimed, sent, regex in self.lie_rules if regex.search(path)), None)
 
     def cut_for(self, path):
         with self.lock:
@@ -125,16 +157,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_POST(self):
+        if self.state.proxy:
+            return self.do_GET()
         self.started = time.monotonic()
         path = urllib.parse.urlsplit(self.path).path
         if path.startswith("/git/"):
             return self.git(path)
         self.finish_request(405, b"method not allowed\n", {"Content-Type": "text/plain"}, path=path)
 
+    def do_PUT(self):
+        self.do_POST()
+
+    def do_PATCH(self):
+        self.do_POST()
+
+    def do_DELETE(self):
+        self.do_POST()
+
     def do_GET(self):
         self.started = time.monotonic()
         split = urllib.parse.urlsplit(self.path)
         path = urllib.parse.unquote(split.path)
+        # A proxied request's body is read before any answer, so that an injected failure
+        # leaves the connection ready for the client's next request.
+        body = self.read_request_body() if self.state.proxy else b""
         if self.state.args.delay_ms:
             time.sleep(self.state.args.delay_ms / 1000.0)
         failure = self.state.injected_failure(path)
@@ -144,9 +190,76 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if retry_after is not None:
                 headers["Retry-After"] = retry_after
             return self.finish_request(status, b"injected failure\n", headers, path=path, fault="fail-first")
+        if self.state.proxy:
+            return self.forward(path, body)
+        if self.command == "GET":
+            rate = self.state.drip_for(path)
+            if rate is not None:
+                return self.drip(path, rate)
+            lie = self.state.lie_for(path)
+            if lie is not None:
+                return self.lie(path, *lie)
         if path.startswith("/git/"):
             return self.git(path)
         self.static(path)
+
+    def file_bytes(self, path):
+        rel = os.path.normpath(path.lstrip("/"))
+        file = os.path.join(self.state.www, rel)
+        if rel.startswith("..") or os.path.isabs(rel) or not os.path.isfile(file):
+            return b"x" * 65536  # a made-up body: the fault is the point, not the bytes
+        with open(file, "rb") as f:
+            return f.read()
+
+    def drip(self, path, rate):
+        body = self.file_bytes(path)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.flush()
+        self.state.log(method=self.command, path=path, status=200, bytes=0, range=self.headers.get("Range"),
+                       fault="drip", start=round(self.started, 6), end=round(time.monotonic(), 6))
+        self.close_connection = True
+        try:
+            for at in range(0, len(body), rate):
+                self.wfile.write(body[at:at + rate])
+                self.wfile.flush()
+                time.sleep(1.0)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+
+    def lie(self, path, claimed, sent):
+        body = self.file_bytes(path)
+        while len(body) < sent:
+            body += body
+        self.finish_request(200, body[:sent], {"Content-Type": "application/octet-stream"}, path=path,
+                            fault="lie-length", cut=sent, content_length=claimed)
+
+    def forward(self, path, body):
+        proxy = self.state.proxy
+        connection = http.client.HTTPConnection(proxy.hostname, proxy.port or 80, timeout=60)
+        headers = {name: value for name, value in self.headers.items()
+                   if name.lower() not in ("connection", "keep-alive", "transfer-encoding", "content-length", "expect")}
+        headers["X-Forwarded-Proto"] = "https" if self.server.context is not None else "http"
+        headers["X-Forwarded-Host"] = self.headers.get("Host", "")
+        try:
+            connection.request(self.command, self.path, body=body if body or self.command in ("POST", "PUT", "PATCH") else None,
+                               headers=headers)
+            answer = connection.getresponse()
+            answer_body = answer.read()
+        except OSError as error:
+            return self.finish_request(502, ("proxy: %s\n" % error).encode(), {"Content-Type": "text/plain"},
+                                       path=path, fault="proxy")
+        finally:
+            connection.close()
+        passed = {}
+        for name, value in answer.getheaders():
+            if name.lower() not in ("connection", "keep-alive", "transfer-encoding", "content-length"):
+                passed[name] = value
+        length = answer.getheader("Content-Length") if self.command == "HEAD" else None
+        self.finish_request(answer.status, answer_body, passed, path=path,
+                            content_length=int(length) if length is not None else None)
 
     def static(self, path):
         www = self.state.www
@@ -285,6 +398,9 @@ def main():
     parser.add_argument("--fail-first", action="append", default=[])
     parser.add_argument("--cut-after", action="append", default=[])
     parser.add_argument("--ignore-range", action="append", default=[])
+    parser.add_argument("--drip", action="append", default=[])
+    parser.add_argument("--lie-length", action="append", default=[])
+    parser.add_argument("--proxy-to")
     parser.add_argument("--log")
     args = parser.parse_args()
 
