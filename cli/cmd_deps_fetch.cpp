@@ -59,6 +59,7 @@ mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const Glo
   options.mode = args.dry_run ? mirror::DepsDownloadOptions::Mode::dry_run : mirror::DepsDownloadOptions::Mode::fetch;
   options.download.jobs = args.jobs;
   options.download.progress = progress_of(global);
+  options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
   return options;
 }
 
@@ -99,6 +100,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     // Registries serve every package of a release from one host: let --jobs apply to it.
     options.download.per_host = tf_args->jobs;
     options.download.progress = progress_of(global);
+    options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
     auto store = cache::Store::open(cache::default_deps_root());
     (void)mirror::deps_tf(store, options, std::cout, std::cerr);
   });

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -54,8 +55,8 @@ FetchedManifest fetch_manifest(HttpClient& http, const std::string& base, const 
   FetchedManifest fetched;
   fetched.url = base + "/manifests/" + name + ".json";
   auto response = http.get(fetched.url, {"Accept: application/json"});
-  if (response.status == 404) throw Error("file not found: " + fetched.url);
-  if (response.status != 200) throw Error("cannot fetch " + fetched.url + ": HTTP " + std::to_string(response.status));
+  if (response.status == 404) throw Error("file not found: " + redact_url(fetched.url));
+  if (response.status != 200) throw Error("cannot fetch " + redact_url(fetched.url) + ": " + response.status_text());
   fetched.bytes = std::move(response.body);
   fetched.manifest = parse_vmconfig_manifest(fetched.bytes, name);
   return fetched;
@@ -128,6 +129,9 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   Downloader downloader(options.download);
   ScratchDir scratch{"podplane-deps-"};
   std::map<std::string, std::pair<std::string, std::uint64_t>> fetched_this_run;  // "url digest" → object, size
+  // "url digest" that failed this run: knc and knd share artifacts, and one that already spent
+  // its retry budget is not tried again for the next manifest (its failure is reported once).
+  std::set<std::string> failed_this_run;
 
   for (const auto& arch : archs) {
     for (const auto& kind : options.kinds) {
@@ -141,7 +145,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         if (!is_cached(store, item, arch)) missing.push_back(item);
       }
       if (dry_run) {
-        out << "VMConfig manifest: " << fetched.url << "\n";
+        out << "VMConfig manifest: " << redact_url(fetched.url) << "\n";
         out << "VMConfig cache directory: " << (store.root() / "vmconfig").string() << "\n";
         if (missing.empty()) {
           out << "All dependencies already cached, nothing to download.\n";
@@ -177,6 +181,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
           make_row(item, known->second.first, known->second.second);
           continue;
         }
+        if (failed_this_run.count(item.url + " " + item.digest)) continue;
         if (item.digest.starts_with("sha256:")) {
           direct.push_back(DownloadItem{item.url, lockfile::TypedDigest::parse(item.digest).hex, item.view_path(), {}});
           direct_items.push_back(&item);
@@ -188,6 +193,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       for (std::size_t i = 0; i < outcomes.size(); ++i) {
         if (!outcomes[i].ok) {
           failures.push_back(outcomes[i].error);
+          failed_this_run.insert(direct_items[i]->url + " " + direct_items[i]->digest);
           continue;
         }
         make_row(*direct_items[i], outcomes[i].digest, outcomes[i].size);
@@ -213,6 +219,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
           ++fetched_items;
         } catch (const Error& error) {
           failures.push_back(error.what());
+          failed_this_run.insert(item->url + " " + item->digest);
         }
         std::error_code ec;
         fs::remove(file, ec);

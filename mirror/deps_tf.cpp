@@ -515,8 +515,8 @@ class TfRun {
     parallel_for(document_urls.size(), [&](std::size_t i, HttpClient& http, RegistryClient&) {
       auto response = http.get(document_urls[i]);
       if (response.status != 200) {
-        throw Error("cannot fetch " + basename_of_url(document_urls[i]) + " (" + document_urls[i] + "): HTTP " +
-                    std::to_string(response.status));
+        throw Error("cannot fetch " + basename_of_url(document_urls[i]) + " (" + redact_url(document_urls[i]) +
+                    "): " + response.status_text());
       }
       bodies[i] = std::move(response.body);
     });

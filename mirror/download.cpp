@@ -41,11 +41,13 @@ class EvpMdCtx {
     if (ctx_ == nullptr) ctx_ = EVP_MD_CTX_new();
     if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) throw Error("cannot start sha256");
   }
-  void update(const char* data, std::size_t size) { EVP_DigestUpdate(ctx_, data, size); }
+  void update(const char* data, std::size_t size) {
+    if (EVP_DigestUpdate(ctx_, data, size) != 1) throw Error("sha256 failed while hashing a download");
+  }
   std::string finish_hex() {
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int length = 0;
-    EVP_DigestFinal_ex(ctx_, digest, &length);
+    if (EVP_DigestFinal_ex(ctx_, digest, &length) != 1) throw Error("sha256 failed while hashing a download");
     static const char* hex = "0123456789abcdef";
     std::string text;
     for (unsigned int i = 0; i < length; ++i) {
@@ -80,7 +82,7 @@ class Sink {
     const std::string got = hash_.finish_hex();
     if (item.expected_sha256 && lower(*item.expected_sha256) != got) {
       discard();
-      throw Error(mismatch_message("hash mismatch for " + item.label + " from " + transport::redact_url(item.url) +
+      throw Error(mismatch_message("hash mismatch for " + item.label + " from " + redact_url(item.url) +
                                        " (nothing was kept)",
                                    "sha256:" + lower(*item.expected_sha256), "sha256:" + got));
     }
@@ -184,8 +186,9 @@ struct Transfer {
   transport::CurlSlist headers;
   char error_buffer[CURL_ERROR_SIZE] = {0};
 
-  int failures = 0;                 // attempts that failed without making progress
+  std::optional<transport::RetryBudget> budget;  // from the first attempt's start
   std::uint64_t start_offset = 0;   // sink size when this attempt started (its Range start)
+  std::string range;                // the Range value of this attempt (libcurl keeps a pointer)
   Clock::time_point not_before{};
 
   // Per response (reset by each status line).
@@ -197,6 +200,7 @@ struct Transfer {
   std::string error_text;
   std::string fatal;                // a local failure (disk, store) that stops this item
   bool bad_range = false;           // a 206 for other bytes than asked: start over
+  bool restarted = false;           // a 200 to our Range request: the bytes start from zero again
   std::uint64_t announced = 0;      // bytes told to the progress display for this attempt
 };
 
@@ -212,44 +216,47 @@ std::optional<std::uint64_t> content_range_start(const std::string& value) {
   return start;
 }
 
+// libcurl callbacks. No exception may cross into libcurl: each one catches, records the
+// failure as the item's `fatal` and returns 0, which aborts the transfer.
 struct Callbacks {
   static size_t header(char* data, size_t size, size_t count, void* user) {
     auto* t = static_cast<Transfer*>(user);
     const size_t n = size * count;
-    std::string_view line(data, n);
+    try {
+      on_header_line(*t, std::string_view(data, n));
+      return n;
+    } catch (const std::exception& e) {
+      t->fatal = e.what();
+      return 0;
+    }
+  }
+
+  static void on_header_line(Transfer& t, std::string_view line) {
     if (line.rfind("HTTP/", 0) == 0) {
-      t->status = 0;
+      t.status = 0;
       const auto space = line.find(' ');
       if (space != std::string_view::npos) {
-        std::from_chars(line.data() + space + 1, line.data() + line.size(), t->status);
+        std::from_chars(line.data() + space + 1, line.data() + line.size(), t.status);
       }
-      t->mode = BodyMode::pending;
-      t->content_length.reset();
-      t->content_range.clear();
-      t->retry_after.clear();
-      return n;
+      t.mode = BodyMode::pending;
+      t.content_length.reset();
+      t.content_range.clear();
+      t.retry_after.clear();
+      return;
     }
     std::string name, value;
     if (transport::parse_header_line(line, name, value)) {
       if (name == "content-length") {
         std::uint64_t length = 0;
-        if (std::from_chars(value.data(), value.data() + value.size(), length).ec == std::errc()) t->content_length = length;
+        if (std::from_chars(value.data(), value.data() + value.size(), length).ec == std::errc()) t.content_length = length;
       } else if (name == "content-range") {
-        t->content_range = value;
+        t.content_range = value;
       } else if (name == "retry-after") {
-        t->retry_after = value;
+        t.retry_after = value;
       }
-      return n;
+      return;
     }
-    if (line == "\r\n" || line == "\n") {
-      try {
-        decide_body(*t);
-      } catch (const std::exception& e) {
-        t->fatal = e.what();
-        return 0;  // aborts the transfer
-      }
-    }
-    return n;
+    if (line == "\r\n" || line == "\n") decide_body(t);
   }
 
   // At the end of a response's headers: keep its body, skip it (redirects), or keep a little
@@ -258,11 +265,12 @@ struct Callbacks {
     if (t.status >= 300 && t.status < 400) {
       t.mode = BodyMode::discard;
     } else if (t.status == 200) {
-      // A full body: the server ignored our Range, or this is a fresh start.
+      // A full body: a fresh start, or the server ignored our Range and starts from zero.
       if (t.sink->size() > 0) {
         t.engine->progress.forget_bytes(0, t.sink->size());
         t.sink->restart();
         t.start_offset = 0;
+        t.restarted = true;
       }
       t.mode = BodyMode::keep;
     } else if (t.status == 206) {
@@ -280,32 +288,31 @@ struct Callbacks {
 
   static size_t body(char* data, size_t size, size_t count, void* user) {
     auto* t = static_cast<Transfer*>(user);
-    Engine* engine = t->engine;
     const size_t n = size * count;
     try {
-      if (t->mode == BodyMode::pending) decide_body(*t);
+      return on_body(*t, data, n);
     } catch (const std::exception& e) {
       t->fatal = e.what();
       return 0;
     }
-    if (t->bad_range) return 0;  // no use receiving bytes we cannot place
-    switch (t->mode) {
+  }
+
+  static size_t on_body(Transfer& t, const char* data, size_t n) {
+    Engine* engine = t.engine;
+    if (t.mode == BodyMode::pending) decide_body(t);
+    if (t.bad_range) return 0;  // no use receiving bytes we cannot place
+    switch (t.mode) {
       case BodyMode::keep:
-        try {
-          if (t->announced == 0 && t->content_length) {
-            t->announced = *t->content_length;
-            engine->progress.expect_bytes(t->announced);
-          }
-          t->sink->write(data, n);
-        } catch (const std::exception& e) {
-          t->fatal = e.what();
-          return 0;  // aborts the transfer
+        if (t.announced == 0 && t.content_length) {
+          t.announced = *t.content_length;
+          engine->progress.expect_bytes(t.announced);
         }
+        t.sink->write(data, n);
         engine->totals.bytes += n;
         engine->progress.received(n);
         return n;
       case BodyMode::error_text:
-        if (t->error_text.size() < 512) t->error_text.append(data, std::min<size_t>(n, 512 - t->error_text.size()));
+        if (t.error_text.size() < 512) t.error_text.append(data, std::min<size_t>(n, 512 - t.error_text.size()));
         return n;
       default:
         return n;
@@ -313,13 +320,17 @@ struct Callbacks {
   }
 };
 
+using Attempt = transport::RetryBudget::Attempt;
+
 class Runner {
  public:
   Runner(Engine& engine, const std::vector<DownloadItem>& items, const std::function<std::unique_ptr<Sink>()>& make_sink)
       : engine_(engine), items_(items), make_sink_(make_sink), outcomes_(items.size()) {
-    curl_multi_setopt(multi_.get(), CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(multi_.get(), CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(per_host()));
-    curl_multi_setopt(multi_.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(jobs()));
+    transport::check(curl_multi_setopt(multi_.get(), CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX), "cannot enable HTTP/2 multiplexing");
+    transport::check(curl_multi_setopt(multi_.get(), CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(per_host())),
+                     "cannot set the per-host connection limit");
+    transport::check(curl_multi_setopt(multi_.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(jobs())),
+                     "cannot set the connection limit");
   }
 
   std::vector<DownloadOutcome> run() {
@@ -334,13 +345,15 @@ class Runner {
     while (!waiting_.empty() || !active_.empty()) {
       start_eligible();
       int running = 0;
-      curl_multi_perform(multi_.get(), &running);
+      transport::check(curl_multi_perform(multi_.get(), &running), "transfer loop failed");
       int left = 0;
       while (CURLMsg* message = curl_multi_info_read(multi_.get(), &left)) {
         if (message->msg == CURLMSG_DONE) finish(message->easy_handle, message->data.result);
       }
       engine_.progress.tick();
-      if (!waiting_.empty() || !active_.empty()) curl_multi_poll(multi_.get(), nullptr, 0, poll_timeout_ms(), nullptr);
+      if (!waiting_.empty() || !active_.empty()) {
+        transport::check(curl_multi_poll(multi_.get(), nullptr, 0, poll_timeout_ms(), nullptr), "waiting for transfers failed");
+      }
     }
     engine_.progress.done();
     return std::move(outcomes_);
@@ -387,39 +400,43 @@ class Runner {
   // Starts one attempt; false when the item failed before any request.
   bool start(Transfer& t) {
     try {
+      if (!t.budget) t.budget.emplace(engine_.options.http);
       if (!t.sink) t.sink = make_sink_();
       t.easy = transport::CurlEasy();
+      CURL* easy = t.easy.get();
+      transport::apply_common_options(easy, engine_.options.http);
+      t.headers = transport::CurlSlist();
+      for (const auto& header : t.item->headers) t.headers.append(header);
+      t.status = 0;
+      t.mode = BodyMode::pending;
+      t.error_text.clear();
+      t.fatal.clear();
+      t.bad_range = false;
+      t.restarted = false;
+      t.announced = 0;
+      t.error_buffer[0] = '\0';
+      t.start_offset = t.sink->size();
+      using transport::set;
+      set(easy, CURLOPT_URL, t.item->url.c_str());
+      set(easy, CURLOPT_HTTPHEADER, t.headers.get());
+      set(easy, CURLOPT_FOLLOWLOCATION, 1L);
+      set(easy, CURLOPT_WRITEFUNCTION, Callbacks::body);
+      set(easy, CURLOPT_WRITEDATA, &t);
+      set(easy, CURLOPT_HEADERFUNCTION, Callbacks::header);
+      set(easy, CURLOPT_HEADERDATA, &t);
+      set(easy, CURLOPT_ERRORBUFFER, t.error_buffer);
+      // The item's deadline covers this attempt too (a drip fast enough to pass the low-speed
+      // limit still ends).
+      set(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(t.budget->time_left().count()));
+      // Parallel requests to an HTTP/2 server share its connection instead of opening more.
+      set(easy, CURLOPT_PIPEWAIT, 1L);
+      // CURLOPT_RANGE rather than RESUME_FROM: a server that ignores Range answers 200, and we
+      // restart from zero (a failed attempt) instead of failing at once.
+      t.range = std::to_string(t.start_offset) + "-";
+      if (t.start_offset > 0) set(easy, CURLOPT_RANGE, t.range.c_str());
+      transport::check(curl_multi_add_handle(multi_.get(), easy), "cannot start a transfer");
     } catch (const std::exception& e) {
-      fail(t, e.what());
-      return false;
-    }
-    CURL* easy = t.easy.get();
-    transport::apply_common_options(easy, engine_.options.http);
-    t.headers = transport::CurlSlist();
-    for (const auto& header : t.item->headers) t.headers.append(header);
-    t.status = 0;
-    t.mode = BodyMode::pending;
-    t.error_text.clear();
-    t.fatal.clear();
-    t.bad_range = false;
-    t.announced = 0;
-    t.error_buffer[0] = '\0';
-    t.start_offset = t.sink->size();
-    curl_easy_setopt(easy, CURLOPT_URL, t.item->url.c_str());
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t.headers.get());
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, Callbacks::body);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, Callbacks::header);
-    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t.error_buffer);
-    // Parallel requests to an HTTP/2 server share its connection instead of opening more.
-    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
-    // CURLOPT_RANGE rather than RESUME_FROM: a server that ignores Range answers 200, and we
-    // restart from zero instead of failing.
-    const std::string range = std::to_string(t.start_offset) + "-";
-    if (t.start_offset > 0) curl_easy_setopt(easy, CURLOPT_RANGE, range.c_str());
-    if (curl_multi_add_handle(multi_.get(), easy) != CURLM_OK) {
-      fail(t, "cannot start the transfer of " + t.item->label);
+      fail(t, "cannot fetch " + t.item->label + " from " + redact_url(t.item->url) + ": " + e.what());
       return false;
     }
     ++host_active_[t.host];
@@ -431,17 +448,18 @@ class Runner {
     if (found == active_.end()) return;
     std::unique_ptr<Transfer> owned = std::move(found->second);
     active_.erase(found);
-    curl_multi_remove_handle(multi_.get(), handle);
+    transport::check(curl_multi_remove_handle(multi_.get(), handle), "cannot end a transfer");
     Transfer& t = *owned;
     --host_active_[t.host];
-    const std::string url = transport::redact_url(t.item->url);
+    const std::string url = redact_url(t.item->url);
 
     if (!t.fatal.empty()) return fail(t, "cannot fetch " + t.item->label + " from " + url + ": " + t.fatal);
     if (t.bad_range) {
       // A 206 for bytes we did not ask for: drop what we have and ask for the whole file.
       engine_.progress.forget_bytes(0, t.sink->size());
       t.sink->restart();
-      return retry(std::move(owned), "unexpected Content-Range " + t.content_range, false, std::nullopt);
+      return retry(std::move(owned), "the server answered a Range request with other bytes (Content-Range: " +
+                                         t.content_range + ")", Attempt::failed, std::nullopt);
     }
     if (code == CURLE_OK && (t.status == 200 || t.status == 206)) {
       DownloadOutcome& outcome = outcomes_[t.index];
@@ -462,40 +480,45 @@ class Runner {
       const std::string reason = "HTTP " + std::to_string(t.status);
       if (t.status == 416) {
         // What we hold no longer matches the file (it changed upstream): start over.
+        engine_.progress.forget_bytes(0, t.sink->size());
         t.sink->restart();
-        return retry(std::move(owned), reason, true, std::nullopt);
+        return retry(std::move(owned), reason, Attempt::failed, std::nullopt);
       }
       if (transport::is_transient_status(t.status)) {
         std::optional<std::chrono::milliseconds> retry_after;
         if (!t.retry_after.empty()) retry_after = transport::parse_retry_after(t.retry_after);
-        return retry(std::move(owned), reason, true, retry_after);
+        return retry(std::move(owned), reason, Attempt::failed, retry_after);
       }
       std::string text = t.error_text.substr(0, t.error_text.find('\n'));
       return fail(t, "cannot fetch " + t.item->label + " from " + url + ": " + reason +
                          (text.empty() || text.size() > 200 ? "" : " (" + text + ")"));
     }
-    const std::string reason = transport::describe(code, t.error_buffer);
+    std::string reason = transport::describe(code, t.error_buffer);
     if (transport::is_transient_error(code)) {
-      // A cut-off transfer that brought new bytes does not count against the retries: the
-      // next attempt asks only for the rest.
-      const bool progressed = t.sink && t.sink->size() > t.start_offset;
-      return retry(std::move(owned), reason, !progressed, std::nullopt);
+      // A cut-off transfer that brought new bytes resumes where it stopped, free up to
+      // max_resumes. It is a failed attempt when the server started from zero again (it
+      // ignores Range, so a resume can never finish) or when it stalled or ran out of time.
+      Attempt attempt = Attempt::failed;
+      if (t.restarted) {
+        reason += "; the server answered a Range request with the whole file";
+      } else if (code != CURLE_OPERATION_TIMEDOUT && t.sink && t.sink->size() > t.start_offset) {
+        attempt = Attempt::resumed;
+      }
+      return retry(std::move(owned), reason, attempt, std::nullopt);
     }
     fail(t, "cannot fetch " + t.item->label + " from " + url + ": " + reason);
   }
 
-  void retry(std::unique_ptr<Transfer> owned, const std::string& reason, bool counts,
+  void retry(std::unique_ptr<Transfer> owned, const std::string& reason, Attempt attempt,
              std::optional<std::chrono::milliseconds> retry_after) {
     Transfer& t = *owned;
-    const HttpOptions& http = engine_.options.http;
-    if (counts) ++t.failures;
-    if (t.failures > http.max_retries) {
-      return fail(t, "cannot fetch " + t.item->label + " from " + transport::redact_url(t.item->url) + ": " + reason +
-                         " (after " + std::to_string(t.failures) + " attempts)");
+    const auto delay = t.budget->next(attempt, retry_after);
+    if (!delay) {
+      return fail(t, "cannot fetch " + t.item->label + " from " + redact_url(t.item->url) + ": " + reason +
+                         " (" + t.budget->summary() + ")");
     }
-    const auto delay = counts ? transport::retry_delay(t.failures, http, retry_after) : std::chrono::milliseconds(0);
-    engine_.progress.retrying(t.item->label, reason, delay);
-    t.not_before = Clock::now() + delay;
+    engine_.progress.retrying(t.item->label, reason, *delay);
+    t.not_before = Clock::now() + *delay;
     waiting_.push_back(std::move(owned));
   }
 

@@ -2,15 +2,22 @@
 
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "lockfile/error.hpp"
 #include "mirror/module_archive.hpp"
@@ -81,8 +88,42 @@ std::string unsupported(std::string_view text, std::string_view why) {
   return "unsupported module source \"" + std::string(text) + "\": " + std::string(why);
 }
 
-// Runs git, capturing its stderr for the message. No shell is involved.
-void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, std::string_view what) {
+// Waits for `pid`; kills its process group and returns false when `deadline` passes first.
+bool wait_until(pid_t pid, std::chrono::steady_clock::time_point deadline, int& status) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) {
+      if (pidfd >= 0) ::close(pidfd);
+      throw Error(std::string("cannot wait for git: ") + std::strerror(errno));
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(-pid, SIGKILL);  // git and its git-remote-https helper
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      if (pidfd >= 0) ::close(pidfd);
+      return false;
+    }
+    // A pidfd becomes readable when the child exits; without one (old kernels), look again soon.
+    const int slice = static_cast<int>(std::min<long long>(left.count(), pidfd >= 0 ? 1000 : 20));
+    if (pidfd >= 0) {
+      pollfd fd{pidfd, POLLIN, 0};
+      (void)::poll(&fd, 1, slice);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(slice));
+    }
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  return true;
+}
+
+// Runs git, capturing its stderr for the message. No shell is involved. Git gets the transfer
+// limits of every other request: the low-speed limit (GIT_HTTP_LOW_SPEED_*) and the deadline,
+// after which it is killed.
+void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, std::string_view what,
+             const HttpOptions& http) {
   // SSL_CERT_FILE is the one CA setting podplane honours for every transfer, so it also wins
   // over an inherited GIT_SSL_CAINFO: git then trusts exactly what the HTTP client trusts.
   const char* ca = std::getenv("SSL_CERT_FILE");
@@ -90,11 +131,13 @@ void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, 
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view entry(*e);
-    if (entry.starts_with("GIT_TERMINAL_PROMPT=")) continue;
+    if (entry.starts_with("GIT_TERMINAL_PROMPT=") || entry.starts_with("GIT_HTTP_LOW_SPEED_")) continue;
     if (override_ca && entry.starts_with("GIT_SSL_CAINFO=")) continue;
     env.emplace_back(entry);
   }
   env.emplace_back("GIT_TERMINAL_PROMPT=0");  // never wait for a password on a terminal
+  env.emplace_back("GIT_HTTP_LOW_SPEED_LIMIT=" + std::to_string(std::max(1L, http.low_speed_limit)));
+  env.emplace_back("GIT_HTTP_LOW_SPEED_TIME=" + std::to_string(std::max<long long>(1, http.low_speed_timeout.count())));
   if (override_ca) env.emplace_back(std::string("GIT_SSL_CAINFO=") + ca);
   std::vector<char*> argv{const_cast<char*>("git")};
   for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -103,9 +146,11 @@ void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, 
   for (auto& entry : env) envp.push_back(entry.data());
   envp.push_back(nullptr);
 
+  const auto deadline = std::chrono::steady_clock::now() + http.deadline;
   pid_t pid = fork();
   if (pid < 0) throw Error("cannot start git for " + std::string(what));
   if (pid == 0) {
+    ::setpgid(0, 0);  // its own group, so that a kill at the deadline reaches its helpers too
     int fd = open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd >= 0) {
       dup2(fd, 2);
@@ -117,16 +162,20 @@ void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, 
     execvpe("git", argv.data(), envp.data());
     _exit(127);
   }
+  ::setpgid(pid, pid);  // also from here: whichever runs first
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error("cannot wait for git for " + std::string(what));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  const bool in_time = wait_until(pid, deadline, status);
+  if (in_time && WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   std::ifstream in(stderr_file);
   std::stringstream text;
   text << in.rdbuf();
   std::string output = text.str();
   while (!output.empty() && std::isspace(static_cast<unsigned char>(output.back()))) output.pop_back();
+  if (!in_time) {
+    throw Error("git did not finish " + std::string(what) + " within the transfer deadline of " +
+                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(http.deadline).count()) +
+                " s and was stopped" + (output.empty() ? "" : ":\n" + redact_url(output)));
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && output.empty()) {
     throw Error("git is not installed (needed for " + std::string(what) + ")");
   }
@@ -139,12 +188,6 @@ bool is_commit_id(std::string_view ref) {
 }
 
 }  // namespace
-
-std::string redact_url(std::string_view text) {
-  // Drops any "user:password@" after a scheme, anywhere in the text.
-  static const std::regex userinfo(R"(([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@)");
-  return std::regex_replace(std::string(text), userinfo, "$1");
-}
 
 std::string join_subdir(std::string_view first, std::string_view second) {
   std::string a(first), b(second);
@@ -300,7 +343,7 @@ ModuleFetcher::Package ModuleFetcher::fetch(const ModuleSource& source_in) {
     std::string url = source.url + (source.url.find('?') == std::string::npos ? "?" : "&") + "terraform-get=1";
     auto response = http_.get(url);
     if (response.status < 200 || response.status > 299) {
-      throw Error("module source " + redact_url(source.url) + ": HTTP " + std::to_string(response.status));
+      throw Error("module source " + redact_url(source.url) + ": " + response.status_text());
     }
     std::string next;
     if (auto header = response.headers.find("x-terraform-get"); header != response.headers.end()) next = header->second;
@@ -340,10 +383,11 @@ ModuleFetcher::Package ModuleFetcher::fetch_git(const ModuleSource& source, cons
     std::vector<std::string> args{"-c", "advice.detachedHead=false", "clone", "--quiet", "--depth", "1"};
     if (!source.ref.empty()) args.insert(args.end(), {"--branch", source.ref});
     args.insert(args.end(), {"--", source.url, checkout.string()});
-    run_git(args, log, what);
+    run_git(args, log, what, http_.options());
   } else {
-    run_git({"clone", "--quiet", "--", source.url, checkout.string()}, log, what);
-    run_git({"-c", "advice.detachedHead=false", "-C", checkout.string(), "checkout", "--quiet", source.ref}, log, what);
+    run_git({"clone", "--quiet", "--", source.url, checkout.string()}, log, what, http_.options());
+    run_git({"-c", "advice.detachedHead=false", "-C", checkout.string(), "checkout", "--quiet", source.ref}, log, what,
+            http_.options());
   }
   fs::remove_all(checkout / ".git");
   return Package{resolve_subdir(checkout, source.subdir), source.package_address()};

@@ -40,9 +40,6 @@ struct ModuleSource {
   std::string store_address() const;
 };
 
-// "https://user:secret@host/x" → "https://host/x", for messages and the index.
-std::string redact_url(std::string_view url);
-
 // Joins two subdirs as the engines do for a registry address's //subdir on top of the
 // package location's own //subdir.
 std::string join_subdir(std::string_view first, std::string_view second);

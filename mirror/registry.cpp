@@ -271,14 +271,20 @@ std::vector<std::string> RegistryClient::auth_headers(const std::string& host) c
 
 HttpResponse RegistryClient::get_json(const std::string& url, const std::string& auth_host, std::string_view what) {
   auto response = http_.get(url, auth_headers(auth_host));
-  if (response.status == 200 || response.status == 204) return response;
-  std::string prefix = std::string(what) + " (" + url + "): ";
+  expect_answer(response, url, auth_host, what);
+  return response;
+}
+
+void RegistryClient::expect_answer(const HttpResponse& response, const std::string& url, const std::string& auth_host,
+                                   std::string_view what) {
+  if (response.status == 200 || response.status == 204) return;
+  std::string prefix = std::string(what) + " (" + redact_url(url) + "): ";
   if (response.status == 404) throw Error(prefix + "not found (HTTP 404)");
   if (response.status == 401 || response.status == 403) {
     throw Error(prefix + "unauthorized (HTTP " + std::to_string(response.status) +
                 "); set TF_TOKEN_<host> or a credentials block for " + auth_host);
   }
-  throw Error(prefix + "HTTP " + std::to_string(response.status));
+  throw Error(prefix + response.status_text());
 }
 
 std::string RegistryClient::service_url(const std::string& host_in, const std::string& service_id) {
@@ -296,7 +302,7 @@ std::string RegistryClient::service_url(const std::string& host_in, const std::s
     auto response = http_.get(url, auth_headers(host));
     if (response.status == 404) throw Error("host " + host + " offers no services (HTTP 404 from " + url + ")");
     if (response.status != 200) {
-      throw Error("service discovery for " + host + " failed: HTTP " + std::to_string(response.status) + " from " + url);
+      throw Error("service discovery for " + host + " failed: " + response.status_text() + " from " + url);
     }
     if (response.content_type() != "application/json") {
       throw Error(mismatch_message("service discovery for " + host + " answered with the wrong content type",
@@ -325,7 +331,7 @@ std::vector<ProviderVersion> RegistryClient::provider_versions(const lockfile::P
   auto url = service_url(provider.host, "providers.v1") + provider.ns + "/" + provider.type + "/versions";
   auto response = http_.get(url, auth_headers(provider.host));
   if (response.status == 404) throw Error("provider " + provider.str() + " is not known to its registry (HTTP 404 from " + url + ")");
-  if (response.status != 200) response = get_json(url, provider.host, "provider versions");
+  expect_answer(response, url, provider.host, "provider versions");
   return parse_provider_versions(response.body, response.final_url.empty() ? url : response.final_url);
 }
 
@@ -339,7 +345,7 @@ ProviderDownload RegistryClient::provider_download(const lockfile::ProviderAddre
     throw Error("the registry has no package of " + provider.str() + " " + version.str() + " for platform " +
                 platform.str() + " (HTTP 404 from " + url + ")");
   }
-  if (response.status != 200) response = get_json(url, provider.host, "provider download answer");
+  expect_answer(response, url, provider.host, "provider download answer");
   return parse_provider_download(response.body, response.final_url.empty() ? url : response.final_url, platform);
 }
 
@@ -366,7 +372,7 @@ std::vector<lockfile::Version> RegistryClient::module_versions(const ModuleAddre
   auto url = service_url(module.host, "modules.v1") + module.ns + "/" + module.name + "/" + module.system + "/versions";
   auto response = http_.get(url, auth_headers(module.host));
   if (response.status == 404) throw Error("module " + module.str() + " is not known to its registry (HTTP 404 from " + url + ")");
-  if (response.status != 200) response = get_json(url, module.host, "module versions");
+  expect_answer(response, url, module.host, "module versions");
   return parse_module_versions(response.body, response.final_url.empty() ? url : response.final_url);
 }
 

@@ -102,6 +102,9 @@ class RegistryClient {
 
  private:
   HttpResponse get_json(const std::string& url, const std::string& auth_host, std::string_view what);
+  // Throws the error `what` (from `url`) deserves unless the answer is a 200 or 204.
+  static void expect_answer(const HttpResponse& response, const std::string& url, const std::string& auth_host,
+                            std::string_view what);
   std::vector<std::string> auth_headers(const std::string& host) const;
 
   HttpClient& http_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <mutex>
@@ -17,7 +18,9 @@ namespace {
 void global_init() {
   // curl_global_init is not thread-safe on every build; do it once, before any handle exists.
   static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  static CURLcode result = CURLE_OK;
+  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  check(result, "cannot initialise");
 }
 
 const char* env(const char* name) {
@@ -26,6 +29,13 @@ const char* env(const char* name) {
 }
 
 }  // namespace
+
+void check(CURLcode code, std::string_view what) {
+  if (code != CURLE_OK) throw Error("libcurl: " + std::string(what) + ": " + curl_easy_strerror(code));
+}
+void check(CURLMcode code, std::string_view what) {
+  if (code != CURLM_OK) throw Error("libcurl: " + std::string(what) + ": " + curl_multi_strerror(code));
+}
 
 CurlEasy::CurlEasy() {
   global_init();
@@ -73,25 +83,25 @@ void CurlSlist::append(const std::string& line) {
 void apply_common_options(CURL* easy, const HttpOptions& options) {
   // libcurl does not read SSL_CERT_FILE itself (the curl program does), so pass it on.
   if (options.ca_file) {
-    curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_file->c_str());
+    set(easy, CURLOPT_CAINFO, options.ca_file->c_str());
   } else if (const char* file = env("SSL_CERT_FILE")) {
-    curl_easy_setopt(easy, CURLOPT_CAINFO, file);
+    set(easy, CURLOPT_CAINFO, file);
   }
   if (!options.ca_file) {
-    if (const char* dir = env("SSL_CERT_DIR")) curl_easy_setopt(easy, CURLOPT_CAPATH, dir);
+    if (const char* dir = env("SSL_CERT_DIR")) set(easy, CURLOPT_CAPATH, dir);
   }
-  curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-  curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 10L);
-  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count() * 1000));
-  // A stalled transfer (under 1 byte/s for low_speed_timeout) fails and is retried.
-  curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.low_speed_timeout.count()));
-  curl_easy_setopt(easy, CURLOPT_USERAGENT, "podplane/" PODPLANE_VERSION);
-  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+  set(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+  set(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+  set(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  set(easy, CURLOPT_MAXREDIRS, 10L);
+  set(easy, CURLOPT_NOSIGNAL, 1L);
+  set(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::max<long long>(1, options.connect_timeout.count())));
+  // A transfer slower than low_speed_limit for low_speed_timeout fails (and counts as a failed
+  // attempt): a server dripping a byte a second must not hold a transfer forever.
+  set(easy, CURLOPT_LOW_SPEED_LIMIT, std::max(1L, options.low_speed_limit));
+  set(easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max<long long>(1, options.low_speed_timeout.count())));
+  set(easy, CURLOPT_USERAGENT, "podplane/" PODPLANE_VERSION);
+  set(easy, CURLOPT_TCP_KEEPALIVE, 1L);
 }
 
 bool is_transient_status(long status) {
@@ -146,6 +156,49 @@ std::chrono::milliseconds retry_delay(int retry, const HttpOptions& options,
   return std::min(delay, options.max_retry_wait);
 }
 
+RetryBudget::RetryBudget(const HttpOptions& options)
+    : options_(options), start_(Clock::now()), deadline_(start_ + options.deadline) {}
+
+std::optional<std::chrono::milliseconds> RetryBudget::next(Attempt attempt,
+                                                           std::optional<std::chrono::milliseconds> retry_after) {
+  ++attempts_;
+  // A resume beyond max_resumes counts as a failure: cut-offs cannot go on forever either.
+  const bool free_resume = attempt == Attempt::resumed && resumes_ < options_.max_resumes;
+  if (free_resume) {
+    ++resumes_;
+  } else {
+    ++failures_;
+  }
+  if (failures_ > options_.max_retries) return std::nullopt;
+  const auto wait = free_resume ? std::chrono::milliseconds(0) : retry_delay(failures_, options_, retry_after);
+  if (Clock::now() + wait >= deadline_) {
+    deadline_hit_ = true;
+    return std::nullopt;
+  }
+  return wait;
+}
+
+std::chrono::milliseconds RetryBudget::time_left() const {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
+std::string RetryBudget::summary() const {
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", elapsed);
+  std::string text = "after " + std::to_string(attempts_) + (attempts_ == 1 ? " attempt" : " attempts") + " in " +
+                     seconds + " s";
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", std::chrono::duration<double>(options_.deadline).count());
+  if (Clock::now() >= deadline_) {
+    text += "; the transfer deadline of " + std::string(limit) + " s passed";
+  } else if (deadline_hit_) {
+    text += "; the next attempt would start after the transfer deadline of " + std::string(limit) + " s";
+  }
+  return text;
+}
+
 std::string host_key(const std::string& url) {
   CURLU* u = curl_url();
   if (u == nullptr) return "";
@@ -160,16 +213,6 @@ std::string host_key(const std::string& url) {
   }
   curl_url_cleanup(u);
   return key;
-}
-
-std::string redact_url(const std::string& url) {
-  const auto scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) return url;
-  const auto authority = scheme_end + 3;
-  const auto path_start = url.find_first_of("/?#", authority);
-  const auto at = url.rfind('@', path_start == std::string::npos ? url.size() : path_start);
-  if (at == std::string::npos || at < authority) return url;
-  return url.substr(0, authority) + url.substr(at + 1);
 }
 
 std::string describe(CURLcode code, const char* error_buffer) {

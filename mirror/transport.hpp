@@ -1,7 +1,8 @@
 #pragma once
 // libcurl plumbing shared by HttpClient and Downloader (internal to mirror/): one RAII type per
-// curl handle, the options every request gets (CA file from SSL_CERT_FILE, HTTP/2, timeouts,
-// redirects, proxies from the environment), and the retry policy. Thread-compatible.
+// curl handle, one check() per libcurl result type, the options every request gets (CA file
+// from SSL_CERT_FILE, HTTP/2, protocol limits, timeouts, proxies from the environment), and the
+// retry policy (RetryBudget). Thread-compatible.
 #include <curl/curl.h>
 
 #include <chrono>
@@ -12,6 +13,19 @@
 #include "mirror/http.hpp"
 
 namespace podplane::mirror::transport {
+
+using Clock = std::chrono::steady_clock;
+
+// Throw podplane::Error("libcurl: <what>: <curl's text>") unless the call succeeded.
+void check(CURLcode code, std::string_view what);
+void check(CURLMcode code, std::string_view what);
+
+// curl_easy_setopt with its result checked (an option this libcurl lacks is an Error, not a
+// silently weaker transfer).
+template <typename Value>
+void set(CURL* easy, CURLoption option, Value value) {
+  check(curl_easy_setopt(easy, option, value), "cannot set a transfer option");
+}
 
 class CurlEasy {
  public:
@@ -55,8 +69,9 @@ class CurlSlist {
 };
 
 // TLS trust (options.ca_file, else $SSL_CERT_FILE / $SSL_CERT_DIR), HTTP/2 over TLS where the
-// server offers it, redirects, timeouts, a user agent. Proxies come from libcurl's own reading
-// of http_proxy, https_proxy, all_proxy and no_proxy.
+// server offers it, only http and https (redirects too), the connect timeout and the low-speed
+// limit, a user agent. Proxies come from libcurl's own reading of http_proxy, https_proxy,
+// all_proxy and no_proxy. Each attempt also sets CURLOPT_TIMEOUT_MS from its RetryBudget.
 void apply_common_options(CURL* easy, const HttpOptions& options);
 
 // Worth another attempt: 408, 429 and 5xx other than 501/505.
@@ -72,11 +87,42 @@ void apply_common_options(CURL* easy, const HttpOptions& options);
 [[nodiscard]] std::chrono::milliseconds retry_delay(int retry, const HttpOptions& options,
                                                     std::optional<std::chrono::milliseconds> retry_after);
 
+// The retry budget of one request or download item (docs/download.md "Retry budgets"): at
+// most 1 + max_retries failed attempts, max_resumes free resumes of a transfer cut off after
+// new bytes, and every attempt and wait within `deadline` of the first attempt's start.
+class RetryBudget {
+ public:
+  enum class Attempt {
+    failed,   // no usable progress: an error status, a stall, a restart from zero, …
+    resumed,  // cut off after bringing new bytes; the next attempt asks only for the rest
+  };
+  explicit RetryBudget(const HttpOptions& options);
+
+  // Records an attempt that did not complete. Returns the wait before the next attempt, or
+  // nullopt when the budget is spent (more failures than max_retries, or the deadline would
+  // pass first); spent() then says why.
+  [[nodiscard]] std::optional<std::chrono::milliseconds> next(
+      Attempt attempt, std::optional<std::chrono::milliseconds> retry_after = std::nullopt);
+
+  // What is left of the deadline, at least 1 ms: CURLOPT_TIMEOUT_MS of the next attempt.
+  [[nodiscard]] std::chrono::milliseconds time_left() const;
+  [[nodiscard]] int attempts() const { return attempts_; }
+  // "after 3 attempts in 1.2 s" (+ "; the transfer deadline of 2 s passed" when it did), for
+  // the end of an error message.
+  [[nodiscard]] std::string summary() const;
+
+ private:
+  HttpOptions options_;
+  Clock::time_point start_;
+  Clock::time_point deadline_;
+  int attempts_ = 0;
+  int failures_ = 0;
+  int resumes_ = 0;
+  bool deadline_hit_ = false;
+};
+
 // "host:port" of a URL, for per-host limits ("" when it does not parse).
 [[nodiscard]] std::string host_key(const std::string& url);
-
-// The URL without any user:password@ part, for messages.
-[[nodiscard]] std::string redact_url(const std::string& url);
 
 // A curl failure in words: the error buffer when set, else curl's text for the code.
 [[nodiscard]] std::string describe(CURLcode code, const char* error_buffer);

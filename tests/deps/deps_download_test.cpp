@@ -166,6 +166,53 @@ TEST(DepsDownload, BothArchesAtOnce) {
   EXPECT_TRUE(fs::exists(deps.root() / "vmconfig/artifacts/zot/2.1.17/zot-linux-amd64"));
 }
 
+// ---- hostile upstreams: every retry loop ends (budgets: docs/download.md) ----------------------
+
+ProcessResult podplane_bounded(const FixtureUpstream& upstream, const fs::path& root, const fs::path& cli_config,
+                               const std::vector<std::string>& args) {
+  ProcessOptions options;
+  options.env = upstream.env(root, cli_config);
+  options.env["PODPLANE_HTTP_RETRIES"] = "2";
+  options.env["PODPLANE_HTTP_BACKOFF"] = "10ms";
+  options.env["PODPLANE_HTTP_LOW_SPEED_TIME"] = "1s";
+  options.unset_env = {"PODPLANE_ARCH"};
+  // A run that would never end is killed and fails the test instead of hanging the suite.
+  std::vector<std::string> argv{"timeout", "-s", "KILL", "120", podplane_binary().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, options);
+}
+
+TEST(DepsDownload, ArtifactDripEnds) {
+  ServeOptions serve;
+  serve.drip = {"1:containerd-2\\.3\\.1-linux-amd64\\.tar\\.gz$"};
+  FixtureUpstream upstream({}, serve);
+  TempDir dir;
+  auto cli = upstream.write_cli_config(dir / "cli.tfrc");
+  // knc and knd both list the artifact: it is tried within one budget, not once per manifest.
+  auto result = podplane_bounded(upstream, dir / "deps", cli, {"deps", "download", "--arch", "amd64"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find(upstream.url("/artifacts/containerd/2.3.1/containerd-2.3.1-linux-amd64.tar.gz")),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("too slow"), std::string::npos) << result.err;
+  EXPECT_EQ(upstream.requests("containerd-2\\.3\\.1-linux-amd64").size(), 3u);
+  EXPECT_TRUE(stored(dir / "deps", cache::ArtifactKind::vmconfig_artifact).empty());
+}
+
+TEST(DepsDownload, ManifestThatLiesAboutItsLengthEnds) {
+  ServeOptions serve;
+  serve.lie_length = {"100000000:10:^/manifests/"};
+  FixtureUpstream upstream({}, serve);
+  TempDir dir;
+  auto cli = upstream.write_cli_config(dir / "cli.tfrc");
+  auto result = podplane_bounded(upstream, dir / "deps", cli, {"deps", "download", "--arch", "amd64", "--kind", "knc"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find(upstream.url("/manifests/vmconfig_knc_debian-13_amd64.json")), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("3 attempts"), std::string::npos) << result.err;
+  EXPECT_EQ(upstream.requests("^/manifests/").size(), 3u);
+}
+
 TEST(DepsDownload, UnknownArchIsAUsageError) {
   FixtureUpstream upstream;
   VmconfigRun deps(upstream);

@@ -383,6 +383,141 @@ TEST(DepsTf, ServiceUnavailableThenSuccess) {
   EXPECT_EQ(upstream.requests("\\.zip$", 200).size(), 6u);
 }
 
+// ---- hostile upstreams: every retry loop ends ---------------------------------------------------
+
+// Budgets small enough for a test (docs/download.md "Retry budgets"). The run is wrapped in
+// `timeout -s KILL`, so a run that would never end on its own fails (exit -9 or 137) instead
+// of hanging the suite.
+const std::map<std::string, std::string> kTestBudget = {
+    {"PODPLANE_HTTP_RETRIES", "2"}, {"PODPLANE_HTTP_BACKOFF", "10ms"}, {"PODPLANE_HTTP_LOW_SPEED_TIME", "1s"}};
+
+struct BoundedRun {
+  ProcessResult result;
+  double seconds = 0;
+};
+
+BoundedRun podplane_bounded(const DepsRun& deps, const std::vector<std::string>& args,
+                            const std::map<std::string, std::string>& budget = kTestBudget) {
+  ProcessOptions options;
+  options.env = deps.env();
+  for (const auto& [name, value] : budget) options.env[name] = value;
+  options.unset_env = {"TF_TOKEN_registry_opentofu_org", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+  std::vector<std::string> argv{"timeout", "-s", "KILL", "120", podplane_binary().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto start = std::chrono::steady_clock::now();
+  BoundedRun run_result{run(argv, options), 0};
+  run_result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run_result;
+}
+
+const std::string kAwsZip = "/releases/aws/6.2.0/terraform-provider-aws_6.2.0_linux_amd64.zip";
+const std::string kAwsZipRegex = "aws_6\\.2\\.0_linux_amd64\\.zip$";
+
+void expect_error_names(const ProcessResult& result, const std::vector<std::string>& parts) {
+  for (const auto& part : parts) {
+    EXPECT_NE(result.err.find(part), std::string::npos) << "missing \"" << part << "\" in:\n" << result.err;
+  }
+}
+
+TEST(DepsTf, LyingLengthThatIgnoresRangeEndsWithinTheBudget) {
+  ServeOptions serve;
+  serve.lie_length = {"1000000000:100:" + kAwsZipRegex};
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  auto run = podplane_bounded(deps, {"deps", "tf", "--platform", "linux_amd64"});
+  EXPECT_EQ(run.result.exit_code, 1) << run.result.err;
+  expect_error_names(run.result, {upstream.url(kAwsZip), "answered a Range request with the whole file"});
+  // One free resume after the first cut, then 1 + PODPLANE_HTTP_RETRIES attempts from zero.
+  EXPECT_EQ(upstream.requests(kAwsZipRegex).size(), 4u);
+  EXPECT_EQ(index_snapshot(deps.root()), "");
+}
+
+TEST(DepsTf, OneBytePerSecondDripEnds) {
+  ServeOptions serve;
+  serve.drip = {"1:" + kAwsZipRegex};
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  auto run = podplane_bounded(deps, {"deps", "tf", "--platform", "linux_amd64"});
+  EXPECT_EQ(run.result.exit_code, 1) << run.result.err;
+  expect_error_names(run.result, {upstream.url(kAwsZip), "too slow"});
+  EXPECT_EQ(upstream.requests(kAwsZipRegex).size(), 3u);
+  EXPECT_LT(run.seconds, 60.0);
+  EXPECT_EQ(index_snapshot(deps.root()), "");
+}
+
+TEST(DepsTf, TransferDeadlineEndsATransferThatNeverFinishes) {
+  // 2 KiB a second passes the low-speed limit, but the 16 KiB zip would take 8 s.
+  ServeOptions serve;
+  serve.drip = {"2048:" + kAwsZipRegex};
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  auto run = podplane_bounded(deps, {"deps", "tf", "--platform", "linux_amd64"},
+                              {{"PODPLANE_HTTP_RETRIES", "2"}, {"PODPLANE_HTTP_BACKOFF", "10ms"},
+                               {"PODPLANE_HTTP_DEADLINE", "2s"}});
+  EXPECT_EQ(run.result.exit_code, 1) << run.result.err;
+  expect_error_names(run.result, {upstream.url(kAwsZip), "deadline"});
+  EXPECT_EQ(upstream.requests(kAwsZipRegex).size(), 1u);
+  EXPECT_EQ(index_snapshot(deps.root()), "");
+}
+
+TEST(DepsTf, ServiceUnavailableForeverEndsWithinTheBudget) {
+  ServeOptions serve;
+  serve.fail_first = {"1000000:/hashicorp/aws/versions$:503"};
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  auto run = podplane_bounded(deps, {"deps", "tf", "--platform", "linux_amd64"});
+  EXPECT_EQ(run.result.exit_code, 1) << run.result.err;
+  expect_error_names(run.result, {upstream.url("/v1/providers/hashicorp/aws/versions"), "HTTP 503", "3 attempts"});
+  EXPECT_EQ(upstream.requests("/hashicorp/aws/versions$").size(), 3u);
+}
+
+TEST(DepsTf, ModuleArchiveDripEnds) {
+  ServeOptions serve;
+  serve.drip = {"1:^/archives/"};
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  auto run = podplane_bounded(deps, {"deps", "tf", "--platform", "linux_amd64"});
+  EXPECT_EQ(run.result.exit_code, 1) << run.result.err;
+  expect_error_names(run.result, {upstream.url("/archives/terraform-aws-nstance-2.1.0.tar.gz"), "too slow"});
+  EXPECT_EQ(upstream.requests("^/archives/").size(), 3u);
+  EXPECT_EQ(index_snapshot(deps.root()), "");
+}
+
+TEST(DepsTf, GitModuleDripEnds) {
+  ASSERT_TRUE(have_program("git"));
+  ServeOptions serve;
+  serve.drip = {"1:^/git/"};
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  auto stack = deps.dir() / "stack";
+  write_file(stack / "main.tf", "module \"nstance\" {\n  source = \"git::" + upstream.base_url() +
+                                    "/git/terraform-aws-nstance.git?ref=v2.0.1\"\n}\n");
+  auto run = podplane_bounded(deps, {"deps", "tf", "--platform", "linux_amd64", "--stack", stack.string()});
+  EXPECT_EQ(run.result.exit_code, 1) << run.result.err;
+  expect_error_names(run.result, {"git", upstream.base_url() + "/git/terraform-aws-nstance.git", "too slow"});
+  EXPECT_GE(upstream.requests("^/git/").size(), 1u);
+  EXPECT_LT(run.seconds, 60.0);
+  EXPECT_EQ(index_snapshot(deps.root()), "");
+}
+
+TEST(DepsTf, GitModuleIsStoppedAtTheDeadline) {
+  ASSERT_TRUE(have_program("git"));
+  // Fast enough for the low-speed limit, too slow to finish in the deadline.
+  ServeOptions serve;
+  serve.drip = {"4096:^/git/"};
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  auto stack = deps.dir() / "stack";
+  write_file(stack / "main.tf", "module \"nstance\" {\n  source = \"git::" + upstream.base_url() +
+                                    "/git/terraform-aws-nstance.git?ref=v2.0.1\"\n}\n");
+  auto run = podplane_bounded(deps, {"deps", "tf", "--platform", "linux_amd64", "--stack", stack.string()},
+                              {{"PODPLANE_HTTP_DEADLINE", "2s"}});
+  EXPECT_EQ(run.result.exit_code, 1) << run.result.err;
+  expect_error_names(run.result, {"git did not finish", "deadline of 2 s"});
+  EXPECT_LT(run.seconds, 60.0);
+  EXPECT_EQ(index_snapshot(deps.root()), "");
+}
+
 // ---- trust checks ------------------------------------------------------------------------------
 
 TEST(DepsTf, CorruptedZipFailsTheZipCheckAndIndexesNothing) {

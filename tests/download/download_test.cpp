@@ -17,6 +17,7 @@
 #include "mirror/download.hpp"
 #include "mirror/http.hpp"
 #include "mirror/progress.hpp"
+#include "mirror/transport.hpp"
 #include "tests/support/upstream.hpp"
 
 namespace podplane::test {
@@ -106,6 +107,74 @@ TEST(ResolveUrl, FollowsRfc3986) {
   EXPECT_EQ(mirror::resolve_url("https://a.test/v1/modules/x/y/z/1.0.0/download", "./pkg.tar.gz?archive=tar.gz"),
             "https://a.test/v1/modules/x/y/z/1.0.0/pkg.tar.gz?archive=tar.gz");
   EXPECT_THROW((void)mirror::resolve_url("not a url", "x"), Error);
+}
+
+TEST(HttpOptions, FromEnvironmentTakesEachOverrideAndRefusesNonsense) {
+  const char* names[] = {"PODPLANE_HTTP_RETRIES", "PODPLANE_HTTP_RESUMES", "PODPLANE_HTTP_BACKOFF",
+                         "PODPLANE_HTTP_MAX_WAIT", "PODPLANE_HTTP_DEADLINE", "PODPLANE_HTTP_CONNECT_TIMEOUT",
+                         "PODPLANE_HTTP_LOW_SPEED_TIME", "PODPLANE_HTTP_LOW_SPEED_LIMIT"};
+  for (const char* name : names) unsetenv(name);
+  const auto defaults = mirror::HttpOptions::from_environment();
+  EXPECT_EQ(defaults.max_retries, 4);
+  EXPECT_EQ(defaults.deadline, std::chrono::hours(1));
+  EXPECT_EQ(defaults.low_speed_limit, 1024);
+  EXPECT_EQ(defaults.low_speed_timeout, std::chrono::seconds(30));
+  {
+    ScopedEnv retries("PODPLANE_HTTP_RETRIES", "2");
+    ScopedEnv resumes("PODPLANE_HTTP_RESUMES", "0");
+    ScopedEnv backoff("PODPLANE_HTTP_BACKOFF", "10ms");
+    ScopedEnv wait("PODPLANE_HTTP_MAX_WAIT", "5s");
+    ScopedEnv deadline("PODPLANE_HTTP_DEADLINE", "2m");
+    ScopedEnv connect("PODPLANE_HTTP_CONNECT_TIMEOUT", "3");
+    ScopedEnv low_time("PODPLANE_HTTP_LOW_SPEED_TIME", "1500ms");  // libcurl counts whole seconds: 2 s
+    ScopedEnv low_limit("PODPLANE_HTTP_LOW_SPEED_LIMIT", "4096");
+    const auto options = mirror::HttpOptions::from_environment();
+    EXPECT_EQ(options.max_retries, 2);
+    EXPECT_EQ(options.max_resumes, 0);
+    EXPECT_EQ(options.initial_backoff, std::chrono::milliseconds(10));
+    EXPECT_EQ(options.max_retry_wait, std::chrono::seconds(5));
+    EXPECT_EQ(options.deadline, std::chrono::minutes(2));
+    EXPECT_EQ(options.connect_timeout, std::chrono::seconds(3));
+    EXPECT_EQ(options.low_speed_timeout, std::chrono::seconds(2));
+    EXPECT_EQ(options.low_speed_limit, 4096);
+  }
+  for (const auto& [name, value] : std::vector<std::pair<const char*, const char*>>{
+           {"PODPLANE_HTTP_RETRIES", "-1"}, {"PODPLANE_HTTP_RETRIES", "many"}, {"PODPLANE_HTTP_DEADLINE", "5 parsecs"},
+           {"PODPLANE_HTTP_DEADLINE", "0"}, {"PODPLANE_HTTP_BACKOFF", "99999999999h"}}) {
+    ScopedEnv bad(name, value);
+    try {
+      (void)mirror::HttpOptions::from_environment();
+      ADD_FAILURE() << name << "=" << value << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(RetryBudget, ResumesAreFreeUpToTheirCapThenFailuresEndIt) {
+  using Attempt = mirror::transport::RetryBudget::Attempt;
+  mirror::HttpOptions options;
+  options.max_retries = 2;
+  options.max_resumes = 3;
+  options.initial_backoff = std::chrono::milliseconds(1);
+  mirror::transport::RetryBudget budget(options);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(budget.next(Attempt::resumed), std::chrono::milliseconds(0)) << i;
+  EXPECT_TRUE(budget.next(Attempt::resumed));  // the fourth resume is the first failure
+  EXPECT_TRUE(budget.next(Attempt::failed));   // the second
+  EXPECT_FALSE(budget.next(Attempt::failed));  // the third is one too many
+  EXPECT_EQ(budget.attempts(), 6);
+  EXPECT_NE(budget.summary().find("after 6 attempts"), std::string::npos) << budget.summary();
+}
+
+TEST(RetryBudget, NoAttemptStartsAfterTheDeadline) {
+  using Attempt = mirror::transport::RetryBudget::Attempt;
+  mirror::HttpOptions options;
+  options.deadline = std::chrono::milliseconds(50);
+  options.initial_backoff = std::chrono::milliseconds(200);  // the first backoff already ends past it
+  mirror::transport::RetryBudget budget(options);
+  EXPECT_LE(budget.time_left(), std::chrono::milliseconds(50));
+  EXPECT_FALSE(budget.next(Attempt::failed));
+  EXPECT_NE(budget.summary().find("deadline of 0.05 s"), std::string::npos) << budget.summary();
 }
 
 TEST(HttpClient, GetsDocumentsAndReturnsErrorsAsStatuses) {
