@@ -1,10 +1,6 @@
 #include "mirror/oci.hpp"
 
-#include <curl/curl.h>
-
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <cstdlib>
 #include <ctime>
 #include <map>
@@ -15,6 +11,7 @@
 
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
+#include "mirror/http.hpp"
 
 namespace podplane::mirror {
 
@@ -55,127 +52,24 @@ std::string tag_of(std::string version) {
   return std::regex_match(version, re) ? version : std::string();
 }
 
-struct CurlDeleter {
-  void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
-};
-using CurlEasy = std::unique_ptr<CURL, CurlDeleter>;
-struct SlistDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
-};
-using CurlHeaders = std::unique_ptr<curl_slist, SlistDeleter>;
-struct UrlDeleter {
-  void operator()(CURLU* handle) const { curl_url_cleanup(handle); }
-};
-struct FileCloser {
-  void operator()(std::FILE* file) const { std::fclose(file); }
-};
-
-struct Response {
-  long status = 0;
-  std::map<std::string, std::string> headers;  // lower-cased names, last value wins
-  std::string body;
-  std::string header(const std::string& name) const {
-    auto it = headers.find(name);
-    return it == headers.end() ? std::string() : it->second;
-  }
-};
-
-// A request body from memory or from part of a file.
-struct Body {
-  std::string_view bytes;
-  std::FILE* file = nullptr;
-  std::uint64_t remaining = 0;
-};
-
-std::size_t read_body(char* buffer, std::size_t size, std::size_t count, void* context) {
-  auto* body = static_cast<Body*>(context);
-  std::size_t want = size * count;
-  if (body->file != nullptr) {
-    want = static_cast<std::size_t>(std::min<std::uint64_t>(want, body->remaining));
-    std::size_t got = want == 0 ? 0 : std::fread(buffer, 1, want, body->file);
-    if (got < want && std::ferror(body->file)) return CURL_READFUNC_ABORT;
-    body->remaining -= got;
-    return got;
-  }
-  std::size_t n = std::min(want, body->bytes.size());
-  std::memcpy(buffer, body->bytes.data(), n);
-  body->bytes.remove_prefix(n);
-  return n;
-}
-
-std::size_t collect_body(char* data, std::size_t size, std::size_t count, void* context) {
-  auto* response = static_cast<Response*>(context);
-  if (response->body.size() < (1 << 20)) response->body.append(data, size * count);  // error texts only
-  return size * count;
-}
-
-std::size_t collect_header(char* data, std::size_t size, std::size_t count, void* context) {
-  auto* response = static_cast<Response*>(context);
-  std::string line(data, size * count);
-  if (line.rfind("HTTP/", 0) == 0) response->headers.clear();  // a new response (after 100 or a redirect)
-  auto colon = line.find(':');
-  if (colon != std::string::npos) {
-    std::string name = line.substr(0, colon);
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    std::string value = line.substr(colon + 1);
-    auto first = value.find_first_not_of(" \t");
-    auto last = value.find_last_not_of(" \t\r\n");
-    response->headers[name] = first == std::string::npos ? "" : value.substr(first, last - first + 1);
-  }
-  return size * count;
-}
-
 class Registry {
  public:
+  // Every request goes through the one HTTP client: SSL_CERT_FILE (or --ca-file), protocol
+  // limits, proxies, timeouts and the retry budget, as for every other transfer.
   Registry(OciTarget target, const PushOptions& options)
-      : target_(std::move(target)), options_(options),
-        base_((options.transport == Transport::https ? "https://" : "http://") + target_.registry) {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-  }
+      : target_(std::move(target)), options_(options), http_(http_options(options)),
+        base_((options.transport == Transport::https ? "https://" : "http://") + target_.registry) {}
 
-  Response request(const std::string& method, const std::string& url, const std::vector<std::string>& headers,
-                   Body* body = nullptr) {
-    CurlEasy easy(curl_easy_init());
-    if (!easy) throw Error("cannot start libcurl");
-    CURL* h = easy.get();
-    Response response;
-    curl_slist* list = nullptr;
-    for (const auto& header : headers) list = curl_slist_append(list, header.c_str());
-    list = curl_slist_append(list, "Expect:");  // no 100-continue round trip per upload
-    CurlHeaders header_list(list);
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "podplane/" PODPLANE_VERSION);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, collect_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &response);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &response);
-    if (options_.ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, options_.ca_file->c_str());
-    if (method == "HEAD") {
-      curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    } else if (method == "POST") {
-      curl_easy_setopt(h, CURLOPT_POST, 1L);
-      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
-      curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
-    } else if (method == "PUT" || method == "PATCH") {
-      static Body empty;
-      Body* source = body ? body : &empty;
-      std::uint64_t size = source->file ? source->remaining : source->bytes.size();
-      curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(h, CURLOPT_READFUNCTION, read_body);
-      curl_easy_setopt(h, CURLOPT_READDATA, source);
-      curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
-      if (method == "PATCH") curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PATCH");
-    }
-    CURLcode code = curl_easy_perform(h);
-    if (code != CURLE_OK) throw Error(method + " " + url + ": " + curl_easy_strerror(code));
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
+  HttpResponse request(Method method, const std::string& url, std::vector<std::string> headers,
+                       RequestBody body = {}) {
+    HttpRequest request;
+    request.method = method;
+    request.url = url;
+    request.headers = std::move(headers);
+    request.body = std::move(body);
+    auto response = http_.send(request);
     if (response.status == 401 || response.status == 403)
-      throw Error(method + " " + url + ": the registry wants credentials (HTTP " + std::to_string(response.status) +
+      throw Error(describe(method, url) + ": the registry wants credentials (" + response.status_text() +
                   "); mirror push supports registries open to push on the site network (docs/mirror.md)");
     return response;
   }
@@ -186,15 +80,11 @@ class Registry {
 
   // An upload Location may be relative to the registry (distribution answers "/v2/…").
   std::string resolve(const std::string& location) const {
-    std::unique_ptr<CURLU, UrlDeleter> u(curl_url());
-    char* out = nullptr;
-    if (curl_url_set(u.get(), CURLUPART_URL, (base_ + "/").c_str(), 0) != CURLUE_OK ||
-        curl_url_set(u.get(), CURLUPART_URL, location.c_str(), 0) != CURLUE_OK ||
-        curl_url_get(u.get(), CURLUPART_URL, &out, 0) != CURLUE_OK)
+    try {
+      return resolve_url(base_ + "/", location);
+    } catch (const Error&) {
       throw Error("the registry answered an unusable upload location: " + location);
-    std::string resolved(out);
-    curl_free(out);
-    return resolved;
+    }
   }
 
   static std::string with_digest(const std::string& location, const std::string& digest) {
@@ -202,39 +92,40 @@ class Registry {
   }
 
   bool has_blob(const std::string& repository, const std::string& digest) {
-    auto response = request("HEAD", url(repository, "blobs/" + digest), {});
-    return response.status == 200;
+    const auto blob_url = url(repository, "blobs/" + digest);
+    return present(request(Method::head, blob_url, {}), blob_url);
   }
 
   std::string start_upload(const std::string& repository) {
-    auto response = request("POST", url(repository, "blobs/uploads/"), {});
+    const auto upload_url = url(repository, "blobs/uploads/");
+    auto response = request(Method::post, upload_url, {});
     if (response.status != 202 || response.header("location").empty())
-      throw Error("cannot start an upload to " + repository + ": HTTP " + std::to_string(response.status) + " " +
-                  response.body);
+      throw Error("cannot start an upload to " + repository + " (POST " + upload_url + "): " +
+                  response.status_text() + " " + brief(response.body));
     return resolve(response.header("location"));
   }
 
-  void finish(const Response& response, const std::string& repository, const std::string& digest) {
+  void finish(const HttpResponse& response, const std::string& repository, const std::string& digest,
+              const std::string& put_url) {
     if (response.status != 201)
-      throw Error("upload of " + digest + " to " + repository + " failed: HTTP " + std::to_string(response.status) +
-                  " " + response.body);
+      throw Error("upload of " + digest + " to " + repository + " failed (PUT " + redact_url(put_url) + "): " +
+                  response.status_text() + " " + brief(response.body));
   }
 
   void upload_bytes(const std::string& repository, const std::string& digest, std::string_view bytes) {
     std::string location = start_upload(repository);
-    Body body{bytes, nullptr, 0};
-    finish(request("PUT", with_digest(location, digest), {"Content-Type: application/octet-stream"}, &body), repository,
-           digest);
+    const auto put_url = with_digest(location, digest);
+    finish(request(Method::put, put_url, {"Content-Type: application/octet-stream"}, RequestBody::bytes(bytes)),
+           repository, digest, put_url);
   }
 
   void upload_file(const std::string& repository, const std::string& digest, const fs::path& file, std::uint64_t size) {
-    std::unique_ptr<std::FILE, FileCloser> in(std::fopen(file.c_str(), "rb"));
-    if (!in) throw Error("cannot read " + file.string() + " (object " + digest + ")");
     std::string location = start_upload(repository);
     if (size <= options_.chunk_size) {
-      Body body{{}, in.get(), size};
-      finish(request("PUT", with_digest(location, digest), {"Content-Type: application/octet-stream"}, &body),
-             repository, digest);
+      const auto put_url = with_digest(location, digest);
+      finish(request(Method::put, put_url, {"Content-Type: application/octet-stream"},
+                     RequestBody::file_range(file, 0, size)),
+             repository, digest, put_url);
       return;
     }
     // Chunked upload (OCI distribution spec "pushing a blob in chunks"): PATCH each range in
@@ -242,41 +133,69 @@ class Registry {
     std::uint64_t offset = 0;
     while (offset < size) {
       std::uint64_t length = std::min<std::uint64_t>(options_.chunk_size, size - offset);
-      Body body{{}, in.get(), length};
-      auto response = request("PATCH", location,
+      auto response = request(Method::patch, location,
                               {"Content-Type: application/octet-stream",
                                "Content-Range: " + std::to_string(offset) + "-" + std::to_string(offset + length - 1)},
-                              &body);
+                              RequestBody::file_range(file, offset, length));
       if (response.status != 202)
-        throw Error("chunk " + std::to_string(offset) + " of " + digest + " refused by " + repository + ": HTTP " +
-                    std::to_string(response.status) + " " + response.body);
+        throw Error("chunk " + std::to_string(offset) + " of " + digest + " refused by " + repository + " (PATCH " +
+                    redact_url(location) + "): " + response.status_text() + " " + brief(response.body));
       if (!response.header("location").empty()) location = resolve(response.header("location"));
       offset += length;
     }
-    finish(request("PUT", with_digest(location, digest), {}), repository, digest);
+    const auto put_url = with_digest(location, digest);
+    finish(request(Method::put, put_url, {}), repository, digest, put_url);
   }
 
   // The digest the registry has under `reference`, if any.
   std::string manifest_digest(const std::string& repository, const std::string& reference) {
-    auto response = request("HEAD", url(repository, "manifests/" + reference),
-                            {std::string("Accept: ") + oci_media::index + ", " + oci_media::manifest});
-    return response.status == 200 ? response.header("docker-content-digest") : std::string();
+    const auto manifest_url = url(repository, "manifests/" + reference);
+    auto response = request(Method::head, manifest_url, {std::string("Accept: ") + oci_media::index + ", " + oci_media::manifest});
+    return present(response, manifest_url) ? response.header("docker-content-digest") : std::string();
   }
 
   void put_manifest(const std::string& repository, const std::string& reference, const std::string& media_type,
                     const std::string& bytes) {
-    Body body{bytes, nullptr, 0};
-    auto response = request("PUT", url(repository, "manifests/" + reference), {"Content-Type: " + media_type}, &body);
+    const auto manifest_url = url(repository, "manifests/" + reference);
+    auto response = request(Method::put, manifest_url, {"Content-Type: " + media_type}, RequestBody::bytes(bytes));
     if (response.status != 201)
-      throw Error("the registry refused the manifest " + repository + ":" + reference + ": HTTP " +
-                  std::to_string(response.status) + " " + response.body);
+      throw Error("the registry refused the manifest " + repository + ":" + reference + " (PUT " + manifest_url +
+                  "): " + response.status_text() + " " + brief(response.body));
   }
 
   const OciTarget& target() const { return target_; }
 
  private:
+  static HttpOptions http_options(const PushOptions& push) {
+    HttpOptions options = push.http;
+    if (push.ca_file) options.ca_file = push.ca_file;
+    return options;
+  }
+
+  static std::string describe(Method method, const std::string& url) {
+    return std::string(to_string(method)) + " " + redact_url(url);
+  }
+
+  // A HEAD answer: 200 present, 404 absent; anything else (a 503 that outlasted the retries)
+  // is an error, not "absent".
+  static bool present(const HttpResponse& response, const std::string& head_url) {
+    if (response.status == 200) return true;
+    if (response.status == 404) return false;
+    throw Error("the registry cannot say whether it has " + redact_url(head_url) + " (HEAD): " + response.status_text());
+  }
+
+  // The start of an error body, on one line, for messages.
+  static std::string brief(const std::string& body) {
+    std::string line = body.substr(0, std::min<std::size_t>(body.find('\n'), 300));
+    for (auto& c : line) {
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    }
+    return line;
+  }
+
   OciTarget target_;
   PushOptions options_;
+  HttpClient http_;
   std::string base_;
 };
 

@@ -1,8 +1,9 @@
 #pragma once
 // `podplane mirror push oci://REGISTRY/PREFIX`: publishes the store's providers in OpenTofu's
 // OCI provider-mirror layout (oci_mirror, OpenTofu >= 1.10) and its modules as OpenTofu OCI
-// module packages, through the OCI distribution HTTP API (libcurl). Idempotent: blobs and
-// manifests the registry already has are counted, not sent. Talks only to that registry.
+// module packages, through the OCI distribution HTTP API (mirror/http.hpp: the same TLS trust,
+// proxies, timeouts and retry budget as every other request). Idempotent: blobs and manifests
+// the registry already has are counted, not sent. Talks only to that registry.
 // Layout and sources: docs/mirror.md "mirror push". Errors: podplane::Error.
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "mirror/http.hpp"
 #include "mirror/serve.hpp"
 
 namespace podplane::mirror {
@@ -30,6 +32,7 @@ struct PushOptions {
   Transport transport = Transport::https;
   std::optional<std::filesystem::path> ca_file;  // else SSL_CERT_FILE / the system store
   std::size_t chunk_size = 16 * 1024 * 1024;     // larger blobs go up in PATCH chunks
+  HttpOptions http;                              // retry budget and timeouts (ca_file above wins)
 };
 
 struct PushStats {

@@ -4,6 +4,7 @@
 
 #include "mirror/oci.hpp"
 #include "tests/serve/serve_fixture.hpp"
+#include "tests/support/upstream.hpp"
 
 namespace podplane::serve_test {
 namespace {
@@ -29,6 +30,21 @@ class PushTest : public ::testing::Test {
     ASSERT_TRUE(wait_for_port(port_)) << read_file(temp_ / "registry" / "stderr.log");
     base_ = "http://127.0.0.1:" + std::to_string(port_);
     ASSERT_EQ(http_.fetch(base_ + "/v2/").status, 200);
+  }
+
+  // `mirror push` over HTTPS to `front` (a TLS front before the registry), with the budgets of a
+  // test and the environment given; killed if it would never end.
+  podplane::test::ProcessResult push_through(const podplane::test::FixtureUpstream& front, const std::string& prefix,
+                                             std::map<std::string, std::string> env) {
+    podplane::test::ProcessOptions options;
+    options.env = std::move(env);
+    options.env["PODPLANE_DEPS_CACHE_DIR"] = (temp_ / "deps").string();
+    options.env["PODPLANE_HTTP_RETRIES"] = "2";
+    options.env["PODPLANE_HTTP_BACKOFF"] = "10ms";
+    options.unset_env = {"http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+    return run({"timeout", "-s", "KILL", "120", podplane::test::podplane_binary().string(), "mirror", "push",
+                "oci://127.0.0.1:" + std::to_string(front.port()) + "/" + prefix},
+               options);
   }
 
   podplane::test::ProcessResult push(const std::string& prefix, std::vector<std::string> extra = {}) {
@@ -129,6 +145,52 @@ TEST_F(PushTest, ChunkedUploadsArriveIntact) {
   auto pushed = push("chunked", {"--chunk-size", "1024"});
   ASSERT_EQ(pushed.exit_code, 0) << pushed.err << pushed.out;
   check_layout("chunked");
+}
+
+TEST_F(PushTest, HonoursSslCertFileAndRetriesTransient503sOverTls) {
+  // The fixture server as a TLS front before the registry: the first request of every upload
+  // and manifest path gets a 503 and never reaches the registry.
+  podplane::test::ServeOptions serve;
+  serve.proxy_to = base_;
+  serve.fail_first = {"1:/blobs/uploads/:503", "1:/manifests/:503"};
+  podplane::test::FixtureUpstream front({}, serve);
+
+  // The front's CA is trusted only through SSL_CERT_FILE (no --ca-file).
+  auto untrusted = push_through(front, "tls", {{"SSL_CERT_FILE", "/dev/null"}});
+  EXPECT_EQ(untrusted.exit_code, 1) << untrusted.err << untrusted.out;
+  EXPECT_TRUE(front.requests("/v2/").empty()) << "a request got through an untrusted certificate";
+
+  auto pushed = push_through(front, "tls", {{"SSL_CERT_FILE", front.ca_file().string()}});
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.err << pushed.out;
+  EXPECT_NE(pushed.out.find("uploaded 8 blobs"), std::string::npos) << pushed.out;
+  check_layout("tls");
+
+  // Every path that got a 503 was retried and then answered by the registry.
+  auto failed = front.requests("/v2/", 503);
+  EXPECT_GE(failed.size(), 10u);
+  for (const auto& failure : failed) {
+    bool retried = false;
+    for (const auto& later : front.requests("/v2/")) {
+      retried = retried || (later.path == failure.path && later.start > failure.start && later.status < 300);
+    }
+    EXPECT_TRUE(retried) << failure.method << " " << failure.path << " was not retried to success";
+  }
+}
+
+TEST_F(PushTest, GivesUpOnARegistryThatAnswers503Forever) {
+  podplane::test::ServeOptions serve;
+  serve.proxy_to = base_;
+  serve.fail_first = {"1000000:/manifests/:503"};
+  podplane::test::FixtureUpstream front({}, serve);
+  auto pushed = push_through(front, "down", {{"SSL_CERT_FILE", front.ca_file().string()}});
+  EXPECT_EQ(pushed.exit_code, 1) << pushed.err << pushed.out;
+  EXPECT_NE(pushed.err.find("HTTP 503"), std::string::npos) << pushed.err;
+  EXPECT_NE(pushed.err.find(front.base_url() + "/v2/down/"), std::string::npos) << pushed.err;
+  // The first manifest request and its two retries; then the push stops.
+  auto manifests = front.requests("/manifests/");
+  ASSERT_FALSE(manifests.empty());
+  EXPECT_EQ(manifests.size(), 3u);
+  for (const auto& entry : manifests) EXPECT_EQ(entry.path, manifests.front().path);
 }
 
 TEST_F(PushTest, BadTargetsAreUsageErrors) {
