@@ -68,6 +68,50 @@ bool link_stays_inside(const std::string& entry, std::string_view target) {
   return true;
 }
 
+// libarchive's message for the last failure; it can be missing.
+std::string archive_message(archive* reader) {
+  const char* message = archive_error_string(reader);
+  return message != nullptr ? message : "unknown libarchive error";
+}
+
+std::string human(std::uint64_t bytes) {
+  if (bytes >= (std::uint64_t{1} << 30) && bytes % (std::uint64_t{1} << 30) == 0) {
+    return std::to_string(bytes >> 30) + " GiB";
+  }
+  if (bytes >= (std::uint64_t{1} << 20) && bytes % (std::uint64_t{1} << 20) == 0) {
+    return std::to_string(bytes >> 20) + " MiB";
+  }
+  return std::to_string(bytes) + " bytes";
+}
+
+// What the archive has expanded to so far, against its limits.
+class Expansion {
+ public:
+  Expansion(const ArchiveLimits& limits, std::string_view what) : limits_(limits), what_(what) {}
+
+  void entry(const std::string& name) {
+    if (++entries_ > limits_.max_entries) {
+      throw Error("refusing " + what_ + ": it holds more than " + std::to_string(limits_.max_entries) +
+                  " entries (the limit for a module archive), at " + name);
+    }
+  }
+  // `end` is where the entry's content has reached (its offset plus the block, holes included).
+  void reached(const std::string& name, std::uint64_t entry_start, std::uint64_t end) {
+    if (end > limits_.max_bytes || entry_start > limits_.max_bytes - end) {
+      throw Error("refusing " + what_ + ": it expands beyond " + human(limits_.max_bytes) +
+                  " (the limit for a module archive), at " + name);
+    }
+  }
+  std::uint64_t total() const { return total_; }
+  void add(std::uint64_t size) { total_ += size; }
+
+ private:
+  const ArchiveLimits& limits_;
+  std::string what_;
+  std::uint64_t entries_ = 0;
+  std::uint64_t total_ = 0;
+};
+
 // Refuses to write through a link an earlier entry made (the classic tar escape).
 void check_no_link_on_the_way(const fs::path& destination, const std::string& name, std::string_view what) {
   fs::path current = destination;
@@ -82,40 +126,51 @@ void check_no_link_on_the_way(const fs::path& destination, const std::string& na
   }
 }
 
-void write_entry_data(archive* reader, const fs::path& file, std::string_view what) {
+void write_entry_data(archive* reader, const fs::path& file, const std::string& name, std::string_view what,
+                      Expansion& expansion) {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out) throw Error("cannot write " + file.string() + " while unpacking " + std::string(what));
   const void* block = nullptr;
   size_t size = 0;
   la_int64_t offset = 0;
-  la_int64_t written = 0;
+  std::uint64_t written = 0;
   for (;;) {
     int status = archive_read_data_block(reader, &block, &size, &offset);
     if (status == ARCHIVE_EOF) break;
-    if (status < ARCHIVE_WARN) {
-      throw Error("cannot unpack " + std::string(what) + ": " + archive_error_string(reader));
-    }
-    if (offset > written) {  // a sparse hole
-      out.seekp(offset);
-      written = offset;
+    // ARCHIVE_WARN is refused too, as for bundles: libarchive warns about the irregularities
+    // a hostile archive is made of.
+    if (status != ARCHIVE_OK || offset < 0) throw Error("cannot unpack " + std::string(what) + ": " + archive_message(reader));
+    const auto at = static_cast<std::uint64_t>(offset);
+    // Checked before writing: a sparse hole or a deflate stream must not fill the disk first.
+    expansion.reached(name, expansion.total(), std::max(written, at + size));
+    if (at > written) {  // a sparse hole
+      out.seekp(static_cast<std::streamoff>(at));
+      written = at;
     }
     out.write(static_cast<const char*>(block), static_cast<std::streamsize>(size));
-    written += static_cast<la_int64_t>(size);
+    written += size;
   }
   if (!out.flush()) throw Error("cannot write " + file.string() + " while unpacking " + std::string(what));
+  expansion.add(written);
 }
 
-void extract_entries(archive* reader, const fs::path& destination, std::string_view what) {
+void extract_entries(archive* reader, const fs::path& destination, std::string_view what, const ArchiveLimits& limits) {
+  Expansion expansion(limits, what);
   archive_entry* entry = nullptr;
   for (;;) {
     int status = archive_read_next_header(reader, &entry);
     if (status == ARCHIVE_EOF) break;
-    if (status < ARCHIVE_WARN) throw Error("cannot read " + std::string(what) + ": " + archive_error_string(reader));
+    if (status != ARCHIVE_OK) throw Error("cannot read " + std::string(what) + ": " + archive_message(reader));
     const char* raw_name = archive_entry_pathname_utf8(entry);
     if (raw_name == nullptr) raw_name = archive_entry_pathname(entry);
     if (raw_name == nullptr) throw Error("archive entry without a name in " + std::string(what));
     std::string name = safe_relative_name(raw_name, what);
+    expansion.entry(name.empty() ? std::string(raw_name) : name);
     if (name.empty()) continue;  // the root itself ("./")
+    // The size a header declares is refused before any byte is written.
+    if (archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0) {
+      expansion.reached(name, expansion.total(), static_cast<std::uint64_t>(archive_entry_size(entry)));
+    }
     check_no_link_on_the_way(destination, name, what);
     fs::path target = destination / name;
     fs::create_directories(target.parent_path());
@@ -126,8 +181,11 @@ void extract_entries(archive* reader, const fs::path& destination, std::string_v
       if (!fs::is_regular_file(fs::symlink_status(destination / source))) {
         throw Error("refusing hard link to a missing or non-regular file in " + std::string(what) + ": " + name);
       }
+      const auto size = fs::file_size(destination / source);
+      expansion.reached(name, expansion.total(), size);  // a copy: it counts again
       fs::remove(target);
       fs::copy_file(destination / source, target);
+      expansion.add(size);
       continue;
     }
     switch (archive_entry_filetype(entry)) {
@@ -138,7 +196,7 @@ void extract_entries(archive* reader, const fs::path& destination, std::string_v
         if (fs::is_directory(fs::symlink_status(target))) {
           throw Error("archive entry is both a directory and a file in " + std::string(what) + ": " + name);
         }
-        write_entry_data(reader, target, what);
+        write_entry_data(reader, target, name, what, expansion);
         bool executable = (archive_entry_perm(entry) & 0111) != 0;
         fs::permissions(target, executable ? fs::perms(0755) : fs::perms(0644));
         break;
@@ -162,17 +220,26 @@ void extract_entries(archive* reader, const fs::path& destination, std::string_v
 
 }  // namespace
 
-void extract_archive(const fs::path& archive_file, const fs::path& destination, std::string_view what) {
+void extract_archive(const fs::path& archive_file, const fs::path& destination, std::string_view what,
+                     const ArchiveLimits& limits) {
   ArchiveReader reader(archive_read_new());
   if (!reader) throw Error("libarchive: out of memory");
-  archive_read_support_filter_all(reader.get());
-  archive_read_support_format_all(reader.get());
+  // The formats a module package comes in, nothing else (no cpio, iso9660, rar, 7z, ar, …):
+  // every extra reader is more attack surface for no module anyone publishes.
+  for (int status : {archive_read_support_format_zip(reader.get()), archive_read_support_format_tar(reader.get()),
+                     archive_read_support_filter_gzip(reader.get()), archive_read_support_filter_bzip2(reader.get()),
+                     archive_read_support_filter_xz(reader.get())}) {
+    // ARCHIVE_WARN: the filter runs through an external program; still supported.
+    if (status != ARCHIVE_OK && status != ARCHIVE_WARN) {
+      throw Error("libarchive cannot read " + std::string(what) + ": " + archive_message(reader.get()));
+    }
+  }
   if (archive_read_open_filename(reader.get(), archive_file.c_str(), 64 * 1024) != ARCHIVE_OK) {
-    throw Error("cannot open " + std::string(what) + " as an archive: " + archive_error_string(reader.get()));
+    throw Error("cannot open " + std::string(what) + " as a zip or tar archive: " + archive_message(reader.get()));
   }
   fs::create_directories(destination);
   try {
-    extract_entries(reader.get(), destination, what);
+    extract_entries(reader.get(), destination, what, limits);
   } catch (...) {
     std::error_code ec;
     fs::remove_all(destination, ec);  // half a package is worse than none

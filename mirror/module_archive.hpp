@@ -1,9 +1,12 @@
 #pragma once
-// Unpacking module packages from outside (zip, tar.gz, tar.bz2, tar.xz, … via libarchive)
-// and reading a package tree into store objects. Names from an archive are hostile: an
-// absolute path, a ".." component, a link whose target leaves the tree, or an entry that
-// would be written through a link is refused with an Error naming the entry; nothing is
-// left in `destination` on error. Thread-compatible.
+// Unpacking module packages from outside (zip, or tar plain or compressed with gzip, bzip2 or
+// xz, via libarchive) and reading a package tree into store objects. An archive is hostile
+// until shown otherwise, read as strictly as a bundle: any other format, any libarchive
+// warning, an absolute path, a ".." component, a link whose target leaves the tree, an entry
+// that would be written through a link, a device, fifo or socket, and an archive that expands
+// beyond ArchiveLimits are refused with an Error naming the entry; nothing is left in
+// `destination` on error. Thread-compatible.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -13,9 +16,16 @@
 
 namespace podplane::mirror {
 
+// How far a module archive may expand (docs/download.md "Module archives"): far above any real
+// module package, far below a zip bomb's output.
+struct ArchiveLimits {
+  std::uint64_t max_bytes = std::uint64_t{1} << 30;  // 1 GiB of file content, holes included
+  std::uint64_t max_entries = 100000;               // files, directories and links
+};
+
 // Extracts `archive` into `destination` (created; must be empty or absent).
 void extract_archive(const std::filesystem::path& archive, const std::filesystem::path& destination,
-                     std::string_view what);
+                     std::string_view what, const ArchiveLimits& limits = {});
 
 // The files of a package tree as the engines hash it (dirhash HashDir): regular files, and
 // links to regular files inside the tree (taken as their target's content). A link to a

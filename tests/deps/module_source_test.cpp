@@ -174,6 +174,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "written through a link"},
         Hostile{"hardlink-out.tar.gz", "add('h', kind=tarfile.LNKTYPE, link='../escaped')", "\"..\" component"},
         Hostile{"fifo.tar.gz", "add('p', kind=tarfile.FIFOTYPE)", "special file"},
+        Hostile{"device.tar.gz", "add('ok.tf')\nadd('dev/sda', kind=tarfile.BLKTYPE)", "special file"},
         Hostile{"dotdot.zip", "z.writestr('../escaped', 'x')", "\"..\" component"},
         Hostile{"absolute.zip", "z.writestr('/escaped', 'x')", "absolute path"}),
     [](const auto& test_info) {
@@ -183,6 +184,82 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+// ---- expansion caps and formats (docs/download.md "Module archives") ---------------------------
+
+// Expects extract_archive to refuse `archive` with a message containing `message`, leaving nothing.
+void expect_refused(const TempDir& dir, const fs::path& archive, const std::string& message,
+                    const ArchiveLimits& limits = {}) {
+  auto out = dir / "out";
+  try {
+    extract_archive(archive, out, archive.filename().string(), limits);
+    ADD_FAILURE() << "extracted " << archive.filename();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(message), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find(archive.filename().string()), std::string::npos) << error.what();
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(ModuleArchive, ZipBombBeyondTheByteCapIsRefused) {
+  TempDir dir;
+  // 64 MiB of zeros deflate to about 64 KiB.
+  auto bomb = make_archive(dir, "bomb.zip",
+                           "z.writestr(zipfile.ZipInfo('zeros.tf'), b'\\0' * (64 << 20), compress_type=zipfile.ZIP_DEFLATED)");
+  ASSERT_LT(fs::file_size(bomb), 1u << 20);
+  ArchiveLimits limits;
+  limits.max_bytes = 8u << 20;
+  expect_refused(dir, bomb, "expands beyond 8 MiB (the limit for a module archive), at zeros.tf", limits);
+}
+
+TEST(ModuleArchive, ManyFilesTogetherBeyondTheByteCapAreRefused) {
+  TempDir dir;
+  // 64 files of 256 KiB: each under the cap, together twice over it.
+  auto bomb = make_archive(dir, "many.tar.gz", "for i in range(64): add('f%02d.tf' % i, b'\\0' * (256 << 10))");
+  ArchiveLimits limits;
+  limits.max_bytes = 8u << 20;
+  expect_refused(dir, bomb, "expands beyond 8 MiB", limits);
+}
+
+TEST(ModuleArchive, MoreEntriesThanTheCapAreRefused) {
+  TempDir dir;
+  auto bomb = make_archive(dir, "entries.tar.gz", "for i in range(300): add('d/f%03d.tf' % i, b'')");
+  ArchiveLimits limits;
+  limits.max_entries = 100;
+  expect_refused(dir, bomb, "more than 100 entries", limits);
+  // Under the cap it unpacks.
+  limits.max_entries = 1000;
+  extract_archive(bomb, dir / "ok", "entries.tar.gz", limits);
+  EXPECT_TRUE(fs::exists(dir / "ok" / "d" / "f299.tf"));
+}
+
+TEST(ModuleArchive, ASizeDeclaredBeyondTheDefaultCapIsRefusedBeforeWriting) {
+  TempDir dir;
+  // A tar header that declares 2 TiB, followed by a little data: refused on the header alone.
+  auto archive = dir / "huge.tar.gz";
+  auto made = test::run({"python3", "-c",
+                         "import gzip,sys,tarfile\n"
+                         "i=tarfile.TarInfo('huge.tf'); i.size=2<<40\n"
+                         "with gzip.open(sys.argv[1],'wb') as f: f.write(i.tobuf(format=tarfile.PAX_FORMAT) + b'\\0'*65536)\n",
+                         archive.string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  expect_refused(dir, archive, "expands beyond 1 GiB (the limit for a module archive), at huge.tf");
+}
+
+TEST(ModuleArchive, FormatsOtherThanZipAndTarAreRefused) {
+  TempDir dir;
+  // An ar archive (as Debian packages are made): libarchive could read it, a module is never one.
+  auto archive = dir / "pkg.tar.gz";
+  auto made = test::run({"python3", "-c",
+                         "import sys\n"
+                         "data=b'variable \"x\" {}\\n'\n"
+                         "head=b'main.tf/'.ljust(16)+b'0'.ljust(12)+b'0'.ljust(6)+b'0'.ljust(6)+b'100644'.ljust(8)"
+                         "+str(len(data)).encode().ljust(10)+b'`\\n'\n"
+                         "open(sys.argv[1],'wb').write(b'!<arch>\\n'+head+data)\n",
+                         archive.string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  expect_refused(dir, archive, "as a zip or tar archive");
+}
 
 TEST(ModuleArchive, NotAnArchiveIsAnError) {
   TempDir dir;
