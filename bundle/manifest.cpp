@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/row_rules.hpp"
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 
@@ -281,31 +282,16 @@ bool is_sha256_hex(std::string_view text_value) {
          std::all_of(text_value.begin(), text_value.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+// The store's rules (cache/row_rules.hpp) worded for a bundle.
 void check_safe_name(std::string_view what, std::string_view name) {
-  auto bad = [&](const std::string& why) {
-    throw Error("unsafe " + std::string(what) + " '" + std::string(name) + "' in bundle: " + why);
-  };
-  if (name.empty()) bad("empty");
-  if (name.size() > 255) bad("longer than 255 bytes");
-  if (name == "." || name == "..") bad("a relative directory reference");
-  for (unsigned char c : name) {
-    if (c == '/' || c == '\\') bad("contains a path separator");
-    if (c < 0x20 || c == 0x7f) bad("contains a control character");
+  if (auto problem = cache::segment_problem(name)) {
+    throw Error("unsafe " + std::string(what) + " '" + std::string(name) + "' in bundle: " + *problem);
   }
 }
 
 void check_safe_relative_path(std::string_view what, std::string_view path) {
-  if (path.empty()) throw Error("unsafe " + std::string(what) + " in bundle: empty");
-  if (path.front() == '/') throw Error("unsafe " + std::string(what) + " '" + std::string(path) + "' in bundle: absolute");
-  std::size_t start = 0;
-  while (true) {
-    std::size_t end = path.find('/', start);
-    std::string_view part = path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (part.empty() || part == "." || part == "..")
-      throw Error("unsafe " + std::string(what) + " '" + std::string(path) + "' in bundle: empty, '.' or '..' component");
-    check_safe_name(what, part);
-    if (end == std::string_view::npos) break;
-    start = end + 1;
+  if (auto problem = cache::relative_path_problem(path)) {
+    throw Error("unsafe " + std::string(what) + " '" + std::string(path) + "' in bundle: " + *problem);
   }
 }
 

@@ -68,11 +68,11 @@ std::string last_url_segment(const std::string& url) {
 
 std::optional<std::string> segment_problem(std::string_view name) {
   if (name.empty()) return "empty";
-  if (name == "." || name == "..") return "'" + std::string(name) + "'";
+  if (name == "." || name == "..") return "a relative directory reference ('" + std::string(name) + "')";
   if (name.size() > 255) return "longer than 255 bytes";
   for (char c : name) {
-    if (c == '/') return "contains '/'";
-    if (c == '\\') return "contains '\\'";
+    if (c == '/') return "contains a path separator ('/')";
+    if (c == '\\') return "contains a path separator ('\\')";
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "contains a control character";
   }
   return std::nullopt;
