@@ -161,8 +161,8 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   auto i = std::make_shared<ReadArgs>();
   add_read_options(import, i);
   import->add_flag("--allow-downgrade", i->allow_downgrade,
-                   "Let the tf selection move backwards: apply a bundle older than the newest from its signer, or one "
-                   "with lower provider/module versions or fewer providers than the store's");
+                   "Let the tf selection move backwards (a bundle older than its signer's newest, lower versions, "
+                   "fewer providers)");
   import->callback([i] {
     // The store is created only when a volume passes its checks: a refused import leaves nothing.
     print_report(bundle::import_bundle(cache::default_deps_root(), paths(i->files), verify_options(*i)), "imported");

@@ -190,8 +190,8 @@ void register_deps_store_commands(CLI::App& deps, const GlobalOptions& global) {
   auto* verify = deps.add_subcommand("verify", "Rehash every object and check every index row and view (exit 1 on problems)");
   verify->add_flag("--json", *json_verify, "Print the report as JSON");
   verify->add_flag("--repair", *repair,
-                   "Quarantine what is bad (corrupt objects, rows the views cannot lay out or that disagree with their "
-                   "objects), remove view files no row implies, rebuild the views; then verify");
+                   "Quarantine corrupt objects and bad rows, remove view files no row implies, rebuild the views, "
+                   "then verify (needs the store to itself)");
   verify->callback([json_verify, repair, &global] { deps_verify(*json_verify, *repair, global); });
 
   auto dry_run = std::make_shared<bool>(false);
