@@ -315,6 +315,29 @@ TEST(Layout, AModuleVersionsTreeIsImmutable) {
   EXPECT_EQ(store.find_module_tree(kNstance, "2.0.1")->files.size(), 1u);
 }
 
+TEST(Migration, AStoreOfSchemaVersionOneIsReadAsItIsAndMigratedByAWritableOpen) {
+  HealthyStore healthy;
+  // What an older podplane left: no quarantine or bundle_signers table, version 1 recorded.
+  sqlite(healthy.root, "DROP TABLE quarantine; DROP TABLE bundle_signers; DELETE FROM schema_migrations WHERE version = 2;");
+  {
+    Store store = Store::open(healthy.root, Store::Access::read_only);
+    EXPECT_TRUE(store.quarantine().empty());
+    EXPECT_FALSE(store.bundle_signer("unsigned").has_value());
+    EXPECT_TRUE(verify_store(store).ok()) << joined(verify_store(store).problems);
+  }
+  auto verify = test::run_podplane({"deps", "verify"}, at(healthy.root));
+  EXPECT_EQ(verify.exit_code, 0) << "a read-only open takes an older index\n" << show(verify);
+  {
+    Store store = Store::open(healthy.root);
+    store.record_bundle_signer("unsigned", "2026-01-01T00:00:00Z", std::string(64, 'a'));
+    EXPECT_EQ(store.bundle_signer("unsigned")->created_at, "2026-01-01T00:00:00Z");
+    store.record_bundle_signer("unsigned", "2025-01-01T00:00:00Z", std::string(64, 'b'));
+    EXPECT_EQ(store.bundle_signer("unsigned")->created_at, "2026-01-01T00:00:00Z") << "the mark only moves forward";
+  }
+  auto versions = test::run({"sqlite3", layout::index_db(healthy.root).string(), "SELECT group_concat(version) FROM schema_migrations"});
+  EXPECT_EQ(versions.out, "1,2\n");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Views against their rows.
 
