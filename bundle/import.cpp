@@ -18,6 +18,7 @@
 #include "bundle/create.hpp"
 #include "bundle/manifest.hpp"
 #include "bundle/signing.hpp"
+#include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/unique_fd.hpp"
@@ -613,6 +614,11 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
 ImportReport import_bundle(const fs::path& deps_root, const std::vector<fs::path>& files, const VerifyOptions& options) {
   // A refused import leaves no trace: when no volume can be imported (missing, unsigned,
   // untrusted, forged, expired, bad rows), the report says why and no store is created.
+  // An existing store has nothing to leave behind, so its import reads each header once.
+  if (fs::exists(cache::layout::index_db(deps_root))) {
+    auto store = cache::Store::open(deps_root, cache::Store::Access::read_write);
+    return import_bundle(store, files, options);
+  }
   std::vector<PublicKey> trusted = load_trusted(options);
   ImportReport preflight;
   bool any = false;
