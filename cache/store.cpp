@@ -461,7 +461,7 @@ bool Store::has_object(std::string_view digest) const {
   if (!size) return false;
   // A file of another size than its row is damaged (or half-restored): not "present".
   struct stat info {};
-  return ::stat(impl_->object_path(digest).c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size == *size;
+  return ::lstat(impl_->object_path(digest).c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size == *size;
 }
 
 ObjectWriter Store::new_object() {
