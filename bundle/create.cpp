@@ -98,6 +98,45 @@ std::uint64_t parse_size(std::string_view text) {
   return value * multiplier;
 }
 
+std::chrono::seconds parse_duration(std::string_view text) {
+  auto bad = [&] {
+    return UsageError("invalid duration '" + std::string(text) + "': expected a number with a d, h, m or s suffix (e.g. 30d, 12h)");
+  };
+  if (text.size() < 2) throw bad();
+  std::int64_t unit = 0;
+  switch (text.back()) {
+    case 'd': unit = 86400; break;
+    case 'h': unit = 3600; break;
+    case 'm': unit = 60; break;
+    case 's': unit = 1; break;
+    default: throw bad();
+  }
+  std::string_view digits = text.substr(0, text.size() - 1);
+  if (digits.size() > 9) throw bad();  // at most 999 999 999 units: no overflow below
+  std::int64_t value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') throw bad();
+    value = value * 10 + (c - '0');
+  }
+  if (value == 0) throw bad();
+  return std::chrono::seconds(value * unit);
+}
+
+std::string rfc3339(std::time_t when) {
+  std::tm utc{};
+  gmtime_r(&when, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::time_t parse_rfc3339(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (end == nullptr || *end != '\0') throw Error("'" + text + "' is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
+  return timegm(&tm);
+}
+
 fs::path volume_file(const fs::path& file, int index, int count) {
   if (count == 1) return file;
   char suffix[32];
@@ -278,6 +317,10 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
   base.total_objects = plan.objects;
   base.total_bytes = plan.object_bytes;
   base.tf_selection = selection;
+  if (options.expires_in) {
+    std::time_t now = options.now ? options.now() : std::time(nullptr);
+    base.expires_at = rfc3339(now + static_cast<std::time_t>(options.expires_in->count()));
+  }
   for (auto& row : rows) {
     if (row.type == Row::Type::artifact) {
       BundleManifest probe;
@@ -382,6 +425,10 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
     }
     for (std::size_t o : pack.objects) volume.manifest.objects.push_back(objects[o]);
     volume.manifest_bytes = volume.manifest.serialize();
+    if (volume.manifest_bytes.size() > kManifestLimit)
+      throw Error("the manifest of volume " + std::to_string(v + 1) + " would take " + cache::human_bytes(volume.manifest_bytes.size()) +
+                  ", more than import reads (" + cache::human_bytes(kManifestLimit) +
+                  "): cut a delta with --since, or bundle fewer platforms with --platform");
     SignatureBlock signature;
     if (key) {
       signature = SignatureBlock{"ed25519", key->public_key().raw_hex(), key->public_key().key_id(),

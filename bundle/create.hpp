@@ -2,7 +2,9 @@
 // Cutting a store into a bundle: the plan (which rows and objects travel, how they split into
 // volumes, how many bytes each volume takes) and the writer. The same store and options
 // always give byte-identical volumes. Errors are podplane::Error; bad options UsageError.
+#include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -20,6 +22,9 @@ struct CreateOptions {
   std::vector<std::string> platforms;                 // keep provider packages of these only
   std::optional<std::filesystem::path> signing_key;   // Ed25519 PEM from `bundle keygen`
   std::optional<std::uint64_t> volume_size;           // at most this many bytes per volume
+  // Signed expiry: the manifest says import refuses the bundle after now + expires_in.
+  std::optional<std::chrono::seconds> expires_in;
+  std::function<std::time_t()> now;                   // seam for tests (default: the clock)
   // Seam for tests: free bytes in a directory (default statvfs f_bavail * f_frsize).
   std::function<std::uint64_t(const std::filesystem::path&)> free_space;
 };
@@ -44,6 +49,12 @@ struct BundlePlan {
 
 // "700M", "4G", "1K", "123": binary multiples (K = 1024). UsageError on anything else.
 std::uint64_t parse_size(std::string_view text);
+
+// "30d", "12h", "90m", "3600s" (a positive whole number and one unit). UsageError otherwise.
+std::chrono::seconds parse_duration(std::string_view text);
+// RFC 3339 UTC ("2027-01-15T08:00:00Z") and back; Error on other text.
+std::string rfc3339(std::time_t when);
+std::time_t parse_rfc3339(const std::string& text);
 
 // FILE when there is one volume, else FILE.001-of-003, FILE.002-of-003, …
 std::filesystem::path volume_file(const std::filesystem::path& file, int index, int count);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -17,10 +18,14 @@
 #include "bundle/create.hpp"
 #include "bundle/manifest.hpp"
 #include "bundle/signing.hpp"
+#include "cache/layout.hpp"
+#include "cache/maintenance.hpp"
+#include "cache/row_rules.hpp"
 #include "cache/unique_fd.hpp"
 #include "cache/views.hpp"
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
+#include "lockfile/version.hpp"
 
 namespace podplane::bundle {
 
@@ -29,7 +34,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::uint64_t kManifestLimit = 64ULL << 20;  // far above any real store's index
 constexpr std::uint64_t kSignatureLimit = 64ULL << 10;
 
 // Where objects of a volume go: into the store, or only through a hasher (verify).
@@ -111,19 +115,73 @@ void check_signature(const std::string& manifest_bytes, const std::string& signa
                 ": refused (pass --trust with that public key, or --allow-unsigned)");
 }
 
-// Reads one volume. `manifest` is set as soon as the signature has vouched for it, so the
-// caller can account for what a damaged volume still delivered.
-void read_volume(const fs::path& file, const std::vector<PublicKey>& trusted, const VerifyOptions& options,
-                 ObjectSink& sink, VolumeReport& report, std::optional<BundleManifest>& manifest) {
-  report.file = file;
-  cache::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw Error("cannot open bundle " + file.string() + ": " + std::strerror(errno));
-  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-  detail::ArchiveReader reader(fd.get(), file.string());
+// A signed expiry (`bundle create --expires-in`) that has passed refuses the volume.
+void check_expiry(const BundleManifest& manifest, const VerifyOptions& options, VolumeReport& report) {
+  if (!manifest.expires_at) return;
+  std::time_t expires = 0;
+  try {
+    expires = parse_rfc3339(*manifest.expires_at);
+  } catch (const Error& error) {
+    throw Error("bundle " + report.file.string() + ": expires_at: " + error.what());
+  }
+  std::time_t now = options.now ? options.now() : std::time(nullptr);
+  if (now <= expires) return;
+  if (options.expired == ExpiredBundles::refuse) {
+    throw Error("bundle " + report.file.string() + " expired at " + *manifest.expires_at + " (it is now " + rfc3339(now) +
+                "): refused (pass --allow-expired to take it anyway)");
+  }
+  report.expired_at = *manifest.expires_at;
+}
+
+// Every row must be one the store can lay out as a view, by the store's own rules
+// (cache/row_rules.hpp): refused before any object of the volume is read.
+void check_rows_lay_out(const BundleManifest& manifest, const fs::path& file) {
+  try {
+    for (const auto& travelling : manifest.artifacts) cache::check_artifact_layout(travelling.artifact);
+    for (const auto& tree : manifest.module_trees) cache::check_module_tree_layout(tree);
+    if (manifest.tf_selection) cache::check_selection_layout(*manifest.tf_selection);
+  } catch (const Error& error) {
+    throw Error("bundle " + file.string() + " carries a row the store cannot lay out: " + error.what());
+  }
+}
+
+// Reads and judges the first two entries: the signature before anything else, then the
+// manifest, its expiry and its rows. Returns the manifest only when all of them pass.
+BundleManifest read_header(detail::ArchiveReader& reader, const fs::path& file, const std::vector<PublicKey>& trusted,
+                           const VerifyOptions& options, VolumeReport& report) {
   std::string manifest_bytes = read_small_entry(reader, file, kManifestEntry, kManifestLimit);
   std::string signature_bytes = read_small_entry(reader, file, kSignatureEntry, kSignatureLimit);
   check_signature(manifest_bytes, signature_bytes, trusted, options, report);
-  manifest = BundleManifest::parse(manifest_bytes);
+  BundleManifest manifest = BundleManifest::parse(manifest_bytes);
+  manifest_bytes.clear();
+  manifest_bytes.shrink_to_fit();
+  check_expiry(manifest, options, report);
+  check_rows_lay_out(manifest, file);
+  return manifest;
+}
+
+struct OpenVolume {
+  cache::UniqueFd fd;
+  std::unique_ptr<detail::ArchiveReader> reader;
+};
+
+OpenVolume open_volume(const fs::path& file) {
+  OpenVolume volume;
+  volume.fd = cache::UniqueFd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (volume.fd.get() < 0) throw Error("cannot open bundle " + file.string() + ": " + std::strerror(errno));
+  ::posix_fadvise(volume.fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  volume.reader = std::make_unique<detail::ArchiveReader>(volume.fd.get(), file.string());
+  return volume;
+}
+
+// Reads one volume. `manifest` is set as soon as the signature (and the manifest's expiry and
+// rows) have vouched for it, so the caller can account for what a damaged volume still delivered.
+void read_volume(const fs::path& file, const std::vector<PublicKey>& trusted, const VerifyOptions& options,
+                 ObjectSink& sink, VolumeReport& report, std::optional<BundleManifest>& manifest) {
+  report.file = file;
+  OpenVolume volume = open_volume(file);
+  detail::ArchiveReader& reader = *volume.reader;
+  manifest = read_header(reader, file, trusted, options, report);
   report.bundle_id = manifest->bundle_id;
   report.volume_index = manifest->volume_index;
   report.volume_count = manifest->volume_count;
@@ -218,12 +276,6 @@ std::vector<PublicKey> load_trusted(const VerifyOptions& options) {
   return keys;
 }
 
-std::string describe(const cache::Artifact& a) {
-  std::string text = std::string(cache::to_string(a.kind)) + " " + a.address + " " + a.version;
-  if (!a.platform.empty()) text += " " + a.platform;
-  return text + " (" + a.filename + ")";
-}
-
 // Lists volumes of a multi-volume bundle that no file delivered, in this run or (per the
 // audit log of `store`, when given) a complete earlier import.
 void find_missing_volumes(ImportReport& report, const cache::Store* store) {
@@ -255,10 +307,114 @@ void find_missing_volumes(ImportReport& report, const cache::Store* store) {
   }
 }
 
+struct ImportedManifest {
+  BundleManifest manifest;
+  std::string signer;  // "sha256:<key id>" or "unsigned"
+};
+
+std::string short_id(const BundleManifest& m) { return m.bundle_id.substr(0, 12); }
+
+bool version_less(const std::string& a, const std::string& b) {
+  try {
+    return lockfile::Version::parse(a) < lockfile::Version::parse(b);
+  } catch (const Error&) {
+    return false;  // not versions (a git ref, "unversioned"): no order to go back in
+  }
+}
+
+// How `next` would move the store's `current` selection backwards: a provider at a lower
+// version or gone, the stack's module package at a lower version. Empty when it does not.
+std::vector<std::string> backward_steps(const cache::TfSelection& current, const cache::TfSelection& next) {
+  std::vector<std::string> steps;
+  for (const auto& old : current.providers) {
+    auto it = std::find_if(next.providers.begin(), next.providers.end(), [&](const auto& p) { return p.address == old.address; });
+    if (it == next.providers.end()) steps.push_back("it drops provider " + old.address + " " + old.version);
+    else if (version_less(it->version, old.version)) steps.push_back("provider " + old.address + " " + old.version + " -> " + it->version);
+  }
+  if (!current.module_version.empty() && next.module_address == current.module_address &&
+      version_less(next.module_version, current.module_version)) {
+    steps.push_back("module " + current.module_address + " " + current.module_version + " -> " + next.module_version);
+  }
+  return steps;
+}
+
+bool same_selection(const cache::TfSelection& a, const cache::TfSelection& b) {
+  auto key = [](const cache::TfSelection& s) {
+    std::vector<std::string> parts{s.module_address, s.module_version, s.engine};
+    for (const auto& p : s.providers) parts.push_back(p.address + " " + p.version + " " + p.constraints);
+    std::sort(parts.begin() + 3, parts.end());
+    return parts;
+  };
+  return key(a) == key(b);
+}
+
+// The selection of the newest bundle applies once every provider it names is here, and only
+// forward: a bundle older than the newest its signer gave us before (a replay), or one whose
+// selection has lower versions or fewer providers than the store's, is held unless
+// Downgrades::allow. Its objects and rows were imported all the same (the store is additive).
+void apply_selection(cache::Store& store, const std::vector<ImportedManifest>& manifests,
+                     const std::map<std::string, std::optional<cache::BundleSignerMark>>& marks_before,
+                     const VerifyOptions& options, ImportReport& report) {
+  const ImportedManifest* newest = nullptr;
+  for (const auto& m : manifests)
+    if (m.manifest.tf_selection && (newest == nullptr || m.manifest.created_at > newest->manifest.created_at)) newest = &m;
+  if (newest == nullptr) return;
+  const BundleManifest& bundle = newest->manifest;
+  cache::TfSelection selection = *bundle.tf_selection;
+  std::vector<std::string> lacking;
+  for (const auto& p : selection.providers) {
+    cache::ArtifactQuery query;
+    query.kind = cache::ArtifactKind::provider_package;
+    query.address = p.address;
+    query.version = p.version;
+    if (store.artifacts(query).empty()) lacking.push_back(p.address + " " + p.version);
+  }
+  if (!lacking.empty()) {
+    std::string list;
+    for (const auto& l : lacking) list += (list.empty() ? "" : ", ") + l;
+    report.notes.push_back("provider selection not applied yet: no package in the store for " + list);
+    return;
+  }
+  auto current = store.tf_selection();
+  std::set<std::string> platforms(selection.platforms.begin(), selection.platforms.end());
+  if (current) platforms.insert(current->platforms.begin(), current->platforms.end());
+  selection.platforms.assign(platforms.begin(), platforms.end());
+
+  std::vector<std::string> backwards;
+  auto mark = marks_before.find(newest->signer);
+  if (mark != marks_before.end() && mark->second && bundle.created_at < mark->second->created_at) {
+    backwards.push_back("bundle " + short_id(bundle) + " (created " + bundle.created_at + ") is older than bundle " +
+                        mark->second->bundle_id.substr(0, 12) + " (created " + mark->second->created_at +
+                        "), the newest already imported from " + newest->signer + ": a replay or a rollback");
+  }
+  if (current) {
+    for (auto& step : backward_steps(*current, selection)) backwards.push_back("its selection moves back: " + step);
+  }
+  if (backwards.empty()) {
+    store.in_transaction([&] { store.set_tf_selection(selection); });
+    return;
+  }
+  if (options.downgrades == Downgrades::allow) {
+    store.in_transaction([&] { store.set_tf_selection(selection); });
+    for (const auto& why : backwards) {
+      report.notes.push_back("tf selection of bundle " + short_id(bundle) + " applied by --allow-downgrade although " + why);
+    }
+    return;
+  }
+  if (current && same_selection(*current, selection)) {
+    for (const auto& why : backwards) report.notes.push_back(why + "; its selection is the store's already, nothing moved");
+    return;
+  }
+  for (const auto& why : backwards) report.held.push_back(why);
+  report.held.push_back("the tf selection of bundle " + short_id(bundle) +
+                        " was not applied; the store keeps its own (objects and rows were imported). Pass "
+                        "--allow-downgrade to apply it");
+}
+
 }  // namespace
 
 bool ImportReport::ok() const {
-  return missing_volumes.empty() && waiting_rows.empty() &&
+  return missing_volumes.empty() && waiting_rows.empty() && held.empty() &&
          std::all_of(volumes.begin(), volumes.end(), [](const VolumeReport& v) { return v.error.empty(); });
 }
 
@@ -287,8 +443,10 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
   if (store.read_only()) throw Error("cannot import into the read-only store at " + store.root().string());
   std::vector<PublicKey> trusted = load_trusted(options);
   ImportReport report;
-  std::vector<BundleManifest> manifests;
+  std::vector<ImportedManifest> manifests;
   const std::string identity = store_identity(store);
+  // The newest bundle of each signer before this run: a bundle older than that is a replay.
+  std::map<std::string, std::optional<cache::BundleSignerMark>> marks_before;
 
   for (const auto& file : files) {
     VolumeReport volume;
@@ -305,6 +463,7 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
     }
     for (const auto& object : manifest->objects)
       if (!store.has_object(object.digest)) volume.missing_objects.push_back(object.digest);
+    if (!marks_before.count(volume.signer)) marks_before[volume.signer] = store.bundle_signer(volume.signer);
     if (manifest->since && !manifest->since->store_id.empty() && manifest->since->store_id != identity)
       report.notes.push_back("bundle " + manifest->bundle_id.substr(0, 12) + " is a delta cut against store " +
                              manifest->since->store_id + ", not this store (" + identity +
@@ -317,6 +476,28 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
       if (it != present.end()) return it->second;
       return present[digest] = store.has_object(digest);
     };
+    // Rows name their objects' hashes (size, zh, h1 of a zip, the upstream digest): each is
+    // checked against the object before any row of the volume commits.
+    std::string content_problem;
+    for (const auto& travelling : manifest->artifacts) {
+      const cache::Artifact& a = travelling.artifact;
+      if (!have(a.digest)) continue;
+      auto existing = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename);
+      if (existing && existing->digest == a.digest) continue;  // checked when it came in
+      cache::Artifact row = a;
+      if (row.kind == cache::ArtifactKind::provider_package && row.zh.empty()) row.zh = "zh:" + row.digest;
+      auto problems = cache::artifact_content_problems(store, row);
+      if (!problems.empty()) {
+        content_problem = problems.front();
+        break;
+      }
+    }
+    if (!content_problem.empty()) {
+      if (volume.error.empty()) volume.error = "index rows not recorded: " + content_problem;
+      manifests.push_back({std::move(*manifest), volume.signer});
+      report.volumes.push_back(std::move(volume));
+      continue;
+    }
     std::vector<std::string> conflicts;
     try {
       store.in_transaction([&] {
@@ -327,7 +508,7 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
           if (!have(a.digest)) continue;
           auto existing = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename);
           if (existing && existing->digest != a.digest) {
-            conflicts.push_back(mismatch_message("bundle row conflicts with the store for " + describe(a),
+            conflicts.push_back(mismatch_message("bundle row conflicts with the store for " + cache::describe(a),
                                                  "sha256:" + existing->digest, "sha256:" + a.digest));
             continue;
           }
@@ -371,43 +552,21 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
       if (volume.error.empty()) volume.error = c;
       else report.notes.push_back(c);
     }
-    manifests.push_back(std::move(*manifest));
+    manifests.push_back({std::move(*manifest), volume.signer});
     report.volumes.push_back(std::move(volume));
   }
 
-  // The selection of the newest bundle applies once every provider it names is here.
-  const BundleManifest* newest = nullptr;
-  for (const auto& m : manifests)
-    if (m.tf_selection && (newest == nullptr || m.created_at > newest->created_at)) newest = &m;
-  if (newest != nullptr) {
-    cache::TfSelection selection = *newest->tf_selection;
-    std::vector<std::string> lacking;
-    for (const auto& p : selection.providers) {
-      cache::ArtifactQuery query;
-      query.kind = cache::ArtifactKind::provider_package;
-      query.address = p.address;
-      query.version = p.version;
-      if (store.artifacts(query).empty()) lacking.push_back(p.address + " " + p.version);
-    }
-    if (lacking.empty()) {
-      std::set<std::string> platforms(selection.platforms.begin(), selection.platforms.end());
-      if (auto current = store.tf_selection()) platforms.insert(current->platforms.begin(), current->platforms.end());
-      selection.platforms.assign(platforms.begin(), platforms.end());
-      store.in_transaction([&] { store.set_tf_selection(selection); });
-    } else {
-      std::string list;
-      for (const auto& l : lacking) list += (list.empty() ? "" : ", ") + l;
-      report.notes.push_back("provider selection not applied yet: no package in the store for " + list);
-    }
-  }
+  apply_selection(store, manifests, marks_before, options, report);
+  // Rollback protection from now on: the newest bundle each signer gave us.
+  for (const auto& m : manifests) store.record_bundle_signer(m.signer, m.manifest.created_at, m.manifest.bundle_id);
 
   // Rows of any given manifest that still lack objects.
   std::set<std::string> waiting;
-  for (const auto& m : manifests) {
+  for (const auto& [m, signer] : manifests) {
     for (const auto& travelling : m.artifacts)
       for (const auto& d : objects_of(travelling))
         if (!store.has_object(d)) {
-          waiting.insert(describe(travelling.artifact));
+          waiting.insert(cache::describe(travelling.artifact));
           break;
         }
     for (const auto& tree : m.module_trees)
@@ -438,6 +597,7 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
                        {"imported", v.objects_verified},
                        {"already_present", v.objects_present},
                        {"missing", v.missing_objects.size()},
+                       {"expired_at", v.expired_at},
                        {"error", v.error}});
   }
   store.audit("bundle-import", files.empty() ? "" : files.front().string(),
@@ -446,8 +606,43 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
                {"bytes_imported", bytes},
                {"missing_volumes", report.missing_volumes},
                {"waiting_rows", report.waiting_rows.size()},
+               {"selection_held", report.held},
                {"ok", report.ok()}});
   return report;
+}
+
+ImportReport import_bundle(const fs::path& deps_root, const std::vector<fs::path>& files, const VerifyOptions& options) {
+  // A refused import leaves no trace: when no volume can be imported (missing, unsigned,
+  // untrusted, forged, expired, bad rows), the report says why and no store is created.
+  // An existing store has nothing to leave behind, so its import reads each header once.
+  if (fs::exists(cache::layout::index_db(deps_root))) {
+    auto store = cache::Store::open(deps_root, cache::Store::Access::read_write);
+    return import_bundle(store, files, options);
+  }
+  std::vector<PublicKey> trusted = load_trusted(options);
+  ImportReport preflight;
+  bool any = false;
+  for (const auto& file : files) {
+    VolumeReport volume;
+    volume.file = file;
+    try {
+      OpenVolume open = open_volume(file);
+      auto manifest = read_header(*open.reader, file, trusted, options, volume);
+      volume.bundle_id = manifest.bundle_id;
+      volume.volume_index = manifest.volume_index;
+      volume.volume_count = manifest.volume_count;
+      any = true;
+    } catch (const Error& e) {
+      volume.error = e.what();
+    }
+    preflight.volumes.push_back(std::move(volume));
+  }
+  if (!any) {
+    for (auto& volume : preflight.volumes) volume.bundle_id.clear();
+    return preflight;
+  }
+  auto store = cache::Store::open(deps_root, cache::Store::Access::read_write);
+  return import_bundle(store, files, options);
 }
 
 }  // namespace podplane::bundle

@@ -5,6 +5,8 @@
 // their objects are present. A damaged volume stops at the damage: what was verified stays,
 // the report lists the rest. Volumes are independent and may come in any order.
 #include <cstdint>
+#include <ctime>
+#include <functional>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -14,10 +16,19 @@
 namespace podplane::bundle {
 
 enum class UnsignedBundles { refuse, allow };
+// Whether an import may move the store's tf selection backwards: apply the selection of a
+// bundle older than the newest one its signer gave before (a replay), or one with lower
+// versions or fewer providers than the store's.
+enum class Downgrades { refuse, allow };
+// Whether a bundle past its signed expiry (`bundle create --expires-in`) is taken.
+enum class ExpiredBundles { refuse, allow };
 
 struct VerifyOptions {
   std::vector<std::filesystem::path> trusted_keys;  // PEM public keys from `bundle keygen`
   UnsignedBundles unsigned_bundles = UnsignedBundles::refuse;  // also covers untrusted signers
+  Downgrades downgrades = Downgrades::refuse;
+  ExpiredBundles expired = ExpiredBundles::refuse;
+  std::function<std::time_t()> now;  // seam for tests (default: the clock)
 };
 
 struct VolumeReport {
@@ -34,6 +45,7 @@ struct VolumeReport {
   std::size_t artifacts_added = 0;     // import: rows whose objects are all present
   std::size_t module_trees_added = 0;
   std::vector<std::string> missing_objects;  // digests this volume should have delivered
+  std::string expired_at;                    // set when an expired bundle was taken (ExpiredBundles::allow)
   std::string error;                         // empty when the volume is complete
 };
 
@@ -42,15 +54,22 @@ struct ImportReport {
   std::vector<std::string> missing_volumes;  // "volume 2 of 3 of bundle <id>"
   std::vector<std::string> waiting_rows;     // rows still lacking objects after this run
   std::vector<std::string> notes;            // tf selection, foreign deltas, …
-  bool ok() const;                           // every volume complete and no volume missing
+  std::vector<std::string> held;             // why the tf selection was not applied (a replay, a downgrade)
+  bool ok() const;                           // every volume complete, none missing, the selection not held
 };
 
 // Reads every volume through, checking signature, structure and every object's digest.
 // Needs no store. Never throws for a bad volume: the problem is in its report.
 ImportReport verify_bundle(const std::vector<std::filesystem::path>& files, const VerifyOptions& options);
 
-// Imports the volumes into `store`, then rebuilds the views and records an audit row.
+// Imports the volumes into `store`, then rebuilds the views and records an audit row. The
+// selection moves only forward unless Downgrades::allow; the newest bundle of each signer is
+// recorded for that (Store::record_bundle_signer).
 ImportReport import_bundle(cache::Store& store, const std::vector<std::filesystem::path>& files,
+                           const VerifyOptions& options);
+// The same into the store at `deps_root`, which is opened (created) only when at least one
+// volume passes its signature, expiry and row checks: a refused import leaves nothing behind.
+ImportReport import_bundle(const std::filesystem::path& deps_root, const std::vector<std::filesystem::path>& files,
                            const VerifyOptions& options);
 
 }  // namespace podplane::bundle

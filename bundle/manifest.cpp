@@ -1,9 +1,11 @@
 #include "bundle/manifest.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
+#include "cache/row_rules.hpp"
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 
@@ -172,6 +174,99 @@ cache::TfSelection parse_selection(const json& j) {
   return s;
 }
 
+// SAX events → JSON values, except the elements of the manifest's row arrays ("objects",
+// "artifacts", "module_trees"): each is handed to `on_row` as soon as it is complete and
+// dropped, so the document never holds them all.
+class StreamingManifestReader : public nlohmann::json_sax<json> {
+ public:
+  using OnRow = std::function<void(const std::string& array, json element)>;
+  explicit StreamingManifestReader(OnRow on_row) : on_row_(std::move(on_row)) {}
+
+  json take_document() { return std::move(root_); }
+
+  bool null() override { return put(json(nullptr)); }
+  bool boolean(bool value) override { return put(json(value)); }
+  bool number_integer(number_integer_t value) override { return put(json(value)); }
+  bool number_unsigned(number_unsigned_t value) override { return put(json(value)); }
+  bool number_float(number_float_t value, const string_t&) override { return put(json(value)); }
+  bool string(string_t& value) override { return put(json(std::move(value))); }
+  bool binary(binary_t& value) override { return put(json::binary(std::move(value))); }
+  bool start_object(std::size_t) override { return open(json::object()); }
+  bool start_array(std::size_t) override { return open(json::array()); }
+  bool key(string_t& name) override {
+    // A key given twice at the top would let a second row array add to the first.
+    if (stack_.size() == 1 && stack_.back()->is_object() && !top_keys_.insert(name).second) {
+      throw Error("bundle manifest has the key '" + name + "' twice");
+    }
+    key_ = std::move(name);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
+    throw Error(std::string("bundle manifest is not valid JSON: ") + error.what());
+  }
+
+ private:
+  static constexpr std::size_t kMaxDepth = 32;  // a manifest nests 5 levels deep
+
+  // Where a value completed at the current position goes.
+  bool put(json value) {
+    if (stack_.empty()) {
+      root_ = std::move(value);
+      return true;
+    }
+    json& parent = *stack_.back();
+    if (&parent == rows_) on_row_(rows_name_, std::move(value));
+    else if (parent.is_object()) parent[key_] = std::move(value);
+    else parent.push_back(std::move(value));
+    return true;
+  }
+
+  bool open(json container) {
+    if (stack_.size() >= kMaxDepth) throw Error("bundle manifest nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (stack_.empty()) {
+      root_ = std::move(container);
+      stack_.push_back(&root_);
+      return true;
+    }
+    json& parent = *stack_.back();
+    json* slot = nullptr;
+    if (parent.is_object()) {
+      slot = &(parent[key_] = std::move(container));
+      if (stack_.size() == 1 && slot->is_array() && (key_ == "objects" || key_ == "artifacts" || key_ == "module_trees")) {
+        rows_ = slot;
+        rows_name_ = key_;
+      }
+    } else {
+      parent.push_back(std::move(container));
+      slot = &parent.back();
+    }
+    stack_.push_back(slot);
+    return true;
+  }
+
+  bool close() {
+    json* done = stack_.back();
+    stack_.pop_back();
+    if (done == rows_) rows_ = nullptr;
+    if (!stack_.empty() && stack_.back() == rows_) {
+      json element = std::move(rows_->back());
+      rows_->erase(rows_->end() - 1);
+      on_row_(rows_name_, std::move(element));
+    }
+    return true;
+  }
+
+  OnRow on_row_;
+  json root_;
+  std::vector<json*> stack_;  // the containers being built, innermost last
+  std::string key_;
+  json* rows_ = nullptr;      // the row array being streamed, if any
+  std::string rows_name_;
+  std::set<std::string> top_keys_;
+};
+
 json parse_json(std::string_view text_bytes, const char* what) {
   try {
     return json::parse(text_bytes.begin(), text_bytes.end());
@@ -187,31 +282,16 @@ bool is_sha256_hex(std::string_view text_value) {
          std::all_of(text_value.begin(), text_value.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+// The store's rules (cache/row_rules.hpp) worded for a bundle.
 void check_safe_name(std::string_view what, std::string_view name) {
-  auto bad = [&](const std::string& why) {
-    throw Error("unsafe " + std::string(what) + " '" + std::string(name) + "' in bundle: " + why);
-  };
-  if (name.empty()) bad("empty");
-  if (name.size() > 255) bad("longer than 255 bytes");
-  if (name == "." || name == "..") bad("a relative directory reference");
-  for (unsigned char c : name) {
-    if (c == '/' || c == '\\') bad("contains a path separator");
-    if (c < 0x20 || c == 0x7f) bad("contains a control character");
+  if (auto problem = cache::segment_problem(name)) {
+    throw Error("unsafe " + std::string(what) + " '" + std::string(name) + "' in bundle: " + *problem);
   }
 }
 
 void check_safe_relative_path(std::string_view what, std::string_view path) {
-  if (path.empty()) throw Error("unsafe " + std::string(what) + " in bundle: empty");
-  if (path.front() == '/') throw Error("unsafe " + std::string(what) + " '" + std::string(path) + "' in bundle: absolute");
-  std::size_t start = 0;
-  while (true) {
-    std::size_t end = path.find('/', start);
-    std::string_view part = path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (part.empty() || part == "." || part == "..")
-      throw Error("unsafe " + std::string(what) + " '" + std::string(path) + "' in bundle: empty, '.' or '..' component");
-    check_safe_name(what, part);
-    if (end == std::string_view::npos) break;
-    start = end + 1;
+  if (auto problem = cache::relative_path_problem(path)) {
+    throw Error("unsafe " + std::string(what) + " '" + std::string(path) + "' in bundle: " + *problem);
   }
 }
 
@@ -239,14 +319,28 @@ std::string BundleManifest::serialize() const {
             {"artifacts", artifacts_json},
             {"module_trees", modules_json},
             {"tf_selection", tf_selection ? selection_json(*tf_selection) : json(nullptr)}};
+  if (expires_at) j["expires_at"] = *expires_at;  // only when set: older bundles keep their bytes
   return j.dump() + "\n";
 }
 
 BundleManifest BundleManifest::parse(std::string_view bytes) {
-  json j = parse_json(bytes, "bundle manifest");
+  BundleManifest m;
+  std::set<std::string> seen;
   try {
+    StreamingManifestReader reader([&](const std::string& array, json element) {
+      if (array == "objects") {
+        ManifestObject object{digest_field(element, "digest", false), number(element, "size")};
+        if (!seen.insert(object.digest).second) throw Error("object " + object.digest + " is listed twice");
+        m.objects.push_back(std::move(object));
+      } else if (array == "artifacts") {
+        m.artifacts.push_back(parse_artifact(element));
+      } else {
+        m.module_trees.push_back(parse_module(element));
+      }
+    });
+    json::sax_parse(bytes.begin(), bytes.end(), &reader);
+    json j = reader.take_document();
     if (text(j, "format") != "podplane-bundle") throw Error("not a podplane bundle manifest");
-    BundleManifest m;
     m.format_version = static_cast<int>(number(j, "format_version"));
     if (m.format_version != kFormatVersion)
       throw Error(mismatch_message("unsupported bundle format version", std::to_string(kFormatVersion),
@@ -254,6 +348,7 @@ BundleManifest BundleManifest::parse(std::string_view bytes) {
     m.tool_version = text(j, "tool_version");
     m.created_at = text(j, "created_at");
     m.bundle_id = digest_field(j, "bundle_id", false);
+    if (j.contains("expires_at")) m.expires_at = text(j, "expires_at");
     const json& since = field(j, "since");
     if (!since.is_null())
       m.since = SinceInventory{digest_field(since, "inventory_digest", false), text(since, "store_id"), number(since, "generation")};
@@ -271,14 +366,10 @@ BundleManifest BundleManifest::parse(std::string_view bytes) {
     const json& total = field(j, "total");
     m.total_objects = number(total, "objects");
     m.total_bytes = number(total, "bytes");
-    std::set<std::string> seen;
-    for (const auto& o : array(j, "objects")) {
-      ManifestObject object{digest_field(o, "digest", false), number(o, "size")};
-      if (!seen.insert(object.digest).second) throw Error("object " + object.digest + " is listed twice");
-      m.objects.push_back(std::move(object));
-    }
-    for (const auto& a : array(j, "artifacts")) m.artifacts.push_back(parse_artifact(a));
-    for (const auto& t : array(j, "module_trees")) m.module_trees.push_back(parse_module(t));
+    // The row arrays were streamed; they must still have been there, as arrays.
+    (void)array(j, "objects");
+    (void)array(j, "artifacts");
+    (void)array(j, "module_trees");
     const json& selection = field(j, "tf_selection");
     if (!selection.is_null()) m.tf_selection = parse_selection(selection);
     return m;
@@ -287,7 +378,9 @@ BundleManifest BundleManifest::parse(std::string_view bytes) {
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
-    throw Error(std::string("invalid bundle manifest: ") + e.what());
+    std::string what = e.what();
+    if (what.rfind("bundle manifest is not valid JSON", 0) == 0) throw;
+    throw Error("invalid bundle manifest: " + what);
   }
 }
 

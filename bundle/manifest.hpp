@@ -19,6 +19,8 @@ inline constexpr int kFormatVersion = 1;
 inline constexpr std::string_view kManifestEntry = "manifest.json";
 inline constexpr std::string_view kSignatureEntry = "manifest.sig";
 inline constexpr std::string_view kObjectPrefix = "objects/sha256/";
+// Largest manifest a volume may carry: create refuses to write more, import to read more.
+inline constexpr std::uint64_t kManifestLimit = 64ULL << 20;
 
 struct ManifestObject {
   std::string digest;  // sha256 hex
@@ -44,6 +46,9 @@ struct BundleManifest {
   std::string tool_version;
   std::string created_at;  // RFC 3339: the newest added_at among the store's rows (reproducible)
   std::string bundle_id;   // sha256 hex over every volume's object list: ties the volumes together
+  // RFC 3339: import and verify refuse the bundle after this time unless told otherwise
+  // (`bundle create --expires-in`). Absent in bundles made without it, and then not serialised.
+  std::optional<std::string> expires_at;
   std::optional<SinceInventory> since;
   std::vector<std::string> platforms;  // the --platform filter; empty = all platforms
   int volume_index = 1;                // 1-based
@@ -56,7 +61,9 @@ struct BundleManifest {
   std::optional<cache::TfSelection> tf_selection;
 
   std::string serialize() const;                         // the exact bytes that are signed
-  static BundleManifest parse(std::string_view text);    // validates everything (hostile input)
+  // Validates everything (hostile input). Reads the row arrays as a stream, one row at a time,
+  // so memory stays near the size of the rows rather than of a JSON document tree.
+  static BundleManifest parse(std::string_view text);
 };
 
 // The second entry. algorithm "none" for an unsigned bundle.

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "cache/layout.hpp"
+#include "cache/row_rules.hpp"
 #include "cache/sha256.hpp"
 #include "cache/store_impl.hpp"
 #include "cache/views.hpp"
@@ -83,55 +85,159 @@ bool same_file(const fs::path& a, const fs::path& b) {
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-void check_views(const Store& store, VerifyReport& report) {
-  std::vector<ViewFile> views;
-  try {
-    views = planned_views(store);
-  } catch (const Error& error) {
-    report.problems.push_back(std::string("cannot work out the views: ") + error.what());
-    return;
+std::string relative_to(const fs::path& root, const fs::path& path) { return path.lexically_relative(root).generic_string(); }
+
+// Objects `deps verify --repair` moved aside, by digest: "<when>: <why>".
+std::map<std::string, std::string> quarantined_objects(const Store& store) {
+  std::map<std::string, std::string> objects;
+  for (const auto& entry : store.quarantine()) {
+    if (entry.what == "object") objects[entry.subject] = entry.at + ": " + entry.reason;
   }
-  std::size_t missing = 0;
-  for (const auto& view : views) {
+  return objects;
+}
+
+enum class ObjectState { intact, missing, wrong_size, corrupt, unreadable };
+
+struct ObjectCheck {
+  ObjectState state = ObjectState::intact;
+  std::string message;  // the problem line, empty when intact
+};
+
+// Whether the file of object `digest` (indexed with `size`) is there and holds its bytes.
+ObjectCheck check_object(const Store::Impl& impl, const std::string& digest, std::int64_t size) {
+  fs::path file = impl.object_path(digest);
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(file, ec))) return {ObjectState::missing, "object missing: " + digest + " (" + file.string() + ")"};
+  auto actual_size = fs::file_size(file, ec);
+  if (ec || static_cast<std::int64_t>(actual_size) != size) {
+    return {ObjectState::wrong_size, mismatch_message("object " + digest + " has the wrong size (" + file.string() + ")",
+                                                      std::to_string(size), ec ? ec.message() : std::to_string(actual_size))};
+  }
+  std::string got;
+  try {
+    got = sha256_hex_of_file(file);
+  } catch (const Error& error) {
+    return {ObjectState::unreadable, std::string("object unreadable: ") + error.what()};
+  }
+  if (got != digest) {
+    return {ObjectState::corrupt, mismatch_message("object " + file.string() + " is corrupt", "sha256:" + digest, "sha256:" + got)};
+  }
+  return {};
+}
+
+// What every view tree holds on disk: regular files (and anything else that is not a
+// directory), by path.
+std::set<fs::path> files_below(const std::vector<fs::path>& dirs) {
+  std::set<fs::path> files;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code type_ec;
+      if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) files.insert(it->path());
+    }
+  }
+  return files;
+}
+
+// Every view file against the plan: planned files hold their object or content; in a view
+// tree that was built, a planned file that is missing and a file no row put there are
+// problems (a module version's tree is exactly its rows). Views of missing objects are
+// skipped: the object is the problem.
+void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report) {
+  const fs::path& root = store.root();
+  const auto& impl = StoreInternals::of(store);
+  auto built = [&](const fs::path& view) {
+    const fs::path relative = view.lexically_relative(root);
+    std::error_code ec;
+    return !relative.empty() && fs::is_directory(root / *relative.begin(), ec);
+  };
+  std::set<fs::path> planned;
+  std::size_t not_built = 0;
+  for (const auto& view : plan.files) {
+    planned.insert(view.path);
+    if (!view.object_digest.empty() && !store.has_object(view.object_digest)) continue;
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(view.path, ec))) {
-      ++missing;
+      if (built(view.path)) {
+        report.problems.push_back("view " + relative_to(root, view.path) +
+                                  " is missing (the index implies it; `podplane deps verify --repair` rebuilds the views)");
+      } else {
+        ++not_built;
+      }
       continue;
     }
     ++report.views_checked;
+    std::string expected = view.object_digest.empty() ? lockfile::sha256_hex(*view.content) : view.object_digest;
+    if (!view.object_digest.empty() && same_file(view.path, impl.object_path(view.object_digest))) continue;
+    std::string got;
+    try {
+      got = sha256_hex_of_file(view.path);
+    } catch (const Error& error) {
+      report.problems.push_back(std::string("view unreadable: ") + error.what());
+      continue;
+    }
+    if (got == expected) continue;
     if (!view.object_digest.empty()) {
-      if (same_file(view.path, StoreInternals::of(store).object_path(view.object_digest))) continue;
-      std::string got;
-      try {
-        got = sha256_hex_of_file(view.path);
-      } catch (const Error& error) {
-        report.problems.push_back(std::string("view unreadable: ") + error.what());
-        continue;
-      }
-      if (got != view.object_digest) {
-        report.problems.push_back(mismatch_message("view " + view.path.string() + " does not hold its object",
-                                                   "sha256:" + view.object_digest, "sha256:" + got));
-      }
-    } else if (view.content) {
-      std::string got;
-      try {
-        got = sha256_hex_of_file(view.path);
-      } catch (const Error& error) {
-        report.problems.push_back(std::string("view unreadable: ") + error.what());
-        continue;
-      }
-      if (got != lockfile::sha256_hex(*view.content)) {
-        report.problems.push_back("view " + view.path.string() + " differs from what the index implies (rebuild the views)");
-      }
+      report.problems.push_back(mismatch_message("view " + view.path.string() + " does not hold its object",
+                                                 "sha256:" + view.object_digest, "sha256:" + got));
+    } else {
+      report.problems.push_back("view " + view.path.string() + " differs from what the index implies (rebuild the views)");
     }
   }
-  if (missing > 0) {
-    report.notes.push_back(std::to_string(missing) + " view file(s) not built yet under " +
-                           store.root().string() + " (they are rebuilt from the index on demand)");
+  for (const auto& file : files_below(plan.directories)) {
+    if (planned.count(file)) continue;
+    if (is_view_temp_file(file)) {
+      report.notes.push_back("temp file of a view rebuild (a running podplane's, or left by a crash): " + file.string());
+      continue;
+    }
+    report.problems.push_back("view " + relative_to(root, file) +
+                              " is not implied by the index (no row put it there; `podplane deps verify --repair` removes it)");
+  }
+  if (not_built > 0) {
+    report.notes.push_back(std::to_string(not_built) + " view file(s) not built yet under " + root.string() +
+                           " (they are rebuilt from the index on demand)");
   }
 }
 
 }  // namespace
+
+std::vector<std::string> artifact_content_problems(const Store& store, const Artifact& a) {
+  std::vector<std::string> problems;
+  const auto& impl = StoreInternals::of(store);
+  const std::string name = "row " + describe(a);
+  fs::path file = impl.object_path(a.digest);
+  std::error_code ec;
+  auto size = fs::file_size(file, ec);
+  if (ec) return {name + ": its object " + a.digest + " is not on disk"};
+  if (static_cast<std::int64_t>(size) != a.size) {
+    problems.push_back(mismatch_message(name + " records another size than its object's", std::to_string(size), std::to_string(a.size)));
+  }
+  if (a.kind == ArtifactKind::provider_package) {
+    if (a.zh != "zh:" + a.digest) problems.push_back(mismatch_message(name + " has the wrong zh", "zh:" + a.digest, a.zh));
+    if (!a.h1.empty()) {
+      try {
+        std::string h1 = lockfile::h1_hash_of_zip(file);
+        if (h1 != a.h1) problems.push_back(mismatch_message(name + " has the wrong h1", h1, a.h1));
+      } catch (const Error& error) {
+        problems.push_back(name + ": cannot compute h1 of its zip: " + error.what());
+      }
+    }
+  }
+  if (!a.upstream_digest.empty()) {
+    try {
+      auto expected = lockfile::TypedDigest::parse(a.upstream_digest);
+      std::string got = expected.algorithm == lockfile::DigestAlgorithm::sha256 ? a.digest
+                                                                                : lockfile::file_digest_hex(file, expected.algorithm);
+      if (got != expected.hex) {
+        problems.push_back(mismatch_message(name + " does not match its upstream digest", a.upstream_digest,
+                                            expected.str().substr(0, expected.str().find(':') + 1) + got));
+      }
+    } catch (const Error& error) {
+      problems.push_back(name + ": " + error.what());
+    }
+  }
+  return problems;
+}
 
 VerifyReport verify_store(const Store& store) {
   VerifyReport report;
@@ -153,37 +259,28 @@ VerifyReport verify_store(const Store& store) {
   // Objects: every row has its file with the recorded size and content; every file has a row.
   auto objects = indexed_objects(db);
   auto disk = scan_objects(root);
-  std::map<std::string, std::string> verified;  // digest → rehash result
+  auto quarantined = quarantined_objects(store);
+  std::set<std::string> intact;
   for (const auto& [digest, size] : objects) {
-    fs::path file = impl.object_path(digest);
-    auto found = disk.files.find(digest);
-    if (found == disk.files.end()) {
-      report.problems.push_back("object missing: " + digest + " (" + file.string() + ")");
+    auto check = check_object(impl, digest, size);
+    if (check.state != ObjectState::missing) ++report.objects_checked;
+    if (check.state == ObjectState::intact) {
+      intact.insert(digest);
+      struct stat info {};
+      if (::stat(impl.object_path(digest).c_str(), &info) == 0 && (info.st_mode & 0222) != 0) {
+        report.notes.push_back("object " + digest + " is writable (objects should be read-only)");
+      }
       continue;
     }
-    std::error_code ec;
-    auto actual_size = fs::file_size(file, ec);
-    if (ec || static_cast<std::int64_t>(actual_size) != size) {
-      report.problems.push_back(mismatch_message("object " + digest + " has the wrong size (" + file.string() + ")",
-                                                 std::to_string(size), ec ? ec.message() : std::to_string(actual_size)));
-      continue;
+    std::string line = check.message;
+    if (auto q = quarantined.find(digest); q != quarantined.end() && check.state == ObjectState::missing) {
+      line += " was quarantined (" + q->second + "); take it again: `podplane deps tf`, `podplane deps download` or "
+              "`podplane bundle import` of a bundle that carries it";
+    } else {
+      line += "; `podplane deps verify --repair` quarantines it, then `podplane deps tf`, `podplane deps download` or "
+              "`podplane bundle import` takes it again";
     }
-    std::string got;
-    try {
-      got = sha256_hex_of_file(file);
-    } catch (const Error& error) {
-      report.problems.push_back(std::string("object unreadable: ") + error.what());
-      continue;
-    }
-    ++report.objects_checked;
-    verified[digest] = got;
-    if (got != digest) {
-      report.problems.push_back(mismatch_message("object " + file.string() + " is corrupt", "sha256:" + digest, "sha256:" + got));
-    }
-    struct stat info {};
-    if (::stat(file.c_str(), &info) == 0 && (info.st_mode & 0222) != 0) {
-      report.notes.push_back("object " + digest + " is writable (objects should be read-only)");
-    }
+    report.problems.push_back(line);
   }
   for (const auto& [digest, file] : disk.files) {
     if (!objects.count(digest)) report.garbage.push_back("unindexed object " + file.string());
@@ -197,45 +294,18 @@ VerifyReport verify_store(const Store& store) {
   // Rows: each names an object of its recorded size; hashes agree with the object.
   for (const auto& a : store.artifacts()) {
     ++report.artifacts_checked;
-    std::string name = std::string(to_string(a.kind)) + " " + a.address + " " + a.version +
-                       (a.platform.empty() ? "" : " " + a.platform) + " (" + a.filename + ")";
     auto object = objects.find(a.digest);
     if (object == objects.end()) {
-      report.problems.push_back("dangling row: " + name + " names object " + a.digest + ", which is not in the store");
+      report.problems.push_back("dangling row: " + describe(a) + " names object " + a.digest + ", which is not in the store");
       continue;
     }
     if (object->second != a.size) {
-      report.problems.push_back(mismatch_message("row " + name + " records another size than its object's",
+      report.problems.push_back(mismatch_message("row " + describe(a) + " records another size than its object's",
                                                  std::to_string(object->second), std::to_string(a.size)));
+      continue;
     }
-    if (!verified.count(a.digest)) continue;  // already reported as missing or corrupt
-    fs::path file = impl.object_path(a.digest);
-    if (a.kind == ArtifactKind::provider_package) {
-      if (a.zh != "zh:" + a.digest) report.problems.push_back(mismatch_message("row " + name + " has the wrong zh", "zh:" + a.digest, a.zh));
-      if (!a.h1.empty()) {
-        std::string h1;
-        try {
-          h1 = lockfile::h1_hash_of_zip(file);
-        } catch (const Error& error) {
-          report.problems.push_back("row " + name + ": cannot compute h1 of its zip: " + error.what());
-          continue;
-        }
-        if (h1 != a.h1) report.problems.push_back(mismatch_message("row " + name + " has the wrong h1", h1, a.h1));
-      }
-    }
-    if (!a.upstream_digest.empty()) {
-      try {
-        auto expected = lockfile::TypedDigest::parse(a.upstream_digest);
-        std::string got = expected.algorithm == lockfile::DigestAlgorithm::sha256 ? a.digest
-                                                                                  : lockfile::file_digest_hex(file, expected.algorithm);
-        if (got != expected.hex) {
-          report.problems.push_back(mismatch_message("row " + name + " does not match its upstream digest", a.upstream_digest,
-                                                     expected.str().substr(0, expected.str().find(':') + 1) + got));
-        }
-      } catch (const Error& error) {
-        report.problems.push_back("row " + name + ": " + error.what());
-      }
-    }
+    if (!intact.count(a.digest)) continue;  // already reported as missing or corrupt
+    for (auto& problem : artifact_content_problems(store, a)) report.problems.push_back(std::move(problem));
   }
   {
     sqlite::Statement duplicates(db,
@@ -253,18 +323,20 @@ VerifyReport verify_store(const Store& store) {
       entries.emplace_back(file.path, file.digest);
       auto object = objects.find(file.digest);
       if (object == objects.end()) {
-        report.problems.push_back("dangling row: module " + tree.address + " " + tree.version + " file " + file.path +
-                                  " names object " + file.digest + ", which is not in the store");
+        report.problems.push_back("dangling row: " + describe(tree) + " file " + file.path + " names object " + file.digest +
+                                  ", which is not in the store");
       } else if (object->second != file.size) {
-        report.problems.push_back(mismatch_message("module " + tree.address + " " + tree.version + " file " + file.path +
-                                                       " records another size than its object's",
+        report.problems.push_back(mismatch_message(describe(tree) + " file " + file.path + " records another size than its object's",
                                                    std::to_string(object->second), std::to_string(file.size)));
       }
     }
-    std::string h1 = entries.empty() ? "" : lockfile::h1_hash(std::move(entries));
-    if (h1 != tree.h1) {
-      report.problems.push_back(mismatch_message("module " + tree.address + " " + tree.version + " has the wrong h1", h1, tree.h1));
+    std::string h1;
+    try {
+      h1 = entries.empty() ? "" : lockfile::h1_hash(std::move(entries));
+    } catch (const Error& error) {
+      h1 = std::string("(") + error.what() + ")";
     }
+    if (h1 != tree.h1) report.problems.push_back(mismatch_message(describe(tree) + " has the wrong h1", h1, tree.h1));
   }
   {
     sqlite::Statement provenance(db, "SELECT artifact_id, shasums_digest, signature_digest, keys_digest FROM provenance");
@@ -286,7 +358,12 @@ VerifyReport verify_store(const Store& store) {
     else report.garbage.push_back("temp file " + it->path().string());
   }
 
-  check_views(store, report);
+  // Rows the views cannot lay out, then the views themselves against the rows.
+  auto plan = plan_views(store);
+  for (const auto& unplaced : plan.unplaced) {
+    report.problems.push_back("no view for " + unplaced.reason + " (`podplane deps verify --repair` quarantines the row)");
+  }
+  check_views(store, plan, report);
   std::sort(report.garbage.begin(), report.garbage.end());
   return report;
 }
@@ -304,17 +381,18 @@ nlohmann::json to_json(const VerifyReport& report) {
 
 namespace {
 
-// gc must be alone: writers hold store/lock shared for their whole life, so holding it
-// exclusively means no object can sit between "renamed into place" and "indexed".
+// gc and repair must be alone: writers hold store/lock shared for their whole life, so holding
+// it exclusively means no object can sit between "renamed into place" and "indexed", and no
+// reader of ours is between "the object is intact" and "take it".
 class ExclusiveStoreLock {
  public:
-  explicit ExclusiveStoreLock(Store::Impl& impl) : impl_(impl) {
+  ExclusiveStoreLock(Store::Impl& impl, const std::string& what, const std::string& command) : impl_(impl) {
     if (::flock(impl_.store_lock.get(), LOCK_EX | LOCK_NB) != 0) {
       // A failed conversion may drop the shared lock: take it back before reporting.
       while (::flock(impl_.store_lock.get(), LOCK_SH) != 0 && errno == EINTR) {
       }
-      throw Error("cannot collect garbage: another podplane process has the store at " + impl_.root.string() +
-                  " open for writing; run gc again when it has finished");
+      throw Error("cannot " + what + ": another podplane process has the store at " + impl_.root.string() +
+                  " open for writing; run " + command + " again when it has finished");
     }
   }
   ~ExclusiveStoreLock() {
@@ -328,14 +406,64 @@ class ExclusiveStoreLock {
   Store::Impl& impl_;
 };
 
+// gc deletes objects on the index's word that no row needs them. An index that cannot be read
+// whole, that lists no content while objects exist, or that was created after objects it does
+// not know (it was lost and made again) cannot give that word: refuse, delete nothing.
+void refuse_untrustworthy_index(const Store& store) {
+  auto& impl = const_cast<Store::Impl&>(StoreInternals::of(store));
+  const fs::path index = layout::index_db(store.root());
+  const std::string refused = "deps gc refused: it deletes objects on the word of the index " + index.string() + ", and ";
+  {
+    sqlite::Statement check(impl.db, "PRAGMA quick_check");
+    std::string result = check.step() ? check.text(0) : "no answer";
+    if (result != "ok") {
+      throw Error(refused + "that index is damaged (" + result + "). Nothing was deleted. `podplane deps verify` says more.");
+    }
+  }
+  auto disk = scan_objects(store.root());
+  auto indexed = indexed_objects(impl.db);
+  sqlite::Statement rows(impl.db, "SELECT (SELECT count(*) FROM artifacts) + (SELECT count(*) FROM module_trees)");
+  std::int64_t content_rows = rows.step() ? rows.integer(0) : 0;
+  if (content_rows == 0 && (!disk.files.empty() || !indexed.empty())) {
+    throw Error(refused + "that index is empty (no artifact or module row) while " + std::to_string(disk.files.size()) +
+                " object file(s) are on disk: an empty index cannot say they are garbage. Nothing was deleted.\n"
+                "If the index was lost, `podplane bundle import` or `podplane deps tf`/`deps download` index the "
+                "objects again; to discard the whole store, remove " + store.root().string() + " by hand.");
+  }
+  sqlite::Statement created(impl.db, "SELECT applied_at FROM schema_migrations WHERE version = 1");
+  if (!created.step()) throw Error(refused + "that index does not say when it was created. Nothing was deleted.");
+  std::tm tm{};
+  std::string created_at = created.text(0);
+  if (strptime(created_at.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) {
+    throw Error(refused + "its creation time '" + created_at + "' cannot be read. Nothing was deleted.");
+  }
+  const std::time_t index_born = timegm(&tm);
+  std::size_t older = 0;
+  std::string example;
+  for (const auto& [digest, file] : disk.files) {
+    if (indexed.count(digest)) continue;
+    struct stat info {};
+    if (::lstat(file.c_str(), &info) == 0 && info.st_mtime < index_born) {
+      if (older++ == 0) example = file.string();
+    }
+  }
+  if (older > 0) {
+    throw Error(refused + std::to_string(older) + " unindexed object file(s) are older than the index (created " + created_at +
+                "; e.g. " + example + "): the index was made again after they were written and cannot say they are "
+                "garbage. Nothing was deleted.\nRe-index them with `podplane bundle import` or `podplane deps tf`/"
+                "`deps download`; to discard the whole store, remove " + store.root().string() + " by hand.");
+  }
+}
+
 }  // namespace
 
 GcReport collect_garbage(Store& store, DryRun dry_run) {
   auto& impl = StoreInternals::of(store);
   impl.require_writable("collect garbage");
-  ExclusiveStoreLock alone(impl);
+  ExclusiveStoreLock alone(impl, "collect garbage", "gc");
   GcReport report;
   const fs::path& root = store.root();
+  refuse_untrustworthy_index(store);
 
   for (const auto& file : sweep_temp_files(root, Sweep::list)) {
     std::error_code ec;
@@ -384,6 +512,254 @@ GcReport collect_garbage(Store& store, DryRun dry_run) {
                 {{"objects", report.objects.size()}, {"temp_files", report.temp_files.size()}, {"bytes", report.bytes}});
   }
   return report;
+}
+
+namespace {
+
+nlohmann::json artifact_json(const Artifact& a, const std::vector<Provenance>& provenance) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& p : provenance) {
+    checks.push_back({{"shasums_digest", p.shasums_digest}, {"signature_digest", p.signature_digest},
+                      {"keys_digest", p.keys_digest}, {"key_fingerprint", p.key_fingerprint},
+                      {"result", p.result}, {"checked_at", p.checked_at}});
+  }
+  return {{"kind", to_string(a.kind)}, {"address", a.address}, {"version", a.version}, {"platform", a.platform},
+          {"filename", a.filename}, {"digest", a.digest}, {"size", a.size}, {"h1", a.h1}, {"zh", a.zh},
+          {"upstream_digest", a.upstream_digest}, {"upstream_url", a.upstream_url}, {"trust", to_string(a.trust)},
+          {"added_at", a.added_at}, {"provenance", checks}};
+}
+
+nlohmann::json tree_json(const ModuleTree& tree) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : tree.files) files.push_back({{"path", f.path}, {"mode", f.mode}, {"digest", f.digest}, {"size", f.size}});
+  return {{"address", tree.address}, {"version", tree.version}, {"h1", tree.h1},
+          {"upstream_url", tree.upstream_url}, {"added_at", tree.added_at}, {"files", files}};
+}
+
+// Moves rows aside, each with why, in the caller's transaction. begin() at the start of each
+// attempt of it (a busy store reruns the whole transaction); lines() once it committed.
+class Quarantine {
+ public:
+  explicit Quarantine(Store& store) : store_(store), db_(StoreInternals::of(store).db) {}
+
+  void begin() {
+    lines_.clear();
+    done_artifacts_.clear();
+    done_trees_.clear();
+  }
+  const std::vector<std::string>& lines() const { return lines_; }
+
+  void record(const std::string& what, const std::string& subject, const std::string& reason, const nlohmann::json& detail) {
+    sqlite::Statement insert(db_, "INSERT INTO quarantine (at, what, subject, reason, detail) VALUES (?,?,?,?,?)");
+    insert.bind(1, now_utc()).bind(2, what).bind(3, subject).bind(4, reason).bind(5, detail.dump()).run();
+    lines_.push_back("quarantined " + (what == "object" ? "object " + subject : subject) + ": " + reason);
+  }
+
+  void artifact(std::int64_t id, const std::string& reason) {
+    if (!done_artifacts_.insert(id).second) return;
+    auto row = find_artifact(id);
+    if (!row) return;
+    record("artifact", describe(*row), reason, artifact_json(*row, store_.provenance_of(id)));
+    sqlite::Statement provenance(db_, "DELETE FROM provenance WHERE artifact_id = ?");
+    provenance.bind(1, id).run();
+    sqlite::Statement remove(db_, "DELETE FROM artifacts WHERE id = ?");
+    remove.bind(1, id).run();
+  }
+
+  void module_tree(const ModuleTree& tree, const std::string& reason) {
+    if (!done_trees_.insert(tree.id).second) return;
+    record("module_tree", describe(tree), reason, tree_json(tree));
+    sqlite::Statement files(db_, "DELETE FROM module_files WHERE tree_id = ?");
+    files.bind(1, tree.id).run();
+    sqlite::Statement remove(db_, "DELETE FROM module_trees WHERE id = ?");
+    remove.bind(1, tree.id).run();
+  }
+
+  void selection_entry(const RowRef& row, const std::string& reason) {
+    auto selection = store_.tf_selection();
+    if (!selection) return;
+    switch (row.kind) {
+      case RowRef::Kind::selected_provider: {
+        for (const auto& p : selection->providers) {
+          if (p.address != row.key) continue;
+          record("selected_provider", "selected provider " + p.address + " " + p.version, reason,
+                 {{"address", p.address}, {"version", p.version}, {"constraints", p.constraints}});
+          sqlite::Statement remove(db_, "DELETE FROM tf_selection_providers WHERE address = ?");
+          remove.bind(1, p.address).run();
+        }
+        break;
+      }
+      case RowRef::Kind::selected_platform: {
+        record("selected_platform", "selected platform " + row.key, reason, {{"platform", row.key}});
+        sqlite::Statement remove(db_, "DELETE FROM tf_selection_platforms WHERE platform = ?");
+        remove.bind(1, row.key).run();
+        break;
+      }
+      case RowRef::Kind::selected_module: {
+        record("selected_module", "selected module " + selection->module_address + " " + selection->module_version, reason,
+               {{"module_address", selection->module_address}, {"module_version", selection->module_version}});
+        db_.exec("UPDATE tf_selection SET module_address = '', module_version = '' WHERE id = 1");
+        break;
+      }
+      case RowRef::Kind::selection: {
+        nlohmann::json providers = nlohmann::json::array();
+        for (const auto& p : selection->providers)
+          providers.push_back({{"address", p.address}, {"version", p.version}, {"constraints", p.constraints}});
+        record("selection", "the tf selection", reason,
+               {{"providers", providers}, {"platforms", selection->platforms}, {"module_address", selection->module_address},
+                {"module_version", selection->module_version}, {"engine", selection->engine}});
+        db_.exec("DELETE FROM tf_selection_providers; DELETE FROM tf_selection_platforms; DELETE FROM tf_selection;");
+        break;
+      }
+      case RowRef::Kind::artifact:
+      case RowRef::Kind::module_tree:
+        break;
+    }
+  }
+
+ private:
+  std::optional<Artifact> find_artifact(std::int64_t id) {
+    for (const auto& a : store_.artifacts()) {
+      if (a.id == id) return a;
+    }
+    return std::nullopt;
+  }
+
+  Store& store_;
+  sqlite::Database& db_;
+  std::vector<std::string> lines_;
+  std::set<std::int64_t> done_artifacts_, done_trees_;
+};
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
+RepairReport repair_store(Store& store) {
+  auto& impl = StoreInternals::of(store);
+  impl.require_writable("repair the store");
+  ExclusiveStoreLock alone(impl, "repair the store", "deps verify --repair");
+  RepairReport report;
+  const fs::path& root = store.root();
+  Quarantine quarantine(store);
+
+  // 1. Objects whose file has other bytes than its name says: the file moves to
+  //    store/quarantine/ (kept for a closer look), the rows stay, so that the next
+  //    `deps tf`, `deps download` or bundle import takes the object again.
+  const fs::path aside = layout::store_dir(root) / "quarantine";
+  struct Moved {
+    std::string digest, reason;
+    fs::path file;
+    std::int64_t size;
+  };
+  std::vector<Moved> moved_objects;
+  std::set<std::string> moved;
+  for (const auto& [digest, size] : indexed_objects(impl.db)) {
+    auto check = check_object(impl, digest, size);
+    if (check.state != ObjectState::wrong_size && check.state != ObjectState::corrupt) continue;
+    std::error_code ec;
+    fs::create_directories(aside, ec);
+    fs::path target = aside / (digest + "." + now_utc());
+    if (::rename(impl.object_path(digest).c_str(), target.c_str()) != 0) {
+      throw Error("cannot move the corrupt object " + impl.object_path(digest).string() + " to " + target.string() + ": " +
+                  std::strerror(errno));
+    }
+    moved.insert(digest);
+    moved_objects.push_back({digest, first_line(check.message) + " (its bytes are in " + target.string() + ")", target, size});
+  }
+  impl.transact([&] {
+    quarantine.begin();
+    for (const auto& m : moved_objects) quarantine.record("object", m.digest, m.reason, {{"file", m.file.string()}, {"size", m.size}});
+  });
+  report.quarantined = quarantine.lines();
+
+  // 2. Rows that disagree with their (intact) objects, module trees that lack an intact file
+  //    (`deps tf` fetches a module again only when its tree row is gone), and rows the views
+  //    cannot lay out.
+  impl.transact([&] {
+    quarantine.begin();
+    auto objects = indexed_objects(impl.db);
+    for (const auto& a : store.artifacts()) {
+      if (!store.has_object(a.digest)) continue;  // waits for the object; the row is fine
+      auto problems = artifact_content_problems(store, a);
+      if (!problems.empty()) quarantine.artifact(a.id, first_line(problems.front()));
+    }
+    for (const auto& tree : store.module_trees()) {
+      std::vector<std::pair<std::string, std::string>> entries;
+      std::string reason;
+      for (const auto& file : tree.files) {
+        entries.emplace_back(file.path, file.digest);
+        auto object = objects.find(file.digest);
+        if (reason.empty() && (object == objects.end() || object->second != file.size || !store.has_object(file.digest))) {
+          reason = describe(tree) + ": the object of " + file.path + " (" + file.digest + ") is missing or damaged";
+        }
+      }
+      std::string h1;
+      try {
+        h1 = lockfile::h1_hash(std::move(entries));
+      } catch (const Error&) {
+      }
+      if (reason.empty() && h1 != tree.h1) reason = first_line(mismatch_message(describe(tree) + " has the wrong h1", h1, tree.h1));
+      if (!reason.empty()) quarantine.module_tree(tree, reason);
+    }
+    auto plan = plan_views(store);
+    for (const auto& unplaced : plan.unplaced) {
+      const RowRef& row = unplaced.row;
+      if (row.kind == RowRef::Kind::artifact) {
+        quarantine.artifact(row.id, unplaced.reason);
+      } else if (row.kind == RowRef::Kind::module_tree) {
+        for (const auto& tree : store.module_trees())
+          if (tree.id == row.id) quarantine.module_tree(tree, unplaced.reason);
+      } else {
+        quarantine.selection_entry(row, unplaced.reason);
+      }
+    }
+    // A moved object no row needs any more leaves the index too (nothing will take it again).
+    auto referenced = referenced_digests(impl.db);
+    sqlite::Statement forget(impl.db, "DELETE FROM objects WHERE digest = ?");
+    for (const auto& digest : moved) {
+      if (referenced.count(digest)) continue;
+      forget.reset();
+      forget.bind(1, digest).run();
+    }
+  });
+  report.quarantined.insert(report.quarantined.end(), quarantine.lines().begin(), quarantine.lines().end());
+
+  // 3. Views: a file no row implies, a view still holding the bytes of a quarantined object,
+  //    and temp files of view rebuilds go (views are derived); then they are built again.
+  auto plan = plan_views(store);
+  std::set<fs::path> planned;
+  for (const auto& view : plan.files) {
+    planned.insert(view.path);
+    if (view.object_digest.empty() || store.has_object(view.object_digest)) continue;
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(view.path, ec))) continue;
+    std::string got;
+    try {
+      got = sha256_hex_of_file(view.path);
+    } catch (const Error&) {
+    }
+    if (got != view.object_digest && ::unlink(view.path.c_str()) == 0) {
+      report.removed_views.push_back(relative_to(root, view.path) + " (it held damaged bytes of " + view.object_digest + ")");
+    }
+  }
+  for (const auto& file : files_below(plan.directories)) {
+    if (planned.count(file)) continue;
+    if (::unlink(file.c_str()) == 0) report.removed_views.push_back(relative_to(root, file) + " (no row implies it)");
+  }
+  (void)rebuild_views(store);
+  if (!report.quarantined.empty() || !report.removed_views.empty()) {
+    store.audit("repair", root.string(), {{"quarantined", report.quarantined}, {"removed_views", report.removed_views}});
+  }
+  report.after = verify_store(store);
+  return report;
+}
+
+nlohmann::json to_json(const RepairReport& report) {
+  auto out = to_json(report.after);
+  out["quarantined"] = report.quarantined;
+  out["removed_views"] = report.removed_views;
+  return out;
 }
 
 nlohmann::json to_json(const GcReport& report) {

@@ -27,9 +27,29 @@ struct VerifyReport {
 
 // Rehashes every object, checks every row against the objects it names (size, zh, h1, the
 // upstream digest of vmconfig artifacts, module tree h1), looks for duplicate and dangling
-// rows, and checks every view file that exists against the object it should be.
+// rows and rows the views cannot lay out, and checks the views against the rows: every view
+// file holds its object or content, and in a built view tree no planned file is missing and
+// no file is there that no row put there.
 [[nodiscard]] VerifyReport verify_store(const Store& store);
 nlohmann::json to_json(const VerifyReport& report);
+
+// What is wrong between an artifact row and the object it names: its size, zh, the h1 of a
+// provider zip, the upstream sha256/sha512 digest. Empty when they agree. Reads the object.
+[[nodiscard]] std::vector<std::string> artifact_content_problems(const Store& store, const Artifact& artifact);
+
+struct RepairReport {
+  std::vector<std::string> quarantined;    // what was moved aside, and why
+  std::vector<std::string> removed_views;  // view files removed (views are derived)
+  VerifyReport after;                      // verify_store() once the repair is done
+};
+
+// `deps verify --repair`: so that a store is never stuck. Moves aside (into the quarantine
+// table, the bytes of objects into store/quarantine/): objects whose bytes do not match their
+// name (their rows stay, so the next fetch or import takes them again), rows that disagree
+// with their objects, module trees missing an intact file, and rows the views cannot lay out;
+// removes view files that no row implies; rebuilds the views. Needs the store to itself.
+[[nodiscard]] RepairReport repair_store(Store& store);
+nlohmann::json to_json(const RepairReport& report);
 
 enum class DryRun { no, yes };
 
@@ -41,7 +61,9 @@ struct GcReport {
 
 // Removes (or with DryRun::yes only lists) temp files whose writer is gone and objects that no
 // artifact, module file or provenance row references, index row first, then the file.
-// Throws when the store is read-only or another process has it open for writing.
+// Throws, deleting nothing, when the store is read-only, another process has it open for
+// writing, or the index cannot vouch for what it would delete: damaged, empty while objects
+// exist, or created after unindexed objects it would delete (it was lost and made again).
 [[nodiscard]] GcReport collect_garbage(Store& store, DryRun dry_run);
 nlohmann::json to_json(const GcReport& report);
 

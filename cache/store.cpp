@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/layout.hpp"
+#include "cache/row_rules.hpp"
 #include "cache/sha256.hpp"
 #include "cache/store_impl.hpp"
 #include "lockfile/error.hpp"
@@ -69,17 +70,6 @@ void require_digest(std::string_view digest, std::string_view what) {
   }
 }
 
-bool valid_platform(std::string_view platform) {
-  auto underscore = platform.find('_');
-  if (underscore == std::string_view::npos || underscore == 0 || underscore + 1 == platform.size()) return false;
-  for (std::size_t i = 0; i < platform.size(); ++i) {
-    char c = platform[i];
-    if (i == underscore) continue;
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
-  }
-  return true;
-}
-
 // "https://user:secret@host/…" must never reach the index (DESIGN.md "Network rules").
 void require_no_credentials(std::string_view url, std::string_view what) {
   auto scheme = url.find("://");
@@ -89,12 +79,6 @@ void require_no_credentials(std::string_view url, std::string_view what) {
   if (authority.find('@') != std::string_view::npos) {
     throw Error(std::string(what) + ": the upstream URL carries credentials; refusing to record it");
   }
-}
-
-std::string describe(const Artifact& a) {
-  std::string text = std::string(to_string(a.kind)) + " " + a.address + " " + a.version;
-  if (!a.platform.empty()) text += " " + a.platform;
-  return text + " (" + a.filename + ")";
 }
 
 constexpr std::string_view artifact_columns =
@@ -132,23 +116,6 @@ std::string tree_h1(const std::vector<ModuleFile>& files) {
   entries.reserve(files.size());
   for (const auto& file : files) entries.emplace_back(file.path, file.digest);
   return lockfile::h1_hash(std::move(entries));
-}
-
-void validate_module_path(std::string_view path, std::string_view what) {
-  require_field(path, "file path", what);
-  if (path.front() == '/' || path.back() == '/' || path.find('\\') != std::string_view::npos) {
-    throw Error(std::string(what) + ": unsafe file path '" + std::string(path) + "'");
-  }
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    auto end = path.find('/', start);
-    if (end == std::string_view::npos) end = path.size();
-    auto part = path.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") {
-      throw Error(std::string(what) + ": unsafe file path '" + std::string(path) + "'");
-    }
-    start = end + 1;
-  }
 }
 
 int known_schema_version() {
@@ -346,11 +313,14 @@ std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256
   fs::path target = w.store->object_path(digest);
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);
+  // Content-addressed: an object already in place is this content, unless it was damaged
+  // after it was published. Checking costs one read of an object we already hold, and only
+  // when the same bytes are added twice; a damaged one is replaced by the verified temp file.
   struct stat existing {};
   bool keep_existing = ::lstat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode) &&
-                       static_cast<std::uint64_t>(existing.st_size) == w.size;
+                       static_cast<std::uint64_t>(existing.st_size) == w.size && sha256_hex_of_file(target) == digest;
   if (keep_existing) {
-    w.discard();  // content-addressed: the object already in place is this content
+    w.discard();
   } else {
     if (::rename(w.temp.c_str(), target.c_str()) != 0) {
       std::string reason = errno_text();
@@ -444,6 +414,7 @@ Store Store::open(const fs::path& deps_root, Access access, TempSweep sweep) {
         record.bind(1, std::int64_t{migration.version}).bind(2, migration.name).bind(3, now_utc()).run();
       }
     });
+    impl->schema_version = known_schema_version();
     if (sweep == TempSweep::at_open) (void)sweep_temp_files(impl->root, Sweep::remove);
   } else {
     if (!fs::exists(index)) throw Error("no store at " + impl->root.string() + ": " + index.string() + " does not exist");
@@ -465,12 +436,15 @@ Store Store::open(const fs::path& deps_root, Access access, TempSweep sweep) {
       }
     }
     int applied = applied_schema_version(impl->db);
-    if (applied != known_schema_version()) {
-      throw Error(mismatch_message("the store index " + index.string() +
-                                       " has another schema version (open it writable with this podplane to migrate)",
-                                   "schema version " + std::to_string(known_schema_version()),
+    if (applied > known_schema_version()) {
+      throw Error(mismatch_message("the store index " + index.string() + " was written by a newer podplane",
+                                   "schema version <= " + std::to_string(known_schema_version()),
                                    "schema version " + std::to_string(applied)));
     }
+    // An older index (say, on read-only media written by an older podplane) still answers
+    // every query: migrations so far only add tables, and the readers of those tables treat
+    // them as empty (Impl::schema_version). A writable open migrates it.
+    impl->schema_version = applied;
   }
   return Store(std::move(impl));
 }
@@ -483,9 +457,11 @@ fs::path Store::object_path(std::string_view digest) const { return impl_->objec
 
 bool Store::has_object(std::string_view digest) const {
   if (!is_sha256_hex(digest)) return false;
-  if (!object_size(impl_->db, digest)) return false;
-  std::error_code ec;
-  return fs::is_regular_file(impl_->object_path(digest), ec);
+  auto size = object_size(impl_->db, digest);
+  if (!size) return false;
+  // A file of another size than its row is damaged (or half-restored): not "present".
+  struct stat info {};
+  return ::lstat(impl_->object_path(digest).c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size == *size;
 }
 
 ObjectWriter Store::new_object() {
@@ -567,23 +543,18 @@ std::int64_t Store::add_artifact(const Artifact& input) {
   require_field(a.address, "address", what);
   require_field(a.version, "version", what);
   require_field(a.filename, "filename", what);
-  if (a.filename.find('/') != std::string::npos || a.filename == "." || a.filename == "..") {
-    throw Error(what + ": filename must be a plain file name");
-  }
-  if (!a.platform.empty() && !valid_platform(a.platform)) {
-    throw Error(what + ": platform '" + a.platform + "' is not of the form os_arch (e.g. linux_amd64)");
-  }
   require_digest(a.digest, what);
   require_no_credentials(a.upstream_url, what);
-  if (has_control_character(a.upstream_url)) throw Error(what + ": the upstream URL contains a control character");
-  if (a.kind == ArtifactKind::provider_package) {
-    if (a.zh.empty()) a.zh = "zh:" + a.digest;
-    if (a.zh != "zh:" + a.digest) throw Error(mismatch_message(what + ": zh hash does not match the object", "zh:" + a.digest, a.zh));
+  if (a.kind == ArtifactKind::provider_package && a.zh.empty()) a.zh = "zh:" + a.digest;
+  try {
+    check_artifact_layout(a);  // the rules the views rely on (cache/row_rules.hpp)
+  } catch (const Error& error) {
+    throw Error("cannot index " + std::string(error.what()));
   }
   if (a.added_at.empty()) a.added_at = now_utc();
 
   std::int64_t id = 0;
-  impl_->transact([&] {
+  write([&] {
     auto& db = impl_->db;
     auto stored_size = object_size(db, a.digest);
     if (!stored_size) throw Error(what + ": object " + a.digest + " is not in the store (add the file first)");
@@ -620,7 +591,7 @@ void Store::add_provenance(const Provenance& input) {
     if (!digest->empty()) require_digest(*digest, what);
   }
   if (p.checked_at.empty()) p.checked_at = now_utc();
-  impl_->transact([&] {
+  write([&] {
     auto& db = impl_->db;
     sqlite::Statement artifact(db, "SELECT 1 FROM artifacts WHERE id = ?");
     artifact.bind(1, p.artifact_id);
@@ -642,13 +613,10 @@ std::int64_t Store::add_module_tree(const ModuleTree& input) {
   require_field(tree.address, "address", what);
   require_field(tree.version, "version", what);
   require_no_credentials(tree.upstream_url, what);
-  if (tree.files.empty()) throw Error(what + ": the module has no files");
-  std::set<std::string> seen;
-  for (auto& file : tree.files) {
-    validate_module_path(file.path, what);
-    require_digest(file.digest, what + ": " + file.path);
-    if ((file.mode & ~0777u) != 0) throw Error(what + ": " + file.path + ": mode has bits other than permissions");
-    if (!seen.insert(file.path).second) throw Error(what + ": file " + file.path + " is listed twice");
+  try {
+    check_module_tree_layout(tree);  // the rules the views rely on (cache/row_rules.hpp)
+  } catch (const Error& error) {
+    throw Error("cannot index " + std::string(error.what()));
   }
   std::sort(tree.files.begin(), tree.files.end(), [](const ModuleFile& a, const ModuleFile& b) { return a.path < b.path; });
   std::string h1 = tree_h1(tree.files);
@@ -657,7 +625,7 @@ std::int64_t Store::add_module_tree(const ModuleTree& input) {
   if (tree.added_at.empty()) tree.added_at = now_utc();
 
   std::int64_t id = 0;
-  impl_->transact([&] {
+  write([&] {
     auto& db = impl_->db;
     sqlite::Statement existing(db, "SELECT id, h1 FROM module_trees WHERE address = ? AND version = ?");
     existing.bind(1, tree.address).bind(2, tree.version);
@@ -686,28 +654,22 @@ std::int64_t Store::add_module_tree(const ModuleTree& input) {
       add_file.reset();
       add_file.bind(1, id).bind(2, file.path).bind(3, std::int64_t{file.mode}).bind(4, file.digest).bind(5, file.size).run();
     }
+    impl_->written.module_trees.insert(id);
   });
   return id;
 }
 
 void Store::set_tf_selection(const TfSelection& input) {
   TfSelection selection = input;
-  const std::string what = "cannot record the tf selection";
-  if (selection.engine != "tofu" && selection.engine != "terraform") {
-    throw Error(what + ": engine must be tofu or terraform, not '" + selection.engine + "'");
-  }
-  for (const auto& platform : selection.platforms) {
-    if (!valid_platform(platform)) throw Error(what + ": platform '" + platform + "' is not of the form os_arch");
-  }
   std::sort(selection.platforms.begin(), selection.platforms.end());
   selection.platforms.erase(std::unique(selection.platforms.begin(), selection.platforms.end()), selection.platforms.end());
-  std::set<std::string> addresses;
-  for (const auto& provider : selection.providers) {
-    require_field(provider.address, "provider address", what);
-    require_field(provider.version, "provider version", what);
-    if (!addresses.insert(provider.address).second) throw Error(what + ": provider " + provider.address + " is listed twice");
+  try {
+    check_selection_layout(selection);  // the rules the views and the lock file rely on
+  } catch (const Error& error) {
+    throw Error("cannot record " + std::string(error.what()));
   }
-  impl_->transact([&] {
+  write([&] {
+    impl_->written.selection = true;
     auto& db = impl_->db;
     db.exec("DELETE FROM tf_selection_providers; DELETE FROM tf_selection_platforms;");
     sqlite::Statement settings(db,
@@ -847,6 +809,49 @@ std::vector<AuditEntry> Store::audit_log() const {
   return entries;
 }
 
-void Store::in_transaction(const std::function<void()>& body) { impl_->transact(body); }
+void Store::in_transaction(const std::function<void()>& body) { write(body); }
+
+void Store::write(const std::function<void()>& body) {
+  const bool outermost = impl_->transaction_depth == 0;
+  impl_->transact([&] {
+    if (outermost) impl_->written = {};
+    body();
+    // Rows are validated completely before the commit: a tree or selection whose views would
+    // take another row's place rolls the whole transaction back (DESIGN.md fidelity rules).
+    if (outermost) check_written_rows_lay_out(*this);
+  });
+}
+
+std::vector<QuarantineEntry> Store::quarantine() const {
+  if (impl_->schema_version < 2) return {};
+  sqlite::Statement select(impl_->db, "SELECT id, at, what, subject, reason, detail FROM quarantine ORDER BY id");
+  std::vector<QuarantineEntry> entries;
+  while (select.step()) {
+    entries.push_back({select.integer(0), select.text(1), select.text(2), select.text(3), select.text(4), select.text(5)});
+  }
+  return entries;
+}
+
+std::optional<BundleSignerMark> Store::bundle_signer(std::string_view signer) const {
+  if (impl_->schema_version < 2) return std::nullopt;
+  sqlite::Statement select(impl_->db, "SELECT signer, created_at, bundle_id, recorded_at FROM bundle_signers WHERE signer = ?");
+  select.bind(1, signer);
+  if (!select.step()) return std::nullopt;
+  return BundleSignerMark{select.text(0), select.text(1), select.text(2), select.text(3)};
+}
+
+void Store::record_bundle_signer(std::string_view signer, std::string_view created_at, std::string_view bundle_id) {
+  require_field(signer, "signer", "cannot record a bundle signer");
+  require_field(created_at, "created_at", "cannot record a bundle signer");
+  write([&] {
+    // Only ever forward: (created_at, bundle_id) of the newest bundle seen from this signer.
+    sqlite::Statement upsert(impl_->db,
+                             "INSERT INTO bundle_signers (signer, created_at, bundle_id, recorded_at) VALUES (?1, ?2, ?3, ?4)"
+                             " ON CONFLICT (signer) DO UPDATE SET created_at = excluded.created_at,"
+                             " bundle_id = excluded.bundle_id, recorded_at = excluded.recorded_at"
+                             " WHERE (excluded.created_at, excluded.bundle_id) > (bundle_signers.created_at, bundle_signers.bundle_id)");
+    upsert.bind(1, signer).bind(2, created_at).bind(3, bundle_id).bind(4, now_utc()).run();
+  });
+}
 
 }  // namespace podplane::cache

@@ -112,6 +112,25 @@ struct AuditEntry {
   std::string detail;   // JSON text
 };
 
+// A row or object that `deps verify --repair` moved aside (DESIGN.md: a store is never stuck).
+struct QuarantineEntry {
+  std::int64_t id = 0;
+  std::string at;
+  std::string what;     // object | artifact | module_tree | selection_provider | selection_module | selection_platform
+  std::string subject;  // the object digest or the row, in words
+  std::string reason;   // why it was quarantined
+  std::string detail;   // JSON: the removed row(s), or where the object's bytes went
+};
+
+// The newest bundle imported from one signer ("sha256:<key id>" or "unsigned"): import holds
+// the selection of any older bundle from that signer (rollback protection).
+struct BundleSignerMark {
+  std::string signer;
+  std::string created_at;  // the bundle manifest's created_at
+  std::string bundle_id;
+  std::string recorded_at;
+};
+
 struct ArtifactQuery {
   std::optional<ArtifactKind> kind{};
   std::optional<std::string> address{};
@@ -190,6 +209,12 @@ class Store {
   std::optional<ModuleTree> find_module_tree(std::string_view address, std::string_view version) const;
   std::optional<TfSelection> tf_selection() const;
 
+  std::vector<QuarantineEntry> quarantine() const;
+
+  std::optional<BundleSignerMark> bundle_signer(std::string_view signer) const;
+  // Keeps the newest (created_at, then bundle id) mark per signer.
+  void record_bundle_signer(std::string_view signer, std::string_view created_at, std::string_view bundle_id);
+
   void audit(std::string_view action, std::string_view subject, const nlohmann::json& detail);
   std::vector<AuditEntry> audit_log() const;
 
@@ -201,6 +226,9 @@ class Store {
  private:
   friend struct StoreInternals;  // cache/ internals: verify, gc, views (cache/store_impl.hpp)
   explicit Store(std::unique_ptr<Impl> impl);
+  // in_transaction() plus the check, before the outermost commit, that the module trees and
+  // selection it wrote can be laid out as views beside the rows already there.
+  void write(const std::function<void()>& body);
   std::unique_ptr<Impl> impl_;
 };
 

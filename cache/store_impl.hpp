@@ -2,6 +2,7 @@
 // Internal to cache/: the state behind a Store handle, shared by store.cpp, maintenance.cpp
 // and views.cpp. Not part of the library's contract.
 #include <functional>
+#include <set>
 #include <string>
 
 #include "cache/sqlite.hpp"
@@ -19,6 +20,13 @@ struct Store::Impl {
   // exclusively, so no object can be between "renamed into place" and "indexed" while gc runs.
   UniqueFd store_lock;
   int transaction_depth = 0;
+  int schema_version = 0;  // of the index as opened (a read-only open may find an older one)
+  // Rows the open transaction wrote whose views could collide with other rows' (module trees,
+  // the selection): Store::write() checks their layout before the transaction commits.
+  struct Written {
+    std::set<std::int64_t> module_trees;
+    bool selection = false;
+  } written;
 
   // Runs body in one write transaction (joining an open one), rerunning it whole on SQLITE_BUSY.
   void transact(const std::function<void()>& body);
@@ -30,6 +38,10 @@ struct StoreInternals {
   static Store::Impl& of(Store& store) { return *store.impl_; }
   static const Store::Impl& of(const Store& store) { return *store.impl_; }
 };
+
+// Throws when a module tree or selection written in the open transaction cannot be laid out
+// as a view beside the rows already there (views.cpp: the same plan the views use).
+void check_written_rows_lay_out(const Store& store);
 
 // RFC 3339 UTC, second precision.
 std::string now_utc();

@@ -8,11 +8,14 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "cache/layout.hpp"
+#include "cache/row_rules.hpp"
 #include "cache/sha256.hpp"
 #include "cache/store_impl.hpp"
 #include "lockfile/cli_config.hpp"
@@ -27,147 +30,331 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A path segment taken from the index: one plain name, never "..", "." or a separator.
-const std::string& segment(const std::string& name, const std::string& row) {
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
-      name.find('\\') != std::string::npos || name.find('\0') != std::string::npos) {
-    throw Error("cannot build views: " + row + " would name the path segment '" + name + "'");
+// Paths relative to the deps root, '/'-separated: what the claims below compare.
+std::string relative_path_of(const fs::path& root, const fs::path& path) { return path.lexically_relative(root).generic_string(); }
+
+// Every parent directory of a relative path ("a/b/c" → "a", "a/b").
+std::vector<std::string> parents_of(const std::string& path) {
+  std::vector<std::string> parents;
+  for (auto slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    parents.push_back(path.substr(0, slash));
   }
-  return name;
+  return parents;
 }
 
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (;;) {
-    auto end = text.find(separator, start);
-    parts.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) return parts;
-    start = end + 1;
+// The view files of one row (or of the selection), taken or refused as a whole.
+struct Candidate {
+  RowRef row;
+  std::string name;              // the row in words, for conflict messages
+  std::vector<ViewFile> files;
+  std::optional<fs::path> claim; // a directory this row holds alone (a module version's tree)
+};
+
+// What the accepted rows already occupy. A candidate may not put a file where another row
+// has a file or a directory, nor a directory where another has a file, nor anything inside
+// a directory another row claims (nor claim a directory that holds another row's files).
+class Claims {
+ public:
+  explicit Claims(fs::path root) : root_(std::move(root)) {}
+
+  std::optional<std::string> conflict(const Candidate& candidate) const {
+    std::set<std::string> own;
+    for (const auto& file : candidate.files) own.insert(relative_path_of(root_, file.path));
+    std::optional<std::string> claim;
+    if (candidate.claim) claim = relative_path_of(root_, *candidate.claim);
+    for (const auto& path : own) {
+      for (const auto& parent : parents_of(path)) {
+        if (own.count(parent)) return "'" + parent + "' would be both a file and a directory";
+      }
+    }
+    for (const auto& path : own) {
+      if (auto it = files_.find(path); it != files_.end()) return "its view " + path + " is already the view of " + it->second;
+      if (auto it = dirs_.find(path); it != dirs_.end()) return "its view " + path + " is a directory of the views of " + it->second;
+      for (const auto& parent : parents_of(path)) {
+        if (auto it = files_.find(parent); it != files_.end()) return "its view " + path + " lies below " + parent + ", the view of " + it->second;
+        if (auto it = claimed_.find(parent); it != claimed_.end() && parent != claim) {
+          return "its view " + path + " lies in " + parent + ", the view directory of " + it->second;
+        }
+      }
+    }
+    if (claim) {
+      if (auto it = files_.find(*claim); it != files_.end()) return "its view directory " + *claim + " is the view of " + it->second;
+      for (const auto& parent : parents_of(*claim)) {
+        if (auto it = claimed_.find(parent); it != claimed_.end()) {
+          return "its view directory " + *claim + " lies in " + parent + ", the view directory of " + it->second;
+        }
+        if (auto it = files_.find(parent); it != files_.end()) return "its view directory " + *claim + " lies below " + parent + ", the view of " + it->second;
+      }
+      for (const auto* taken : {&claimed_, &files_}) {
+        if (auto it = at_or_below(*taken, *claim); it != taken->end()) {
+          return "its view directory " + *claim + " overlaps " + it->first + ", the view of " + it->second;
+        }
+      }
+    }
+    return std::nullopt;
   }
-}
 
-fs::path relative_path(const std::string& slashed, const std::string& row) {
-  fs::path path;
-  for (const auto& part : split(slashed, '/')) path /= segment(part, row);
-  return path;
-}
+  // The entry of `taken` that is `dir` or lies below it, if any.
+  static std::map<std::string, std::string>::const_iterator at_or_below(const std::map<std::string, std::string>& taken,
+                                                                        const std::string& dir) {
+    if (auto it = taken.find(dir); it != taken.end()) return it;
+    auto it = taken.lower_bound(dir + "/");  // "dir/…" sort together, right after "dir/"
+    return it != taken.end() && it->first.rfind(dir + "/", 0) == 0 ? it : taken.end();
+  }
 
-std::string basename_of_url(const std::string& url) {
-  std::string path = url.substr(0, url.find_first_of("?#"));
-  auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+  void take(const Candidate& candidate) {
+    for (const auto& file : candidate.files) {
+      std::string path = relative_path_of(root_, file.path);
+      files_.emplace(path, candidate.name);
+      for (const auto& parent : parents_of(path)) dirs_.emplace(parent, candidate.name);
+    }
+    if (candidate.claim) claimed_.emplace(relative_path_of(root_, *candidate.claim), candidate.name);
+  }
+
+ private:
+  fs::path root_;
+  std::map<std::string, std::string> files_;    // path → the row it belongs to
+  std::map<std::string, std::string> dirs_;     // every parent directory of a taken file
+  std::map<std::string, std::string> claimed_;  // directories held alone
+};
 
 // tofu/terraform `providers mirror` writes index.json and <version>.json with Go's
 // json.MarshalIndent: two-space indent, sorted keys, no trailing newline.
 std::string mirror_json(const nlohmann::json& value) { return value.dump(2); }
 
-void add_provider_views(const Store& store, std::vector<ViewFile>& views) {
-  const fs::path providers = layout::providers_dir(store.root());
-  // provider dir → version → platform → archive entry
-  std::map<fs::path, std::map<std::string, nlohmann::json>> archives;
-  for (const auto& a : store.artifacts({.kind = ArtifactKind::provider_package})) {
-    std::string row = "provider package " + a.address + " " + a.version + " " + a.platform;
-    auto parts = split(a.address, '/');
-    if (parts.size() != 3) throw Error("cannot build views: " + row + ": address is not host/namespace/type");
-    if (a.platform.empty()) throw Error("cannot build views: " + row + ": no platform");
-    fs::path dir = providers / segment(parts[0], row) / segment(parts[1], row) / segment(parts[2], row);
-    std::string zip = "terraform-provider-" + parts[2] + "_" + segment(a.version, row) + "_" + segment(a.platform, row) + ".zip";
-    views.push_back({dir / zip, a.digest, std::nullopt, 0444});
-    nlohmann::json hashes = nlohmann::json::array();
-    if (!a.h1.empty()) hashes.push_back(a.h1);
-    hashes.push_back(a.zh.empty() ? "zh:" + a.digest : a.zh);
-    archives[dir][a.version][a.platform] = {{"hashes", hashes}, {"url", zip}};
-  }
-  for (const auto& [dir, versions] : archives) {
-    nlohmann::json index = {{"versions", nlohmann::json::object()}};
-    for (const auto& [version, platforms] : versions) {
-      index["versions"][version] = nlohmann::json::object();
-      nlohmann::json listing = {{"archives", nlohmann::json::object()}};
-      for (const auto& [platform, entry] : platforms.items()) listing["archives"][platform] = entry;
-      views.push_back({dir / (version + ".json"), "", mirror_json(listing), 0444});
-    }
-    views.push_back({dir / "index.json", "", mirror_json(index), 0444});
-  }
-}
-
 bool is_nstance(const ModuleTree& tree, const std::optional<TfSelection>& selection) {
   if (selection && !selection->module_address.empty()) return tree.address == selection->module_address;
-  auto parts = split(tree.address, '/');
-  return parts.size() == 4 && parts[1] == "nstance-dev" && parts[2] == "nstance" && parts[3] == "aws";
+  auto slash = tree.address.find('/');
+  return slash != std::string::npos && tree.address.substr(slash) == "/nstance-dev/nstance/aws";
 }
 
-void add_module_views(const Store& store, const std::optional<TfSelection>& selection, std::vector<ViewFile>& views) {
-  const fs::path modules = layout::tf_dir(store.root()) / "modules";
-  for (const auto& tree : store.module_trees()) {
-    std::string row = "module " + tree.address + " " + tree.version;
-    // The stack's module package keeps the real Podplane path tf/modules/nstance/<ver>/; any
-    // other package lives at tf/modules/<host>/<namespace>/<name>/<system>/<ver>/.
-    fs::path base = is_nstance(tree, selection) ? layout::nstance_modules_dir(store.root()) / segment(tree.version, row)
-                                                : modules / relative_path(tree.address, row) / segment(tree.version, row);
-    for (const auto& file : tree.files) {
-      views.push_back({base / relative_path(file.path, row), file.digest, std::nullopt, file.mode});
-    }
-  }
-  if (selection && !selection->module_version.empty()) {
-    views.push_back({layout::current_version_file(store.root()), "", selection->module_version + "\n", 0644});
-  }
-}
+// Builds the plan: candidates in priority order (the selection's files, then rows oldest
+// first, the stack's module package before other modules), each taken or refused whole.
+class Planner {
+ public:
+  explicit Planner(const Store& store) : store_(store), root_(store.root()), claims_(store.root()) {}
 
-void add_tf_files(const Store& store, const std::optional<TfSelection>& selection, std::vector<ViewFile>& views) {
-  const fs::path& root = store.root();
-  if (!selection) return;
-  if (!selection->platforms.empty()) {
-    std::string platforms;
-    for (const auto& platform : selection->platforms) platforms += platform + "\n";
-    views.push_back({layout::platforms_file(root), "", platforms, 0644});
-  }
-  if (!selection->providers.empty()) {
-    lockfile::LockFile lock;
-    for (const auto& provider : selection->providers) {
-      lockfile::ProviderLock entry{provider.address, provider.version, provider.constraints, {}};
-      for (const auto& platform : selection->platforms) {
-        for (const auto& a : store.artifacts({.kind = ArtifactKind::provider_package,
-                                              .address = provider.address,
-                                              .version = provider.version,
-                                              .platform = platform})) {
-          if (!a.h1.empty()) entry.hashes.push_back(a.h1);
-          entry.hashes.push_back(a.zh.empty() ? "zh:" + a.digest : a.zh);
-        }
+  ViewPlan run() {
+    selection_ = checked_selection();
+    claim_selection_files();
+    for (const auto& a : store_.artifacts()) {
+      try {
+        check_artifact_layout(a);
+        rows_.push_back(a);
+      } catch (const Error& error) {
+        refuse({RowRef::Kind::artifact, a.id, ""}, error.what());
       }
-      lock.providers.push_back(std::move(entry));
     }
-    views.push_back({layout::lock_file(root), "", lockfile::render_lock_file(lock, lockfile::parse_engine(selection->engine)), 0644});
+    auto providers = provider_files();
+    auto modules = module_files();
+    auto tf_files = selection_files();
+    auto vmconfig = vmconfig_files();
+    // The order the views have always been listed in: providers, modules, tf files, vmconfig.
+    for (auto* part : {&providers, &modules, &tf_files, &vmconfig}) {
+      for (auto& file : *part) plan_.files.push_back(std::move(file));
+    }
+    plan_.directories = {layout::providers_dir(root_), layout::tf_dir(root_) / "modules", root_ / "vmconfig"};
+    return std::move(plan_);
   }
-  views.push_back({layout::tfrc_file(root), "", lockfile::render_filesystem_mirror_tfrc(layout::providers_dir(root)), 0644});
-}
 
-void add_vmconfig_views(const Store& store, std::vector<ViewFile>& views) {
-  const fs::path& root = store.root();
-  std::map<std::string, Artifact> latest;  // by manifest name: the most recently indexed
-  for (const auto& a : store.artifacts({.kind = ArtifactKind::vmconfig_manifest})) {
-    auto [it, inserted] = latest.emplace(a.address, a);
-    if (!inserted && a.id > it->second.id) it->second = a;
+ private:
+  void refuse(const RowRef& row, std::string reason) { plan_.unplaced.push_back({row, std::move(reason)}); }
+
+  // Takes the candidate's files into `out`, or records why it cannot have them.
+  bool place(Candidate candidate, std::vector<ViewFile>& out) {
+    if (auto conflict = claims_.conflict(candidate)) {
+      refuse(candidate.row, candidate.name + ": " + *conflict);
+      return false;
+    }
+    claims_.take(candidate);
+    for (auto& file : candidate.files) out.push_back(std::move(file));
+    return true;
   }
-  for (const auto& [name, a] : latest) {
-    views.push_back({layout::vmconfig_manifests_dir(root) / (segment(name, "vmconfig manifest " + name) + ".json"), a.digest,
-                     std::nullopt, 0444});
+
+  // The selection without the entries that break the rules (reported, never fatal).
+  std::optional<TfSelection> checked_selection() {
+    auto selection = store_.tf_selection();
+    if (!selection) return selection;
+    std::vector<std::string> platforms;
+    for (const auto& platform : selection->platforms) {
+      try {
+        check_selection_layout(TfSelection{{}, {platform}, "", "", "tofu"});
+        platforms.push_back(platform);
+      } catch (const Error& error) {
+        refuse({RowRef::Kind::selected_platform, 0, platform}, error.what());
+      }
+    }
+    selection->platforms = std::move(platforms);
+    if (selection->engine != "tofu" && selection->engine != "terraform") {
+      refuse({RowRef::Kind::selection, 0, ""}, "the tf selection: engine must be tofu or terraform, not '" + selection->engine + "'");
+      selection->engine = "tofu";
+    }
+    std::vector<TfSelection::Provider> providers;
+    for (const auto& provider : selection->providers) {
+      try {
+        check_selected_provider(provider);
+        providers.push_back(provider);
+      } catch (const Error& error) {
+        refuse({RowRef::Kind::selected_provider, 0, provider.address}, error.what());
+      }
+    }
+    selection->providers = std::move(providers);
+    try {
+      check_selection_layout(TfSelection{{}, {}, selection->module_address, selection->module_version, "tofu"});
+    } catch (const Error& error) {
+      refuse({RowRef::Kind::selected_module, 0, selection->module_address}, error.what());
+      selection->module_address.clear();
+      selection->module_version.clear();
+    }
+    return selection;
   }
-  // Podplane's layout <name>/<version>/<basename(url)> has no arch in it, so the amd64 and
-  // arm64 builds of one artifact (kubelet, say) can share a path. The view holds one of them,
-  // chosen the same way everywhere (vmconfig_artifact_wins): VMs of the other arch must use
-  // the upstream URL or a mirror per arch (docs/store.md).
-  std::map<fs::path, Artifact> by_path;
-  for (const auto& a : store.artifacts({.kind = ArtifactKind::vmconfig_artifact})) {
-    std::string row = "vmconfig artifact " + a.address + " " + a.version;
-    std::string file = a.upstream_url.empty() ? a.filename : basename_of_url(a.upstream_url);
-    fs::path path = layout::vmconfig_artifacts_dir(root) / segment(a.address, row) / segment(a.version, row) / segment(file, row);
-    auto [it, inserted] = by_path.emplace(path, a);
-    if (!inserted && vmconfig_artifact_wins(a, it->second)) it->second = a;
+
+  // The selection's files have fixed names and come first: no row can take their place.
+  void claim_selection_files() {
+    std::vector<fs::path> paths = {layout::tfrc_file(root_)};
+    if (selection_) {
+      paths.push_back(layout::lock_file(root_));
+      paths.push_back(layout::platforms_file(root_));
+      if (!selection_->module_version.empty()) paths.push_back(layout::current_version_file(root_));
+    }
+    Candidate fixed{{RowRef::Kind::selection, 0, ""}, "the tf selection", {}, {}};
+    for (const auto& path : paths) fixed.files.push_back({path, "", std::string(), 0644});
+    claims_.take(fixed);
   }
-  for (const auto& [path, a] : by_path) views.push_back({path, a.digest, std::nullopt, 0444});
-}
+
+  // tf/platforms, tf/.terraform.lock.hcl (h1 and zh of the placed packages), tf/podplane.tfrc.
+  std::vector<ViewFile> selection_files() {
+    std::vector<ViewFile> out;
+    if (selection_ && !selection_->platforms.empty()) {
+      std::string text;
+      for (const auto& platform : selection_->platforms) text += platform + "\n";
+      out.push_back({layout::platforms_file(root_), "", text, 0644});
+    }
+    if (selection_ && !selection_->providers.empty()) {
+      lockfile::LockFile lock;
+      for (const auto& provider : selection_->providers) {
+        lockfile::ProviderLock entry{provider.address, provider.version, provider.constraints, {}};
+        for (const auto& platform : selection_->platforms) {
+          for (const auto& a : placed_packages_) {
+            if (a.address != provider.address || a.version != provider.version || a.platform != platform) continue;
+            if (!a.h1.empty()) entry.hashes.push_back(a.h1);
+            entry.hashes.push_back(a.zh.empty() ? "zh:" + a.digest : a.zh);
+          }
+        }
+        lock.providers.push_back(std::move(entry));
+      }
+      try {
+        out.push_back({layout::lock_file(root_), "", lockfile::render_lock_file(lock, lockfile::parse_engine(selection_->engine)), 0644});
+      } catch (const Error& error) {
+        refuse({RowRef::Kind::selection, 0, ""}, std::string("the tf selection: cannot write its lock file: ") + error.what());
+      }
+    }
+    out.push_back({layout::tfrc_file(root_), "", lockfile::render_filesystem_mirror_tfrc(layout::providers_dir(root_)), 0644});
+    return out;
+  }
+
+  std::vector<ViewFile> provider_files() {
+    std::vector<ViewFile> out;
+    // provider dir → version → platform → archive entry
+    std::map<fs::path, std::map<std::string, nlohmann::json>> archives;
+    for (const auto& a : rows_) {
+      if (a.kind != ArtifactKind::provider_package) continue;
+      fs::path dir = layout::providers_dir(root_) / fs::path(a.address);
+      std::string zip = provider_package_name(a);
+      if (!place({{RowRef::Kind::artifact, a.id, ""}, describe(a), {{dir / zip, a.digest, std::nullopt, 0444}}, {}}, out)) continue;
+      nlohmann::json hashes = nlohmann::json::array();
+      if (!a.h1.empty()) hashes.push_back(a.h1);
+      hashes.push_back(a.zh.empty() ? "zh:" + a.digest : a.zh);
+      archives[dir][a.version][a.platform] = {{"hashes", hashes}, {"url", zip}};
+      placed_packages_.push_back(a);
+    }
+    // The listings follow from the packages placed; their names (index.json, <version>.json)
+    // cannot meet a package's (.zip), and a canonical version is never "index".
+    Candidate listings{{RowRef::Kind::selection, 0, ""}, "the provider listings", {}, {}};
+    for (const auto& [dir, versions] : archives) {
+      nlohmann::json index = {{"versions", nlohmann::json::object()}};
+      for (const auto& [version, platforms] : versions) {
+        index["versions"][version] = nlohmann::json::object();
+        nlohmann::json listing = {{"archives", nlohmann::json::object()}};
+        for (const auto& [platform, entry] : platforms.items()) listing["archives"][platform] = entry;
+        listings.files.push_back({dir / (version + ".json"), "", mirror_json(listing), 0444});
+      }
+      listings.files.push_back({dir / "index.json", "", mirror_json(index), 0444});
+    }
+    claims_.take(listings);
+    for (auto& file : listings.files) out.push_back(std::move(file));
+    return out;
+  }
+
+  std::vector<ViewFile> module_files() {
+    std::vector<ViewFile> out;
+    const fs::path modules = layout::tf_dir(root_) / "modules";
+    auto trees = store_.module_trees();
+    // The stack's module package first: it owns tf/modules/nstance/<version>/ whatever came before.
+    std::stable_sort(trees.begin(), trees.end(), [&](const ModuleTree& a, const ModuleTree& b) {
+      bool na = is_nstance(a, selection_), nb = is_nstance(b, selection_);
+      return na != nb ? na : a.id < b.id;
+    });
+    for (const auto& tree : trees) {
+      RowRef row{RowRef::Kind::module_tree, tree.id, ""};
+      try {
+        check_module_tree_layout(tree);
+      } catch (const Error& error) {
+        refuse(row, error.what());
+        continue;
+      }
+      // The stack's module package keeps the real Podplane path tf/modules/nstance/<ver>/; any
+      // other package lives at tf/modules/<address>/<ver>/.
+      fs::path base = is_nstance(tree, selection_) ? layout::nstance_modules_dir(root_) / tree.version
+                                                   : modules / fs::path(tree.address) / tree.version;
+      Candidate candidate{row, describe(tree), {}, base};
+      for (const auto& file : tree.files) candidate.files.push_back({base / fs::path(file.path), file.digest, std::nullopt, file.mode});
+      (void)place(std::move(candidate), out);
+    }
+    if (selection_ && !selection_->module_version.empty()) {
+      out.push_back({layout::current_version_file(root_), "", selection_->module_version + "\n", 0644});
+    }
+    return out;
+  }
+
+  std::vector<ViewFile> vmconfig_files() {
+    std::vector<ViewFile> out;
+    std::map<std::string, Artifact> latest;  // by manifest name: the most recently indexed
+    for (const auto& a : rows_) {
+      if (a.kind != ArtifactKind::vmconfig_manifest) continue;
+      auto [it, inserted] = latest.emplace(a.address, a);
+      if (!inserted && a.id > it->second.id) it->second = a;
+    }
+    for (const auto& [name, a] : latest) {
+      (void)place({{RowRef::Kind::artifact, a.id, ""}, describe(a),
+                   {{layout::vmconfig_manifests_dir(root_) / (name + ".json"), a.digest, std::nullopt, 0444}}, {}},
+                  out);
+    }
+    // Podplane's layout <name>/<version>/<basename(url)> has no arch in it, so the amd64 and
+    // arm64 builds of one artifact (kubelet, say) can share a path. The view holds one of them,
+    // chosen the same way everywhere (vmconfig_artifact_wins): VMs of the other arch must use
+    // the upstream URL or a mirror per arch (docs/store.md).
+    std::map<fs::path, Artifact> by_path;
+    for (const auto& a : rows_) {
+      if (a.kind != ArtifactKind::vmconfig_artifact) continue;
+      fs::path path = layout::vmconfig_artifacts_dir(root_) / a.address / a.version / vmconfig_view_name(a);
+      auto [it, inserted] = by_path.emplace(path, a);
+      if (!inserted && vmconfig_artifact_wins(a, it->second)) it->second = a;
+    }
+    for (const auto& [path, a] : by_path) {
+      (void)place({{RowRef::Kind::artifact, a.id, ""}, describe(a), {{path, a.digest, std::nullopt, 0444}}, {}}, out);
+    }
+    return out;
+  }
+
+  const Store& store_;
+  fs::path root_;
+  Claims claims_;
+  ViewPlan plan_;
+  std::optional<TfSelection> selection_;
+  std::vector<Artifact> rows_;             // artifacts that pass the row rules
+  std::vector<Artifact> placed_packages_;  // provider packages whose view is planned
+};
 
 // ---------------------------------------------------------------------------------------------
 // Writing
@@ -247,23 +434,28 @@ bool content_equals(const fs::path& path, std::string_view bytes) {
   return sha256_hex_of_file(path) == lockfile::sha256_hex(bytes);
 }
 
-// true when written, false when already up to date.
-bool publish_view(const Store& store, const ViewFile& view) {
+enum class Published { written, present, object_missing };
+
+Published publish_view(const Store& store, const ViewFile& view) {
   std::error_code ec;
   fs::create_directories(view.path.parent_path(), ec);
   if (ec) throw Error("cannot create " + view.path.parent_path().string() + ": " + ec.message());
   if (view.content) {
-    if (content_equals(view.path, *view.content)) return false;
+    if (content_equals(view.path, *view.content)) return Published::present;
     publish_bytes(view.path, *view.content, view.mode);
-    return true;
+    return Published::written;
   }
   fs::path object = store.object_path(view.object_digest);
+  // An object quarantined by `deps verify --repair` (or lost) has no view until it is taken
+  // again; the row stays, and verify names the object.
+  struct stat object_info {};
+  if (::stat(object.c_str(), &object_info) != 0) return Published::object_missing;
   // Objects are 0444; a link serves any file that needs no execute bit, and an executable
   // module script becomes a copy with its recorded mode.
   bool linkable = (view.mode & 0111) == 0;
-  if (linkable && same_inode(view.path, object)) return false;
+  if (linkable && same_inode(view.path, object)) return Published::present;
   if (regular_with_mode(view.path, linkable ? 0444 : view.mode) && sha256_hex_of_file(view.path) == view.object_digest) {
-    return false;  // a copy made where links fail
+    return Published::present;  // a copy made where links fail
   }
   if (linkable) {
     std::string temp = temp_name_beside(view.path);
@@ -277,12 +469,12 @@ bool publish_view(const Store& store, const ViewFile& view) {
       // links to one inode and rename() does nothing (POSIX): drop the extra link. After a
       // real rename temp is gone and this is a no-op.
       ::unlink(temp.c_str());
-      return true;
+      return Published::written;
     }
     // EXDEV (views on another filesystem), EPERM, EMLINK: fall back to a copy.
   }
   publish_copy(object, view.path, linkable ? 0444 : view.mode);
-  return true;
+  return Published::written;
 }
 
 }  // namespace
@@ -291,14 +483,14 @@ bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b) {
   return a.platform != b.platform ? a.platform < b.platform : a.id < b.id;
 }
 
-std::vector<ViewFile> planned_views(const Store& store) {
-  std::vector<ViewFile> views;
-  auto selection = store.tf_selection();
-  add_provider_views(store, views);
-  add_module_views(store, selection, views);
-  add_tf_files(store, selection, views);
-  add_vmconfig_views(store, views);
-  return views;
+ViewPlan plan_views(const Store& store) { return Planner(store).run(); }
+
+std::vector<ViewFile> planned_views(const Store& store) { return plan_views(store).files; }
+
+bool is_view_temp_file(const fs::path& path) {
+  std::string name = path.filename().string();
+  auto at = name.rfind(".tmp-");
+  return name.size() > 1 && name.front() == '.' && at != std::string::npos && at > 1;
 }
 
 ViewStats rebuild_views(Store& store) {
@@ -306,16 +498,32 @@ ViewStats rebuild_views(Store& store) {
   if (store.read_only()) return stats;
   const fs::path tf = layout::tf_dir(store.root());
   const fs::path vmconfig = store.root() / "vmconfig";
-  for (const auto& view : planned_views(store)) {
+  auto plan = plan_views(store);
+  for (const auto& unplaced : plan.unplaced) stats.skipped_rows.push_back(unplaced.reason);
+  for (const auto& view : plan.files) {
     auto inside = [&](const fs::path& dir) {
       auto relative = view.path.lexically_relative(dir);
       return !relative.empty() && *relative.begin() != "..";
     };
     if (!inside(tf) && !inside(vmconfig)) throw Error("refusing to write a view outside tf/ and vmconfig/: " + view.path.string());
-    if (publish_view(store, view)) ++stats.files_written;
-    else ++stats.files_present;
+    switch (publish_view(store, view)) {
+      case Published::written: ++stats.files_written; break;
+      case Published::present: ++stats.files_present; break;
+      case Published::object_missing: ++stats.objects_missing; break;
+    }
   }
   return stats;
+}
+
+void check_written_rows_lay_out(const Store& store) {
+  const auto& written = StoreInternals::of(store).written;
+  if (written.module_trees.empty() && !written.selection) return;
+  for (const auto& unplaced : plan_views(store).unplaced) {
+    const RowRef& row = unplaced.row;
+    bool ours = row.kind == RowRef::Kind::module_tree ? written.module_trees.count(row.id) > 0
+                                                       : row.kind != RowRef::Kind::artifact && written.selection;
+    if (ours) throw Error("cannot index " + unplaced.reason);
+  }
 }
 
 }  // namespace podplane::cache

@@ -22,13 +22,44 @@ struct ViewFile {
   std::uint32_t mode = 0444;           // object files: the mode to give a copy (module files keep theirs)
 };
 
-// Every view file the index implies, in a stable order. Pure: reads the index only.
-// Errors when a row would name a path outside the views (it never should: ingest refuses such names).
+// An index row (or an entry of the tf selection) that views come from.
+struct RowRef {
+  enum class Kind { artifact, module_tree, selected_provider, selected_platform, selected_module, selection };
+  Kind kind = Kind::artifact;
+  std::int64_t id = 0;  // artifact and module tree rows
+  std::string key;      // a selected provider's address, a selected platform
+};
+
+// A row that gets no view: it breaks the row rules (cache/row_rules.hpp), or its views would
+// take the place of an earlier row's. `reason` names the row and says why.
+struct UnplacedRow {
+  RowRef row;
+  std::string reason;
+};
+
+struct ViewPlan {
+  std::vector<ViewFile> files;        // every view file, in a stable order
+  std::vector<UnplacedRow> unplaced;  // rows left out; the rest are laid out all the same
+  // The view trees in which every file must be one of `files` (tf/providers, tf/modules, vmconfig).
+  std::vector<std::filesystem::path> directories;
+};
+
+// What the index implies, never failing on a row: a row that cannot be laid out (hostile, or
+// from an older store) is left out and reported, so one row never stops the others. Rows are
+// laid out oldest first, the selection's own files and the stack's module package before the
+// rest, so a later row can never take an earlier one's place. Reads the index only.
+[[nodiscard]] ViewPlan plan_views(const Store& store);
+// plan_views(store).files.
 [[nodiscard]] std::vector<ViewFile> planned_views(const Store& store);
 
+// A temp file a view rebuild writes beside its target (".<name>.tmp-<pid>-<random>").
+bool is_view_temp_file(const std::filesystem::path& path);
+
 struct ViewStats {
-  std::size_t files_written = 0;  // files created or replaced this time
-  std::size_t files_present = 0;  // already up to date
+  std::size_t files_written = 0;     // files created or replaced this time
+  std::size_t files_present = 0;     // already up to date
+  std::size_t objects_missing = 0;   // views not written because their object is not on disk
+  std::vector<std::string> skipped_rows;  // UnplacedRow::reason of every row left out
 };
 
 // Of two vmconfig artifacts that share one view path (the same name, version and file name
@@ -36,8 +67,9 @@ struct ViewStats {
 // sorts first (linux_amd64), then the older row.
 bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b);
 
-// Writes every view that the index implies. Does nothing (and returns zeros) on a
-// read-only store. Never touches anything outside tf/ and vmconfig/.
+// Writes every view that the index implies (skipping rows that cannot be laid out and views
+// whose object is missing). Does nothing (and returns zeros) on a read-only store. Never
+// touches anything outside tf/ and vmconfig/ and never removes a file.
 ViewStats rebuild_views(Store& store);
 
 }  // namespace podplane::cache

@@ -23,18 +23,23 @@ struct CreateArgs {
   std::vector<std::string> platforms;
   std::string sign;
   std::string volume_size;
+  std::string expires_in;
 };
 
 struct ReadArgs {
   std::vector<std::string> files;
   std::vector<std::string> trust;
   bool allow_unsigned = false;
+  bool allow_expired = false;
+  bool allow_downgrade = false;  // import only
 };
 
 bundle::VerifyOptions verify_options(const ReadArgs& args) {
   bundle::VerifyOptions options;
   for (const auto& t : args.trust) options.trusted_keys.emplace_back(t);
   options.unsigned_bundles = args.allow_unsigned ? bundle::UnsignedBundles::allow : bundle::UnsignedBundles::refuse;
+  options.expired = args.allow_expired ? bundle::ExpiredBundles::allow : bundle::ExpiredBundles::refuse;
+  options.downgrades = args.allow_downgrade ? bundle::Downgrades::allow : bundle::Downgrades::refuse;
   return options;
 }
 
@@ -58,18 +63,24 @@ void print_report(const bundle::ImportReport& report, const char* verb) {
       if (v.artifacts_added + v.module_trees_added > 0)
         std::cout << "  rows: " << v.artifacts_added << " artifacts, " << v.module_trees_added << " module trees added\n";
       for (const auto& d : v.missing_objects) std::cout << "  missing object " << d << "\n";
+      if (!v.expired_at.empty()) std::cout << "  note: expired at " << v.expired_at << " (taken because of --allow-expired)\n";
     }
     if (!v.error.empty()) std::cout << "  error: " << v.error << "\n";
   }
   for (const auto& m : report.missing_volumes) std::cout << "missing: " << m << "\n";
   for (const auto& w : report.waiting_rows) std::cout << "waiting for objects: " << w << "\n";
   for (const auto& n : report.notes) std::cout << "note: " << n << "\n";
+  for (const auto& h : report.held) std::cout << "held: " << h << "\n";
   if (!report.ok()) {
     std::size_t bad = 0;
     for (const auto& v : report.volumes) bad += v.error.empty() ? 0 : 1;
-    throw Error(std::string("bundle ") + (std::string(verb) == "imported" ? "import" : "verification") + " incomplete: " +
-                std::to_string(bad) + " volume(s) refused or damaged, " + std::to_string(report.missing_volumes.size()) +
-                " volume(s) missing, " + std::to_string(report.waiting_rows.size()) + " row(s) waiting for objects");
+    std::string message = std::string("bundle ") + (std::string(verb) == "imported" ? "import" : "verification") + " incomplete: " +
+                          std::to_string(bad) + " volume(s) refused or damaged, " + std::to_string(report.missing_volumes.size()) +
+                          " volume(s) missing, " + std::to_string(report.waiting_rows.size()) + " row(s) waiting for objects";
+    if (!report.held.empty()) {
+      message += "; the tf selection was held (it would move backwards: rerun with --allow-downgrade to apply it)";
+    }
+    throw Error(message);
   }
 }
 
@@ -93,12 +104,15 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   create->add_option("--platform", c->platforms, "Keep provider packages of this OS_ARCH only (repeatable)")->allow_extra_args(false);
   create->add_option("--sign", c->sign, "Ed25519 private key (from 'bundle keygen') to sign the manifests");
   create->add_option("--volume-size", c->volume_size, "Cut into volumes of at most SIZE (e.g. 700M, 4095M, 25G)");
+  create->add_option("--expires-in", c->expires_in,
+                     "Sign an expiry into the manifest: import refuses the bundle DURATION after now (e.g. 30d, 12h)");
   create->callback([c, &global] {
     bundle::CreateOptions options;
     if (!c->since.empty()) options.since = c->since;
     options.platforms = c->platforms;
     if (!c->sign.empty()) options.signing_key = c->sign;
     if (!c->volume_size.empty()) options.volume_size = bundle::parse_size(c->volume_size);
+    if (!c->expires_in.empty()) options.expires_in = bundle::parse_duration(c->expires_in);
     auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_write);
     auto plan = bundle::plan_bundle(store, c->file, options);
     std::cout << "bundle: " << plan.artifacts << " artifacts, " << plan.module_trees << " module trees, " << plan.objects
@@ -136,6 +150,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
     app->add_option("--trust", a->trust, "Public key (from 'bundle keygen') whose signature is accepted (repeatable)")
         ->allow_extra_args(false);
     app->add_flag("--allow-unsigned", a->allow_unsigned, "Accept unsigned bundles or untrusted signers (integrity still checked)");
+    app->add_flag("--allow-expired", a->allow_expired, "Accept a bundle past its signed expiry (bundle create --expires-in)");
   };
   auto* verify = group.add_subcommand("verify", "Check signature, structure and every object of bundle volumes");
   auto v = std::make_shared<ReadArgs>();
@@ -145,9 +160,12 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   auto* import = group.add_subcommand("import", "Verify bundle volumes while streaming them into the store");
   auto i = std::make_shared<ReadArgs>();
   add_read_options(import, i);
+  import->add_flag("--allow-downgrade", i->allow_downgrade,
+                   "Let the tf selection move backwards (a bundle older than its signer's newest, lower versions, "
+                   "fewer providers)");
   import->callback([i] {
-    auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_write);
-    print_report(bundle::import_bundle(store, paths(i->files), verify_options(*i)), "imported");
+    // The store is created only when a volume passes its checks: a refused import leaves nothing.
+    print_report(bundle::import_bundle(cache::default_deps_root(), paths(i->files), verify_options(*i)), "imported");
   });
 }
 

@@ -92,17 +92,38 @@ void deps_ls(bool json) {
   else print_table(rows);
 }
 
-void deps_verify(bool json, const GlobalOptions& global) {
+// Commands that change an existing store never create one (gc, repair): a missing index is an
+// error, not an empty store to act on.
+cache::Store open_existing_for_writing(const fs::path& root, const std::string& command) {
+  if (!fs::exists(cache::layout::index_db(root))) {
+    throw Error(command + " refused: there is no store index at " + cache::layout::index_db(root).string() +
+                " (and " + command + " never creates one; nothing was changed)");
+  }
+  return cache::Store::open(root, cache::Store::Access::read_write, cache::Store::TempSweep::none);
+}
+
+void deps_verify(bool json, bool repair, const GlobalOptions& global) {
   fs::path root = cache::default_deps_root();
-  auto store = open_for_reading(root);
+  std::optional<cache::Store> store;
+  std::optional<cache::RepairReport> repaired;
+  if (repair) {
+    store.emplace(open_existing_for_writing(root, "deps verify --repair"));
+    repaired = cache::repair_store(*store);
+  } else {
+    store = open_for_reading(root);
+  }
   if (!store) throw Error("no store at " + root.string() + ": " + cache::layout::index_db(root).string() + " does not exist");
-  auto report = cache::verify_store(*store);
+  auto report = repaired ? repaired->after : cache::verify_store(*store);
   // The upstream SHA256SUMS, signatures and keys travel with the store: re-check them here so
   // the air gap proves offline what `deps tf` checked online.
   auto signatures = mirror::recheck_provider_signatures(*store);
   report.problems.insert(report.problems.end(), signatures.problems.begin(), signatures.problems.end());
   if (json) {
     auto out = cache::to_json(report);
+    if (repaired) {
+      out["quarantined"] = repaired->quarantined;
+      out["removed_views"] = repaired->removed_views;
+    }
     out["provider_packages_signature_checked"] = signatures.packages_checked;
     out["upstream_signatures_verified"] = signatures.signatures_checked;
     out["root"] = root.string();
@@ -111,7 +132,14 @@ void deps_verify(bool json, const GlobalOptions& global) {
     std::cout << out.dump(2) << "\n";
   } else {
     // ls and verify always open read-only; say so only when the media forced something more.
-    if (store->read_only_reason() != "opened read-only" && !global.quiet) std::cout << "note: read-only store (" << store->read_only_reason() << ")\n";
+    if (store->read_only() && store->read_only_reason() != "opened read-only" && !global.quiet) {
+      std::cout << "note: read-only store (" << store->read_only_reason() << ")\n";
+    }
+    if (repaired) {
+      for (const auto& line : repaired->quarantined) std::cout << line << "\n";
+      for (const auto& view : repaired->removed_views) std::cout << "removed view " << view << "\n";
+      if (repaired->quarantined.empty() && repaired->removed_views.empty()) std::cout << "repair: nothing to quarantine\n";
+    }
     for (const auto& problem : report.problems) std::cout << "problem: " << problem << "\n";
     for (const auto& garbage : report.garbage) std::cout << "garbage: " << garbage << "\n";
     if (!global.quiet) {
@@ -132,7 +160,7 @@ void deps_verify(bool json, const GlobalOptions& global) {
 
 void deps_gc(bool dry_run, bool json) {
   fs::path root = cache::default_deps_root();
-  auto store = cache::Store::open(root, cache::Store::Access::read_write, cache::Store::TempSweep::none);
+  auto store = open_existing_for_writing(root, "deps gc");
   auto report = cache::collect_garbage(store, dry_run ? cache::DryRun::yes : cache::DryRun::no);
   if (json) {
     auto out = cache::to_json(report);
@@ -158,9 +186,13 @@ void register_deps_store_commands(CLI::App& deps, const GlobalOptions& global) {
   ls->callback([json_ls] { deps_ls(*json_ls); });
 
   auto json_verify = std::make_shared<bool>(false);
+  auto repair = std::make_shared<bool>(false);
   auto* verify = deps.add_subcommand("verify", "Rehash every object and check every index row and view (exit 1 on problems)");
   verify->add_flag("--json", *json_verify, "Print the report as JSON");
-  verify->callback([json_verify, &global] { deps_verify(*json_verify, global); });
+  verify->add_flag("--repair", *repair,
+                   "Quarantine corrupt objects and bad rows, remove view files no row implies, rebuild the views, "
+                   "then verify (needs the store to itself)");
+  verify->callback([json_verify, repair, &global] { deps_verify(*json_verify, *repair, global); });
 
   auto dry_run = std::make_shared<bool>(false);
   auto json_gc = std::make_shared<bool>(false);

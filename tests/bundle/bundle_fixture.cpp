@@ -22,7 +22,8 @@ std::string synthetic_bytes(const std::string& seed, std::size_t size) {
 }
 
 std::vector<std::string> add_provider(cache::Store& store, const std::string& type, const std::string& version,
-                                      const std::vector<std::string>& platforms, std::size_t zip_size) {
+                                      const std::vector<std::string>& platforms, std::size_t zip_size,
+                                      const std::string& added_at) {
   const std::string address = "registry.opentofu.org/hashicorp/" + type;
   const std::string base = "terraform-provider-" + type + "_" + version;
   std::vector<std::pair<std::string, std::string>> zips;
@@ -48,7 +49,7 @@ std::vector<std::string> add_provider(cache::Store& store, const std::string& ty
     a.digest = digest;
     a.upstream_url = "https://example.invalid/" + filename;
     a.trust = cache::Trust::signed_upstream;
-    a.added_at = "2026-11-0" + std::to_string(1 + version.size() % 8) + "T10:00:00Z";
+    a.added_at = added_at.empty() ? "2026-11-0" + std::to_string(1 + version.size() % 8) + "T10:00:00Z" : added_at;
     return store.add_artifact(a);
   };
   add(cache::ArtifactKind::provider_shasums, "", base + "_SHA256SUMS", sums_digest);

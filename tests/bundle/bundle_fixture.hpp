@@ -18,8 +18,10 @@ inline const std::vector<std::string> kPlatforms = {"darwin_arm64", "linux_amd64
 std::string synthetic_bytes(const std::string& seed, std::size_t size);
 
 // Adds provider `type` `version` for `platforms`, each zip `zip_size` bytes; returns package digests.
+// The rows' added_at (which a bundle's created_at follows) is `added_at`, or a fixed day by default.
 std::vector<std::string> add_provider(cache::Store& store, const std::string& type, const std::string& version,
-                                      const std::vector<std::string>& platforms, std::size_t zip_size);
+                                      const std::vector<std::string>& platforms, std::size_t zip_size,
+                                      const std::string& added_at = "");
 void add_module(cache::Store& store, const std::string& version);
 void add_vmconfig(cache::Store& store);
 void set_selection(cache::Store& store, const std::string& aws_version);

@@ -6,10 +6,12 @@
 #include <archive_entry.h>
 #include <sys/sysmacros.h>
 
+#include "bundle/create.hpp"
 #include "bundle/import.hpp"
 #include "bundle/manifest.hpp"
 #include "bundle/signing.hpp"
 #include "cache/layout.hpp"
+#include "cache/views.hpp"
 #include "lockfile/hash.hpp"
 #include "tests/bundle/bundle_fixture.hpp"
 #include "tests/support/test_support.hpp"
@@ -172,6 +174,194 @@ TEST_F(HostileBundle, CompressedOrForeignArchivesAreRefused) {
   podplane::test::write_file(file, std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8) + std::string(100, 'x'));
   auto report = verify_bundle({file}, options);
   EXPECT_FALSE(report.ok());
+}
+
+// Rows that pass the manifest's name checks but that the views could not lay out: refused by
+// verify and import with the store's own rules, before any row commits.
+cache::Artifact vm_row(const std::string& digest, const std::string& url) {
+  cache::Artifact a;
+  a.kind = cache::ArtifactKind::vmconfig_artifact;
+  a.address = "kernel";
+  a.version = "6.12.1";
+  a.filename = "vmlinuz";
+  a.digest = digest;
+  a.size = static_cast<std::int64_t>(kX.size());
+  a.upstream_url = url;
+  a.trust = cache::Trust::checksum;
+  a.added_at = "2026-11-01T00:00:00Z";
+  return a;
+}
+
+TEST_F(HostileBundle, RowsTheViewsCannotLayOutAreRefused) {
+  auto with = [&](const std::string& name, const std::function<void(BundleManifest&)>& tweak) {
+    return bundle(name, {kX}, {{object_name(kX), kX}}, tweak);
+  };
+  expect_refused(with("url-slash", [](BundleManifest& m) {
+                   m.artifacts.push_back({vm_row(m.objects[0].digest, "https://example.com/releases/"), {}});
+                 }),
+                 "upstream URL");
+  expect_refused(with("url-dotdot", [](BundleManifest& m) {
+                   m.artifacts.push_back({vm_row(m.objects[0].digest, "https://example.com/releases/.."), {}});
+                 }),
+                 "upstream URL");
+  expect_refused(with("provider-address", [](BundleManifest& m) {
+                   cache::Artifact a = vm_row(m.objects[0].digest, "");
+                   a.kind = cache::ArtifactKind::provider_package;
+                   a.address = "registry.opentofu.org/hashicorp";
+                   a.version = "1.0.0";
+                   a.platform = "linux_amd64";
+                   a.filename = "terraform-provider-x_1.0.0_linux_amd64.zip";
+                   m.artifacts.push_back({a, {}});
+                 }),
+                 "HOST/NAMESPACE/TYPE");
+  expect_refused(with("provider-platform", [](BundleManifest& m) {
+                   cache::Artifact a = vm_row(m.objects[0].digest, "");
+                   a.kind = cache::ArtifactKind::provider_package;
+                   a.address = "registry.opentofu.org/hashicorp/null";
+                   a.version = "1.0.0";
+                   a.filename = "terraform-provider-null_1.0.0.zip";
+                   m.artifacts.push_back({a, {}});
+                 }),
+                 "platform");
+  expect_refused(with("file-and-dir", [](BundleManifest& m) {
+                   cache::ModuleTree tree{0, "registry.opentofu.org/acme/net/aws", "1.0.0", "", "", "2026-11-01T00:00:00Z", {}};
+                   tree.files = {{"x", 0644, m.objects[0].digest, static_cast<std::int64_t>(kX.size())},
+                                 {"x/y", 0644, m.objects[0].digest, static_cast<std::int64_t>(kX.size())}};
+                   m.module_trees.push_back(tree);
+                 }),
+                 "both a file and a directory");
+  expect_refused(with("reserved", [](BundleManifest& m) {
+                   cache::ModuleTree tree{0, "nstance", "2.0.1", "", "", "2026-11-01T00:00:00Z", {}};
+                   tree.files = {{"modules/cluster/evil.tf", 0644, m.objects[0].digest, static_cast<std::int64_t>(kX.size())}};
+                   m.module_trees.push_back(tree);
+                 }),
+                 "nstance");
+  expect_refused(with("selection", [](BundleManifest& m) {
+                   cache::TfSelection s;
+                   s.providers = {{"registry.opentofu.org/hashicorp", "1.0.0", ""}};
+                   m.tf_selection = s;
+                 }),
+                 "HOST/NAMESPACE/TYPE");
+}
+
+TEST_F(HostileBundle, AModuleTreeCannotAddFilesToAStoredModuleVersion) {
+  fs::path root = dir / "store";
+  auto store = cache::Store::open(root);
+  test::fill_store(store);
+  (void)cache::rebuild_views(store);
+  auto stored = *store.find_module_tree("registry.opentofu.org/nstance-dev/nstance/aws", "2.0.1");
+  const std::string evil = "resource \"null_resource\" \"backdoor\" {}\n";
+  auto file = bundle("grow", {evil}, {{object_name(evil), evil}}, [&](BundleManifest& m) {
+    cache::ModuleTree grown = stored;
+    grown.id = 0;
+    grown.h1.clear();
+    grown.files.push_back({"modules/cluster/backdoor.tf", 0644, m.objects[0].digest, static_cast<std::int64_t>(evil.size())});
+    m.module_trees.push_back(grown);
+  });
+  auto report = import_bundle(store, {file}, options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.volumes.at(0).error.find("expected:"), std::string::npos) << report.volumes.at(0).error;
+  EXPECT_NE(report.volumes.at(0).error.find("got:"), std::string::npos) << report.volumes.at(0).error;
+  EXPECT_EQ(store.find_module_tree(stored.address, stored.version)->files.size(), stored.files.size());
+  EXPECT_FALSE(fs::exists(cache::layout::nstance_modules_dir(root) / "2.0.1/modules/cluster/backdoor.tf"));
+}
+
+TEST_F(HostileBundle, RowHashesAreCheckedAgainstTheirObjectsBeforeCommit) {
+  ASSERT_TRUE(podplane::test::have_program("zip")) << "the zip program is needed (apt-get install zip)";
+  podplane::test::write_file(dir / "zipdir" / "terraform-provider-null_v3.2.4_x5", "provider binary");
+  podplane::test::ProcessOptions in_dir;
+  in_dir.cwd = dir / "zipdir";
+  ASSERT_EQ(podplane::test::run({"zip", "-q", "-X", "p.zip", "terraform-provider-null_v3.2.4_x5"}, in_dir).exit_code, 0);
+  const std::string zip = podplane::test::read_file(dir / "zipdir" / "p.zip");
+  const std::string right_h1 = lockfile::h1_hash_of_zip(dir / "zipdir" / "p.zip");
+  auto package = [&](const std::string& digest, const std::string& h1) {
+    cache::Artifact a;
+    a.kind = cache::ArtifactKind::provider_package;
+    a.address = "registry.opentofu.org/hashicorp/null";
+    a.version = "3.2.4";
+    a.platform = "linux_amd64";
+    a.filename = "terraform-provider-null_3.2.4_linux_amd64.zip";
+    a.digest = digest;
+    a.size = static_cast<std::int64_t>(zip.size());
+    a.h1 = h1;
+    a.zh = "zh:" + digest;
+    a.trust = cache::Trust::signed_upstream;
+    a.added_at = "2026-11-01T00:00:00Z";
+    return a;
+  };
+  auto wrong_h1 = bundle("h1", {zip}, {{object_name(zip), zip}}, [&](BundleManifest& m) {
+    m.artifacts.push_back({package(m.objects[0].digest, "h1:" + std::string(43, 'A') + "="), {}});
+  });
+  auto store = cache::Store::open(dir / "h1-store");
+  auto report = import_bundle(store, {wrong_h1}, options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.volumes.at(0).error.find("h1"), std::string::npos) << report.volumes.at(0).error;
+  EXPECT_NE(report.volumes.at(0).error.find(right_h1), std::string::npos) << report.volumes.at(0).error;
+  EXPECT_TRUE(store.artifacts().empty());
+
+  auto wrong_digest = bundle("sha512", {kX}, {{object_name(kX), kX}}, [&](BundleManifest& m) {
+    cache::Artifact a = vm_row(m.objects[0].digest, "https://example.com/vmlinuz");
+    a.upstream_digest = "sha512:" + std::string(128, 'a');
+    m.artifacts.push_back({a, {}});
+  });
+  auto other = cache::Store::open(dir / "sha512-store");
+  auto refused = import_bundle(other, {wrong_digest}, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.volumes.at(0).error.find("upstream digest"), std::string::npos) << refused.volumes.at(0).error;
+  EXPECT_TRUE(other.artifacts().empty());
+
+  auto right = bundle("right", {zip}, {{object_name(zip), zip}}, [&](BundleManifest& m) {
+    m.artifacts.push_back({package(m.objects[0].digest, right_h1), {}});
+  });
+  auto good = cache::Store::open(dir / "right-store");
+  auto accepted = import_bundle(good, {right}, options);
+  EXPECT_TRUE(accepted.ok()) << accepted.volumes.at(0).error;
+  EXPECT_EQ(good.artifacts().size(), 1u);
+}
+
+// A manifest near the 64 MiB limit is parsed as a stream into rows: peak memory stays far
+// below the ten times its size that a JSON document tree takes.
+TEST_F(HostileBundle, AHugeManifestIsReadWithBoundedMemory) {
+  if (!fs::exists("/usr/bin/time")) GTEST_SKIP() << "/usr/bin/time (GNU time) is needed to measure peak memory";
+  BundleManifest m;
+  m.tool_version = "test";
+  m.created_at = "2026-11-01T00:00:00Z";
+  m.bundle_id = std::string(64, '1');
+  cache::Artifact row = vm_row(std::string(64, 'a'), "");
+  std::string manifest;
+  {
+    // Serialise one row and repeat it textually with distinct file names (building 200 000
+    // rows through BundleManifest would itself take the memory under test).
+    BundleManifest one = m;
+    one.artifacts.push_back({row, {}});
+    std::string text = one.serialize();
+    auto start = text.find("[{\"added_at\"");
+    auto end = text.find("}]", start) + 1;
+    std::string item = text.substr(start + 1, end - start - 1);
+    std::string rows;
+    for (int i = 0; rows.size() < (60u << 20); ++i) {
+      std::string copy = item;
+      auto name = copy.find("\"filename\":\"vmlinuz\"");
+      copy.replace(name, 20, "\"filename\":\"vmlinuz-" + std::to_string(i) + "\"");
+      rows += (rows.empty() ? "" : ",") + copy;
+    }
+    manifest = text.substr(0, start + 1) + rows + text.substr(end);
+  }
+  SignatureBlock none;
+  fs::path file = dir / "huge.bundle";
+  write_tar(file, {{std::string(kManifestEntry), manifest}, {std::string(kSignatureEntry), none.serialize()}});
+  manifest.clear();
+  manifest.shrink_to_fit();
+  auto result = podplane::test::run({"/usr/bin/time", "-v", podplane::test::podplane_binary().string(), "bundle", "verify",
+                                     file.string(), "--allow-unsigned"});
+  auto at = result.err.find("Maximum resident set size (kbytes): ");
+  ASSERT_NE(at, std::string::npos) << result.err;
+  long kib = std::stol(result.err.substr(at + 36));
+  std::cout << "[  MEMORY  ] bundle verify of a " << fs::file_size(file) / (1 << 20) << " MiB manifest: peak RSS "
+            << kib / 1024 << " MiB\n";
+  EXPECT_LT(kib, 256 * 1024) << result.out << result.err;
+  EXPECT_NE(result.out.find("volume 1 of 1"), std::string::npos) << "the manifest was read through, not refused early\n"
+                                                                 << result.out << result.err;
 }
 
 }  // namespace

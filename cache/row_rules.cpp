@@ -1,0 +1,239 @@
+#include "cache/row_rules.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "cache/sha256.hpp"
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+#include "lockfile/platform.hpp"
+#include "lockfile/version.hpp"
+
+namespace podplane::cache {
+
+namespace {
+
+// Long enough for any real module tree, short enough that <deps root>/tf/modules/<address>/
+// <version>/<path> stays far below PATH_MAX (4096) on any sane deps root.
+constexpr std::size_t kMaxModuleAddress = 512;
+constexpr std::size_t kMaxModulePath = 1024;
+
+bool has_control_character(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+[[noreturn]] void refuse(const std::string& row, const std::string& why) { throw Error(row + ": " + why); }
+
+void require_segment(const std::string& row, std::string_view field, std::string_view value) {
+  if (auto problem = segment_problem(value)) {
+    refuse(row, std::string(field) + " '" + std::string(value) + "' is not a plain path segment (" + *problem + ")");
+  }
+}
+
+void require_text(const std::string& row, std::string_view field, std::string_view value) {
+  if (has_control_character(value)) refuse(row, std::string(field) + " contains a control character");
+}
+
+// A version as the views and the lock file write it: 6.2.0, never 6.2 or v6.2.0 (so that the
+// file names of one release agree, and no version can be "index" beside index.json).
+void require_canonical_version(const std::string& row, std::string_view field, std::string_view version) {
+  std::string canonical;
+  try {
+    canonical = lockfile::Version::parse(version).str();
+  } catch (const Error& error) {
+    refuse(row, std::string(field) + " '" + std::string(version) + "' is not a version: " + error.what());
+  }
+  if (canonical != version) {
+    refuse(row, mismatch_message(std::string(field) + " is not written canonically", canonical, std::string(version)));
+  }
+}
+
+void require_platform(const std::string& row, std::string_view platform) {
+  bool ok = false;
+  try {
+    ok = lockfile::Platform::parse(platform).str() == platform;
+  } catch (const Error&) {
+  }
+  if (!ok) refuse(row, "platform '" + std::string(platform) + "' is not of the form os_arch (e.g. linux_amd64)");
+}
+
+// As Podplane names the file: what follows the last '/' of the URL without its query.
+std::string last_url_segment(const std::string& url) {
+  std::string path = url.substr(0, url.find_first_of("?#"));
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::optional<std::string> segment_problem(std::string_view name) {
+  if (name.empty()) return "empty";
+  if (name == "." || name == "..") return "a relative directory reference ('" + std::string(name) + "')";
+  if (name.size() > 255) return "longer than 255 bytes";
+  for (char c : name) {
+    if (c == '/') return "contains a path separator ('/')";
+    if (c == '\\') return "contains a path separator ('\\')";
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "contains a control character";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> relative_path_problem(std::string_view path) {
+  if (path.empty()) return "empty";
+  if (path.front() == '/') return "absolute";
+  std::size_t start = 0;
+  for (;;) {
+    auto end = path.find('/', start);
+    auto part = path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (auto problem = segment_problem(part)) return "a component is " + *problem;
+    if (end == std::string_view::npos) return std::nullopt;
+    start = end + 1;
+  }
+}
+
+std::optional<std::string> provider_address_problem(std::string_view address) {
+  if (std::count(address.begin(), address.end(), '/') != 2) return "not a provider address HOST/NAMESPACE/TYPE";
+  try {
+    std::string normal = lockfile::ProviderAddress::parse(address, "").str();
+    if (normal != address) return "not normalised (expected " + normal + ")";
+  } catch (const Error& error) {
+    return std::string(error.what());
+  }
+  return std::nullopt;
+}
+
+std::string vmconfig_view_name(const Artifact& artifact) {
+  return artifact.upstream_url.empty() ? artifact.filename : last_url_segment(artifact.upstream_url);
+}
+
+std::string provider_package_name(const Artifact& artifact) {
+  std::string type = artifact.address.substr(artifact.address.find_last_of('/') + 1);
+  return "terraform-provider-" + type + "_" + artifact.version + "_" + artifact.platform + ".zip";
+}
+
+std::string describe(const Artifact& a) {
+  std::string text = std::string(to_string(a.kind)) + " " + a.address + " " + a.version;
+  if (!a.platform.empty()) text += " " + a.platform;
+  return text + " (" + a.filename + ")";
+}
+
+std::string describe(const ModuleTree& tree) { return "module " + tree.address + " " + tree.version; }
+
+void check_artifact_layout(const Artifact& a) {
+  const std::string row = describe(a);
+  if (a.address.empty()) refuse(row, "address is empty");
+  if (a.version.empty()) refuse(row, "version is empty");
+  require_segment(row, "filename", a.filename);
+  require_text(row, "address", a.address);
+  require_text(row, "version", a.version);
+  require_text(row, "upstream URL", a.upstream_url);
+  require_text(row, "h1", a.h1);
+  require_text(row, "zh", a.zh);
+  if (!is_sha256_hex(a.digest)) refuse(row, "digest '" + a.digest + "' is not 64 lower-case hex digits");
+  if (!a.upstream_digest.empty()) {
+    try {
+      (void)lockfile::TypedDigest::parse(a.upstream_digest);
+    } catch (const Error& error) {
+      refuse(row, std::string("upstream digest: ") + error.what());
+    }
+  }
+  switch (a.kind) {
+    case ArtifactKind::provider_package: {
+      if (auto problem = provider_address_problem(a.address)) refuse(row, "address: " + *problem);
+      require_canonical_version(row, "version", a.version);
+      if (a.platform.empty()) refuse(row, "a provider package needs a platform (os_arch)");
+      require_platform(row, a.platform);
+      if (a.filename != provider_package_name(a)) {
+        refuse(row, mismatch_message("filename is not the package's name", provider_package_name(a), a.filename));
+      }
+      if (!a.h1.empty() && (a.h1.rfind("h1:", 0) != 0 || a.h1.size() == 3 || a.h1.find_first_of(" \"\\") != std::string::npos)) {
+        refuse(row, "h1 '" + a.h1 + "' is not an h1: hash");
+      }
+      if (!a.zh.empty() && a.zh != "zh:" + a.digest) {
+        refuse(row, mismatch_message("zh hash does not match the object", "zh:" + a.digest, a.zh));
+      }
+      break;
+    }
+    case ArtifactKind::provider_shasums:
+    case ArtifactKind::provider_signature:
+    case ArtifactKind::provider_keys:
+      if (auto problem = provider_address_problem(a.address)) refuse(row, "address: " + *problem);
+      require_canonical_version(row, "version", a.version);
+      if (!a.platform.empty()) require_platform(row, a.platform);
+      break;
+    case ArtifactKind::vmconfig_manifest:
+      require_segment(row, "manifest name (address)", a.address);
+      break;
+    case ArtifactKind::vmconfig_artifact: {
+      require_segment(row, "name (address)", a.address);
+      require_segment(row, "version", a.version);
+      if (!a.platform.empty()) require_platform(row, a.platform);
+      std::string view = vmconfig_view_name(a);
+      if (auto problem = segment_problem(view)) {
+        refuse(row, "the view file name '" + view + "' taken from its upstream URL " + a.upstream_url +
+                        " is not a plain path segment (" + *problem + ")");
+      }
+      break;
+    }
+  }
+}
+
+void check_module_tree_layout(const ModuleTree& tree) {
+  const std::string row = describe(tree);
+  if (auto problem = relative_path_problem(tree.address)) refuse(row, "address is not a relative path (" + *problem + ")");
+  if (tree.address.size() > kMaxModuleAddress) refuse(row, "address is longer than " + std::to_string(kMaxModuleAddress) + " bytes");
+  if (tree.address.substr(0, tree.address.find('/')) == kStackModuleDir) {
+    refuse(row, "address starts with '" + std::string(kStackModuleDir) + "/', which is reserved for the stack's module package (tf/modules/" +
+                    std::string(kStackModuleDir) + "/)");
+  }
+  require_segment(row, "version", tree.version);
+  require_text(row, "upstream URL", tree.upstream_url);
+  if (tree.files.empty()) refuse(row, "the module has no files");
+  std::set<std::string> paths;
+  for (const auto& file : tree.files) {
+    if (auto problem = relative_path_problem(file.path)) refuse(row, "unsafe file path '" + file.path + "' (" + *problem + ")");
+    if (file.path.size() > kMaxModulePath) refuse(row, "file path '" + file.path.substr(0, 64) + "…' is too long");
+    if ((file.mode & ~0777u) != 0) refuse(row, file.path + ": mode has bits other than permissions");
+    if (!is_sha256_hex(file.digest)) refuse(row, file.path + ": digest '" + file.digest + "' is not 64 lower-case hex digits");
+    if (!paths.insert(file.path).second) refuse(row, "file " + file.path + " is listed twice");
+  }
+  for (const auto& path : paths) {
+    for (auto slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+      if (paths.count(path.substr(0, slash))) {
+        refuse(row, "'" + path.substr(0, slash) + "' is both a file and a directory (of " + path + ")");
+      }
+    }
+  }
+}
+
+void check_selected_provider(const TfSelection::Provider& provider) {
+  const std::string row = "selected provider " + provider.address + " " + provider.version;
+  if (auto problem = provider_address_problem(provider.address)) refuse(row, "address: " + *problem);
+  require_canonical_version(row, "version", provider.version);
+  try {
+    (void)lockfile::Constraints::parse(provider.constraints);
+  } catch (const Error& error) {
+    refuse(row, std::string("constraints: ") + error.what());
+  }
+}
+
+void check_selection_layout(const TfSelection& selection) {
+  const std::string row = "the tf selection";
+  if (selection.engine != "tofu" && selection.engine != "terraform") {
+    refuse(row, "engine must be tofu or terraform, not '" + selection.engine + "'");
+  }
+  for (const auto& platform : selection.platforms) require_platform(row, platform);
+  std::set<std::string> addresses;
+  for (const auto& provider : selection.providers) {
+    check_selected_provider(provider);
+    if (!addresses.insert(provider.address).second) refuse(row, "provider " + provider.address + " is listed twice");
+  }
+  if (!selection.module_address.empty()) {
+    if (auto problem = relative_path_problem(selection.module_address)) {
+      refuse(row, "module address '" + selection.module_address + "' is not a relative path (" + *problem + ")");
+    }
+  }
+  if (!selection.module_version.empty()) require_segment(row, "module version", selection.module_version);
+}
+
+}  // namespace podplane::cache

@@ -1,0 +1,45 @@
+#pragma once
+// The rules an index row must meet so that the views can lay it out (docs/store.md "Row
+// rules"): the one owner of them. The views skip and report a row that breaks them (so one bad
+// row never stops the rest), the store refuses such a row before its transaction commits, and
+// `bundle verify`/`bundle import` apply them to every manifest row before reading an object.
+// Checks throw podplane::Error "<the row>: <what is wrong>"; they are pure and thread-safe.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cache/store.hpp"
+
+namespace podplane::cache {
+
+// The first path segment below tf/modules/ that only the stack's module package may use
+// (tf/modules/nstance/<version>/, tf/modules/nstance/current-version).
+inline constexpr std::string_view kStackModuleDir = "nstance";
+
+// Why `name` is not one plain path segment (empty, "." or "..", a '/', '\' or control
+// character, longer than 255 bytes), or nullopt when it is one.
+std::optional<std::string> segment_problem(std::string_view name);
+// The same for a '/'-separated relative path made of plain segments.
+std::optional<std::string> relative_path_problem(std::string_view path);
+
+// A provider address as the lock file needs it: HOST/NAMESPACE/TYPE, normalised.
+std::optional<std::string> provider_address_problem(std::string_view address);
+
+// The file name a vmconfig artifact's view gets: the last segment of its upstream URL's path
+// (Podplane's layout), or its filename when it has no URL.
+std::string vmconfig_view_name(const Artifact& artifact);
+// The file name a provider package must have: terraform-provider-<type>_<version>_<os>_<arch>.zip.
+std::string provider_package_name(const Artifact& artifact);
+
+// "provider_package registry.opentofu.org/hashicorp/aws 6.2.0 linux_amd64 (<filename>)".
+std::string describe(const Artifact& artifact);
+// "module registry.opentofu.org/nstance-dev/nstance/aws 2.0.1".
+std::string describe(const ModuleTree& tree);
+
+void check_artifact_layout(const Artifact& artifact);
+// Also refuses a tree that has both a file `x` and files below `x/`.
+void check_module_tree_layout(const ModuleTree& tree);
+void check_selected_provider(const TfSelection::Provider& provider);
+void check_selection_layout(const TfSelection& selection);
+
+}  // namespace podplane::cache

@@ -1,0 +1,539 @@
+// A store under attack and accident: rows planted straight into index.db (as an old or
+// hostile store holds them) never brick it, the store refuses such rows before they commit,
+// `deps verify --repair` quarantines what is bad, a corrupt object can be taken again, views
+// are checked against their rows, and gc never trusts an index that is missing, new or empty.
+#include <sys/stat.h>
+#include <utime.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/layout.hpp"
+#include "cache/maintenance.hpp"
+#include "cache/store.hpp"
+#include "cache/views.hpp"
+#include "lockfile/error.hpp"
+#include "lockfile/hash.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace podplane::cache {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+using ::testing::HasSubstr;
+
+const std::string kNstance = "registry.opentofu.org/nstance-dev/nstance/aws";
+const std::string kNull = "registry.opentofu.org/hashicorp/null";
+
+bool any_contains(const std::vector<std::string>& lines, const std::string& fragment) {
+  for (const auto& line : lines)
+    if (line.find(fragment) != std::string::npos) return true;
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) text += line + "\n";
+  return text;
+}
+
+// Runs SQL against the store's index with the sqlite3 program, as an old or hostile tool would.
+void sqlite(const fs::path& root, const std::string& sql) {
+  ASSERT_TRUE(test::have_program("sqlite3")) << "the sqlite3 program is needed (apt-get install sqlite3)";
+  auto result = test::run({"sqlite3", layout::index_db(root).string(), sql});
+  ASSERT_EQ(result.exit_code, 0) << sql << "\n" << result.err;
+}
+
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// Overwrites a read-only object in place (the kind of damage verify must find).
+void damage(const fs::path& object, const std::string& content) {
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+  std::ofstream(object, std::ios::binary | std::ios::trunc) << content;
+}
+
+test::ProcessOptions at(const fs::path& root) {
+  test::ProcessOptions options;
+  options.env["PODPLANE_DEPS_CACHE_DIR"] = root.string();
+  return options;
+}
+
+std::string show(const test::ProcessResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+// A small, healthy store with built views: one provider package (two platforms), the selected
+// module package, a vmconfig manifest and artifact, and the selection.
+struct HealthyStore {
+  TempDir dir;
+  fs::path root = dir / "deps";
+  std::string zip_amd64, zip_arm64, kernel, module_main;
+
+  HealthyStore() {
+    Store store = Store::open(root);
+    for (const std::string platform : {"linux_amd64", "linux_arm64"}) {
+      Artifact a;
+      a.kind = ArtifactKind::provider_package;
+      a.address = kNull;
+      a.version = "3.2.4";
+      a.platform = platform;
+      a.filename = "terraform-provider-null_3.2.4_" + platform + ".zip";
+      a.digest = store.add_bytes("PK zip for " + platform);
+      a.trust = Trust::signed_upstream;
+      (void)store.add_artifact(a);
+      (platform == "linux_amd64" ? zip_amd64 : zip_arm64) = a.digest;
+    }
+    module_main = store.add_bytes("module cluster\n");
+    (void)store.add_module_tree({0, kNstance, "2.0.1", "", "", "", {{"modules/cluster/main.tf", 0644, module_main, 0}}});
+    Artifact k;
+    k.kind = ArtifactKind::vmconfig_artifact;
+    k.address = "kernel";
+    k.version = "6.12.1";
+    k.filename = "vmlinuz-6.12.1";
+    k.digest = kernel = store.add_bytes("kernel image");
+    k.upstream_url = "https://example.com/releases/vmlinuz-6.12.1";
+    k.upstream_digest = "sha256:" + k.digest;
+    k.trust = Trust::checksum;
+    (void)store.add_artifact(k);
+    TfSelection selection;
+    selection.providers = {{kNull, "3.2.4", "~> 3.2"}};
+    selection.platforms = {"linux_amd64", "linux_arm64"};
+    selection.module_address = kNstance;
+    selection.module_version = "2.0.1";
+    store.set_tf_selection(selection);
+    (void)rebuild_views(store);
+  }
+
+  std::string digest_of(const std::string& content) {
+    Store store = Store::open(root);
+    return store.add_bytes(content);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Rows planted into index.db that the views cannot lay out.
+
+struct PlantedRow {
+  std::string name;
+  // SQL run against the index; "$D" is replaced by the digest of a fresh object.
+  std::string sql;
+  std::string reason;  // a fragment of verify's problem line
+};
+
+void PrintTo(const PlantedRow& row, std::ostream* out) { *out << row.name; }
+
+std::string artifact_insert(const std::string& kind, const std::string& address, const std::string& version,
+                            const std::string& platform, const std::string& filename, const std::string& url) {
+  return "INSERT INTO artifacts (kind, address, version, platform, filename, digest, size, upstream_url, trust, added_at)"
+         " VALUES (" + quoted(kind) + "," + quoted(address) + "," + quoted(version) + "," + quoted(platform) + "," +
+         quoted(filename) + ", '$D', (SELECT size FROM objects WHERE digest = '$D')," + quoted(url) +
+         ", 'checksum', '2026-01-01T00:00:00Z');";
+}
+
+std::string tree_insert(const std::string& address, const std::string& version, const std::vector<std::string>& paths) {
+  std::string sql = "INSERT INTO module_trees (address, version, h1, added_at) VALUES (" + quoted(address) + "," +
+                    quoted(version) + ", 'h1:planted', '2026-01-01T00:00:00Z');";
+  for (const auto& path : paths) {
+    sql += "INSERT INTO module_files (tree_id, path, mode, digest, size) VALUES ((SELECT id FROM module_trees WHERE address = " +
+           quoted(address) + " AND version = " + quoted(version) + ")," + quoted(path) +
+           ", 420, '$D', (SELECT size FROM objects WHERE digest = '$D'));";
+  }
+  return sql;
+}
+
+class PlantedRows : public ::testing::TestWithParam<PlantedRow> {};
+
+TEST_P(PlantedRows, NeverBrickTheStoreAndRepairQuarantinesThem) {
+  HealthyStore healthy;
+  const PlantedRow& row = GetParam();
+  std::string digest = healthy.digest_of("planted content of " + row.name);
+  std::string sql = row.sql;
+  for (auto at = sql.find("$D"); at != std::string::npos; at = sql.find("$D")) sql.replace(at, 2, digest);
+  sqlite(healthy.root, sql);
+  if (HasFatalFailure()) return;
+
+  {
+    Store store = Store::open(healthy.root);
+    // Views of every other row are still built; the bad row is skipped, never a reason to fail.
+    ViewStats stats;
+    ASSERT_NO_THROW(stats = rebuild_views(store)) << row.name;
+    EXPECT_TRUE(any_contains(stats.skipped_rows, row.reason)) << joined(stats.skipped_rows);
+    auto report = verify_store(store);
+    EXPECT_FALSE(report.ok()) << row.name;
+    EXPECT_TRUE(any_contains(report.problems, row.reason)) << joined(report.problems);
+    EXPECT_TRUE(any_contains(report.problems, "deps verify --repair")) << joined(report.problems);
+    // Other writes still work while the row is there.
+    Artifact more;
+    more.kind = ArtifactKind::vmconfig_artifact;
+    more.address = "initrd";
+    more.version = "6.12.1";
+    more.filename = "initrd.img";
+    more.digest = store.add_bytes("initrd image");
+    more.trust = Trust::checksum;
+    EXPECT_NO_THROW((void)store.add_artifact(more));
+    EXPECT_NO_THROW((void)rebuild_views(store));
+    EXPECT_TRUE(fs::exists(layout::vmconfig_artifacts_dir(healthy.root) / "initrd/6.12.1/initrd.img"));
+  }
+  EXPECT_FALSE(fs::exists(layout::nstance_modules_dir(healthy.root) / "2.0.1/modules/cluster/evil.tf"))
+      << "a planted tree must never add files to the selected module version";
+
+  auto plain = test::run_podplane({"deps", "verify"}, at(healthy.root));
+  EXPECT_EQ(plain.exit_code, 1) << show(plain);
+  auto repair = test::run_podplane({"deps", "verify", "--repair"}, at(healthy.root));
+  EXPECT_EQ(repair.exit_code, 0) << show(repair);
+  EXPECT_THAT(repair.out, HasSubstr("quarantined")) << show(repair);
+  auto after = test::run_podplane({"deps", "verify"}, at(healthy.root));
+  EXPECT_EQ(after.exit_code, 0) << show(after);
+
+  Store store = Store::open(healthy.root);
+  auto quarantined = store.quarantine();
+  ASSERT_FALSE(quarantined.empty());
+  EXPECT_TRUE(std::any_of(quarantined.begin(), quarantined.end(), [&](const QuarantineEntry& e) {
+    return e.reason.find(row.reason) != std::string::npos;
+  })) << "the quarantine records why";
+  // The healthy content is untouched.
+  EXPECT_EQ(store.artifacts({.kind = ArtifactKind::provider_package}).size(), 2u);
+  EXPECT_TRUE(store.find_module_tree(kNstance, "2.0.1").has_value());
+  EXPECT_EQ(test::read_file(layout::nstance_modules_dir(healthy.root) / "2.0.1/modules/cluster/main.tf"), "module cluster\n");
+  EXPECT_THAT(test::read_file(layout::lock_file(healthy.root)), HasSubstr(kNull));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Store, PlantedRows,
+    ::testing::Values(
+        PlantedRow{"UrlEndingInSlash",
+                   artifact_insert("vmconfig_artifact", "kernel", "7.0.0", "", "vmlinuz", "https://example.com/releases/"),
+                   "vmconfig_artifact kernel 7.0.0"},
+        PlantedRow{"UrlEndingInDotDot",
+                   artifact_insert("vmconfig_artifact", "kernel", "7.0.1", "", "vmlinuz", "https://example.com/releases/.."),
+                   "vmconfig_artifact kernel 7.0.1"},
+        PlantedRow{"ProviderAddressWithoutType",
+                   artifact_insert("provider_package", "registry.opentofu.org/hashicorp", "1.0.0", "linux_amd64",
+                                   "terraform-provider-x_1.0.0_linux_amd64.zip", ""),
+                   "registry.opentofu.org/hashicorp 1.0.0"},
+        PlantedRow{"ProviderPackageWithoutPlatform",
+                   artifact_insert("provider_package", kNull, "3.2.5", "", "terraform-provider-null_3.2.5.zip", ""),
+                   "provider_package registry.opentofu.org/hashicorp/null 3.2.5"},
+        PlantedRow{"ProviderVersionThatIsNoVersion",
+                   artifact_insert("provider_package", kNull, "index", "linux_amd64",
+                                   "terraform-provider-null_index_linux_amd64.zip", ""),
+                   "registry.opentofu.org/hashicorp/null index"},
+        PlantedRow{"ModuleWithFileAndDirectoryOfOneName",
+                   tree_insert("registry.opentofu.org/acme/net/aws", "1.0.0", {"x", "x/y"}),
+                   "module registry.opentofu.org/acme/net/aws 1.0.0"},
+        PlantedRow{"ModuleThatLandsInTheSelectedModuleVersion",
+                   tree_insert("nstance", "2.0.1", {"modules/cluster/evil.tf"}), "module nstance 2.0.1"},
+        PlantedRow{"SelectedProviderThatIsNoAddress",
+                   "INSERT INTO tf_selection_providers (address, version, constraints) VALUES ('not an address', '1.0.0', '');",
+                   "not an address"}),
+    [](const ::testing::TestParamInfo<PlantedRow>& param) { return param.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// The store refuses the same rows before they commit.
+
+TEST(Layout, TheStoreRefusesRowsTheViewsCannotLayOut) {
+  HealthyStore healthy;
+  Store store = Store::open(healthy.root);
+  const auto artifacts_before = store.artifacts().size();
+  const std::string digest = store.add_bytes("some bytes");
+  auto vm = [&](const std::string& url) {
+    Artifact a;
+    a.kind = ArtifactKind::vmconfig_artifact;
+    a.address = "kernel";
+    a.version = "7.0.0";
+    a.filename = "vmlinuz";
+    a.digest = digest;
+    a.upstream_url = url;
+    a.trust = Trust::checksum;
+    return a;
+  };
+  auto refused = [&](const auto& add, const std::string& fragment) {
+    try {
+      add();
+      ADD_FAILURE() << "accepted a row that should be refused (" << fragment << ")";
+    } catch (const Error& error) {
+      EXPECT_THAT(error.what(), HasSubstr(fragment));
+    }
+  };
+  refused([&] { (void)store.add_artifact(vm("https://example.com/releases/")); }, "upstream URL");
+  refused([&] { (void)store.add_artifact(vm("https://example.com/releases/..")); }, "'..'");
+  Artifact package;
+  package.kind = ArtifactKind::provider_package;
+  package.address = "registry.opentofu.org/hashicorp";
+  package.version = "1.0.0";
+  package.platform = "linux_amd64";
+  package.filename = "p.zip";
+  package.digest = digest;
+  refused([&] { (void)store.add_artifact(package); }, "HOST/NAMESPACE/TYPE");
+  package.address = kNull;
+  package.platform = "";
+  refused([&] { (void)store.add_artifact(package); }, "platform");
+  package.platform = "linux_amd64";
+  package.version = "index";
+  refused([&] { (void)store.add_artifact(package); }, "version");
+  refused([&] { (void)store.add_module_tree({0, "registry.opentofu.org/acme/net/aws", "1.0.0", "", "", "", {{"x", 0644, digest, 0}, {"x/y", 0644, digest, 0}}}); },
+          "both a file and a directory");
+  refused([&] { (void)store.add_module_tree({0, "nstance", "2.0.1", "", "", "", {{"modules/cluster/evil.tf", 0644, digest, 0}}}); },
+          "nstance");
+  TfSelection selection = *store.tf_selection();
+  selection.providers.push_back({"not an address", "1.0.0", ""});
+  refused([&] { store.set_tf_selection(selection); }, "not an address");
+
+  // A tree that would share its view directory with another tree: the second is refused.
+  std::string other_host = "registry.terraform.io/nstance-dev/nstance/aws";
+  sqlite(healthy.root, "DELETE FROM tf_selection; DELETE FROM tf_selection_providers; DELETE FROM tf_selection_platforms;");
+  refused([&] { (void)store.add_module_tree({0, other_host, "2.0.1", "", "", "", {{"main.tf", 0644, digest, 0}}}); },
+          "tf/modules/nstance/2.0.1");
+
+  EXPECT_EQ(store.artifacts().size(), artifacts_before) << "nothing was added";
+  EXPECT_EQ(store.module_trees().size(), 1u);
+  EXPECT_TRUE(store.quarantine().empty());
+}
+
+TEST(Layout, AModuleVersionsTreeIsImmutable) {
+  HealthyStore healthy;
+  Store store = Store::open(healthy.root);
+  std::string extra = store.add_bytes("resource \"null_resource\" \"x\" {}\n");
+  try {
+    (void)store.add_module_tree({0, kNstance, "2.0.1", "", "", "",
+                                 {{"modules/cluster/main.tf", 0644, healthy.module_main, 0},
+                                  {"modules/cluster/extra.tf", 0644, extra, 0}}});
+    ADD_FAILURE() << "a second tree for the same module version was accepted";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("expected:"));
+    EXPECT_THAT(error.what(), HasSubstr("got:"));
+  }
+  EXPECT_EQ(store.find_module_tree(kNstance, "2.0.1")->files.size(), 1u);
+}
+
+TEST(Migration, AStoreOfSchemaVersionOneIsReadAsItIsAndMigratedByAWritableOpen) {
+  HealthyStore healthy;
+  // What an older podplane left: no quarantine or bundle_signers table, version 1 recorded.
+  sqlite(healthy.root, "DROP TABLE quarantine; DROP TABLE bundle_signers; DELETE FROM schema_migrations WHERE version = 2;");
+  {
+    Store store = Store::open(healthy.root, Store::Access::read_only);
+    EXPECT_TRUE(store.quarantine().empty());
+    EXPECT_FALSE(store.bundle_signer("unsigned").has_value());
+    EXPECT_TRUE(verify_store(store).ok()) << joined(verify_store(store).problems);
+  }
+  auto verify = test::run_podplane({"deps", "verify"}, at(healthy.root));
+  EXPECT_EQ(verify.exit_code, 0) << "a read-only open takes an older index\n" << show(verify);
+  {
+    Store store = Store::open(healthy.root);
+    store.record_bundle_signer("unsigned", "2026-01-01T00:00:00Z", std::string(64, 'a'));
+    EXPECT_EQ(store.bundle_signer("unsigned")->created_at, "2026-01-01T00:00:00Z");
+    store.record_bundle_signer("unsigned", "2025-01-01T00:00:00Z", std::string(64, 'b'));
+    EXPECT_EQ(store.bundle_signer("unsigned")->created_at, "2026-01-01T00:00:00Z") << "the mark only moves forward";
+  }
+  auto versions = test::run({"sqlite3", layout::index_db(healthy.root).string(), "SELECT group_concat(version) FROM schema_migrations"});
+  EXPECT_EQ(versions.out, "1,2\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views against their rows.
+
+TEST(Verify, ExtraOrMissingFilesInAViewDirectoryAreProblems) {
+  HealthyStore healthy;
+  Store store = Store::open(healthy.root, Store::Access::read_only);
+  ASSERT_TRUE(verify_store(store).ok()) << joined(verify_store(store).problems);
+  fs::path module_dir = layout::nstance_modules_dir(healthy.root) / "2.0.1";
+  test::write_file(module_dir / "modules/cluster/backdoor.tf", "resource \"x\" \"y\" {}\n");
+  auto extra = verify_store(store);
+  EXPECT_FALSE(extra.ok());
+  EXPECT_TRUE(any_contains(extra.problems, "backdoor.tf")) << joined(extra.problems);
+
+  fs::remove(module_dir / "modules/cluster/backdoor.tf");
+  fs::remove(module_dir / "modules/cluster/main.tf");
+  auto missing = verify_store(store);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_TRUE(any_contains(missing.problems, "main.tf")) << joined(missing.problems);
+
+  // The lock file is a view too: without it the store does not agree with its selection.
+  Store writable = Store::open(healthy.root);
+  (void)rebuild_views(writable);
+  ASSERT_TRUE(verify_store(store).ok());
+  fs::remove(layout::lock_file(healthy.root));
+  auto no_lock = verify_store(store);
+  EXPECT_FALSE(no_lock.ok());
+  EXPECT_TRUE(any_contains(no_lock.problems, ".terraform.lock.hcl")) << joined(no_lock.problems);
+}
+
+TEST(Repair, RemovesFilesThatNoRowPutIntoAViewDirectory) {
+  HealthyStore healthy;
+  fs::path evil = layout::nstance_modules_dir(healthy.root) / "2.0.1/modules/cluster/backdoor.tf";
+  test::write_file(evil, "resource \"x\" \"y\" {}\n");
+  Store store = Store::open(healthy.root);
+  auto repair = repair_store(store);
+  EXPECT_TRUE(repair.after.ok()) << joined(repair.after.problems);
+  EXPECT_FALSE(fs::exists(evil));
+  EXPECT_TRUE(any_contains(repair.removed_views, "backdoor.tf")) << joined(repair.removed_views);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corrupt objects.
+
+TEST(Repair, ACorruptObjectIsQuarantinedAndCanBeTakenAgain) {
+  HealthyStore healthy;
+  Store store = Store::open(healthy.root);
+  fs::path object = store.object_path(healthy.kernel);
+  damage(object, "KERNEL IMAGE");  // same size, other bytes
+  ASSERT_FALSE(verify_store(store).ok());
+
+  auto repair = repair_store(store);
+  EXPECT_TRUE(any_contains(repair.quarantined, healthy.kernel)) << joined(repair.quarantined);
+  EXPECT_FALSE(store.has_object(healthy.kernel)) << "a quarantined object is not 'already present'";
+  EXPECT_FALSE(fs::exists(layout::vmconfig_artifacts_dir(healthy.root) / "kernel/6.12.1/vmlinuz-6.12.1"))
+      << "the view held the corrupt bytes";
+  EXPECT_TRUE(any_contains(repair.after.problems, "object missing: " + healthy.kernel)) << joined(repair.after.problems);
+  EXPECT_TRUE(any_contains(repair.after.problems, "quarantined")) << joined(repair.after.problems);
+  auto entries = store.quarantine();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].what, "object");
+
+  // Taking the object again (a refetch or an import) restores it; the row was kept.
+  EXPECT_EQ(store.add_bytes("kernel image"), healthy.kernel);
+  EXPECT_TRUE(store.has_object(healthy.kernel));
+  (void)rebuild_views(store);
+  auto report = verify_store(store);
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  EXPECT_EQ(test::read_file(layout::vmconfig_artifacts_dir(healthy.root) / "kernel/6.12.1/vmlinuz-6.12.1"), "kernel image");
+}
+
+TEST(Repair, AModuleTreeWithACorruptFileIsQuarantinedSoItIsFetchedAgain) {
+  HealthyStore healthy;
+  Store store = Store::open(healthy.root);
+  damage(store.object_path(healthy.module_main), "MODULE CLUSTER\n");
+  auto repair = repair_store(store);
+  EXPECT_FALSE(store.find_module_tree(kNstance, "2.0.1").has_value())
+      << "deps tf decides by the tree row whether to fetch a module again";
+  EXPECT_TRUE(repair.after.ok()) << joined(repair.after.problems);
+  EXPECT_FALSE(fs::exists(layout::nstance_modules_dir(healthy.root) / "2.0.1/modules/cluster/main.tf"));
+  (void)store.add_module_tree({0, kNstance, "2.0.1", "", "", "", {{"modules/cluster/main.tf", 0644, store.add_bytes("module cluster\n"), 0}}});
+  (void)rebuild_views(store);
+  EXPECT_TRUE(verify_store(store).ok());
+  EXPECT_EQ(test::read_file(layout::nstance_modules_dir(healthy.root) / "2.0.1/modules/cluster/main.tf"), "module cluster\n");
+}
+
+TEST(Store, AddingBytesOverACorruptObjectOfTheSameSizeReplacesIt) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string digest = store.add_bytes("kernel image");
+  damage(store.object_path(digest), "KERNEL IMAGE");
+  EXPECT_EQ(store.add_bytes("kernel image"), digest);
+  EXPECT_EQ(lockfile::file_digest_hex(store.object_path(digest)), digest) << "the corrupt file was kept";
+}
+
+TEST(Store, HasObjectDoesNotTrustAFileOfTheWrongSize) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string digest = store.add_bytes("kernel image");
+  damage(store.object_path(digest), "short");
+  EXPECT_FALSE(store.has_object(digest));
+}
+
+TEST(Cli, DepsVerifyRepairThenAVerifyThatOnlyAsksForTheRefetch) {
+  HealthyStore healthy;
+  {
+    Store store = Store::open(healthy.root);
+    damage(store.object_path(healthy.kernel), "KERNEL IMAGE");
+  }
+  auto repair = test::run_podplane({"deps", "verify", "--repair"}, at(healthy.root));
+  EXPECT_EQ(repair.exit_code, 1) << "the object is still missing until it is fetched again\n" << show(repair);
+  EXPECT_THAT(repair.out, HasSubstr("quarantined object " + healthy.kernel)) << show(repair);
+  EXPECT_THAT(repair.out, HasSubstr("deps download")) << show(repair);
+  EXPECT_TRUE(fs::is_directory(healthy.root / "store" / "quarantine"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// gc and the index it may trust.
+
+std::size_t object_files(const fs::path& root) {
+  std::size_t n = 0;
+  if (!fs::exists(layout::objects_dir(root))) return 0;
+  for (const auto& entry : fs::recursive_directory_iterator(layout::objects_dir(root))) n += entry.is_regular_file() ? 1 : 0;
+  return n;
+}
+
+TEST(Gc, RefusesWhenTheIndexIsMissing) {
+  HealthyStore healthy;
+  const auto before = object_files(healthy.root);
+  ASSERT_GT(before, 3u);
+  fs::remove(layout::index_db(healthy.root));
+  auto gc = test::run_podplane({"deps", "gc"}, at(healthy.root));
+  EXPECT_EQ(gc.exit_code, 1) << show(gc);
+  EXPECT_THAT(gc.err, HasSubstr("index")) << show(gc);
+  EXPECT_EQ(object_files(healthy.root), before);
+  EXPECT_FALSE(fs::exists(layout::index_db(healthy.root))) << "gc must not create an index";
+}
+
+TEST(Gc, RefusesAnEmptyIndex) {
+  HealthyStore healthy;
+  const auto before = object_files(healthy.root);
+  sqlite(healthy.root,
+         "DELETE FROM provenance; DELETE FROM module_files; DELETE FROM module_trees; DELETE FROM artifacts;");
+  auto gc = test::run_podplane({"deps", "gc"}, at(healthy.root));
+  EXPECT_EQ(gc.exit_code, 1) << show(gc);
+  EXPECT_THAT(gc.err, HasSubstr("empty")) << show(gc);
+  EXPECT_EQ(object_files(healthy.root), before);
+}
+
+TEST(Gc, RefusesAnIndexNewerThanTheObjectsItWouldDelete) {
+  HealthyStore healthy;
+  const auto before = object_files(healthy.root);
+  // Objects from an earlier life of the store, then a fresh index that knows only one new row.
+  for (const auto& entry : fs::recursive_directory_iterator(layout::objects_dir(healthy.root))) {
+    if (!entry.is_regular_file()) continue;
+    struct utimbuf old_times {1700000000, 1700000000};
+    ASSERT_EQ(::utime(entry.path().c_str(), &old_times), 0);
+  }
+  fs::remove(layout::index_db(healthy.root));
+  {
+    Store store = Store::open(healthy.root);
+    Artifact a;
+    a.kind = ArtifactKind::vmconfig_artifact;
+    a.address = "initrd";
+    a.version = "1.0.0";
+    a.filename = "initrd.img";
+    a.digest = store.add_bytes("initrd");
+    a.trust = Trust::checksum;
+    (void)store.add_artifact(a);
+  }
+  auto gc = test::run_podplane({"deps", "gc"}, at(healthy.root));
+  EXPECT_EQ(gc.exit_code, 1) << show(gc);
+  EXPECT_THAT(gc.err, HasSubstr("older than the index")) << show(gc);
+  EXPECT_EQ(object_files(healthy.root), before + 1);
+  auto dry = test::run_podplane({"deps", "gc", "--dry-run"}, at(healthy.root));
+  EXPECT_EQ(dry.exit_code, 1) << show(dry);
+}
+
+TEST(Gc, RefusesAnUnreadableIndex) {
+  HealthyStore healthy;
+  const auto before = object_files(healthy.root);
+  test::write_file(layout::index_db(healthy.root), std::string(8192, 'x'));
+  auto gc = test::run_podplane({"deps", "gc"}, at(healthy.root));
+  EXPECT_EQ(gc.exit_code, 1) << show(gc);
+  EXPECT_EQ(object_files(healthy.root), before);
+}
+
+TEST(Gc, StillRemovesTheGarbageOfAHealthyStore) {
+  HealthyStore healthy;
+  std::string orphan = healthy.digest_of("nobody references this");
+  auto gc = test::run_podplane({"deps", "gc"}, at(healthy.root));
+  ASSERT_EQ(gc.exit_code, 0) << show(gc);
+  EXPECT_THAT(gc.out, HasSubstr("removed 1 object(s)"));
+  Store store = Store::open(healthy.root);
+  EXPECT_FALSE(fs::exists(store.object_path(orphan)));
+  EXPECT_TRUE(store.has_object(healthy.kernel));
+}
+
+}  // namespace
+}  // namespace podplane::cache
