@@ -325,19 +325,33 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
   }
 
   // vmconfig: Podplane's mirror layout, so a stack's deps_mirror_url can be this server.
-  std::map<std::string, cache::Artifact> manifests;  // filename → newest row
+  // Each stored file under its own name, then each manifest under its plain name
+  // (<address>.json, the newest row: what the store's view holds) twice: where the cache
+  // keeps it (/vmconfig/manifests/) and where deps.podplane.dev publishes it (/manifests/,
+  // what `deps download` asks $PODPLANE_DEPS_URL for). The plain name wins over a stored
+  // file of the same name.
+  std::map<std::string, cache::Artifact> by_file, by_name;  // newest row per file name, per manifest name
   for (auto& manifest : store.artifacts({.kind = cache::ArtifactKind::vmconfig_manifest})) {
-    if (!is_safe_segment(manifest.filename)) {
-      skip("vmconfig manifest with an unsafe name: " + manifest.filename);
+    if (!is_safe_segment(manifest.filename) || !is_safe_segment(manifest.address + ".json")) {
+      skip("vmconfig manifest with an unsafe name: " + manifest.address + " " + manifest.filename);
       continue;
     }
-    auto it = manifests.find(manifest.filename);
-    if (it == manifests.end() || it->second.id < manifest.id) manifests[manifest.filename] = std::move(manifest);
+    for (auto* table : {&by_file, &by_name}) {
+      const std::string& key = table == &by_file ? manifest.filename : manifest.address;
+      auto it = table->find(key);
+      if (it == table->end() || it->second.id < manifest.id) (*table)[key] = manifest;
+    }
   }
-  for (const auto& [filename, manifest] : manifests) {
+  auto manifest_resource = [&](const cache::Artifact& manifest) {
     auto resource = object_resource(manifest);
     resource.content_type = "application/json";
-    add(std::string(site_paths::vmconfig) + "manifests/" + filename, std::move(resource));
+    return resource;
+  };
+  for (const auto& [filename, manifest] : by_file)
+    add(std::string(site_paths::vmconfig) + "manifests/" + filename, manifest_resource(manifest));
+  for (const auto& [name, manifest] : by_name) {
+    add(std::string(site_paths::vmconfig) + "manifests/" + name + ".json", manifest_resource(manifest));
+    add(std::string(site_paths::deps_manifests) + name + ".json", manifest_resource(manifest));
   }
   // Two arches of one artifact can share a path (no arch in Podplane's layout): serve the one
   // the store's view holds, so the site and the view never disagree.

@@ -13,9 +13,11 @@
 
 #include <curl/curl.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -362,6 +364,79 @@ inline bool wait_for_port(int port, std::chrono::seconds timeout = std::chrono::
   }
   return false;
 }
+
+// A TCP connection to 127.0.0.1:`port` from the loopback address `source` (all of 127.0.0.0/8 is
+// loopback on Linux, so one test can play several client addresses). -1 when it fails.
+inline int connect_from(const std::string& source, int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
+  sockaddr_in remote{};
+  remote.sin_family = AF_INET;
+  remote.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  remote.sin_port = htons(static_cast<uint16_t>(port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&remote), sizeof remote) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// True when the peer has closed (or reset) `fd`; false while it is open and quiet.
+inline bool peer_closed(int fd) {
+  char byte;
+  ssize_t n = ::recv(fd, &byte, 1, MSG_DONTWAIT | MSG_PEEK);
+  if (n == 0) return true;
+  if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  return false;
+}
+
+// Waits (bounded) until the peer closes `fd`; false when `timeout` passes first.
+inline bool wait_peer_closed(int fd, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    ::poll(&p, 1, 100);
+    if (peer_closed(fd)) return true;
+    char sink[4096];
+    if (p.revents & POLLIN) (void)::recv(fd, sink, sizeof sink, MSG_DONTWAIT);  // drain an answer
+  }
+  return false;
+}
+
+// The port of "http[s]://127.0.0.1:PORT[/…]".
+inline int port_of(const std::string& url) {
+  auto colon = url.rfind(':');
+  return std::stoi(url.substr(colon + 1));
+}
+
+// `podplane mirror serve` over `deps_root` with `args` in the background. url() is the base URL
+// without the trailing '/', or "" when the server did not start (then exit_code() says why).
+class MirrorServe {
+ public:
+  MirrorServe(const fs::path& deps_root, const std::vector<std::string>& args, const fs::path& err_file)
+      : err_file_(err_file) {
+    std::vector<std::string> argv{podplane::test::podplane_binary().string(), "mirror", "serve"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    process_ = std::make_unique<Background>(argv, std::map<std::string, std::string>{{"PODPLANE_DEPS_CACHE_DIR", deps_root.string()}},
+                                            err_file);
+    url_ = process_->first_line();
+    if (!url_.empty() && url_.back() == '/') url_.pop_back();
+  }
+  const std::string& url() const { return url_; }
+  bool started() const { return !url_.empty(); }
+  std::string log() const { return podplane::test::read_file(err_file_); }
+  int stop() { return process_->stop(); }
+  pid_t pid() const { return process_->pid(); }
+
+ private:
+  fs::path err_file_;
+  std::unique_ptr<Background> process_;
+  std::string url_;
+};
 
 // A self-signed certificate for 127.0.0.1 (its own CA for curl --cacert and libcurl).
 inline void make_tls_certificate(const fs::path& dir) {

@@ -176,6 +176,51 @@ TEST_F(SiteTest, ModulePackageIsDeterministicAndComplete) {
       << "the served tree hashes to the h1 recorded at fetch";
 }
 
+TEST_F(SiteTest, ManifestsAreServedUnderTheirPlainNames) {
+  // Rows as `deps download` stores them: the plain name in `address`, a file name with the
+  // fetch time and digest. The newest row (the one the store's view holds) wins.
+  std::map<std::string, std::string> digests;  // file name → digest
+  {
+    auto store = cache::Store::open(temp_ / "deps");
+    for (const auto& [stamp, version] : std::vector<std::pair<std::string, std::string>>{{"20260301T000000Z", "1.5.0"},
+                                                                                          {"20260101T000000Z", "1.4.0"}}) {
+      std::string text = "{\"vmconfig\": {\"version\": \"" + version + "\", \"kind\": \"knd\", \"dependencies\": {}}}\n";
+      cache::Artifact row;
+      row.kind = cache::ArtifactKind::vmconfig_manifest;
+      row.address = "vmconfig_knd_debian-13_arm64";
+      row.version = version;
+      row.platform = "linux_arm64";
+      row.digest = store.add_bytes(text);
+      row.filename = row.address + "_" + stamp + "_" + row.digest.substr(0, 12) + ".json";
+      row.size = static_cast<std::int64_t>(text.size());
+      row.upstream_url = "https://deps.podplane.dev/manifests/vmconfig_knd_debian-13_arm64.json";
+      row.trust = cache::Trust::unverified;
+      store.add_artifact(row);
+      digests[row.filename] = row.digest;
+    }
+  }
+  auto store = cache::Store::open(temp_ / "deps", cache::Store::Access::read_only);
+  auto site = mirror::MirrorSite::build(store);
+  std::string newest;  // the row indexed last (the 1.4.0 one, whatever its time stamp says)
+  for (const auto& [filename, digest] : digests)
+    if (filename.find("20260101T000000Z") != std::string::npos) newest = digest;
+  for (const std::string prefix : {"/vmconfig/manifests/", "/manifests/"}) {
+    auto* plain = site.find(prefix + "vmconfig_knd_debian-13_arm64.json");
+    ASSERT_NE(plain, nullptr) << prefix;
+    EXPECT_EQ(plain->digest, newest) << prefix;
+    EXPECT_EQ(plain->content_type, "application/json");
+    auto* fixture = site.find(prefix + contents_.manifest_name);
+    ASSERT_NE(fixture, nullptr) << prefix;
+    EXPECT_EQ(read_file(fixture->object), contents_.manifest_text);
+  }
+  // Each stored file stays reachable under its own name too.
+  for (const auto& [filename, digest] : digests) {
+    auto* file = site.find("/vmconfig/manifests/" + filename);
+    ASSERT_NE(file, nullptr) << filename;
+    EXPECT_EQ(file->digest, digest);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 class ServerTest : public ::testing::Test {
