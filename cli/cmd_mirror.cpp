@@ -1,4 +1,5 @@
 // podplane mirror serve | export | push: hand the store to tofu/terraform clients and VMs.
+#include <chrono>
 #include <iostream>
 #include <memory>
 
@@ -18,6 +19,8 @@ struct ServeArgs {
   std::string tls_cert, tls_key;
   bool plain_http = false;
   std::size_t threads = 64;
+  std::size_t per_client = 64;
+  std::size_t header_timeout = 60;
   std::string registry_host;
 };
 
@@ -43,15 +46,26 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
   serve->add_option("--tls-cert", serve_args->tls_cert, "PEM certificate chain");
   serve->add_option("--tls-key", serve_args->tls_key, "PEM private key");
   serve->add_flag("--plain-http", serve_args->plain_http, "Serve plain HTTP instead of HTTPS (tofu needs HTTPS)");
-  serve->add_option("--threads", serve_args->threads, "Worker threads (each serves one connection at a time)")
+  serve->add_option("--threads", serve_args->threads,
+                    "Worker threads: requests answered at once (one client address gets at most half)")
       ->capture_default_str()
       ->check(CLI::Range(2, 4096));
+  serve->add_option("--max-connections-per-client", serve_args->per_client,
+                    "Open connections one client address may hold; more are refused")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  serve->add_option("--header-timeout", serve_args->header_timeout,
+                    "Seconds a client has for the TLS handshake and each request head")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
   serve->add_option("--registry-host", serve_args->registry_host,
                     "Origin registry that /.well-known/terraform.json answers for (default: by the engine of deps tf)");
   serve->callback([serve_args] {
     mirror::ServeOptions options;
     options.listen = serve_args->listen;
-    options.threads = serve_args->threads;
+    options.limits.workers = serve_args->threads;
+    options.limits.per_client = serve_args->per_client;
+    options.limits.head_timeout = std::chrono::seconds(serve_args->header_timeout);
     options.site.primary_host = serve_args->registry_host;
     if (serve_args->plain_http) {
       if (!serve_args->tls_cert.empty() || !serve_args->tls_key.empty())

@@ -8,8 +8,10 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "lockfile/error.hpp"
+#include "mirror/serve_objects.hpp"
 
 namespace podplane::mirror {
 
@@ -72,6 +74,15 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
   auto site = MirrorSite::build(store, options);
   for (const auto& reason : site.skipped()) std::cerr << "podplane: mirror export: skipped " << reason << "\n";
 
+  // Every object is hashed before it goes out, as mirror serve does: an export never carries
+  // bytes that do not match the digest they are published under. Each object once.
+  std::set<std::string> checked;
+  auto check = [&checked](const std::string& url_path, const fs::path& object, const std::string& digest, std::int64_t size) {
+    if (!checked.insert(digest).second) return;
+    if (auto problem = object_problem(object, digest, size); !problem.empty())
+      throw Error("not exporting " + url_path + ": " + problem);
+  };
+
   StagingDir staging(dir);
   ExportStats stats;
   stats.skipped_rows = site.skipped().size();
@@ -86,6 +97,7 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
         stats.bytes += resource.body.size();
         break;
       case ResourceKind::object: {
+        check(url_path, resource.object, resource.digest, resource.size);
         std::error_code ec;
         fs::create_hard_link(resource.object, file, ec);
         if (!ec) {
@@ -100,6 +112,8 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
         break;
       }
       case ResourceKind::module_package: {
+        for (const auto& entry : resource.module->entries)
+          if (!entry.object.empty()) check(url_path, entry.object, entry.digest, entry.size);
         std::ofstream out(file, std::ios::binary | std::ios::trunc);
         write_module_tar_gz(*resource.module, [&](const char* data, std::size_t size) {
           out.write(data, static_cast<std::streamsize>(size));

@@ -2,7 +2,9 @@
 // `podplane mirror export DIR`: the MirrorSite of a store written as a static tree that any
 // web server can host (docs/mirror.md has the nginx configuration). The tree is built in a
 // sibling temp dir and swapped in with one rename, so readers see the old or the new tree,
-// never a mix. Only an empty dir or an earlier export is ever replaced. Errors: podplane::Error.
+// never a mix. Only an empty dir or an earlier export is ever replaced. Every store object is
+// hashed on the way out; one that does not match its digest fails the export (nothing is
+// replaced). Errors: podplane::Error.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>

@@ -1,15 +1,12 @@
 #include "mirror/serve.hpp"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <ctime>
 #include <iostream>
 #include <mutex>
@@ -19,33 +16,14 @@
 
 #include "cache/layout.hpp"
 #include "lockfile/error.hpp"
+#include "mirror/serve_objects.hpp"
+#include "mirror/serve_ranges.hpp"
 
 namespace podplane::mirror {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-struct ListenAddress {
-  std::string host;
-  int port = 0;
-};
-
-ListenAddress parse_listen(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
-    throw UsageError("--listen wants HOST:PORT, e.g. 0.0.0.0:8443 or [::1]:8443; got '" + text + "'");
-  ListenAddress address;
-  address.host = text.substr(0, colon);
-  if (address.host.size() >= 2 && address.host.front() == '[' && address.host.back() == ']')
-    address.host = address.host.substr(1, address.host.size() - 2);
-  auto port_text = text.substr(colon + 1);
-  if (!std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-      port_text.size() > 5 || std::stoi(port_text) > 65535)
-    throw UsageError("--listen port must be 0..65535; got '" + port_text + "'");
-  address.port = std::stoi(port_text);
-  return address;
-}
 
 // The raw request path (before '?'): encoded separators and NULs are refused before
 // decoding, so a name can never smuggle a '/' past the exact-match lookup.
@@ -77,30 +55,53 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-struct FileHandle {
-  int fd = -1;
-  explicit FileHandle(int descriptor) : fd(descriptor) {}
-  ~FileHandle() {
-    if (fd >= 0) ::close(fd);
+// cpp-httplib's request processing (request line, headers, routing, HEAD, keep-alive headers,
+// writing the answer) over the connections ConnectionServer hands it.
+class HttpAnswers final : public httplib::Server {
+ public:
+  HttpAnswers() { set_serving(true); }
+  ~HttpAnswers() override { set_serving(false); }
+  HttpAnswers(const HttpAnswers&) = delete;
+  HttpAnswers& operator=(const HttpAnswers&) = delete;
+
+  bool answer(httplib::Stream& stream, bool last, bool& client_closes) {
+    // The handlers answer Range themselves (RFC 9110, serve_ranges.hpp); httplib's own range
+    // handling sizes suffix ranges of streamed bodies wrongly, so it must never apply.
+    return process_request(stream, last, client_closes, [](httplib::Request& request) { request.ranges.clear(); });
   }
-  FileHandle(const FileHandle&) = delete;
-  FileHandle& operator=(const FileHandle&) = delete;
+  // httplib stops writing a streamed body once its listening socket is gone. The listening
+  // socket is ConnectionServer's, so this value only says whether we still serve.
+  void set_serving(bool serving) { svr_sock_ = serving ? 0 : INVALID_SOCKET; }
 };
+
+// Whether handle() answered the request this worker thread is processing (rather than
+// cpp-httplib refusing it before routing).
+thread_local bool answered_by_handler = false;
+
+using SliceWriter = std::function<bool(std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink)>;
 
 }  // namespace
 
-struct MirrorServer::Impl {
+struct MirrorServer::Impl final : RequestHandler {
   fs::path deps_root;
   ServeOptions options;
   std::ostream& log;
   std::mutex log_mutex;
   std::mutex site_mutex;
   std::shared_ptr<const MirrorSite> site;
-  std::unique_ptr<httplib::Server> server;
+  HttpAnswers http;
+  CheckedObjects objects;
   ListenAddress address;
+  std::unique_ptr<ConnectionServer> connections;
 
   Impl(const fs::path& root, ServeOptions serve_options, std::ostream& log_stream)
       : deps_root(root), options(std::move(serve_options)), log(log_stream) {}
+
+  void write_log(const std::string& line) {
+    std::lock_guard lock(log_mutex);
+    log << line << "\n";
+    log.flush();
+  }
 
   std::shared_ptr<const MirrorSite> current() {
     std::lock_guard lock(site_mutex);
@@ -110,14 +111,15 @@ struct MirrorServer::Impl {
   void load() {
     auto store = cache::Store::open(deps_root, cache::Store::Access::read_only);
     auto fresh = std::make_shared<const MirrorSite>(MirrorSite::build(store, options.site));
-    {
-      std::lock_guard lock(log_mutex);
-      for (const auto& reason : fresh->skipped()) log << "podplane: mirror serve: skipped " << reason << "\n";
-      log << "podplane: mirror serve: " << fresh->resources().size() << " paths from " << deps_root.string() << "\n";
-      log.flush();
-    }
+    for (const auto& reason : fresh->skipped()) write_log("podplane: mirror serve: skipped " + reason);
+    write_log("podplane: mirror serve: " + std::to_string(fresh->resources().size()) + " paths from " + deps_root.string());
     std::lock_guard lock(site_mutex);
     site = std::move(fresh);
+  }
+
+  bool answer(httplib::Stream& stream, bool last, bool& client_closes) override {
+    answered_by_handler = false;
+    return http.answer(stream, last, client_closes);
   }
 
   void not_found(httplib::Response& res) {
@@ -125,14 +127,74 @@ struct MirrorServer::Impl {
     res.set_content("not found\n", "text/plain");
   }
 
+  // An object that is missing or does not match its digest: a 500 that says so, never its bytes.
+  void refuse(const httplib::Request& req, httplib::Response& res, const std::string& digest, const OpenedObject& opened) {
+    res.status = 500;
+    res.set_content("object " + digest + (opened.state == ObjectState::missing ? " is missing from" : " is damaged in") +
+                        " this mirror's store; its operator must run " + kRepairCommand + "\n",
+                    "text/plain");
+    if (opened.first_verdict) write_log("podplane: mirror serve: not serving " + printable(req.path) + ": " + opened.problem);
+  }
+
+  // The answer for a representation of `size` bytes: 200, or 206/416 for a Range request
+  // (RFC 9110 §14). `etag` (quoted, strong) may be empty; If-Range needs it to match.
+  void answer_bytes(const httplib::Request& req, httplib::Response& res, std::uint64_t size, const std::string& type,
+                    const std::string& etag, SliceWriter write_slice) {
+    res.set_header("Accept-Ranges", "bytes");
+    if (!etag.empty()) res.set_header("ETag", etag);
+    RangePlan plan;
+    bool if_range_holds = !req.has_header("If-Range") || (!etag.empty() && req.get_header_value("If-Range") == etag);
+    if (req.has_header("Range") && if_range_holds) plan = plan_ranges(req.get_header_value("Range"), size);
+    BodyLayout layout;
+    std::string body_type = type;
+    switch (plan.outcome) {
+      case RangeOutcome::whole:
+        res.status = 200;
+        layout = BodyLayout::slice(0, size);
+        break;
+      case RangeOutcome::unsatisfiable:
+        res.status = 416;
+        res.set_header("Content-Range", unsatisfied_range(size));
+        return;
+      case RangeOutcome::partial:
+        res.status = 206;
+        if (plan.ranges.size() == 1) {
+          res.set_header("Content-Range", content_range(plan.ranges[0], size));
+          layout = BodyLayout::slice(plan.ranges[0].first, plan.ranges[0].length());
+        } else {
+          auto boundary = random_boundary();
+          layout = BodyLayout::multipart(plan.ranges, size, type, boundary);
+          body_type = "multipart/byteranges; boundary=" + boundary;
+        }
+        break;
+    }
+    if (layout.size() == 0) {
+      // No provider for an empty body: httplib would then send no Content-Length at all.
+      res.set_content("", body_type);
+      return;
+    }
+    auto shared = std::make_shared<const BodyLayout>(std::move(layout));
+    res.set_content_provider(static_cast<size_t>(shared->size()), body_type,
+                             [shared, write_slice](size_t offset, size_t length, httplib::DataSink& sink) {
+                               return shared->produce(
+                                   offset, length,
+                                   [&sink](std::string_view text) { return sink.write(text.data(), text.size()); },
+                                   [&](std::uint64_t at, std::uint64_t count) { return write_slice(at, count, sink); });
+                             });
+  }
+
   void handle(const httplib::Request& req, httplib::Response& res) {
+    answered_by_handler = true;
     if (hostile_target(req.target)) return not_found(res);
     auto snapshot = current();
     const SiteResource* resource = snapshot->find(req.path);
     if (resource == nullptr) return not_found(res);
     switch (resource->kind) {
       case ResourceKind::document:
-        res.set_content(resource->body, resource->content_type);
+        answer_bytes(req, res, resource->body.size(), resource->content_type, "",
+                     [snapshot, resource](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {
+                       return sink.write(resource->body.data() + offset, static_cast<size_t>(length));
+                     });
         return;
       case ResourceKind::module_download:
         // 204 + X-Terraform-Get works for Terraform and OpenTofu alike (tf-protocols.md §6.1).
@@ -140,37 +202,34 @@ struct MirrorServer::Impl {
         res.set_header("X-Terraform-Get", resource->location);
         return;
       case ResourceKind::object: {
-        int fd = ::open(resource->object.c_str(), O_RDONLY | O_CLOEXEC);
-        struct stat info {};
-        if (fd < 0 || ::fstat(fd, &info) != 0 || info.st_size < resource->size) {
-          if (fd >= 0) ::close(fd);
-          res.status = 500;
-          res.set_content("object missing from the store: " + resource->digest + "\n", "text/plain");
-          std::lock_guard lock(log_mutex);
-          log << "podplane: mirror serve: object " << resource->digest << " missing or short at "
-              << resource->object.string() << " (run podplane deps verify)\n";
-          return;
-        }
-        auto file = std::make_shared<FileHandle>(fd);
-        res.set_header("ETag", "\"" + resource->digest + "\"");
-        res.set_content_provider(
-            static_cast<size_t>(resource->size), resource->content_type,
-            [file](size_t offset, size_t length, httplib::DataSink& sink) {
-              static thread_local std::vector<char> buffer(1 << 18);
-              while (length > 0) {
-                auto want = std::min(length, buffer.size());
-                ssize_t got = ::pread(file->fd, buffer.data(), want, static_cast<off_t>(offset));
-                if (got < 0 && errno == EINTR) continue;
-                if (got <= 0) return false;
-                if (!sink.write(buffer.data(), static_cast<size_t>(got))) return false;
-                offset += static_cast<size_t>(got);
-                length -= static_cast<size_t>(got);
-              }
-              return true;
-            });
+        auto opened = objects.open(resource->object, resource->digest, resource->size);
+        if (opened.state != ObjectState::good) return refuse(req, res, resource->digest, opened);
+        auto file = std::make_shared<cache::UniqueFd>(std::move(opened.fd));
+        answer_bytes(req, res, static_cast<std::uint64_t>(resource->size), resource->content_type,
+                     "\"" + resource->digest + "\"",
+                     [file](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {
+                       static thread_local std::vector<char> buffer(1 << 18);
+                       while (length > 0) {
+                         auto want = static_cast<std::size_t>(std::min<std::uint64_t>(length, buffer.size()));
+                         ssize_t got = ::pread(file->get(), buffer.data(), want, static_cast<off_t>(offset));
+                         if (got < 0 && errno == EINTR) continue;
+                         if (got <= 0) return false;
+                         if (!sink.write(buffer.data(), static_cast<size_t>(got))) return false;
+                         offset += static_cast<std::uint64_t>(got);
+                         length -= static_cast<std::uint64_t>(got);
+                       }
+                       return true;
+                     });
         return;
       }
       case ResourceKind::module_package: {
+        // Every file of the package is checked before the first byte of the archive goes out.
+        for (const auto& entry : resource->module->entries) {
+          if (entry.object.empty()) continue;
+          auto opened = objects.open(entry.object, entry.digest, entry.size);
+          if (opened.state != ObjectState::good) return refuse(req, res, entry.digest, opened);
+        }
+        res.status = 200;
         auto package = resource->module;
         res.set_chunked_content_provider(resource->content_type, [package, this](size_t, httplib::DataSink& sink) {
           try {
@@ -180,8 +239,7 @@ struct MirrorServer::Impl {
             sink.done();
             return true;
           } catch (const std::exception& error) {
-            std::lock_guard lock(log_mutex);
-            log << "podplane: mirror serve: " << error.what() << "\n";
+            write_log(std::string("podplane: mirror serve: ") + error.what());
             return false;
           }
         });
@@ -191,72 +249,86 @@ struct MirrorServer::Impl {
     not_found(res);
   }
 
+  // cpp-httplib answers 416 on its own, before routing, when it cannot parse a Range header.
+  // Such a request gets what handle() answers instead, which follows RFC 9110: a unit other
+  // than bytes is ignored, an invalid bytes range is 416 with the size.
+  httplib::Server::HandlerResponse after_refused_range(const httplib::Request& req, httplib::Response& res) {
+    if (res.status != 416 || answered_by_handler) return httplib::Server::HandlerResponse::Unhandled;
+    handle(req, res);
+    if (req.ranges.empty()) return httplib::Server::HandlerResponse::Handled;
+    // httplib kept the part of the header it parsed and would apply it to a body: send none.
+    res.body.clear();
+    res.content_provider_ = nullptr;
+    res.content_length_ = 0;
+    res.is_chunked_content_provider_ = false;
+    if (res.status < 300) res.status = 416;
+    return httplib::Server::HandlerResponse::Unhandled;
+  }
+
   void access_log(const httplib::Request& req, const httplib::Response& res) {
-    std::size_t bytes = res.body.size();
-    if (res.content_length_ > 0) bytes = res.content_length_;
-    std::string line = req.remote_addr + " - - [" + utc_now() + "] \"" + printable(req.method) + " " +
-                       printable(req.target) + " " + printable(req.version) + "\" " + std::to_string(res.status) + " " +
-                       std::to_string(bytes) + "\n";
-    std::lock_guard lock(log_mutex);
-    log << line;
-    log.flush();
+    write_log(req.remote_addr + " - - [" + utc_now() + "] \"" + printable(req.method) + " " + printable(req.target) + " " +
+              printable(req.version) + "\" " + std::to_string(res.status) + " " + std::to_string(body_bytes_sent()));
   }
 };
 
 MirrorServer::MirrorServer(const fs::path& deps_root, ServeOptions options, std::ostream& log)
     : impl_(std::make_unique<Impl>(deps_root, std::move(options), log)) {
-  auto& o = impl_->options;
-  impl_->address = parse_listen(o.listen);
+  auto& impl = *impl_;
+  auto& o = impl.options;
+  impl.address = parse_listen_address(o.listen);
+  std::optional<TlsFiles> tls;
   if (o.transport == Transport::https) {
     if (!o.tls_cert || !o.tls_key)
       throw UsageError("mirror serve needs --tls-cert FILE and --tls-key FILE (or --plain-http for plain HTTP)");
-    for (const auto& file : {*o.tls_cert, *o.tls_key})
-      if (!fs::is_regular_file(file)) throw Error("cannot read TLS file " + file.string());
-    auto server = std::make_unique<httplib::SSLServer>(o.tls_cert->c_str(), o.tls_key->c_str());
-    if (!server->is_valid())
-      throw Error("cannot load the TLS certificate " + o.tls_cert->string() + " with the key " + o.tls_key->string());
-    impl_->server = std::move(server);
-  } else {
-    impl_->server = std::make_unique<httplib::Server>();
+    tls = TlsFiles{*o.tls_cert, *o.tls_key};
   }
+  impl.connections = std::make_unique<ConnectionServer>(o.limits, tls, impl,
+                                                        [&impl](const std::string& line) { impl.write_log(line); });
   if (!fs::exists(cache::layout::index_db(deps_root)))
     throw Error("no store at " + deps_root.string() + " (fill it with podplane deps tf, or import a bundle)");
-  impl_->load();
+  impl.load();
 
-  auto& server = *impl_->server;
-  std::size_t threads = std::max<std::size_t>(o.threads, 2);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // Small answers are written as headers then body: without TCP_NODELAY, Nagle plus delayed ACKs
-  // add ~40 ms to every keep-alive JSON request (measured by bench/serve).
-  server.set_tcp_nodelay(true);
-  server.set_keep_alive_max_count(1000);
-  server.set_keep_alive_timeout(5);
-  server.set_read_timeout(30);
-  server.set_write_timeout(60);
-  server.set_payload_max_length(64 * 1024);  // read-only: no request carries a body we want
-  Impl* impl = impl_.get();
-  server.Get(".*", [impl](const httplib::Request& req, httplib::Response& res) { impl->handle(req, res); });
-  server.set_logger([impl](const httplib::Request& req, const httplib::Response& res) { impl->access_log(req, res); });
+  auto& http = impl.http;
+  http.set_keep_alive_max_count(o.limits.keep_alive_requests);
+  http.set_keep_alive_timeout(o.limits.idle_timeout.count());
+  http.set_payload_max_length(64 * 1024);  // read-only: no request carries a body we want
+  Impl* self = impl_.get();
+  http.Get(".*", [self](const httplib::Request& req, httplib::Response& res) { self->handle(req, res); });
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [self](const httplib::Request& req, httplib::Response& res) { return self->after_refused_range(req, res); }));
+  http.set_exception_handler([self](const httplib::Request&, httplib::Response& res, std::exception_ptr thrown) {
+    res.status = 500;
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const std::exception& error) {
+      self->write_log(std::string("podplane: mirror serve: ") + error.what());
+    } catch (...) {
+      self->write_log("podplane: mirror serve: unknown error");
+    }
+  });
+  http.set_logger([self](const httplib::Request& req, const httplib::Response& res) { self->access_log(req, res); });
 }
 
 MirrorServer::~MirrorServer() = default;
 
 std::string MirrorServer::bind() {
-  auto& a = impl_->address;
-  int port = a.port;
-  if (port == 0) {
-    port = impl_->server->bind_to_any_port(a.host);
-    if (port < 0) throw Error("cannot listen on " + a.host + ":0");
-  } else if (!impl_->server->bind_to_port(a.host, port)) {
-    throw Error("cannot listen on " + impl_->options.listen + ": " + std::strerror(errno));
-  }
-  std::string host = a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host;
-  return std::string(impl_->options.transport == Transport::https ? "https" : "http") + "://" + host + ":" +
+  int port = impl_->connections->listen(impl_->address);
+  const auto& host = impl_->address.host;
+  std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return std::string(impl_->options.transport == Transport::https ? "https" : "http") + "://" + shown + ":" +
          std::to_string(port) + "/";
 }
 
-void MirrorServer::run() { impl_->server->listen_after_bind(); }
-void MirrorServer::stop() { impl_->server->stop(); }
+void MirrorServer::run() {
+  impl_->http.set_serving(true);
+  impl_->connections->run();
+}
+
+void MirrorServer::stop() {
+  impl_->http.set_serving(false);
+  impl_->connections->stop();
+}
+
 void MirrorServer::reload() { impl_->load(); }
 std::size_t MirrorServer::skipped_rows() const { return impl_->current()->skipped().size(); }
 
@@ -289,8 +361,14 @@ void serve_until_signalled(const fs::path& deps_root, const ServeOptions& option
     }
   });
   on_ready(url);
-  server.run();
-  // run() also returns when the listener fails; wake the waiter so that it exits (a no-op
+  try {
+    server.run();
+  } catch (...) {
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+    throw;
+  }
+  // run() also returns when event polling fails; wake the waiter so that it exits (a no-op
   // when a signal already made it stop the server).
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();

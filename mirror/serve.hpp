@@ -1,9 +1,12 @@
 #pragma once
-// `podplane mirror serve`: a read-only HTTP(S) server of one store (cpp-httplib), answering
-// every path of the MirrorSite built from the index and 404 for anything else. It opens the
-// store Access::read_only and never writes. One access-log line per request goes to the
-// log stream. bind(), run() and stop() are for one owner; stop() and reload() may be called
-// from any thread while run() serves.
+// `podplane mirror serve`: a read-only HTTP(S) server of one store, answering every path of
+// the MirrorSite built from the index and 404 for anything else. It opens the store
+// Access::read_only and never writes. Connections, deadlines and caps are ConnectionServer's
+// (serve_connections.hpp); requests are parsed and answers written by cpp-httplib; Range
+// requests follow RFC 9110 (serve_ranges.hpp); every store object is checked against its
+// digest before its first byte goes out (serve_objects.hpp). One access-log line per request
+// goes to the log stream. bind(), run() and stop() are for one owner; stop() and reload()
+// may be called from any thread while run() serves.
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -12,6 +15,7 @@
 #include <ostream>
 #include <string>
 
+#include "mirror/serve_connections.hpp"
 #include "mirror/serve_site.hpp"
 
 namespace podplane::mirror {
@@ -23,21 +27,21 @@ struct ServeOptions {
   Transport transport = Transport::https;
   std::optional<std::filesystem::path> tls_cert;  // PEM chain; required for https
   std::optional<std::filesystem::path> tls_key;   // PEM private key; required for https
-  std::size_t threads = 64;                        // worker threads (one per open connection)
+  ConnectionLimits limits;                         // workers, per-client cap, deadlines
   SiteOptions site;
 };
 
 class MirrorServer {
  public:
   // Opens the store read-only and builds the site. Error when the store or the TLS files
-  // cannot be used; UsageError for a malformed listen address or missing TLS options.
+  // cannot be used; UsageError for a bad listen address or missing TLS options.
   MirrorServer(const std::filesystem::path& deps_root, ServeOptions options, std::ostream& log);
   ~MirrorServer();
   MirrorServer(const MirrorServer&) = delete;
   MirrorServer& operator=(const MirrorServer&) = delete;
 
   // Binds and listens; returns the base URL ("https://127.0.0.1:8443/"). Clients may
-  // connect from here on (they wait in the backlog until run()).
+  // connect from here on (they wait in the backlog until run()). Error when the port is in use.
   [[nodiscard]] std::string bind();
   void run();     // serves until stop()
   void stop();

@@ -295,13 +295,14 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
         }
         std::string prefix;
         for (std::size_t i = 0; i + 1 < segments.size(); ++i) directories.insert(prefix += segments[i] + "/");
-        package->entries.push_back({file.path, (file.mode & 0111) ? 0755u : 0644u, store.object_path(file.digest), file.size});
+        package->entries.push_back(
+            {file.path, (file.mode & 0111) ? 0755u : 0644u, store.object_path(file.digest), file.size, file.digest});
       }
       if (!ok) {
         skip("module " + address + " " + version + " has an unsafe file path");
         continue;
       }
-      for (const auto& directory : directories) package->entries.push_back({directory, 0755, {}, 0});
+      for (const auto& directory : directories) package->entries.push_back({directory, 0755, {}, 0, {}});
       std::sort(package->entries.begin(), package->entries.end(),
                 [](const ModulePackageEntry& a, const ModulePackageEntry& b) { return a.path < b.path; });
 

@@ -35,6 +35,7 @@ struct ModulePackageEntry {
   std::uint32_t mode = 0644;
   std::filesystem::path object;  // empty for directories
   std::int64_t size = 0;
+  std::string digest;            // sha256 hex of the object; empty for directories
 };
 
 // A module package in archive order (sorted by path, parents before children).
