@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +13,7 @@
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/hcl.hpp"
+#include "lockfile/input_limits.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
 
@@ -25,11 +25,8 @@ using nlohmann::json;
 namespace {
 
 std::optional<std::string> read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  if (!std::ifstream(file, std::ios::binary)) return std::nullopt;
+  return read_file_within_limits(file, "stack file");
 }
 
 class Reporter {
@@ -168,7 +165,7 @@ void check_manifests(const cache::Store& store, const fs::path& stack_dir, const
     std::string item = name.substr(17, name.size() - 17 - 5);
     json manifest;
     try {
-      manifest = json::parse(*read_text(file)).at("vmconfig");
+      manifest = parse_json_within_limits(read_text(file).value(), file.string()).at("vmconfig");
     } catch (const std::exception& e) {
       out.fail("-", item, std::string("INVALID: ") + e.what(), "regenerate the stack with `podplane cluster create --force`");
       continue;

@@ -1,11 +1,15 @@
 #include "generator/config.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include "generator/jsonc.hpp"
 #include "generator/schema.hpp"
 #include "lockfile/error.hpp"
+#include "lockfile/input_limits.hpp"
 
 namespace podplane::generator {
 
@@ -16,11 +20,6 @@ using nlohmann::json;
 std::string str(const json& object, const char* key, std::string fallback = "") {
   auto found = object.find(key);
   return found == object.end() ? fallback : found->get<std::string>();
-}
-
-int integer(const json& object, const char* key, int fallback) {
-  auto found = object.find(key);
-  return found == object.end() ? fallback : found->get<int>();
 }
 
 bool boolean(const json& object, const char* key, bool fallback) {
@@ -39,6 +38,29 @@ std::vector<std::string> strings(const json& object, const char* key) {
                        const std::string& message) {
   throw Error(std::string(source) + ":" + std::to_string(document.line_of(pointer)) + ": " + display_path(pointer) +
               ": " + message);
+}
+
+// An integer field at `pointer`, or `fallback` when absent. The schema accepts any whole
+// number (4294967296 and 1e20 included, as JSON Schema says), and nlohmann's get<int>() would
+// silently truncate those, so the range is checked here.
+int integer(const JsoncDocument& document, std::string_view source, const std::string& pointer, int fallback) {
+  const json::json_pointer at(pointer);
+  if (!document.value.contains(at)) return fallback;
+  const json& value = document.value.at(at);
+  constexpr auto lowest = std::numeric_limits<int>::min();
+  constexpr auto highest = std::numeric_limits<int>::max();
+  if (value.is_number_unsigned()) {
+    if (value.get<std::uint64_t>() <= static_cast<std::uint64_t>(highest)) return value.get<int>();
+  } else if (value.is_number_integer()) {
+    auto number = value.get<std::int64_t>();
+    if (number >= lowest && number <= highest) return static_cast<int>(number);
+  } else if (value.is_number_float()) {
+    double number = value.get<double>();
+    if (number >= lowest && number <= highest && number == std::floor(number)) return static_cast<int>(number);
+  }
+  fail(document, source, pointer,
+       "is out of range: " + value.dump() + " (expected a whole number from " + std::to_string(lowest) + " to " +
+           std::to_string(highest) + ")");
 }
 
 }  // namespace
@@ -78,7 +100,8 @@ ClusterConfig parse_cluster_config(std::string_view text, std::string_view sourc
 
   for (const auto& item : c["pools"].items()) {  // nlohmann keeps keys sorted
     config.pools.push_back({item.key(), item.value()["arch"].get<std::string>(),
-                            item.value()["instance_type"].get<std::string>(), item.value()["size"].get<int>()});
+                            item.value()["instance_type"].get<std::string>(),
+                            integer(document, source_name, "/cluster/pools/" + json_pointer_token(item.key()) + "/size", 0)});
   }
   std::set<std::string> pool_names;
   for (const auto& pool : config.pools) pool_names.insert(pool.name);
@@ -129,8 +152,10 @@ ClusterConfig parse_cluster_config(std::string_view text, std::string_view sourc
       LoadBalancerConfig balancer{lb.key(), boolean(lb.value(), "public", false), str(lb.value(), "subnets", "private"), {}};
       std::size_t index = 0;
       for (const auto& listener : lb.value()["listeners"]) {
-        ListenerConfig l{listener["port"].get<int>(), integer(listener, "target_port", listener["port"].get<int>()),
-                         listener["pool"].get<std::string>()};
+        std::string at = "/cluster/providers/0/load_balancers/" + json_pointer_token(lb.key()) + "/listeners/" +
+                         std::to_string(index);
+        int port = integer(document, source_name, at + "/port", 0);
+        ListenerConfig l{port, integer(document, source_name, at + "/target_port", port), listener["pool"].get<std::string>()};
         if (!pool_names.count(l.pool))
           fail(document, source_name,
                "/cluster/providers/0/load_balancers/" + lb.key() + "/listeners/" + std::to_string(index) + "/pool",
@@ -145,12 +170,12 @@ ClusterConfig parse_cluster_config(std::string_view text, std::string_view sourc
 
   const json& k = c["kubernetes"];
   config.kubernetes.api_hostname = k["api_hostname"].get<std::string>();
-  config.kubernetes.api_port = integer(k, "api_port", config.kubernetes.api_port);
+  config.kubernetes.api_port = integer(document, source_name, "/cluster/kubernetes/api_port", config.kubernetes.api_port);
   config.kubernetes.cluster_cidr = strings(k, "cluster_cidr");
   config.kubernetes.service_cidr = strings(k, "service_cidr");
-  config.kubernetes.node_cidr_mask_size_ipv4 = integer(k, "node_cidr_mask_size_ipv4", config.kubernetes.node_cidr_mask_size_ipv4);
-  config.kubernetes.node_cidr_mask_size_ipv6 = integer(k, "node_cidr_mask_size_ipv6", config.kubernetes.node_cidr_mask_size_ipv6);
-  config.kubernetes.log_level = integer(k, "log_level", config.kubernetes.log_level);
+  config.kubernetes.node_cidr_mask_size_ipv4 = integer(document, source_name, "/cluster/kubernetes/node_cidr_mask_size_ipv4", config.kubernetes.node_cidr_mask_size_ipv4);
+  config.kubernetes.node_cidr_mask_size_ipv6 = integer(document, source_name, "/cluster/kubernetes/node_cidr_mask_size_ipv6", config.kubernetes.node_cidr_mask_size_ipv6);
+  config.kubernetes.log_level = integer(document, source_name, "/cluster/kubernetes/log_level", config.kubernetes.log_level);
   if (c.contains("telemetry")) config.telemetry_endpoint = str(c["telemetry"], "endpoint");
   if (c.contains("registry")) config.registry_hostname = str(c["registry"], "hostname");
   if (c.contains("seed")) {
@@ -163,14 +188,7 @@ ClusterConfig load_cluster_config(const std::filesystem::path& file) {
   std::error_code error;
   if (!std::filesystem::exists(file, error))
     throw Error("cluster config " + file.string() + " does not exist; write one with `podplane cluster init`");
-  std::FILE* handle = std::fopen(file.c_str(), "rb");
-  if (handle == nullptr) throw Error("cannot read " + file.string());
-  std::string text;
-  char buffer[65536];
-  std::size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, handle)) > 0) text.append(buffer, got);
-  std::fclose(handle);
-  return parse_cluster_config(text, file.filename().string());
+  return parse_cluster_config(read_file_within_limits(file, "cluster config"), file.filename().string());
 }
 
 std::string starter_config(const InitOptions& options) {

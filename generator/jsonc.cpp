@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "lockfile/error.hpp"
+#include "lockfile/input_limits.hpp"
 
 namespace podplane::generator {
 
@@ -104,13 +105,6 @@ class LineScanner {
   int line_ = 1;
 };
 
-int line_at_byte(std::string_view text, std::size_t byte) {
-  int line = 1;
-  for (std::size_t i = 0; i < text.size() && i < byte; ++i)
-    if (text[i] == '\n') ++line;
-  return line;
-}
-
 }  // namespace
 
 int JsoncDocument::line_of(const std::string& pointer) const {
@@ -125,18 +119,9 @@ int JsoncDocument::line_of(const std::string& pointer) const {
 
 JsoncDocument parse_jsonc(std::string_view text, std::string_view source_name) {
   JsoncDocument document;
-  try {
-    document.value = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true,
-                                           /*ignore_comments=*/true);
-  } catch (const nlohmann::json::parse_error& error) {
-    // nlohmann reports the byte just past the offending token.
-    std::size_t byte = error.byte > 0 ? error.byte - 1 : 0;
-    std::string message = error.what();
-    auto detail = message.find("syntax error");
-    if (detail != std::string::npos) message = message.substr(detail);
-    throw Error(std::string(source_name) + ":" + std::to_string(line_at_byte(text, byte)) + ": invalid JSON: " +
-                message);
-  }
+  // Size, depth and number range are checked first: the line scanner below recurses once per
+  // level and keeps every pointer, so it must never see hostile nesting.
+  document.value = parse_json_within_limits(text, source_name, JsonComments::allow);
   LineScanner(text, document.lines).scan();
   return document;
 }

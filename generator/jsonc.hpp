@@ -2,7 +2,8 @@
 // JSON with comments (// and /* */), as podplane.cluster.jsonc is written. The value is
 // parsed by nlohmann_json (ignore_comments); a small scanner of our own records the line of
 // every value by JSON Pointer so that errors can name both the path and the line.
-// Errors are podplane::Error with "<source>:<line>: …".
+// Errors are podplane::Error with "<source>:<line>:<column>: …"; the input limits of
+// lockfile/input_limits.hpp apply (size, nesting, numbers beyond a double).
 #include <map>
 #include <string>
 #include <string_view>

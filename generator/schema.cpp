@@ -1,6 +1,7 @@
 #include "generator/schema.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <regex>
 #include <set>
 
@@ -37,6 +38,10 @@ std::string type_name(const json& value) {
 bool has_type(const json& value, const std::string& type) {
   std::string actual = type_name(value);
   if (type == "number") return actual == "integer" || actual == "number";
+  // JSON Schema: any number without a fractional part is an integer (1.0, 1e20); whether it
+  // fits the field is for the reader of the field to say.
+  if (type == "integer" && value.is_number_float())
+    return std::isfinite(value.get<double>()) && value.get<double>() == std::floor(value.get<double>());
   return actual == type;
 }
 

@@ -19,6 +19,7 @@
 #include "generator/render.hpp"
 #include "generator/schema.hpp"
 #include "lockfile/error.hpp"
+#include "lockfile/input_limits.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/hcl.hpp"
 #include "lockfile/lock_file.hpp"
@@ -44,12 +45,8 @@ constexpr const char* identity_message =
 constexpr const char* module_names[] = {"cluster", "account", "network", "shard"};
 
 std::optional<std::string> read_if_exists(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (in.bad()) throw Error("cannot read " + file.string());
-  return out.str();
+  if (!std::ifstream(file, std::ios::binary)) return std::nullopt;
+  return read_file_within_limits(file, "stack file");
 }
 
 // The first header line is the marker; the second may be reworded by future versions.
@@ -233,7 +230,7 @@ std::optional<std::string> stored_manifest(const cache::Store& store, const std:
 
 std::string manifest_version(const std::string& bytes) {
   try {
-    auto value = json::parse(bytes);
+    auto value = parse_json_within_limits(bytes, "vmconfig manifest");
     return value.at("vmconfig").at("version").get<std::string>();
   } catch (const std::exception&) {
     return "?";
@@ -309,7 +306,7 @@ State read_state(const fs::path& stack_dir) {
   auto text = read_if_exists(stack_dir / state_file_name);
   if (!text) return state;
   try {
-    auto value = json::parse(*text);
+    auto value = parse_json_within_limits(*text, (stack_dir / state_file_name).string());
     for (const auto& item : value.at("files").items()) state.files[item.key()] = item.value().get<std::string>();
   } catch (const std::exception& error) {
     throw Error((stack_dir / state_file_name).string() + " is not valid podplane state (" + error.what() +
@@ -333,7 +330,7 @@ bool owned_by_podplane(const std::string& name, const std::string& current, cons
   if (name == lock_hcl) return current.rfind("# This file is maintained automatically by", 0) == 0;
   if (is_vmconfig_file(name)) {
     try {
-      return json::parse(current).contains("vmconfig");
+      return parse_json_within_limits(current, name).contains("vmconfig");
     } catch (const std::exception&) {
       return false;
     }

@@ -4,11 +4,11 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "lockfile/error.hpp"
+#include "lockfile/input_limits.hpp"
 #include "lockfile/hcl.hpp"
 
 extern char** environ;
@@ -160,12 +160,8 @@ void decode_credentials(const hcl::Block& block, CliConfig& config, std::string_
 }
 
 std::optional<std::string> read_optional_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) throw Error("cannot read " + file.string());
-  return content.str();
+  if (!std::ifstream(file, std::ios::binary)) return std::nullopt;  // absent or unreadable: as if none
+  return read_file_within_limits(file, "CLI config");
 }
 
 }  // namespace
@@ -214,12 +210,7 @@ CliConfig parse_cli_config(std::string_view text, std::string_view source_name) 
 }
 
 void merge_credentials_json(CliConfig& config, std::string_view json_text, std::string_view source_name) {
-  nlohmann::json document;
-  try {
-    document = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& error) {
-    throw Error(std::string(source_name) + ": invalid JSON: " + error.what());
-  }
+  nlohmann::json document = parse_json_within_limits(json_text, source_name);
   if (!document.is_object()) throw Error(std::string(source_name) + ": expected a JSON object");
   auto credentials = document.find("credentials");
   if (credentials == document.end()) return;

@@ -46,7 +46,8 @@ struct QuotedString {
 
 class Parser {
  public:
-  Parser(std::string_view text, std::string_view source_name) : text_(text), name_(source_name) {
+  Parser(std::string_view text, std::string_view source_name, const InputLimits& limits)
+      : text_(text), name_(source_name), limits_(limits) {
     line_starts_.push_back(0);
     for (std::size_t i = 0; i < text_.size(); ++i) {
       if (text_[i] == '\n') line_starts_.push_back(i + 1);
@@ -63,6 +64,28 @@ class Parser {
   std::string_view name_;
   std::vector<std::size_t> line_starts_;
   std::size_t at_ = 0;
+  InputLimits limits_;
+  int depth_ = 0;  // blocks, tuples, objects and template sequences open around at_
+
+  // One more level of nesting for as long as it lives; past the limit, an error at `offset`.
+  // Every recursion of the reader goes through one, so hostile nesting cannot exhaust the stack.
+  class Nested {
+   public:
+    Nested(Parser& parser, std::size_t offset) : parser_(parser) {
+      if (++parser_.depth_ > parser_.limits_.max_depth) parser_.fail_too_deep(offset);
+    }
+    ~Nested() { --parser_.depth_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Parser& parser_;
+  };
+
+  [[noreturn]] void fail_too_deep(std::size_t offset) const {
+    fail(offset, "nested deeper than " + std::to_string(limits_.max_depth) +
+                     " levels (blocks, brackets and template sequences count)");
+  }
 
   // ---- positions and errors ----
 
@@ -185,7 +208,10 @@ class Parser {
       }
       std::size_t brace = at_;
       ++at_;
-      block.body = parse_body(brace);
+      {
+        Nested nested(*this, item_start);
+        block.body = parse_body(brace);
+      }
       body.blocks.push_back(std::move(block));
       expect_item_end(open.has_value());
     }
@@ -281,6 +307,7 @@ class Parser {
   }
 
   std::optional<Value> try_tuple() {
+    Nested nested(*this, at_);
     ++at_;  // '['
     if (next_word_is_for()) return std::nullopt;
     Tuple items;
@@ -305,6 +332,7 @@ class Parser {
   }
 
   std::optional<Value> try_object() {
+    Nested nested(*this, at_);
     ++at_;  // '{'
     if (next_word_is_for()) return std::nullopt;
     Object members;
@@ -402,6 +430,7 @@ class Parser {
 
   // Inside "${ … }" or "%{ … }": up to the matching "}", through nested strings and braces.
   void skip_template_sequence(std::size_t open) {
+    Nested nested(*this, open);
     int depth = 1;
     while (true) {
       if (eof()) fail(open, "unterminated template sequence: no closing \"}\"");
@@ -410,7 +439,7 @@ class Parser {
         (void)read_quoted_string();
         continue;
       }
-      if (c == '{') ++depth;
+      if (c == '{' && depth_ + depth++ > limits_.max_depth) fail_too_deep(at_);
       if (c == '}' && --depth == 0) {
         ++at_;
         return;
@@ -463,6 +492,7 @@ class Parser {
       char c = cur();
       if (open.empty() && (c == '\n' || c == ',' || c == '}' || c == ']' || c == ')')) return;
       if (c == '(' || c == '[' || c == '{') {
+        if (depth_ + static_cast<int>(open.size()) >= limits_.max_depth) fail_too_deep(at_);
         open.emplace_back(c == '(' ? ')' : c == '[' ? ']' : '}', at_);
         ++at_;
       } else if (c == ')' || c == ']' || c == '}') {
@@ -499,10 +529,11 @@ std::vector<const Block*> Body::blocks_of_type(std::string_view type) const {
   return found;
 }
 
-Body parse(std::string_view text, std::string_view source_name) {
+Body parse(std::string_view text, std::string_view source_name, const InputLimits& limits) {
+  check_input_size(text.size(), source_name, limits);
   // A UTF-8 byte-order mark is not part of the syntax.
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
-  return Parser(text, source_name).parse_file();
+  return Parser(text, source_name, limits).parse_file();
 }
 
 std::string quote(std::string_view text) {

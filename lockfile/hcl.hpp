@@ -4,13 +4,16 @@
 // of literals. Any other expression (references, function calls, conditionals, for
 // expressions, templates with interpolation, heredocs) is skipped and kept as its raw text,
 // so that .tf files parse whatever else they contain. All three comment styles are skipped.
-// Errors are podplane::Error with "file:line:column: message".
+// Errors are podplane::Error with "file:line:column: message"; text larger than the limits, or
+// nested deeper (blocks, brackets, template sequences), is such an error too.
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include "lockfile/input_limits.hpp"
 
 namespace podplane::lockfile::hcl {
 
@@ -59,7 +62,8 @@ struct Block {
 };
 
 // Parses a whole file. `source_name` prefixes every error.
-[[nodiscard]] Body parse(std::string_view text, std::string_view source_name);
+[[nodiscard]] Body parse(std::string_view text, std::string_view source_name,
+                         const InputLimits& limits = kDefaultInputLimits);
 
 // Go-style quoted string literal, as hclwrite and the engines emit it.
 std::string quote(std::string_view text);

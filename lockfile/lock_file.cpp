@@ -1,14 +1,13 @@
 #include "lockfile/lock_file.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include "lockfile/error.hpp"
 #include "lockfile/hcl.hpp"
+#include "lockfile/input_limits.hpp"
 #include "lockfile/version.hpp"
 
 namespace podplane::lockfile {
@@ -141,12 +140,7 @@ LockFile parse_lock_file(std::string_view text, std::string_view source_name) {
 }
 
 LockFile read_lock_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error("cannot open lock file " + file.string());
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) throw Error("cannot read lock file " + file.string());
-  return parse_lock_file(content.str(), file.string());
+  return parse_lock_file(read_file_within_limits(file, "lock file"), file.string());
 }
 
 std::string render_lock_file(const LockFile& lock, Engine engine) {

@@ -1,12 +1,11 @@
 #include "lockfile/tf_config.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "lockfile/error.hpp"
 #include "lockfile/hcl.hpp"
+#include "lockfile/input_limits.hpp"
 
 namespace podplane::lockfile {
 namespace {
@@ -21,15 +20,6 @@ std::string literal_string(const hcl::Value& value, const std::string& what, con
   const std::string* text = value.as_string();
   if (text == nullptr) throw Error(at(file, value.pos) + what + " must be a literal string");
   return *text;
-}
-
-std::string read_whole_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error("cannot open " + file.string());
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) throw Error("cannot read " + file.string());
-  return content.str();
 }
 
 bool is_local_source(std::string_view source) {
@@ -75,7 +65,7 @@ void read_directory(const fs::path& dir, ModuleRequirements& out, std::set<fs::p
 
   for (const auto& path : files) {
     const std::string file = path.string();
-    hcl::Body body = hcl::parse(read_whole_file(path), file);
+    hcl::Body body = hcl::parse(read_file_within_limits(path, "configuration file"), file);
     for (const hcl::Block* terraform : body.blocks_of_type("terraform")) {
       if (const hcl::Attribute* required = terraform->body.attribute("required_version")) {
         out.required_versions.push_back(literal_string(required->value, "required_version", file));

@@ -113,7 +113,7 @@ TEST(ClusterConfig, MissingRequiredAndTypeErrors) {
 
 TEST(ClusterConfig, SyntaxErrorNamesLine) {
   std::string message = error_of("{\n  // c\n  \"cluster\": {\n    \"id\": \"x\",,\n  }\n}\n");
-  EXPECT_NE(message.find("podplane.cluster.jsonc:4: invalid JSON"), std::string::npos) << message;
+  EXPECT_NE(message.find("podplane.cluster.jsonc:4:15: invalid JSON"), std::string::npos) << message;
 }
 
 TEST(ClusterConfig, SemanticChecksNamePathAndLine) {

@@ -1,0 +1,49 @@
+#pragma once
+// Limits on text from outside (files a user or a stack supplies, upstream answers, bundle
+// entries) before any reader builds a tree from it: a size cap, so a huge file fails before
+// it is read, and a nesting cap, so a hostile document cannot exhaust the stack of a
+// recursive reader (or of nlohmann_json, whose copy, compare and dump recurse). Every parser
+// of ours checks both; errors are podplane::Error with "source:line:column: …".
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace podplane {
+
+struct InputLimits {
+  std::size_t max_bytes = std::size_t{16} << 20;
+  // Brackets, braces, blocks and template sequences open at once. Real lock files, .tf files,
+  // CLI configs, cluster configs and registry answers stay below 20.
+  int max_depth = 128;
+};
+
+inline constexpr InputLimits kDefaultInputLimits{};
+
+// "16 MiB", "512 KiB", "100 bytes": how the limits read in messages.
+std::string describe_size_limit(std::size_t bytes);
+
+// "<source>:1:1: <what> is N bytes, larger than the limit of 16 MiB" unless within limits.
+void check_input_size(std::size_t size, std::string_view source_name, const InputLimits& limits = kDefaultInputLimits);
+
+// The whole file, refused with an Error (before reading) when it is larger than the limit.
+// `what` names the file in messages ("lock file", "cluster config").
+[[nodiscard]] std::string read_file_within_limits(const std::filesystem::path& file, std::string_view what,
+                                                  const InputLimits& limits = kDefaultInputLimits);
+
+enum class JsonComments { reject, allow };
+
+// Checks what nlohmann_json does not: size, nesting depth and numbers out of the range of a
+// double, each with line and column. Strings and (when allowed) comments are skipped.
+void check_json_shape(std::string_view text, std::string_view source_name, JsonComments comments,
+                      const InputLimits& limits = kDefaultInputLimits);
+
+// check_json_shape, then nlohmann_json's parse; a syntax error also becomes
+// "<source>:line:column: invalid JSON: …". For every JSON document from outside.
+[[nodiscard]] nlohmann::json parse_json_within_limits(std::string_view text, std::string_view source_name,
+                                                      JsonComments comments = JsonComments::reject,
+                                                      const InputLimits& limits = kDefaultInputLimits);
+
+}  // namespace podplane
