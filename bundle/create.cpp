@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -95,6 +96,8 @@ std::uint64_t parse_size(std::string_view text) {
     value = value * 10 + static_cast<std::uint64_t>(c - '0');
   }
   if (value == 0) throw bad();
+  if (value > std::numeric_limits<std::uint64_t>::max() / multiplier)
+    throw UsageError("invalid size '" + std::string(text) + "': too large");
   return value * multiplier;
 }
 

@@ -1,5 +1,6 @@
 // podplane bundle keygen|create|inventory|verify|import: parse, call bundle/, print.
 #include <cstdio>
+#include <limits>
 #include <iostream>
 #include <memory>
 
@@ -9,6 +10,7 @@
 #include "cache/human_bytes.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "cli/flags.hpp"
 #include "lockfile/error.hpp"
 
 namespace podplane::cli {
@@ -103,7 +105,8 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   create->add_option("--since", c->since, "Inventory from the receiving store: bundle only what it lacks");
   create->add_option("--platform", c->platforms, "Keep provider packages of this OS_ARCH only (repeatable)")->allow_extra_args(false);
   create->add_option("--sign", c->sign, "Ed25519 private key (from 'bundle keygen') to sign the manifests");
-  create->add_option("--volume-size", c->volume_size, "Cut into volumes of at most SIZE (e.g. 700M, 4095M, 25G)");
+  create->add_option("--volume-size", c->volume_size, "Cut into volumes of at most SIZE (e.g. 700M, 4095M, 25G)")
+      ->check(size_in_bytes(1, std::numeric_limits<std::uint64_t>::max()));
   create->add_option("--expires-in", c->expires_in,
                      "Sign an expiry into the manifest: import refuses the bundle DURATION after now (e.g. 30d, 12h)");
   create->callback([c, &global] {

@@ -5,6 +5,7 @@
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "cli/flags.hpp"
 #include "generator/config.hpp"
 #include "generator/render.hpp"
 #include "lockfile/error.hpp"
@@ -78,7 +79,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
                  "Fetch what this cluster config's provider kind needs (aws or google) instead of the AWS default")
       ->check(CLI::ExistingFile)
       ->excludes("--stack");
-  tf->add_option("--jobs", tf_args->jobs, "Parallel transfers")->check(CLI::Range(1, 64));
+  tf->add_option("--jobs", tf_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   tf->add_flag("--allow-unverified", tf_args->allow_unverified,
                "Take packages that have no signing keys or mirror hashes (recorded as unverified)");
   tf->callback([tf_args, &global] {
@@ -112,7 +113,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   download->add_option("--providers", download_args->providers,
                        "Provider-specific artifacts to include: aws, google, proxmox, … or all");
   download->add_flag("--dry-run", download_args->dry_run, "Print what would be downloaded; write nothing");
-  download->add_option("--jobs", download_args->jobs, "Parallel transfers")->check(CLI::Range(1, 64));
+  download->add_option("--jobs", download_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   download->callback([download_args, &global] {
     auto options = download_options(*download_args, global);
     auto store = cache::Store::open(cache::default_deps_root());

@@ -5,6 +5,7 @@
 
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "cli/flags.hpp"
 #include "lockfile/error.hpp"
 #include "mirror/export.hpp"
 #include "mirror/oci.hpp"
@@ -49,15 +50,15 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
   serve->add_option("--threads", serve_args->threads,
                     "Worker threads: requests answered at once (one client address gets at most half)")
       ->capture_default_str()
-      ->check(CLI::Range(2, 4096));
+      ->transform(whole_number(2, 4096));
   serve->add_option("--max-connections-per-client", serve_args->per_client,
                     "Open connections one client address may hold; more are refused")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
+      ->transform(whole_number(1, 100000));
   serve->add_option("--header-timeout", serve_args->header_timeout,
                     "Seconds a client has for the TLS handshake and each request head")
       ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
+      ->transform(whole_number(1, 3600));
   serve->add_option("--registry-host", serve_args->registry_host,
                     "Origin registry that /.well-known/terraform.json answers for (default: by the engine of deps tf)");
   serve->callback([serve_args] {
@@ -101,9 +102,10 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
   push->add_option("TARGET", push_args->target, "oci://REGISTRY[:PORT]/PREFIX")->required();
   push->add_flag("--plain-http", push_args->plain_http, "Talk plain HTTP to the registry");
   push->add_option("--ca-file", push_args->ca_file, "PEM CA bundle for the registry's TLS certificate");
-  push->add_option("--chunk-size", push_args->chunk_size, "Blobs larger than this go up in chunks of this size")
+  push->add_option("--chunk-size", push_args->chunk_size,
+                   "Blobs larger than SIZE go up in chunks of SIZE (bytes, or with a K, M or G suffix)")
       ->capture_default_str()
-      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 32));
+      ->transform(size_in_bytes(1024, std::uint64_t{1} << 32));
   push->callback([push_args, &global] {
     mirror::PushOptions options;
     options.transport = push_args->plain_http ? mirror::Transport::plain_http : mirror::Transport::https;

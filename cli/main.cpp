@@ -1,16 +1,25 @@
 // podplane: parse, dispatch, and turn errors into "podplane: error: …" and an exit code.
+#include <algorithm>
 #include <iostream>
+#include <optional>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
 #include "lockfile/error.hpp"
+#include "lockfile/terminal_text.hpp"
 
 namespace {
 
-int usage_error(const CLI::App& app, const std::string& message) {
+int usage_error(const std::string& command_path, const std::string& message) {
   std::cerr << "podplane: error: " << message << "\n";
-  // Point at the help of the deepest subcommand that was given.
+  std::cerr << "Try '" << command_path << " --help' for more information.\n";
+  return 2;
+}
+
+// The command path ("podplane deps verify") of the deepest subcommand that was given.
+std::string given_command_path(const CLI::App& app) {
   std::string command_path = "podplane";
   const CLI::App* current = &app;
   while (current != nullptr) {
@@ -19,13 +28,91 @@ int usage_error(const CLI::App& app, const std::string& message) {
     current = chosen.front();
     command_path += " " + current->get_name();
   }
-  std::cerr << "Try '" << command_path << " --help' for more information.\n";
-  return 2;
+  return command_path;
 }
 
-}  // namespace
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
 
-int main(int argc, char** argv) {
+// A word where a command group (podplane, deps, bundle, …) expects one of its subcommands and
+// none matches: "unknown command 'vrify'; did you mean 'verify'?". Found by walking argv through
+// the command tree, since CLI11 only says that a subcommand is required.
+struct UnknownCommand {
+  std::string command_path;  // of the group
+  std::string message;
+};
+
+std::optional<UnknownCommand> find_unknown_command(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* current = &app;
+  std::string command_path = "podplane";
+  for (int i = 1; i < argc; ++i) {
+    std::string word = argv[i];
+    if (word == "--") return std::nullopt;
+    if (word.empty() || word[0] == '-') continue;  // the groups' own flags take no value
+    auto subcommands = current->get_subcommands([](const CLI::App*) { return true; });
+    if (subcommands.empty()) return std::nullopt;  // a command: the rest are its arguments
+    auto found = std::find_if(subcommands.begin(), subcommands.end(),
+                              [&](const CLI::App* sub) { return sub->check_name(word); });
+    if (found != subcommands.end()) {
+      current = *found;
+      command_path += " " + current->get_name();
+      continue;
+    }
+    std::string closest, names;
+    std::size_t best = word.size();
+    for (const CLI::App* sub : subcommands) {
+      const std::string& name = sub->get_name();
+      names += (names.empty() ? "" : ", ") + name;
+      std::size_t distance = name.rfind(word, 0) == 0 ? 1 : edit_distance(word, name);
+      if (distance <= 2 && distance < best) {
+        best = distance;
+        closest = name;
+      }
+    }
+    std::string message = "unknown command '" + word + "'";
+    message += closest.empty() ? " (" + command_path + " has: " + names + ")" : "; did you mean '" + closest + "'?";
+    return UnknownCommand{command_path, message};
+  }
+  return std::nullopt;
+}
+
+// Every byte main and the commands print goes through podplane::printable(): strings from
+// upstreams, bundles and files cannot drive the terminal. Restores the streams when done.
+class PrintableStandardStreams {
+ public:
+  PrintableStandardStreams() : out_(std::cout.rdbuf()), err_(std::cerr.rdbuf()) {
+    std::cout.rdbuf(&out_);
+    std::cerr.rdbuf(&err_);
+  }
+  ~PrintableStandardStreams() {
+    std::cout.flush();
+    std::cerr.flush();
+    std::cout.rdbuf(original_out_);
+    std::cerr.rdbuf(original_err_);
+  }
+  PrintableStandardStreams(const PrintableStandardStreams&) = delete;
+  PrintableStandardStreams& operator=(const PrintableStandardStreams&) = delete;
+
+ private:
+  std::streambuf* original_out_ = std::cout.rdbuf();
+  std::streambuf* original_err_ = std::cerr.rdbuf();
+  podplane::PrintableStreambuf out_;
+  podplane::PrintableStreambuf err_;
+};
+
+int run(int argc, char** argv) {
   CLI::App app{"podplane: offline dependency mirror and air-gap bundler", "podplane"};
   app.require_subcommand(1);
   podplane::cli::GlobalOptions global;
@@ -50,15 +137,23 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
-    return usage_error(app, error.what());
+    if (auto unknown = find_unknown_command(app, argc, argv)) return usage_error(unknown->command_path, unknown->message);
+    return usage_error(given_command_path(app), error.what());
   } catch (const podplane::UsageError& error) {
-    return usage_error(app, error.what());
+    return usage_error(given_command_path(app), error.message());
   } catch (const podplane::Error& error) {
-    std::cerr << "podplane: error: " << error.what() << "\n";
+    std::cerr << "podplane: error: " << error.message() << "\n";
     return 1;
   } catch (const std::exception& error) {
     std::cerr << "podplane: error: " << error.what() << "\n";
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  PrintableStandardStreams streams;
+  return run(argc, argv);
 }

@@ -1,5 +1,6 @@
 #include "generator/jsonc.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include "lockfile/error.hpp"
@@ -44,19 +45,24 @@ class LineScanner {
     }
   }
 
+  // A string token, decoded as nlohmann decodes it, so that keys with escapes map to the
+  // same JSON Pointer as the parsed value's keys.
   std::string string() {
-    std::string out;
+    std::size_t start = pos_;
+    bool escaped = false;
     ++pos_;  // opening quote
     while (pos_ < text_.size() && text_[pos_] != '"') {
-      if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) {
-        out += text_[pos_ + 1];  // escapes only matter for keys we look up; close enough
-        pos_ += 2;
-      } else {
-        out += text_[pos_++];
+      if (text_[pos_] == '\\') {
+        escaped = true;
+        ++pos_;
       }
+      ++pos_;
     }
     ++pos_;
-    return out;
+    std::string_view token = text_.substr(start, std::min(pos_, text_.size()) - start);
+    if (!escaped) return std::string(token.substr(1, token.size() >= 2 ? token.size() - 2 : 0));
+    auto decoded = nlohmann::json::parse(token, nullptr, /*allow_exceptions=*/false);
+    return decoded.is_string() ? decoded.get<std::string>() : std::string(token);
   }
 
   void value(const std::string& pointer) {

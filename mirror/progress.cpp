@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "lockfile/terminal_text.hpp"
+
 namespace podplane::mirror {
 
 namespace {
@@ -75,8 +77,8 @@ void ProgressDisplay::received(std::uint64_t bytes) { received_ += bytes; }
 
 void ProgressDisplay::retrying(const std::string& label, const std::string& reason, std::chrono::milliseconds delay) {
   if (mode_ != Mode::lines) return;  // a terminal shows retries as a stalled rate, not as noise
-  std::fprintf(out_, "retrying %s in %.1fs: %s\n", label.c_str(), static_cast<double>(delay.count()) / 1000.0,
-               reason.c_str());
+  std::fprintf(out_, "retrying %s in %.1fs: %s\n", printable(label, Newlines::escape).c_str(),
+               static_cast<double>(delay.count()) / 1000.0, printable(reason, Newlines::escape).c_str());
   std::fflush(out_);
 }
 
@@ -85,7 +87,7 @@ void ProgressDisplay::finished(const std::string& label, bool ok, std::uint64_t 
   if (!ok) ++failed_;
   current_ = label;
   if (mode_ == Mode::lines) {
-    std::fprintf(out_, "%s %s%s [%zu/%zu]\n", ok ? "fetched" : "failed", label.c_str(),
+    std::fprintf(out_, "%s %s%s [%zu/%zu]\n", ok ? "fetched" : "failed", printable(label, Newlines::escape).c_str(),
                  ok ? (" (" + human_bytes(size) + ")").c_str() : "", finished_, total_);
     std::fflush(out_);
   } else if (mode_ == Mode::bar) {
@@ -114,7 +116,7 @@ void ProgressDisplay::draw() {
   std::string line = "[" + std::to_string(finished_) + "/" + std::to_string(total_) + "] " + human_bytes(received_) +
                      "  " + human_bytes(static_cast<std::uint64_t>(rate)) + "/s  ETA " + eta;
   if (failed_ > 0) line += "  " + std::to_string(failed_) + " failed";
-  if (!current_.empty()) line += "  " + current_;
+  if (!current_.empty()) line += "  " + printable(current_, Newlines::escape);
   const std::size_t width = terminal_width(out_) - 1;
   if (line.size() > width) line.resize(width);
   std::fprintf(out_, "\r\033[K%s", line.c_str());

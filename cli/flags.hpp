@@ -1,0 +1,50 @@
+#pragma once
+// Validators for the numeric flags. CLI11 reports a failed one as "--flag: message", which
+// main() turns into a usage error (exit 2): garbage and overflow never reach a command.
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "bundle/create.hpp"
+#include "lockfile/error.hpp"
+
+namespace podplane::cli {
+
+// A count: decimal digits only (no sign, hex, octal or exponent), from `lowest` to `highest`;
+// a transform (->transform), since it rewrites the text to canonical decimal.
+inline CLI::Validator whole_number(std::uint64_t lowest, std::uint64_t highest) {
+  std::string range = std::to_string(lowest) + " to " + std::to_string(highest);
+  return CLI::Validator(
+      [lowest, highest, range](std::string& text) -> std::string {
+        std::string expected = "expected a whole number from " + range + ", got '" + text + "'";
+        if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return expected;
+        std::uint64_t value = std::stoull(text);
+        if (value < lowest || value > highest) return expected;
+        text = std::to_string(value);  // "010" is ten here, and must not become CLI11's octal eight
+        return "";
+      },
+      "INT in [" + range + "]");
+}
+
+// A size in bytes with an optional K, M, G or T suffix (bundle::parse_size), from `lowest` to
+// `highest` bytes; rewritten to plain bytes for the option's integer target.
+inline CLI::Validator size_in_bytes(std::uint64_t lowest, std::uint64_t highest) {
+  return CLI::Validator(
+      [lowest, highest](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        try {
+          value = bundle::parse_size(text);
+        } catch (const Error& error) {
+          return error.what();
+        }
+        if (value < lowest || value > highest)
+          return "size '" + text + "' out of range: expected " + std::to_string(lowest) + " to " + std::to_string(highest) +
+                 " bytes";
+        text = std::to_string(value);
+        return "";
+      },
+      "SIZE");
+}
+
+}  // namespace podplane::cli
