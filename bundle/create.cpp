@@ -21,6 +21,7 @@
 #include "cache/unique_fd.hpp"
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
+#include "lockfile/remove_on_signal.hpp"
 
 namespace podplane::bundle {
 
@@ -465,6 +466,7 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
   std::vector<char> buffer(1 << 20);
   for (const auto& volume : plan.volumes) {
     fs::path temp = fs::path(volume.file.string() + ".tmp-" + std::to_string(::getpid()));
+    RemoveOnSignal remove_temp_on_signal(temp);
     cache::UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (out.get() < 0) throw Error("cannot create " + temp.string() + ": " + std::strerror(errno));
     try {

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "lockfile/error.hpp"
+#include "lockfile/remove_on_signal.hpp"
 #include "lockfile/terminal_text.hpp"
 
 namespace {
@@ -154,6 +155,9 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Temp dirs (deps tf and download scratch, export staging, bundle volumes being written) go
+  // when SIGINT, SIGTERM or SIGHUP ends a command.
+  podplane::install_remove_on_signal_handlers();
   PrintableStandardStreams streams;
   return run(argc, argv);
 }

@@ -8,9 +8,11 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "lockfile/error.hpp"
+#include "lockfile/remove_on_signal.hpp"
 #include "mirror/serve_objects.hpp"
 
 namespace podplane::mirror {
@@ -34,6 +36,7 @@ class StagingDir {
     if (::mkdtemp(pattern.data()) == nullptr)
       throw Error("cannot create a temp dir beside " + target.string() + ": " + std::strerror(errno));
     path_ = pattern;
+    remove_on_signal_.emplace(path_);
   }
   ~StagingDir() {
     if (path_.empty()) return;
@@ -43,10 +46,14 @@ class StagingDir {
   StagingDir(const StagingDir&) = delete;
   StagingDir& operator=(const StagingDir&) = delete;
   const fs::path& path() const { return path_; }
-  void release() { path_.clear(); }  // the dir was renamed into place: nothing to remove
+  void release() {  // the dir was renamed into place: nothing to remove
+    path_.clear();
+    remove_on_signal_.reset();
+  }
 
  private:
   fs::path path_;
+  std::optional<RemoveOnSignal> remove_on_signal_;
 };
 
 bool replaceable(const fs::path& dir) {

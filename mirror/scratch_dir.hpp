@@ -1,12 +1,16 @@
 #pragma once
 // A private temp dir for files that must be read or checked before they enter the store;
-// removed with everything in it when destroyed. Not shared between threads.
+// removed with everything in it when destroyed, or by the signal handler of main() when
+// SIGINT/SIGTERM/SIGHUP ends the process first. Not shared between threads.
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <system_error>
+
+#include "lockfile/remove_on_signal.hpp"
 
 namespace podplane::mirror {
 
@@ -16,6 +20,7 @@ class ScratchDir {
     std::random_device random;
     path_ = std::filesystem::temp_directory_path() /
             (prefix + std::to_string(getpid()) + "-" + std::to_string(random()));
+    remove_on_signal_.emplace(path_);
     std::filesystem::create_directories(path_);
   }
   ~ScratchDir() {
@@ -28,6 +33,7 @@ class ScratchDir {
 
  private:
   std::filesystem::path path_;
+  std::optional<RemoveOnSignal> remove_on_signal_;
 };
 
 }  // namespace podplane::mirror

@@ -1,11 +1,17 @@
 // The binary under careless or hostile input: mistyped commands name themselves and the
 // closest match, numeric flags reject garbage and overflow naming the flag, and control bytes
 // from outside strings never reach the terminal raw.
+#include <signal.h>
+
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
+#include "tests/support/background.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/upstream.hpp"
 
 namespace podplane::e2e {
 namespace {
@@ -110,6 +116,41 @@ TEST(CliHardening, ControlBytesFromOutsideAreEscapedOnTheTerminal) {
   EXPECT_EQ(raw_control_byte(init.out), -1) << show(init);
   EXPECT_NE(init.out.find("x\\x1b]0;title\\x07\\x0d.jsonc"), std::string::npos) << show(init);
   EXPECT_NE(init.out.find("\nEdit it"), std::string::npos) << show(init);
+}
+
+std::string listing(const fs::path& dir) {
+  std::string out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) out += entry.path().string() + "\n";
+  return out;
+}
+
+// A signal in the middle of `deps tf` (a slow upstream keeps it busy) leaves no scratch dir
+// under $TMPDIR, for SIGTERM and SIGINT alike, and the process still dies of the signal.
+TEST(CliHardening, SignalsRemoveTheTempDirectoriesOfARunningDepsTf) {
+  test::ServeOptions slow;
+  slow.delay_ms = 300;
+  test::FixtureUpstream upstream({}, slow);
+  for (int signal_number : {SIGTERM, SIGINT}) {
+    TempDir dir;
+    fs::create_directories(dir / "tmp");
+    auto env = upstream.env(dir / "deps", upstream.write_cli_config(dir / "cli.tfrc"));
+    env["TMPDIR"] = (dir / "tmp").string();
+    std::size_t answered_before = upstream.access_log().size();
+    test::Background deps({test::podplane_binary().string(), "--quiet", "deps", "tf", "--platform", "linux_amd64",
+                           "--platform", "linux_arm64"},
+                          env, dir / "stderr.txt");
+    // Mid-run: the upstream has answered a few of its requests (a bounded wait for a state,
+    // not a guess at a duration).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (upstream.access_log().size() < answered_before + 4 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_GE(upstream.access_log().size(), answered_before + 4) << test::read_file(dir / "stderr.txt");
+    ASSERT_FALSE(fs::is_empty(dir / "tmp")) << "deps tf made no scratch dir under $TMPDIR";
+    std::string before = listing(dir / "tmp");
+    int status = deps.stop(signal_number);
+    EXPECT_EQ(status, -signal_number) << test::read_file(dir / "stderr.txt");
+    EXPECT_TRUE(fs::is_empty(dir / "tmp")) << "before the signal:\n" << before << "after:\n" << listing(dir / "tmp");
+  }
 }
 
 }  // namespace
