@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,8 @@
 #include "lockfile/input_limits.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
+#include "lockfile/tf_config.hpp"
+#include "lockfile/version.hpp"
 
 namespace podplane::generator {
 
@@ -94,6 +97,72 @@ void check_providers(const cache::Store& store, const lockfile::LockFile& lock, 
     }
     out.ok(platform, item);
   }
+}
+
+// Every provider the stack requires (the root's required_providers and every called module's,
+// as `init` collects them) needs an entry in the lock whose version its constraints allow:
+// offline, `init -lockfile=readonly` fails otherwise, however complete the store is.
+void check_lock_covers_requirements(const cache::Store& store, const fs::path& stack_dir,
+                                    const lockfile::LockFile& lock, Reporter& out) {
+  const std::string rewrite = "the stack's lock does not cover what the stack requires: run "
+                              "`podplane cluster upgrade` (it rewrites the lock from the store)";
+  lockfile::ModuleRequirements requirements;
+  try {
+    requirements = lockfile::read_module_requirements(stack_dir);
+  } catch (const Error& e) {
+    out.fail("-", "lock covers the stack's providers", "UNKNOWN: cannot read what the stack requires: " + e.message(),
+             "the stack's files or module sources cannot be read: rerun `podplane cluster create`");
+    return;
+  }
+  const std::string host = engine_host(store.tf_selection());
+  struct Required {
+    std::vector<lockfile::Constraints> constraints;
+    std::string declared_in;  // the first file that asks for it
+  };
+  std::map<std::string, Required> required;  // address → what asks for it
+  for (const auto& provider : requirements.providers) {
+    std::string source = provider.source.empty() ? "hashicorp/" + provider.local_name : provider.source;
+    lockfile::ProviderAddress address;
+    try {
+      address = lockfile::ProviderAddress::parse(source, host);
+    } catch (const Error& e) {
+      out.fail("-", "provider source " + source, "INVALID: " + e.message() + " (in " + provider.declared_in + ")", rewrite);
+      continue;
+    }
+    if (address.host == "terraform.io" && address.ns == "builtin") continue;  // built into the engine, never locked
+    auto& entry = required[address.str()];
+    if (entry.declared_in.empty()) entry.declared_in = fs::path(provider.declared_in).lexically_normal().string();
+    try {
+      entry.constraints.push_back(lockfile::Constraints::parse(provider.constraints));
+    } catch (const Error& e) {
+      out.fail("-", "provider " + address.str(), "INVALID: " + e.message() + " (in " + provider.declared_in + ")", rewrite);
+    }
+  }
+  bool covered = true;
+  for (const auto& [address, entry] : required) {
+    const lockfile::ProviderLock* locked = lock.find(address);
+    std::string item = "lock covers " + address;
+    if (locked == nullptr) {
+      out.fail("-", item, "LOCK: the stack requires " + address + " (" + entry.declared_in + "), the lock has no entry",
+               rewrite);
+      covered = false;
+      continue;
+    }
+    auto constraints = lockfile::Constraints::merge(entry.constraints);
+    bool allowed = false;
+    try {
+      allowed = constraints.allows(lockfile::Version::parse(locked->version));
+    } catch (const Error&) {
+    }
+    if (!allowed) {
+      out.fail("-", item,
+               "LOCK: the lock has " + address + " " + locked->version + ", which \"" + constraints.canonical() +
+                   "\" (the stack's requirements) does not allow",
+               rewrite);
+      covered = false;
+    }
+  }
+  if (covered) out.ok("-", "lock covers the " + std::to_string(required.size()) + " providers the stack requires");
 }
 
 void check_modules(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text, Reporter& out) {
@@ -270,6 +339,7 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
   if (wanted.empty())
     out.fail("-", "platforms", "MISSING: the store holds no provider packages",
              "podplane deps tf --platform <os_arch> (online), or import a bundle");
+  check_lock_covers_requirements(store, stack_dir, lock, out);
   for (const auto& platform : wanted) check_providers(store, lock, platform, out);
   check_modules(store, stack_dir, *main_text, out);
   std::string provider_kind;  // empty when the config cannot be read: then every item counts

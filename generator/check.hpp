@@ -1,6 +1,7 @@
 #pragma once
 // `cluster check`: proves from the store alone that `init` of a generated stack will succeed
-// offline for each platform. Per platform, every provider of the stack's lock has a package
+// offline for each platform. The lock has an entry, allowed by the constraints, for every
+// provider the stack and its modules require. Per platform, every provider of the stack's lock has a package
 // in the store whose view zip hashes (h1 and zh) match the lock and the index; every module
 // source exists and its package tree's h1 matches the store; every artifact of each pinned
 // vmconfig manifest is in the store; the store's tfrc points at its own providers.

@@ -63,11 +63,6 @@ bool address_is(const std::string& address, const std::string& package) {
   return address == package || (address.size() > package.size() && address.ends_with("/" + package));
 }
 
-std::string engine_host(const std::optional<cache::TfSelection>& selection) {
-  lockfile::Engine engine = lockfile::parse_engine(selection ? selection->engine : "tofu");
-  return std::string(lockfile::default_registry_host(engine));
-}
-
 lockfile::Engine engine_of(const std::optional<cache::TfSelection>& selection) {
   return lockfile::parse_engine(selection && !selection->engine.empty() ? selection->engine : "tofu");
 }
@@ -339,6 +334,11 @@ bool owned_by_podplane(const std::string& name, const std::string& current, cons
 }
 
 }  // namespace
+
+std::string engine_host(const std::optional<cache::TfSelection>& selection) {
+  lockfile::Engine engine = lockfile::parse_engine(selection ? selection->engine : "tofu");
+  return std::string(lockfile::default_registry_host(engine));
+}
 
 std::string_view to_string(FileOutcome::Change change) {
   switch (change) {

@@ -69,6 +69,10 @@ std::filesystem::path module_package_dir(const cache::Store& store, const std::o
 // source), if it is one.
 std::optional<std::string> pinned_module_version(const std::string& main_tf);
 
+// The registry host of the lock entries: the engine the store's selection was filled for
+// (registry.opentofu.org for tofu, also when there is no selection).
+std::string engine_host(const std::optional<cache::TfSelection>& selection);
+
 // The engine's platform on this machine, e.g. linux_amd64.
 std::string host_platform();
 
