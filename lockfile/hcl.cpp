@@ -359,7 +359,7 @@ class Parser {
       skip_inline();
       if (eof() || cur() == '\n') return std::nullopt;
       Value member = parse_expression();
-      members.emplace_back(std::move(key), std::move(member));
+      members.push_back(Member{std::move(key), std::move(member)});
       skip_inline();
       if (cur() == ',') {
         ++at_;

@@ -23,8 +23,9 @@ struct SourcePos {
 };
 
 struct Value;
+struct Member;
 using Tuple = std::vector<Value>;
-using Object = std::vector<std::pair<std::string, Value>>;  // in source order
+using Object = std::vector<Member>;  // in source order
 
 // An expression that is not a literal: kept as source text, never evaluated.
 struct Expression {
@@ -37,6 +38,13 @@ struct Value {
 
   bool is_string() const { return std::holds_alternative<std::string>(data); }
   const std::string* as_string() const { return std::get_if<std::string>(&data); }
+};
+
+// One key = value of an object. A struct rather than std::pair: a pair of a still incomplete
+// Value inside Value's own variant is rejected by clang.
+struct Member {
+  std::string key;
+  Value value;
 };
 
 struct Attribute {

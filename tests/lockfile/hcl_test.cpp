@@ -49,8 +49,8 @@ block "one" two {
   EXPECT_EQ(*list[0].as_string(), "a");
   const auto& obj = std::get<Object>(blocks[0]->body.attribute("obj")->value.data);
   ASSERT_EQ(obj.size(), 3u);
-  EXPECT_EQ(obj[1].first, "b");
-  EXPECT_EQ(obj[2].first, "c");
+  EXPECT_EQ(obj[1].key, "b");
+  EXPECT_EQ(obj[2].key, "c");
   ASSERT_EQ(blocks[0]->body.blocks_of_type("inner").size(), 1u);
 }
 

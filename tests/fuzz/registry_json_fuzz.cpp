@@ -1,0 +1,50 @@
+// Fuzz target: what an upstream answers, read by mirror/: service discovery, provider versions
+// and download answers, the module registry, network mirror documents, vmconfig manifests,
+// and module source addresses.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "lockfile/error.hpp"
+#include "mirror/module_source.hpp"
+#include "mirror/registry.hpp"
+#include "mirror/vmconfig.hpp"
+
+using namespace podplane;
+
+namespace {
+
+template <typename Parse>
+void quietly(Parse&& parse) {
+  try {
+    parse();
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view body(reinterpret_cast<const char*>(data), size);
+  const std::string url = "https://registry.example/v1/providers/hashicorp/aws/6.2.0/download/linux/amd64";
+  quietly([&] { (void)mirror::parse_discovery(body, url); });
+  quietly([&] { (void)mirror::parse_provider_versions(body, url); });
+  quietly([&] { (void)mirror::parse_provider_download(body, url, lockfile::Platform{"linux", "amd64"}); });
+  quietly([&] { (void)mirror::parse_module_versions(body, url); });
+  quietly([&] { (void)mirror::parse_mirror_index(body, url); });
+  quietly([&] { (void)mirror::parse_mirror_version(body, url); });
+  quietly([&] {
+    auto manifest = mirror::parse_vmconfig_manifest(body, "");
+    auto items = mirror::select_vmconfig_items(manifest, {"all"});
+    mirror::validate_vmconfig_items(manifest, items);
+    for (const auto& item : items) (void)item.view_path();
+    (void)mirror::vmconfig_manifests_equal(manifest.document, manifest.document);
+  });
+  quietly([&] {
+    auto source = mirror::ModuleSource::parse(body.substr(0, body.find('\n')), "registry.opentofu.org");
+    (void)source.package_address();
+    (void)source.store_address();
+  });
+  return 0;
+}
