@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lockfile/error.hpp"
+#include "lockfile/input_limits.hpp"
 
 namespace podplane::mirror {
 namespace {
@@ -15,12 +16,10 @@ using nlohmann::json;
 // Sent as the engines send it: registries may use it to pick answers for a CLI generation.
 constexpr const char* kTerraformVersionHeader = "X-Terraform-Version: 1.9.0";
 
+// Size, nesting and number range are bounded (lockfile/input_limits.hpp): a hostile upstream
+// cannot exhaust the stack of nlohmann's recursive copy and dump.
 json parse_json(std::string_view body, const std::string& url, std::string_view what) {
-  try {
-    return json::parse(body);
-  } catch (const json::exception& error) {
-    throw Error(std::string(what) + " from " + url + " is not valid JSON: " + error.what());
-  }
+  return parse_json_within_limits(body, std::string(what) + " from " + url);
 }
 
 std::string string_field(const json& object, const char* name) {

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "lockfile/error.hpp"
+#include "lockfile/input_limits.hpp"
 
 namespace podplane::mirror {
 namespace {
@@ -65,12 +66,7 @@ std::string vmconfig_manifest_name(std::string_view kind, std::string_view arch)
 
 VmconfigManifest parse_vmconfig_manifest(std::string_view bytes, std::string_view expected_name) {
   std::string label = expected_name.empty() ? "(unnamed)" : std::string(expected_name);
-  json document;
-  try {
-    document = json::parse(bytes);
-  } catch (const json::exception& error) {
-    throw Error("vmconfig manifest " + label + " is not valid JSON: " + error.what());
-  }
+  json document = parse_json_within_limits(bytes, "vmconfig manifest " + label);
   if (!document.is_object() || !document.contains("vmconfig") || !document["vmconfig"].is_object()) {
     throw Error("vmconfig manifest " + label + " has no top-level \"vmconfig\" object");
   }
