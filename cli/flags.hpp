@@ -15,6 +15,7 @@ namespace podplane::cli {
 // a transform (->transform), since it rewrites the text to canonical decimal.
 inline CLI::Validator whole_number(std::uint64_t lowest, std::uint64_t highest) {
   std::string range = std::to_string(lowest) + " to " + std::to_string(highest);
+  std::string shown = std::to_string(lowest) + " - " + std::to_string(highest);  // as CLI::Range shows it
   return CLI::Validator(
       [lowest, highest, range](std::string& text) -> std::string {
         std::string expected = "expected a whole number from " + range + ", got '" + text + "'";
@@ -24,7 +25,7 @@ inline CLI::Validator whole_number(std::uint64_t lowest, std::uint64_t highest) 
         text = std::to_string(value);  // "010" is ten here, and must not become CLI11's octal eight
         return "";
       },
-      "INT in [" + range + "]");
+      "INT in [" + shown + "]");
 }
 
 // A size in bytes with an optional K, M, G or T suffix (bundle::parse_size), from `lowest` to
