@@ -156,8 +156,9 @@ lockfile::LockFile newest_lock(const cache::Store& store, ProviderKind kind, con
       by_version[artifact.version][artifact.platform] = artifact;
     std::vector<lockfile::Version> complete;
     for (const auto& [version, packages] : by_version) {
+      // (the binding is captured by an init-capture: clang before 16 cannot capture bindings)
       bool all_platforms = std::all_of(platforms.begin(), platforms.end(),
-                                       [&](const std::string& p) { return packages.count(p) > 0; });
+                                       [&held = packages](const std::string& p) { return held.count(p) > 0; });
       if (all_platforms) complete.push_back(lockfile::Version::parse(version));
     }
     auto chosen = lockfile::newest_allowed(complete, constraints);
