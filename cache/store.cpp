@@ -798,7 +798,10 @@ void Store::audit(std::string_view action, std::string_view subject, const nlohm
   require_field(action, "action", "cannot write the audit log");
   impl_->transact([&] {
     sqlite::Statement insert(impl_->db, "INSERT INTO audit_log (at, action, subject, detail) VALUES (?,?,?,?)");
-    insert.bind(1, now_utc()).bind(2, action).bind(3, subject).bind(4, detail.dump()).run();
+    // Details carry names from outside (tar entries, bundle paths) that need not be UTF-8: they
+    // are recorded with U+FFFD rather than failing the command at its very end.
+    const std::string text = detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    insert.bind(1, now_utc()).bind(2, action).bind(3, subject).bind(4, text).run();
   });
 }
 
