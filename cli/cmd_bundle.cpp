@@ -108,7 +108,8 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   create->add_option("--volume-size", c->volume_size, "Cut into volumes of at most SIZE (e.g. 700M, 4095M, 25G)")
       ->check(size_in_bytes(1, std::numeric_limits<std::uint64_t>::max()));
   create->add_option("--expires-in", c->expires_in,
-                     "Sign an expiry into the manifest: import refuses the bundle DURATION after now (e.g. 30d, 12h)");
+                     "Sign an expiry into the manifest: import refuses the bundle DURATION after now (e.g. 30d, 12h)")
+      ->check(duration());
   create->callback([c, &global] {
     bundle::CreateOptions options;
     if (!c->since.empty()) options.since = c->since;

@@ -48,4 +48,19 @@ inline CLI::Validator size_in_bytes(std::uint64_t lowest, std::uint64_t highest)
       "SIZE");
 }
 
+// A duration with a d, h, m or s suffix (bundle::parse_duration), checked at parse time so
+// that the error names the flag.
+inline CLI::Validator duration() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          (void)bundle::parse_duration(text);
+        } catch (const Error& error) {
+          return error.what();
+        }
+        return "";
+      },
+      "DURATION");
+}
+
 }  // namespace podplane::cli

@@ -76,11 +76,17 @@ TEST(CliHardening, SizeAndCountFlagsRejectOverflowAndGarbageNamingTheFlag) {
       {{"bundle", "create", "out.bundle", "--volume-size", "17000000T"}, "--volume-size"},
       {{"bundle", "create", "out.bundle", "--volume-size", "4.5G"}, "--volume-size"},
       {{"bundle", "create", "out.bundle", "--volume-size", "-1"}, "--volume-size"},
+      {{"bundle", "create", "out.bundle", "--expires-in", "99999999999999999999d"}, "--expires-in"},
       {{"deps", "download", "--jobs", "0x10"}, "--jobs"},
       {{"deps", "download", "--jobs", "99999999999999999999999"}, "--jobs"},
       {{"deps", "tf", "--jobs", "1e1"}, "--jobs"},
       // Should the flag be taken, the missing certificate still stops the server at start.
       {{"mirror", "serve", "--tls-cert", "missing.pem", "--tls-key", "missing.pem", "--threads", "0x40"}, "--threads"},
+      {{"mirror", "serve", "--tls-cert", "missing.pem", "--tls-key", "missing.pem", "--header-timeout", "1e1"},
+       "--header-timeout"},
+      {{"mirror", "serve", "--tls-cert", "missing.pem", "--tls-key", "missing.pem", "--max-connections-per-client",
+        "99999999999999999999"},
+       "--max-connections-per-client"},
       {{"mirror", "push", "oci://127.0.0.1:1/x", "--chunk-size", "99999999999999999999999"}, "--chunk-size"},
       {{"mirror", "push", "oci://127.0.0.1:1/x", "--chunk-size", "1e5"}, "--chunk-size"},
   };
