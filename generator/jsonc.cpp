@@ -31,7 +31,8 @@ class LineScanner {
       } else if (std::isspace(static_cast<unsigned char>(c))) {
         ++pos_;
       } else if (c == '/' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '/') {
-        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+        // As nlohmann reads it: a line comment ends at LF, CR or NUL.
+        while (pos_ < text_.size() && text_[pos_] != '\n' && text_[pos_] != '\r' && text_[pos_] != '\0') ++pos_;
       } else if (c == '/' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '*') {
         pos_ += 2;
         while (pos_ + 1 < text_.size() && !(text_[pos_] == '*' && text_[pos_ + 1] == '/')) {
@@ -99,9 +100,13 @@ class LineScanner {
     } else if (c == '"') {
       string();
     } else {
+      std::size_t start = pos_;
       while (pos_ < text_.size() && !std::isspace(static_cast<unsigned char>(text_[pos_])) && text_[pos_] != ',' &&
              text_[pos_] != '}' && text_[pos_] != ']' && text_[pos_] != '/')
         ++pos_;
+      // Always move on: should this scanner and nlohmann ever read a byte differently, a stray
+      // '}' or '/' here must not make the caller's loop spin (found by the jsonc fuzz target).
+      if (pos_ == start) ++pos_;
     }
   }
 

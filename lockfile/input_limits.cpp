@@ -87,7 +87,8 @@ void check_json_shape(std::string_view text, std::string_view source_name, JsonC
       }
       ++i;
     } else if (comments == JsonComments::allow && c == '/' && i + 1 < n && text[i + 1] == '/') {
-      while (i < n && text[i] != '\n') ++i;
+      // As nlohmann reads it: a line comment ends at LF, CR or NUL.
+      while (i < n && text[i] != '\n' && text[i] != '\r' && text[i] != '\0') ++i;
     } else if (comments == JsonComments::allow && c == '/' && i + 1 < n && text[i + 1] == '*') {
       auto end = text.find("*/", i + 2);
       i = end == std::string_view::npos ? n : end + 2;

@@ -81,3 +81,23 @@ TEST(ConfigLimits, JsoncDeepInCommentsAndStringsIsNotNesting) {
 
 }  // namespace
 }  // namespace podplane::generator
+
+namespace podplane::generator {
+namespace {
+
+// nlohmann ends a // comment at CR or NUL as well as LF: the limit check and the line scanner
+// must read comments the same way, or what they skip as comment is nesting nlohmann parses.
+TEST(ConfigLimits, ALineCommentEndsAtCarriageReturnForTheLimitsToo) {
+  std::string deep = "// comment\r" + std::string(100000, '[') + std::string(100000, ']');
+  try {
+    (void)parse_jsonc(deep, "x.jsonc");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("nested deeper than 128 levels"), std::string::npos) << error.what();
+  }
+  auto document = parse_jsonc("// a\r{\"a\": // b\r 1, \"c\": [1, /* d */ 2]}", "x.jsonc");
+  EXPECT_EQ(document.value["a"], 1);
+}
+
+}  // namespace
+}  // namespace podplane::generator
