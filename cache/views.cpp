@@ -118,10 +118,6 @@ class Claims {
   std::map<std::string, std::string> claimed_;  // directories held alone
 };
 
-// tofu/terraform `providers mirror` writes index.json and <version>.json with Go's
-// json.MarshalIndent: two-space indent, sorted keys, no trailing newline.
-std::string mirror_json(const nlohmann::json& value) { return value.dump(2); }
-
 bool is_nstance(const ModuleTree& tree, const std::optional<TfSelection>& selection) {
   if (selection && !selection->module_address.empty()) return tree.address == selection->module_address;
   auto slash = tree.address.find('/');
@@ -231,18 +227,7 @@ class Planner {
       out.push_back({layout::platforms_file(root_), "", text, 0644});
     }
     if (selection_ && !selection_->providers.empty()) {
-      lockfile::LockFile lock;
-      for (const auto& provider : selection_->providers) {
-        lockfile::ProviderLock entry{provider.address, provider.version, provider.constraints, {}};
-        for (const auto& platform : selection_->platforms) {
-          for (const auto& a : placed_packages_) {
-            if (a.address != provider.address || a.version != provider.version || a.platform != platform) continue;
-            if (!a.h1.empty()) entry.hashes.push_back(a.h1);
-            entry.hashes.push_back(a.zh.empty() ? "zh:" + a.digest : a.zh);
-          }
-        }
-        lock.providers.push_back(std::move(entry));
-      }
+      auto lock = selection_lock(selection_->providers, selection_->platforms, placed_packages_);
       try {
         out.push_back({layout::lock_file(root_), "", lockfile::render_lock_file(lock, lockfile::parse_engine(selection_->engine)), 0644});
       } catch (const Error& error) {
@@ -255,31 +240,24 @@ class Planner {
 
   std::vector<ViewFile> provider_files() {
     std::vector<ViewFile> out;
-    // provider dir → version → platform → archive entry
-    std::map<fs::path, std::map<std::string, nlohmann::json>> archives;
+    std::map<fs::path, std::vector<Artifact>> placed;  // provider dir → its packages placed
     for (const auto& a : rows_) {
       if (a.kind != ArtifactKind::provider_package) continue;
       fs::path dir = layout::providers_dir(root_) / fs::path(a.address);
       std::string zip = provider_package_name(a);
       if (!place({{RowRef::Kind::artifact, a.id, ""}, describe(a), {{dir / zip, a.digest, std::nullopt, 0444}}, {}}, out)) continue;
-      nlohmann::json hashes = nlohmann::json::array();
-      if (!a.h1.empty()) hashes.push_back(a.h1);
-      hashes.push_back(a.zh.empty() ? "zh:" + a.digest : a.zh);
-      archives[dir][a.version][a.platform] = {{"hashes", hashes}, {"url", zip}};
+      placed[dir].push_back(a);
       placed_packages_.push_back(a);
     }
     // The listings follow from the packages placed; their names (index.json, <version>.json)
     // cannot meet a package's (.zip), and a canonical version is never "index".
     Candidate listings{{RowRef::Kind::selection, 0, ""}, "the provider listings", {}, {}};
-    for (const auto& [dir, versions] : archives) {
-      nlohmann::json index = {{"versions", nlohmann::json::object()}};
-      for (const auto& [version, platforms] : versions) {
-        index["versions"][version] = nlohmann::json::object();
-        nlohmann::json listing = {{"archives", nlohmann::json::object()}};
-        for (const auto& [platform, entry] : platforms.items()) listing["archives"][platform] = entry;
-        listings.files.push_back({dir / (version + ".json"), "", mirror_json(listing), 0444});
+    for (const auto& [dir, packages] : placed) {
+      auto documents = provider_mirror_documents(packages);
+      for (auto& [version, listing] : documents.versions) {
+        listings.files.push_back({dir / (version + ".json"), "", std::move(listing), 0444});
       }
-      listings.files.push_back({dir / "index.json", "", mirror_json(index), 0444});
+      listings.files.push_back({dir / "index.json", "", std::move(documents.index), 0444});
     }
     claims_.take(listings);
     for (auto& file : listings.files) out.push_back(std::move(file));
@@ -478,6 +456,45 @@ Published publish_view(const Store& store, const ViewFile& view) {
 }
 
 }  // namespace
+
+std::vector<std::string> package_lock_hashes(const Artifact& package) {
+  std::vector<std::string> hashes;
+  if (!package.h1.empty()) hashes.push_back(package.h1);
+  hashes.push_back(package.zh.empty() ? "zh:" + package.digest : package.zh);
+  return hashes;
+}
+
+lockfile::LockFile selection_lock(const std::vector<TfSelection::Provider>& providers,
+                                  const std::vector<std::string>& platforms, const std::vector<Artifact>& packages) {
+  lockfile::LockFile lock;
+  for (const auto& provider : providers) {
+    lockfile::ProviderLock entry{provider.address, provider.version, provider.constraints, {}};
+    for (const auto& package : packages) {
+      bool wanted = package.kind == ArtifactKind::provider_package && package.address == provider.address &&
+                    package.version == provider.version &&
+                    std::find(platforms.begin(), platforms.end(), package.platform) != platforms.end();
+      if (!wanted) continue;
+      for (auto& hash : package_lock_hashes(package)) entry.hashes.push_back(std::move(hash));
+    }
+    lock.providers.push_back(std::move(entry));
+  }
+  return lock;
+}
+
+ProviderMirrorDocuments provider_mirror_documents(const std::vector<Artifact>& packages) {
+  std::map<std::string, nlohmann::json> archives;  // version → platform → archive entry
+  for (const auto& package : packages) {
+    archives[package.version][package.platform] = {{"hashes", package_lock_hashes(package)}, {"url", package.filename}};
+  }
+  ProviderMirrorDocuments documents;
+  nlohmann::json index = {{"versions", nlohmann::json::object()}};
+  for (const auto& [version, entries] : archives) {
+    index["versions"][version] = nlohmann::json::object();
+    documents.versions[version] = nlohmann::json{{"archives", entries}}.dump(2);
+  }
+  documents.index = index.dump(2);
+  return documents;
+}
 
 bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b) {
   return a.platform != b.platform ? a.platform < b.platform : a.id < b.id;

@@ -5,11 +5,13 @@
 // vmconfig manifests and artifacts. Safe against concurrent rebuilds by other processes.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cache/store.hpp"
+#include "lockfile/lock_file.hpp"
 
 namespace podplane::cache {
 
@@ -66,6 +68,28 @@ struct ViewStats {
 // for two arches), whether `a` is the one the view and `mirror serve` hold: the platform that
 // sorts first (linux_amd64), then the older row.
 bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b);
+
+// The lock-file hashes of one provider package: its h1 when the row has one (a row may lack
+// it) and its zh (taken from the digest when the row has none). Never an empty hash.
+[[nodiscard]] std::vector<std::string> package_lock_hashes(const Artifact& package);
+
+// The lock of chosen provider versions (the store's selection, or the versions `cluster
+// upgrade` chose): one entry per provider, holding package_lock_hashes() of each of
+// `packages` that is that provider at that version for one of `platforms`. Every writer of
+// a lock from the store builds it here, the view tf/.terraform.lock.hcl and the stacks.
+[[nodiscard]] lockfile::LockFile selection_lock(const std::vector<TfSelection::Provider>& providers,
+                                                const std::vector<std::string>& platforms,
+                                                const std::vector<Artifact>& packages);
+
+// The network mirror documents of one provider (tf-protocols.md §2) as `providers mirror`
+// writes them (Go's json.MarshalIndent: two-space indent, sorted keys, no trailing newline),
+// from its packages: `packages` must all have one address; of two packages of one version and
+// platform the later one is listed. Both the views and `mirror serve` publish these bytes.
+struct ProviderMirrorDocuments {
+  std::string index;                            // index.json
+  std::map<std::string, std::string> versions;  // version → <version>.json
+};
+[[nodiscard]] ProviderMirrorDocuments provider_mirror_documents(const std::vector<Artifact>& packages);
 
 // Writes every view that the index implies (skipping rows that cannot be laid out and views
 // whose object is missing). Does nothing (and returns zeros) on a read-only store. Never

@@ -222,5 +222,34 @@ TEST(Views, AReadOnlyStoreRebuildsNothing) {
   EXPECT_FALSE(planned_views(store).empty());
 }
 
+// Every lock the store writes (the lock view, the stacks) is built by selection_lock: the
+// selected version's packages for the given platforms, the h1 where the row has one, the zh
+// always (the digest's when the row has none): never an empty hash.
+TEST(Views, SelectionLockNeverCarriesAnEmptyHash) {
+  auto package = [](const std::string& version, const std::string& platform, const std::string& h1, char digit) {
+    Artifact a;
+    a.kind = ArtifactKind::provider_package;
+    a.address = null_address;
+    a.version = version;
+    a.platform = platform;
+    a.digest = std::string(64, digit);
+    a.h1 = h1;
+    a.zh = h1.empty() ? "" : "zh:" + a.digest;  // a row of an older store may have neither
+    return a;
+  };
+  std::vector<Artifact> packages = {package("3.2.4", "linux_amd64", "h1:amd64=", 'a'),
+                                    package("3.2.4", "linux_arm64", "", 'b'),
+                                    package("3.2.4", "darwin_arm64", "h1:darwin=", 'c'),  // not a platform asked for
+                                    package("3.2.3", "linux_amd64", "h1:older=", 'd')};   // not the selected version
+  auto lock = selection_lock({{null_address, "3.2.4", "~> 3.2"}}, {"linux_amd64", "linux_arm64"}, packages);
+  ASSERT_EQ(lock.providers.size(), 1u);
+  EXPECT_EQ(lock.providers[0].constraints, "~> 3.2");
+  std::set<std::string> hashes(lock.providers[0].hashes.begin(), lock.providers[0].hashes.end());
+  EXPECT_EQ(hashes, (std::set<std::string>{"h1:amd64=", "zh:" + std::string(64, 'a'), "zh:" + std::string(64, 'b')}));
+  std::string text = lockfile::render_lock_file(lock, lockfile::Engine::tofu);
+  EXPECT_EQ(text.find("\"\""), std::string::npos) << text;
+  EXPECT_EQ(package_lock_hashes(packages[1]), std::vector<std::string>{"zh:" + std::string(64, 'b')});
+}
+
 }  // namespace
 }  // namespace podplane::cache
