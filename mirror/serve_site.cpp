@@ -57,13 +57,15 @@ struct VersionOrder {
 
 std::string dump(const json& document) { return document.dump(2) + "\n"; }
 
-SiteResource json_document(const json& document) {
+SiteResource json_document(std::string body) {
   SiteResource resource;
   resource.kind = ResourceKind::document;
   resource.content_type = "application/json";
-  resource.body = dump(document);
+  resource.body = std::move(body);
   return resource;
 }
+
+SiteResource json_document(const json& document) { return json_document(dump(document)); }
 
 std::string content_type_for(std::string_view filename) {
   auto ends_with = [&](std::string_view suffix) {
@@ -187,27 +189,27 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
     std::string mirror_dir = join_path({site_paths::network_mirror, host, ns, type});
     std::string registry_dir = join_path({site_paths::providers, host, ns, type});
 
-    json mirror_index = {{"versions", json::object()}};
+    // The network mirror documents, byte for byte those of the views.
+    std::vector<cache::Artifact> all_packages;
+    for (const auto& [version, platforms] : versions)
+      for (const auto& [platform, package] : platforms) all_packages.push_back(package);
+    auto mirror_documents = cache::provider_mirror_documents(all_packages);
+    add(mirror_dir + "/index.json", json_document(std::move(mirror_documents.index)));
+    for (auto& [version, listing] : mirror_documents.versions)
+      add(mirror_dir + "/" + version + ".json", json_document(std::move(listing)));
+
     json registry_versions = json::array();
     for (const auto& [version, platforms] : versions) {
-      mirror_index["versions"][version] = json::object();
-
-      json archives = json::object();
       json packages = json::object();
       json platform_list = json::array();
       PublishedProviderRelease release{host, ns, type, version, {}};
       for (const auto& [platform, package] : platforms) {
-        json hashes = json::array();
-        if (!package.h1.empty()) hashes.push_back(package.h1);
-        hashes.push_back(package.zh.empty() ? "zh:" + package.digest : package.zh);
-        archives[platform] = {{"url", package.filename}, {"hashes", hashes}};
-        packages[platform] = {{"hashes", hashes}, {"package_size", package.size}};
+        packages[platform] = {{"hashes", cache::package_lock_hashes(package)}, {"package_size", package.size}};
         auto os_arch = split(platform, '_');
         platform_list.push_back({{"os", os_arch[0]}, {"arch", os_arch[1]}});
         add(mirror_dir + "/" + package.filename, object_resource(package));
         release.packages.push_back(package);
       }
-      add(mirror_dir + "/" + version + ".json", json_document({{"archives", archives}}));
       site.provider_releases_.push_back(std::move(release));
 
       // The registry protocol needs the upstream SHA256SUMS, its signature and the keys, so
@@ -259,7 +261,6 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
         add(join_path({registry_dir, version, "download", os_arch[0], os_arch[1]}), json_document(answer));
       }
     }
-    add(mirror_dir + "/index.json", json_document(mirror_index));
     if (!registry_versions.empty()) add(registry_dir + "/versions", json_document({{"versions", registry_versions}}));
   }
 
