@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/layout.hpp"
+#include "cache/views.hpp"
 #include "generator/config.hpp"
 #include "generator/stack.hpp"
 #include "lockfile/cli_config.hpp"
@@ -67,8 +68,9 @@ void check_providers(const cache::Store& store, const lockfile::LockFile& lock, 
     auto in_lock = [&](const std::string& hash) {
       return std::find(provider.hashes.begin(), provider.hashes.end(), hash) != provider.hashes.end();
     };
-    if (!in_lock(package.h1) || !in_lock(package.zh)) {
-      out.fail(platform, item, "LOCK: the lock has no hash of the store's package (" + short_hash(package.h1) + ")",
+    const auto hashes = cache::package_lock_hashes(package);  // h1 (when the row has one), then zh
+    if (!std::all_of(hashes.begin(), hashes.end(), in_lock)) {
+      out.fail(platform, item, "LOCK: the lock has no hash of the store's package (" + short_hash(hashes.front()) + ")",
                "the stack's lock does not cover the store's packages: run `podplane cluster upgrade` (it rewrites the "
                "lock from the store)");
       continue;
@@ -81,17 +83,20 @@ void check_providers(const cache::Store& store, const lockfile::LockFile& lock, 
       out.fail(platform, item, "MISSING: " + zip.string(), rebuild);
       continue;
     }
+    const std::string& expected_zh = hashes.back();
     std::string zh = lockfile::zh_hash_of_file(zip);
-    std::string h1;
-    try {
-      h1 = lockfile::h1_hash_of_zip(zip);
-    } catch (const Error& e) {
-      h1 = std::string("(unreadable: ") + e.what() + ")";
+    std::string h1;  // compared only where the store recorded one
+    if (!package.h1.empty()) {
+      try {
+        h1 = lockfile::h1_hash_of_zip(zip);
+      } catch (const Error& e) {
+        h1 = std::string("(unreadable: ") + e.what() + ")";
+      }
     }
-    if (zh != package.zh || h1 != package.h1) {
+    if (zh != expected_zh || h1 != package.h1) {
       out.fail(platform, item,
-               "CORRUPT: " + zip.filename().string() + " hashes to " + short_hash(zh != package.zh ? zh : h1) +
-                   ", the lock and the store say " + short_hash(zh != package.zh ? package.zh : package.h1),
+               "CORRUPT: " + zip.filename().string() + " hashes to " + short_hash(zh != expected_zh ? zh : h1) +
+                   ", the lock and the store say " + short_hash(zh != expected_zh ? expected_zh : package.h1),
                rebuild);
       continue;
     }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/layout.hpp"
+#include "cache/views.hpp"
 #include "generator/render.hpp"
 #include "generator/schema.hpp"
 #include "lockfile/error.hpp"
@@ -148,7 +149,8 @@ lockfile::LockFile newest_lock(const cache::Store& store, ProviderKind kind, con
       wanted[address].push_back(lockfile::Constraints::parse(provider.constraints));
     }
   }
-  lockfile::LockFile lock;
+  std::vector<cache::TfSelection::Provider> chosen_versions;
+  std::vector<cache::Artifact> chosen_packages;
   for (const auto& [address, all] : wanted) {
     auto constraints = lockfile::Constraints::merge(all);
     std::map<std::string, std::map<std::string, cache::Artifact>> by_version;
@@ -186,18 +188,10 @@ lockfile::LockFile newest_lock(const cache::Store& store, ProviderKind kind, con
                   }() +
                   "` while online, or import a bundle that has it");
     }
-    lockfile::ProviderLock entry;
-    entry.address = address;
-    entry.version = chosen->str();
-    entry.constraints = constraints.canonical();
-    for (const auto& [platform, artifact] : by_version[chosen->str()]) {
-      if (std::find(platforms.begin(), platforms.end(), platform) == platforms.end()) continue;
-      entry.hashes.push_back(artifact.h1);
-      entry.hashes.push_back(artifact.zh);
-    }
-    lock.providers.push_back(std::move(entry));
+    chosen_versions.push_back({address, chosen->str(), constraints.canonical()});
+    for (auto& [platform, artifact] : by_version[chosen->str()]) chosen_packages.push_back(std::move(artifact));
   }
-  return lock;
+  return cache::selection_lock(chosen_versions, platforms, chosen_packages);
 }
 
 // Every provider of the lock must have a package in the store for each platform.
@@ -478,18 +472,8 @@ StackResult generate_stack(const cache::Store& store, const StackOptions& option
       version = selection->module_version;
       lock_text = read_if_exists(cache::layout::lock_file(deps_root));
       if (!lock_text) {
-        lockfile::LockFile lock;
-        for (const auto& provider : selection->providers) {
-          lockfile::ProviderLock entry{provider.address, provider.version, provider.constraints, {}};
-          for (const auto& platform : platforms) {
-            for (auto& artifact :
-                 store.artifacts({cache::ArtifactKind::provider_package, provider.address, provider.version, platform})) {
-              entry.hashes.push_back(artifact.h1);
-              entry.hashes.push_back(artifact.zh);
-            }
-          }
-          lock.providers.push_back(std::move(entry));
-        }
+        auto lock = cache::selection_lock(selection->providers, platforms,
+                                          store.artifacts({cache::ArtifactKind::provider_package, {}, {}, {}}));
         lock_text = lockfile::render_lock_file(lock, engine_of(selection));
       }
     } else {

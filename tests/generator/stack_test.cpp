@@ -290,6 +290,42 @@ TEST(ClusterCreate, WithoutAnEnginePrintsTheTwoCommands) {
   EXPECT_NE(result.out.find("tofu apply"), std::string::npos) << result.out;
 }
 
+// A package row may lack its h1 (the zh is always known). The stack's lock then holds the zh
+// alone, never an empty hash, however it is built: from the selection when the store has no lock
+// view, from the newest packages (upgrade, and a Google stack in a store selected for AWS).
+TEST(ClusterLock, NeverCarriesAnEmptyHash) {
+  StoreFixtureOptions options;
+  options.package_h1 = PackageH1::missing;
+  auto expect_zh_only = [](const fs::path& file, const std::string& after) {
+    std::string text = read_file(file);
+    EXPECT_EQ(text.find("\"\""), std::string::npos) << after << ":\n" << text;
+    auto lock = lockfile::parse_lock_file(text, file.string());
+    ASSERT_FALSE(lock.providers.empty()) << after;
+    for (const auto& provider : lock.providers) {
+      EXPECT_EQ(provider.hashes.size(), 3u) << after << ": " << provider.address << " has one zh per platform";
+      for (const auto& hash : provider.hashes) EXPECT_TRUE(hash.starts_with("zh:")) << after << ": " << hash;
+    }
+  };
+  {
+    ClusterEnv env("aws", options);
+    fs::remove(env.deps() / "tf" / ".terraform.lock.hcl");  // the generator builds the selection's lock
+    auto created = env.cluster({"create", "--no-apply"});
+    ASSERT_EQ(created.exit_code, 0) << describe(created);
+    expect_zh_only(env.stack / ".terraform.lock.hcl", "create");
+    auto upgraded = env.cluster({"upgrade", "--no-apply", "--force"});
+    ASSERT_EQ(upgraded.exit_code, 0) << describe(upgraded);
+    expect_zh_only(env.stack / ".terraform.lock.hcl", "upgrade");
+    auto check = env.cluster({"check"});
+    EXPECT_EQ(check.exit_code, 0) << describe(check);
+  }
+  {
+    ClusterEnv env("google", options);
+    auto created = env.cluster({"create", "--no-apply"});
+    ASSERT_EQ(created.exit_code, 0) << describe(created);
+    expect_zh_only(env.stack / ".terraform.lock.hcl", "google create");
+  }
+}
+
 // No network namespace and a read-only bind mount of the store: create still works, because
 // the generator has no network code and never writes to the store.
 TEST(ClusterCreate, WorksWithNoNetworkAndAReadOnlyStore) {

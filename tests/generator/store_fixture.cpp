@@ -106,12 +106,12 @@ void StoreFixture::add_provider_package(const FakeProvider& provider, const std:
   artifact.filename = filename;
   artifact.digest = store_.add_file(work / filename);
   artifact.size = static_cast<std::int64_t>(fs::file_size(work / filename));
-  artifact.h1 = lockfile::h1_hash_of_zip(work / filename);
+  if (options_.package_h1 == PackageH1::recorded) artifact.h1 = lockfile::h1_hash_of_zip(work / filename);
   artifact.zh = lockfile::zh_hash_of_file(work / filename);
   artifact.upstream_url = "https://example.invalid/" + filename;
   artifact.trust = cache::Trust::signed_upstream;
   (void)store_.add_artifact(artifact);
-  hash_labels_[artifact.h1] = artifact.address + " " + provider.version + " " + platform + " h1";
+  if (!artifact.h1.empty()) hash_labels_[artifact.h1] = artifact.address + " " + provider.version + " " + platform + " h1";
   hash_labels_[artifact.zh] = artifact.address + " " + provider.version + " " + platform + " zh";
 }
 

@@ -17,6 +17,9 @@ struct FakeProvider {
   std::string version;  // 6.2.0
 };
 
+// Whether provider package rows record an h1 (rows may lack one: the zh is always known).
+enum class PackageH1 { recorded, missing };
+
 struct StoreFixtureOptions {
   std::vector<std::string> platforms{"darwin_arm64", "linux_amd64", "linux_arm64"};
   std::vector<FakeProvider> providers{{"hashicorp/aws", "6.2.0"},    {"hashicorp/google", "6.10.0"},
@@ -29,6 +32,7 @@ struct StoreFixtureOptions {
   std::string vmconfig_version = "1.0.0";
   std::string selection_module = "aws";  // whose package the TfSelection names
   std::string engine = "tofu";
+  PackageH1 package_h1 = PackageH1::recorded;
 };
 
 // The host of every provider address in the fixture: registry.opentofu.org (tofu).
