@@ -1,17 +1,12 @@
 #include "generator/stack.hpp"
 
-#include <fcntl.h>
 #include <sys/utsname.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -259,47 +254,18 @@ Identity identity_of_config(const ClusterConfig& config) {
            {"provider_region", config.provider.region}}};
 }
 
-void write_atomically(const fs::path& file, const std::string& content) {
-  fs::path temp = file.parent_path() / (".podplane.tmp." + file.filename().string() + "." + std::to_string(::getpid()));
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot write " + temp.string() + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t wrote = ::write(fd, content.data() + done, content.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      int saved = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw Error("cannot write " + temp.string() + ": " + std::strerror(saved));
-    }
-    done += static_cast<std::size_t>(wrote);
-  }
-  // The file is small and the user may pull the plug right after: durable before visible.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(temp.c_str());
-    throw Error("cannot write " + file.string() + ": " + std::strerror(errno));
-  }
-  if (::rename(temp.c_str(), file.c_str()) != 0) {
-    int saved = errno;
-    ::unlink(temp.c_str());
-    throw Error("cannot replace " + file.string() + ": " + std::strerror(saved));
-  }
-}
-
 struct State {
   std::map<std::string, std::string> files;  // name → sha256 hex of what podplane wrote
 };
 
-State read_state(const fs::path& stack_dir) {
+State parse_state(const std::optional<std::string>& text, const fs::path& file) {
   State state;
-  auto text = read_if_exists(stack_dir / state_file_name);
   if (!text) return state;
   try {
-    auto value = parse_json_within_limits(*text, (stack_dir / state_file_name).string());
+    auto value = parse_json_within_limits(*text, file.string());
     for (const auto& item : value.at("files").items()) state.files[item.key()] = item.value().get<std::string>();
   } catch (const std::exception& error) {
-    throw Error((stack_dir / state_file_name).string() + " is not valid podplane state (" + error.what() +
+    throw Error(file.string() + " is not valid podplane state (" + error.what() +
                 "); remove it to regenerate the stack from the config");
   }
   return state;
@@ -385,117 +351,245 @@ std::string host_platform() {
 
 std::string content_hash(const std::string& bytes) { return lockfile::sha256_hex(bytes); }
 
-StackResult generate_stack(const cache::Store& store, const StackOptions& options) {
-  const fs::path config_file = fs::absolute(options.config_file);
-  const fs::path stack_dir = config_file.parent_path();
-  const fs::path deps_root = fs::absolute(store.root());
-  ClusterConfig config = load_cluster_config(config_file);
-  const std::string package = module_package_name(config.provider.kind);
+namespace {
 
-  StackResult result;
-  result.stack_dir = stack_dir;
-  result.tfrc = cache::layout::tfrc_file(deps_root);
-  State state = read_state(stack_dir);
+// What the stack directory holds now: read once, before anything is planned.
+struct StackDir {
+  fs::path dir;
+  fs::path config_file;
+  std::map<std::string, std::string> files;  // name → bytes of each file podplane may own
+  State state;
+  std::optional<std::string> state_text;     // .podplane.cluster.state.json as it is
+  std::optional<std::string> pinned;         // the module version the generated main.tf is pinned to
+  std::vector<std::string> edited;           // generated files edited by hand since podplane wrote them
 
-  // What is there now.
-  std::map<std::string, std::string> existing;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(stack_dir, error)) {
-    std::string name = entry.path().filename().string();
-    bool ours = name.rfind("podplane.cluster.", 0) == 0 || name == lock_hcl || state.files.count(name);
-    if (!ours || !entry.is_regular_file() || name == config_file.filename().string()) continue;
-    if (auto text = read_if_exists(entry.path())) existing[name] = *text;
+  const std::string* file(const std::string& name) const {
+    auto it = files.find(name);
+    return it == files.end() ? nullptr : &it->second;
   }
-  if (error) throw Error("cannot list " + stack_dir.string() + ": " + error.message());
+  bool was_edited(const std::string& name) const { return std::find(edited.begin(), edited.end(), name) != edited.end(); }
+};
 
-  std::optional<std::string> pinned;
-  if (existing.count(main_tf) && has_managed_header(existing[main_tf])) pinned = pinned_module_version(existing[main_tf]);
-  result.new_stack = !pinned.has_value();
-  if (options.command == Command::upgrade && !pinned)
-    throw Error("cluster infrastructure has not been generated in " + stack_dir.string() +
+StackDir read_stack_dir(const fs::path& config_file) {
+  StackDir now;
+  now.config_file = config_file;
+  now.dir = config_file.parent_path();
+  now.state_text = read_if_exists(now.dir / state_file_name);
+  now.state = parse_state(now.state_text, now.dir / state_file_name);
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(now.dir, error)) {
+    std::string name = entry.path().filename().string();
+    bool ours = name.rfind("podplane.cluster.", 0) == 0 || name == lock_hcl || now.state.files.count(name);
+    if (!ours || !entry.is_regular_file() || name == config_file.filename().string()) continue;
+    if (auto text = read_if_exists(entry.path())) now.files[name] = *text;
+  }
+  if (error) throw Error("cannot list " + now.dir.string() + ": " + error.message());
+  if (const auto* main = now.file(main_tf); main && has_managed_header(*main)) now.pinned = pinned_module_version(*main);
+  for (const auto& [name, hash] : now.state.files) {
+    if (name == lock_hcl) continue;  // the engines own the lock's content (providers lock adds hashes)
+    const auto* current = now.file(name);
+    if (current && content_hash(*current) != hash) now.edited.push_back(name);
+  }
+  return now;
+}
+
+// Refusals that need no plan: they come first, whatever the store holds.
+void refuse_upgrade_without_stack(const StackDir& now, Command command) {
+  if (command == Command::upgrade && !now.pinned)
+    throw Error("cluster infrastructure has not been generated in " + now.dir.string() +
                 "; run `podplane cluster create` first");
+}
 
-  // The cluster's identity cannot change under an existing stack.
-  if (existing.count(infra_tf) && has_managed_header(existing[infra_tf])) {
-    if (auto before = identity_of_stack(existing[infra_tf])) {
-      Identity after = identity_of_config(config);
-      std::string changes;
-      for (const auto& [key, value] : after.values) {
-        auto old = before->values.find(key);
-        if (old != before->values.end() && old->second != value)
-          changes += "\n  " + key + ": " + old->second + " → " + value;
-      }
-      if (!changes.empty())
-        throw Error("the cluster identity in " + config_file.filename().string() + " differs from the stack in " +
-                    stack_dir.string() + ":" + changes + "\n" + identity_message);
+// The cluster's identity cannot change under an existing stack.
+void refuse_identity_change(const StackDir& now, const ClusterConfig& config) {
+  const auto* infra = now.file(infra_tf);
+  if (!infra || !has_managed_header(*infra)) return;
+  auto before = identity_of_stack(*infra);
+  if (!before) return;
+  std::string changes;
+  for (const auto& [key, value] : identity_of_config(config).values) {
+    auto old = before->values.find(key);
+    if (old != before->values.end() && old->second != value) changes += "\n  " + key + ": " + old->second + " → " + value;
+  }
+  if (!changes.empty())
+    throw Error("the cluster identity in " + now.config_file.filename().string() + " differs from the stack in " +
+                now.dir.string() + ":" + changes + "\n" + identity_message);
+}
+
+void refuse_hand_edits(const StackDir& now, Force force) {
+  if (now.edited.empty() || force == Force::yes) return;
+  std::string list;
+  for (const auto& name : now.edited) list += "\n  " + (now.dir / name).string();
+  throw Error("generated file(s) edited by hand since podplane wrote them:" + list +
+              "\nMove the change into podplane.cluster.jsonc or a user-owned file (custom.tf, *.auto.tfvars), "
+              "or rerun with --force to overwrite the edits.");
+}
+
+// Everything a run would do, computed from the config, the store and the stack as it is,
+// with no side effect: the files the stack should hold, the changes that gets it there (in
+// the order they are made: each generated file, the removals, the state last) and the report.
+struct StackPlan {
+  StackResult result;
+  std::map<std::string, std::string> desired;  // every generated file → its content
+  std::vector<FileChange> changes;
+};
+
+// The module version and, where it is fixed already, the lock: a pinned stack's own, or the
+// store's selection's for a new stack.
+struct ModuleChoice {
+  std::string version;
+  std::optional<std::string> lock_text;
+};
+
+ModuleChoice choose_module(const cache::Store& store, const std::optional<cache::TfSelection>& selection,
+                           const std::vector<std::string>& platforms, const std::string& package, const StackDir& now,
+                           Command command, std::vector<std::string>& warnings) {
+  if (command == Command::upgrade) return {newest_module_or_fail(store, package, now.config_file).version, {}};
+  if (now.pinned) {
+    const auto* lock = now.file(lock_hcl);
+    if (!lock)
+      throw Error("existing cluster stack is missing .terraform.lock.hcl; cannot restore its exact provider versions (" +
+                  now.dir.string() + ")");
+    return {*now.pinned, *lock};
+  }
+  bool selection_fits = selection && address_is(selection->module_address, package) &&
+                        module_tree(store, package, selection->module_version).has_value();
+  if (!selection_fits) {
+    ModuleChoice newest{newest_module_or_fail(store, package, now.config_file).version, {}};
+    if (selection)
+      warnings.push_back("the store's current selection is " + selection->module_address + " " +
+                         selection->module_version + "; took the newest " + package + " in the store, " +
+                         newest.version);
+    return newest;
+  }
+  // The store's lock view, else the same lock built from the index (a store without views).
+  auto lock_text = read_if_exists(cache::layout::lock_file(fs::absolute(store.root())));
+  if (!lock_text) {
+    auto lock = cache::selection_lock(selection->providers, platforms,
+                                      store.artifacts({cache::ArtifactKind::provider_package, {}, {}, {}}));
+    lock_text = lockfile::render_lock_file(lock, engine_of(selection));
+  }
+  return {selection->module_version, lock_text};
+}
+
+// The vmconfig manifest files the pools need. create keeps a pinned stack's manifests.
+void add_manifests(const cache::Store& store, const ClusterConfig& config, const StackDir& now, Command command,
+                   std::map<std::string, std::string>& desired) {
+  for (const auto& [kind, arch] : config.vm_flavours()) {
+    std::string manifest = vmconfig_manifest_name(kind, arch);
+    std::string name = "podplane.cluster." + manifest + ".json";
+    const auto* current = now.file(name);
+    if (command == Command::create && current && !now.was_edited(name)) {
+      desired[name] = *current;  // pinned: create never refreshes a manifest
+      continue;
+    }
+    std::optional<std::string> bytes;
+    if (now.was_edited(name) && command == Command::create) {
+      // --force on a pinned manifest: restore the exact bytes podplane wrote, which the
+      // content-addressed store still holds under their sha256.
+      const std::string& recorded = now.state.files.at(name);
+      if (store.has_object(recorded)) bytes = store.read_object(recorded);
+    }
+    if (!bytes) bytes = stored_manifest(store, manifest);
+    if (!bytes)
+      throw Error("vmconfig manifest " + manifest + " is not in the store; run `podplane deps download --kind " + kind +
+                  " --arch " + arch + "` while online, or import a bundle that has it");
+    desired[name] = *bytes;
+  }
+}
+
+// upgrade: each item whose version moved.
+std::vector<VersionChange> version_changes(const std::string& package, const StackDir& now, const std::string& version,
+                                           const lockfile::LockFile& old_lock, const lockfile::LockFile& lock,
+                                           const std::map<std::string, std::string>& desired) {
+  std::vector<VersionChange> changes;
+  if (now.pinned && *now.pinned != version) changes.push_back({package, *now.pinned, version});
+  std::map<std::string, std::string> before, after;
+  for (const auto& p : old_lock.providers) before[p.address] = p.version;
+  for (const auto& p : lock.providers) after[p.address] = p.version;
+  for (const auto& [address, v] : after)
+    if (!before.count(address) || before[address] != v) changes.push_back({address, before.count(address) ? before[address] : "", v});
+  for (const auto& [address, v] : before)
+    if (!after.count(address)) changes.push_back({address, v, ""});
+  for (const auto& [name, content] : desired) {
+    if (!is_vmconfig_file(name)) continue;
+    const auto* current = now.file(name);
+    if (current && *current == content) continue;
+    changes.push_back({name.substr(17, name.size() - 17 - 5), current ? manifest_version(*current) : "",
+                       manifest_version(content)});
+  }
+  return changes;
+}
+
+// The outcome of each file and the changes to make: what differs is written, generated files
+// the config no longer needs are removed unless edited, and the state records what was written.
+void plan_changes(const StackDir& now, StackPlan& plan) {
+  StackResult& result = plan.result;
+  State next;
+  for (const auto& [name, content] : plan.desired) {
+    const auto* current = now.file(name);
+    FileOutcome outcome{name, FileOutcome::Change::unchanged};
+    if (!current) {
+      outcome.change = FileOutcome::Change::created;
+      plan.changes.push_back({name, content});
+    } else if (*current != content) {
+      outcome.change = FileOutcome::Change::updated;
+      plan.changes.push_back({name, content});
+      auto impact = inputs_impact(name);
+      if (!impact.level.empty())
+        result.impacts.push_back(name + " changed: " + impact.level + " impact (" + impact.meaning + ")");
+    }
+    result.files.push_back(outcome);
+    next.files[name] = content_hash(content);
+  }
+  for (const auto& [name, hash] : now.state.files) {
+    if (plan.desired.count(name)) continue;
+    const auto* current = now.file(name);
+    if (!current) continue;
+    if (content_hash(*current) == hash) {
+      plan.changes.push_back({name, std::nullopt});
+      result.files.push_back({name, FileOutcome::Change::removed});
+    } else {
+      result.warnings.push_back((now.dir / name).string() + " is no longer generated but was edited; left in place");
+      next.files[name] = hash;
     }
   }
+  std::string state_text = render_state(next);
+  if (now.state_text != state_text) plan.changes.push_back({state_file_name, state_text});
+}
 
-  // Files edited by hand since podplane wrote them.
-  std::vector<std::string> edited;
-  for (const auto& [name, hash] : state.files) {
-    if (name == lock_hcl) continue;  // the engines own the lock's content (providers lock adds hashes)
-    auto current = existing.find(name);
-    if (current != existing.end() && content_hash(current->second) != hash) edited.push_back(name);
-  }
-  if (!edited.empty() && options.force == Force::no) {
-    std::string list;
-    for (const auto& name : edited) list += "\n  " + (stack_dir / name).string();
-    throw Error("generated file(s) edited by hand since podplane wrote them:" + list +
-                "\nMove the change into podplane.cluster.jsonc or a user-owned file (custom.tf, *.auto.tfvars), "
-                "or rerun with --force to overwrite the edits.");
-  }
-  auto was_edited = [&](const std::string& name) { return std::find(edited.begin(), edited.end(), name) != edited.end(); };
+StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, const StackDir& now,
+                     const StackOptions& options) {
+  const fs::path deps_root = fs::absolute(store.root());
+  const std::string package = module_package_name(config.provider.kind);
+  StackPlan plan;
+  StackResult& result = plan.result;
+  result.stack_dir = now.dir;
+  result.tfrc = cache::layout::tfrc_file(deps_root);
+  result.new_stack = !now.pinned.has_value();
 
   // Module version, lock and platforms.
   const auto selection = store.tf_selection();
-  const std::string host = engine_host(selection);
   const auto platforms = store_platforms(store, selection);
   if (platforms.empty())
     throw Error("the store at " + deps_root.string() + " holds no provider packages; run `podplane deps tf` while "
                 "online, or import a bundle");
-  std::string version;
-  std::optional<std::string> lock_text;
   lockfile::LockFile old_lock;
-  if (existing.count(lock_hcl)) old_lock = lockfile::parse_lock_file(existing[lock_hcl], (stack_dir / lock_hcl).string());
-
-  if (pinned && options.command == Command::create) {
-    version = *pinned;
-    if (!existing.count(lock_hcl))
-      throw Error("existing cluster stack is missing .terraform.lock.hcl; cannot restore its exact provider versions (" +
-                  stack_dir.string() + ")");
-    lock_text = existing[lock_hcl];
-  } else if (options.command == Command::create) {
-    bool selection_fits = selection && address_is(selection->module_address, package) &&
-                          module_tree(store, package, selection->module_version).has_value();
-    if (selection_fits) {
-      version = selection->module_version;
-      lock_text = read_if_exists(cache::layout::lock_file(deps_root));
-      if (!lock_text) {
-        auto lock = cache::selection_lock(selection->providers, platforms,
-                                          store.artifacts({cache::ArtifactKind::provider_package, {}, {}, {}}));
-        lock_text = lockfile::render_lock_file(lock, engine_of(selection));
-      }
-    } else {
-      version = newest_module_or_fail(store, package, config_file).version;
-      if (selection)
-        result.warnings.push_back("the store's current selection is " + selection->module_address + " " +
-                                  selection->module_version + "; took the newest " + package + " in the store, " +
-                                  version);
-    }
-  } else {
-    version = newest_module_or_fail(store, package, config_file).version;
-  }
-  result.module_version = version;
-  auto tree = module_tree(store, package, version);
+  if (const auto* lock = now.file(lock_hcl)) old_lock = lockfile::parse_lock_file(*lock, (now.dir / lock_hcl).string());
+  ModuleChoice choice = choose_module(store, selection, platforms, package, now, options.command, result.warnings);
+  result.module_version = choice.version;
+  auto tree = module_tree(store, package, choice.version);
   if (!tree)
-    throw Error("module " + package + " " + version + " is not in the store's index; run `podplane deps tf --stack " +
-                stack_dir.string() + "` while online, or import a bundle that has it");
-  const fs::path package_dir = module_package_dir(store, selection, tree->address, version);
-  require_module_view(package_dir, package, version, stack_dir);
-  if (!lock_text) lock_text = lockfile::render_lock_file(newest_lock(store, config.provider.kind, package_dir, host, platforms),
-                                                         engine_of(selection));
-  lockfile::LockFile lock = lockfile::parse_lock_file(*lock_text, (stack_dir / lock_hcl).string());
+    throw Error("module " + package + " " + choice.version + " is not in the store's index; run `podplane deps tf --stack " +
+                now.dir.string() + "` while online, or import a bundle that has it");
+  const fs::path package_dir = module_package_dir(store, selection, tree->address, choice.version);
+  require_module_view(package_dir, package, choice.version, now.dir);
+  std::string lock_text = choice.lock_text
+                              ? *choice.lock_text
+                              : lockfile::render_lock_file(newest_lock(store, config.provider.kind, package_dir,
+                                                                       engine_host(selection), platforms),
+                                                           engine_of(selection));
+  lockfile::LockFile lock = lockfile::parse_lock_file(lock_text, (now.dir / lock_hcl).string());
   require_lock_packages(store, lock, platforms);
 
   // Everything the stack should hold.
@@ -507,99 +601,48 @@ StackResult generate_stack(const cache::Store& store, const StackOptions& option
     result.warnings.push_back("VMs will fetch vmconfig artifacts from " + deps_url +
                               "; in an air gap set cluster.deps_mirror_url (or $PODPLANE_DEPS_URL) to your "
                               "`podplane mirror serve`");
-  RenderInputs inputs{&config, relative_source(stack_dir, package_dir), deps_url};
-  std::map<std::string, std::string> desired = render_stack_tf(inputs);
-  desired[schema_json] = cluster_schema_file_content();
-  desired[lock_hcl] = *lock_text;
-  for (const auto& [kind, arch] : config.vm_flavours()) {
-    std::string manifest = vmconfig_manifest_name(kind, arch);
-    std::string name = "podplane.cluster." + manifest + ".json";
-    auto current = existing.find(name);
-    bool keep = options.command == Command::create && current != existing.end() && !was_edited(name);
-    if (keep) {
-      desired[name] = current->second;  // pinned: create never refreshes a manifest
-      continue;
-    }
-    std::optional<std::string> bytes;
-    if (was_edited(name) && options.command == Command::create) {
-      // --force on a pinned manifest: restore the exact bytes podplane wrote, which the
-      // content-addressed store still holds under their sha256.
-      const std::string& recorded = state.files[name];
-      if (store.has_object(recorded)) bytes = store.read_object(recorded);
-    }
-    if (!bytes) bytes = stored_manifest(store, manifest);
-    if (!bytes)
-      throw Error("vmconfig manifest " + manifest + " is not in the store; run `podplane deps download --kind " + kind +
-                  " --arch " + arch + "` while online, or import a bundle that has it");
-    desired[name] = *bytes;
-  }
+  plan.desired = render_stack_tf({&config, relative_source(now.dir, package_dir), deps_url});
+  plan.desired[schema_json] = cluster_schema_file_content();
+  plan.desired[lock_hcl] = lock_text;
+  add_manifests(store, config, now, options.command, plan.desired);
 
-  // Refuse before writing anything: files podplane does not own are never replaced.
-  for (const auto& [name, content] : desired) {
-    auto current = existing.find(name);
-    if (current == existing.end() || current->second == content) continue;
-    if (!owned_by_podplane(name, current->second, state))
-      throw Error((stack_dir / name).string() + " exists but was not generated by podplane" +
+  if (options.command == Command::upgrade)
+    result.version_changes = version_changes(package, now, choice.version, old_lock, lock, plan.desired);
+  plan_changes(now, plan);
+  return plan;
+}
+
+// Files podplane does not own are never replaced.
+void refuse_foreign_files(const StackDir& now, const StackPlan& plan) {
+  for (const auto& [name, content] : plan.desired) {
+    const auto* current = now.file(name);
+    if (!current || *current == content) continue;
+    if (!owned_by_podplane(name, *current, now.state))
+      throw Error((now.dir / name).string() + " exists but was not generated by podplane" +
                   (name.ends_with(".tf") ? " (it lacks the managed-file header)" : "") +
                   "; it is left untouched: move it away to let podplane generate it");
   }
+}
 
-  // Upgrade report.
-  if (options.command == Command::upgrade) {
-    if (pinned && *pinned != version) result.version_changes.push_back({package, *pinned, version});
-    std::map<std::string, std::string> before, after;
-    for (const auto& p : old_lock.providers) before[p.address] = p.version;
-    for (const auto& p : lock.providers) after[p.address] = p.version;
-    for (const auto& [address, v] : after)
-      if (!before.count(address) || before[address] != v)
-        result.version_changes.push_back({address, before.count(address) ? before[address] : "", v});
-    for (const auto& [address, v] : before)
-      if (!after.count(address)) result.version_changes.push_back({address, v, ""});
-    for (const auto& [name, content] : desired) {
-      if (!is_vmconfig_file(name)) continue;
-      auto current = existing.find(name);
-      std::string from = current == existing.end() ? "" : manifest_version(current->second);
-      std::string to = manifest_version(content);
-      if (current == existing.end() || current->second != content)
-        result.version_changes.push_back({name.substr(17, name.size() - 17 - 5), from, to});
-    }
-  }
+}  // namespace
 
-  // Write what changed, then drop generated files the config no longer needs.
-  State new_state;
-  for (const auto& [name, content] : desired) {
-    auto current = existing.find(name);
-    FileOutcome outcome{name, FileOutcome::Change::unchanged};
-    if (current == existing.end()) {
-      write_atomically(stack_dir / name, content);
-      outcome.change = FileOutcome::Change::created;
-    } else if (current->second != content) {
-      write_atomically(stack_dir / name, content);
-      outcome.change = FileOutcome::Change::updated;
-      auto impact = inputs_impact(name);
-      if (!impact.level.empty())
-        result.impacts.push_back(name + " changed: " + impact.level + " impact (" + impact.meaning + ")");
-    }
-    result.files.push_back(outcome);
-    new_state.files[name] = content_hash(content);
-  }
-  for (const auto& [name, hash] : state.files) {
-    if (desired.count(name)) continue;
-    auto current = existing.find(name);
-    if (current == existing.end()) continue;
-    if (content_hash(current->second) == hash) {
-      if (::unlink((stack_dir / name).c_str()) != 0)
-        throw Error("cannot remove " + (stack_dir / name).string() + ": " + std::strerror(errno));
-      result.files.push_back({name, FileOutcome::Change::removed});
-    } else {
-      result.warnings.push_back((stack_dir / name).string() + " is no longer generated but was edited; left in place");
-      new_state.files[name] = hash;
-    }
-  }
-  std::string state_text = render_state(new_state);
-  auto old_state_text = read_if_exists(stack_dir / state_file_name);
-  if (!old_state_text || *old_state_text != state_text) write_atomically(stack_dir / state_file_name, state_text);
-  return result;
+StackResult generate_stack(const cache::Store& store, const StackOptions& options) {
+  Disk disk;
+  return generate_stack(store, options, disk);
+}
+
+StackResult generate_stack(const cache::Store& store, const StackOptions& options, Disk& disk) {
+  const fs::path config_file = fs::absolute(options.config_file);
+  const ClusterConfig config = load_cluster_config(config_file);
+  const StackDir now = read_stack_dir(config_file);
+  // Check, plan, check the plan, and only then write: every refusal comes before the first write.
+  refuse_upgrade_without_stack(now, options.command);
+  refuse_identity_change(now, config);
+  refuse_hand_edits(now, options.force);
+  StackPlan plan = plan_stack(store, config, now, options);
+  refuse_foreign_files(now, plan);
+  write_all_or_nothing(now.dir, plan.changes, disk);
+  return std::move(plan.result);
 }
 
 }  // namespace podplane::generator

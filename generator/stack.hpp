@@ -8,7 +8,9 @@
 // Only files podplane generated are ever written or removed: .tf files carrying the managed
 // header, and the JSON/lock files recorded in .podplane.cluster.state.json. A generated file
 // whose content no longer matches the sha256 recorded there was edited by hand and is refused
-// unless Force::yes. Errors are podplane::Error and leave every file as it was.
+// unless Force::yes. Errors are podplane::Error and leave every file as it was: a run first
+// plans every file (reading only), refuses what it may not do, then writes the files staged
+// and renames them into place all or nothing (generator/staged_write.hpp).
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include "cache/store.hpp"
 #include "generator/config.hpp"
+#include "generator/staged_write.hpp"
 
 namespace podplane::generator {
 
@@ -58,6 +61,8 @@ struct StackResult {
 };
 
 [[nodiscard]] StackResult generate_stack(const cache::Store& store, const StackOptions& options);
+// The same through `disk`, the seam tests use to fail a write between two files.
+[[nodiscard]] StackResult generate_stack(const cache::Store& store, const StackOptions& options, Disk& disk);
 
 // Where a module package lives in the store's views, as cache/views.cpp lays them out: the
 // package the store's selection names (the AWS Nstance package when there is none) at

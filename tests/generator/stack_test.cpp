@@ -7,6 +7,7 @@
 #include "generator/stack.hpp"
 #include "lockfile/lock_file.hpp"
 #include "tests/generator/cluster_env.hpp"
+#include "tests/generator/failing_disk.hpp"
 
 namespace podplane::test {
 namespace {
@@ -288,6 +289,69 @@ TEST(ClusterCreate, WithoutAnEnginePrintsTheTwoCommands) {
   ASSERT_EQ(result.exit_code, 0) << describe(result);
   EXPECT_NE(result.out.find("tofu init -lockfile=readonly"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("tofu apply"), std::string::npos) << result.out;
+}
+
+// A config edit after a first create whose run updates main.tf and two inputs files, removes
+// a vmconfig manifest no pool needs any more (knd amd64) and rewrites the state.
+void edit_config_for_several_changes(const ClusterEnv& env) {
+  std::string config = read_file(env.config());
+  const std::string workers = R"("workers":       { "arch": "amd64", "instance_type": "m7i.large", "size": 3 })";
+  ASSERT_NE(config.find(workers), std::string::npos);
+  config.replace(config.find(workers), workers.size(),
+                 R"("workers":       { "arch": "arm64", "instance_type": "m7i.large", "size": 5 })");
+  config.replace(config.find("k8s.example.com"), 15, "api.example.com");
+  write_file(env.config(), config);
+}
+
+// The write of a stack, failed at each of its file operations in turn through the Disk seam:
+// every failure, between any two files, leaves every file of the stack as it was (bytes and
+// times, no temp left), until the run that fails nothing makes every change.
+TEST(ClusterCreate, AWriteFailingBetweenTwoFilesLeavesEveryFileAsItWas) {
+  ClusterEnv env;
+  write_user_files(env);
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  edit_config_for_several_changes(env);
+  const auto before = env.snapshot();
+  const auto times = env.mtimes();
+  generator::StackOptions options;
+  options.config_file = env.config();
+  int failures = 0;
+  for (int fail_at = 1;; ++fail_at) {
+    FailingDisk disk({fail_at});
+    try {
+      (void)generator::generate_stack(env.fixture->store(), options, disk);
+    } catch (const Error& error) {
+      ++failures;
+      EXPECT_EQ(env.snapshot(), before) << "after " << error.what();
+      EXPECT_EQ(env.mtimes(), times) << "after " << error.what();
+      continue;
+    }
+    break;
+  }
+  // 4 files written and 4 kept, then 5 renames (one moves the manifest aside) and the sync.
+  EXPECT_EQ(failures, 14);
+  auto after = env.snapshot();
+  EXPECT_NE(after["podplane.cluster.inputs.vm.tf"].find("workers       = 5"), std::string::npos);
+  EXPECT_FALSE(after.count("podplane.cluster.vmconfig_knd_debian-13_amd64.json"));
+  expect_user_files_intact(env, "the write that went through");
+}
+
+// On the real file system: a later target that cannot be replaced (a directory took its
+// name) fails the write after earlier files were renamed into place; they are put back.
+TEST(ClusterCreate, ATargetThatCannotBeReplacedLeavesEveryFileAsItWas) {
+  ClusterEnv env;
+  write_user_files(env);
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  edit_config_for_several_changes(env);
+  fs::remove(env.stack / "podplane.cluster.roles.tf");
+  fs::create_directory(env.stack / "podplane.cluster.roles.tf");
+  const auto before = env.snapshot();
+  const auto times = env.mtimes();
+  auto result = env.cluster({"create", "--no-apply"});
+  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_NE(result.err.find("podplane.cluster.roles.tf: Is a directory"), std::string::npos) << result.err;
+  EXPECT_EQ(env.snapshot(), before);
+  EXPECT_EQ(env.mtimes(), times);
 }
 
 // A package row may lack its h1 (the zh is always known). The stack's lock then holds the zh
