@@ -1,8 +1,6 @@
 #include "generator/render.hpp"
 
-#include <set>
-
-#include "generator/hcl_format.hpp"
+#include "generator/hcl_emitter.hpp"
 
 namespace podplane::generator {
 
@@ -30,480 +28,418 @@ std::string network_module(const ClusterConfig& config) {
 std::string shard_module(const ZoneConfig& zone) { return "shard_" + hcl_identifier(zone.name); }
 std::string userdata_name(const std::string& kind, const std::string& arch) { return kind + "_" + arch; }
 
-std::string source_of(const RenderInputs& inputs, const char* module) {
-  return hcl_string(inputs.module_package_path + "/modules/" + module);
+HclExpr source_of(const RenderInputs& inputs, const char* module) {
+  return str(inputs.module_package_path + "/modules/" + module);
 }
+HclExpr var(const std::string& name) { return expr("var." + name); }
 
-std::string finish(const HclText& text) { return std::string(managed_header) + text.formatted(); }
+std::string finish(const HclFile& file) { return std::string(managed_header) + file.text(); }
 
 // main.tf: engine and provider requirements, provider configuration, the userdata of each VM
 // flavour, the pools, the module calls and the seed upload.
 std::string render_main(const RenderInputs& inputs) {
   const ClusterConfig& config = *inputs.config;
   const bool aws = is_aws(config);
-  HclText t;
-  t.open("terraform");
-  t.attr("required_version", hcl_string(required_engine_version()));
-  t.blank();
-  t.open("required_providers");
-  for (const auto& requirement : root_provider_requirements(config.provider.kind)) {
-    t.open(requirement.local_name + " =");
-    t.attr("source", hcl_string(requirement.source));
-    t.attr("version", hcl_string(requirement.constraints));
-    t.close();
-  }
-  t.close();
-  t.close();
-  t.blank();
+  HclFile f;
+  f.block("terraform", [&](HclBody& b) {
+    b.attr("required_version", str(required_engine_version()));
+    b.block("required_providers", [&](HclBody& providers) {
+      for (const auto& requirement : root_provider_requirements(config.provider.kind)) {
+        providers.object(requirement.local_name, [&](HclBody& o) {
+          o.attr("source", str(requirement.source));
+          o.attr("version", str(requirement.constraints));
+        });
+      }
+    });
+  });
 
   if (aws) {
-    t.open("provider \"aws\"");
-    t.attr("region", "local.provider_region");
-    if (!config.provider.profile.empty()) t.attr("profile", hcl_string(config.provider.profile));
-    t.attr("allowed_account_ids", "[local.provider_account]");
-    t.blank();
-    t.open("default_tags");
-    t.open("tags =");
-    t.attr("\"podplane:cluster\"", "local.cluster_id");
-    t.close();
-    t.close();
-    t.close();
+    f.block("provider", {"aws"}, [&](HclBody& b) {
+      b.attr("region", expr("local.provider_region"));
+      if (!config.provider.profile.empty()) b.attr("profile", str(config.provider.profile));
+      b.attr("allowed_account_ids", expr("[local.provider_account]"));
+      b.block("default_tags", [&](HclBody& tags) {
+        tags.object("tags", [&](HclBody& o) { o.attr("podplane:cluster", expr("local.cluster_id")); });
+      });
+    });
   } else {
-    t.open("provider \"google\"");
-    t.attr("project", "local.provider_account");
-    t.attr("region", "local.provider_region");
-    t.blank();
-    t.open("default_labels =");
-    t.attr("podplane_cluster", "local.cluster_id");
-    t.close();
-    t.close();
+    f.block("provider", {"google"}, [&](HclBody& b) {
+      b.attr("project", expr("local.provider_account"));
+      b.attr("region", expr("local.provider_region"));
+      b.blank();
+      b.object("default_labels", [&](HclBody& o) { o.attr("podplane_cluster", expr("local.cluster_id")); });
+    });
   }
-  t.blank();
 
   for (const auto& [kind, arch] : config.vm_flavours()) {
-    t.open("data \"podplane_userdata\" " + hcl_string(userdata_name(kind, arch)));
-    t.attr("manifest_json", "file(\"${path.module}/podplane.cluster." + vmconfig_manifest_name(kind, arch) + ".json\")");
-    t.attr("deps_mirror_url", hcl_string(inputs.deps_mirror_url));
-    t.attr("provider_kind", "local.provider_kind");
-    t.attr("runtime_env", "local.runtime_env");
-    t.close();
-    t.blank();
+    f.block("data", {"podplane_userdata", userdata_name(kind, arch)}, [&](HclBody& b) {
+      b.attr("manifest_json",
+             expr("file(" + tmpl("${path.module}/podplane.cluster." + vmconfig_manifest_name(kind, arch) + ".json").text() + ")"));
+      b.attr("deps_mirror_url", str(inputs.deps_mirror_url));
+      b.attr("provider_kind", expr("local.provider_kind"));
+      b.attr("runtime_env", expr("local.runtime_env"));
+    });
   }
 
-  t.open("locals");
-  t.attr("cluster_name", hcl_string(config.name));
-  t.blank();
-  t.open("runtime_env =");
-  for (const char* name :
-       {"ssh_authorized_keys", "telemetry_endpoint", "oidc_issuer_url", "oidc_ca_cert", "oidc_signing_algs",
-        "kube_api_etcd_servers", "kubernetes_api_hostname", "kubernetes_api_port", "kubernetes_cluster_cidr",
-        "kubernetes_node_cidr_mask_size_ipv4", "kubernetes_node_cidr_mask_size_ipv6", "kubernetes_service_cidr",
-        "kube_log_level"}) {
-    t.attr(name, std::string("var.") + name);
-  }
-  if (aws) t.attr("aws_s3_use_path_style", "var.aws_s3_use_path_style");
-  for (const char* name : {"netsy_prefix", "netsy_static_access_key_id", "netsy_static_secret_access_key",
-                           "registry_hostname", "registry_static_username", "registry_static_password"}) {
-    t.attr(name, std::string("var.") + name);
-  }
-  t.attr("oidc_client_id", "local.oidc_client_id");
-  t.attr("oidc_username_claim", "local.oidc_username_claim");
-  t.attr("oidc_groups_claim", "local.oidc_groups_claim");
-  t.close();
-  t.blank();
-  t.open("pools =");
-  for (const auto& pool : config.pools) {
-    t.open(hcl_key(pool.name) + " =");
-    t.attr("kind", hcl_string(pool.vm_kind()));
-    t.attr("arch", hcl_string(pool.arch));
-    t.attr("instance_type", "var.pool_instance_types[" + hcl_string(pool.name) + "]");
-    t.attr("size", "var.pool_sizes[" + hcl_string(pool.name) + "]");
-    t.attr("ssh_authorized_keys", "var.immutable_ssh_authorized_keys");
-    t.attr("userdata", "data.podplane_userdata." + userdata_name(pool.vm_kind(), pool.arch) + ".rendered");
-    t.close();
-  }
-  t.close();
-  t.close();
-  t.blank();
+  f.block("locals", [&](HclBody& b) {
+    b.attr("cluster_name", str(config.name));
+    b.blank();
+    b.object("runtime_env", [&](HclBody& o) {
+      for (const char* name :
+           {"ssh_authorized_keys", "telemetry_endpoint", "oidc_issuer_url", "oidc_ca_cert", "oidc_signing_algs",
+            "kube_api_etcd_servers", "kubernetes_api_hostname", "kubernetes_api_port", "kubernetes_cluster_cidr",
+            "kubernetes_node_cidr_mask_size_ipv4", "kubernetes_node_cidr_mask_size_ipv6", "kubernetes_service_cidr",
+            "kube_log_level"}) {
+        o.attr(name, var(name));
+      }
+      if (aws) o.attr("aws_s3_use_path_style", var("aws_s3_use_path_style"));
+      for (const char* name : {"netsy_prefix", "netsy_static_access_key_id", "netsy_static_secret_access_key",
+                               "registry_hostname", "registry_static_username", "registry_static_password"}) {
+        o.attr(name, var(name));
+      }
+      o.attr("oidc_client_id", expr("local.oidc_client_id"));
+      o.attr("oidc_username_claim", expr("local.oidc_username_claim"));
+      o.attr("oidc_groups_claim", expr("local.oidc_groups_claim"));
+    });
+    b.blank();
+    b.object("pools", [&](HclBody& o) {
+      for (const auto& pool : config.pools) {
+        o.object(pool.name, [&](HclBody& p) {
+          p.attr("kind", str(pool.vm_kind()));
+          p.attr("arch", str(pool.arch));
+          p.attr("instance_type", expr("var.pool_instance_types[" + str(pool.name).text() + "]"));
+          p.attr("size", expr("var.pool_sizes[" + str(pool.name).text() + "]"));
+          p.attr("ssh_authorized_keys", expr("var.immutable_ssh_authorized_keys"));
+          p.attr("userdata", expr("data.podplane_userdata." + userdata_name(pool.vm_kind(), pool.arch) + ".rendered"));
+        });
+      }
+    });
+  });
 
-  t.open("module \"cluster\"");
-  t.attr("source", source_of(inputs, "cluster"));
-  t.attr("cluster_id", "local.cluster_id");
-  t.attr("name_prefix", "local.name_prefix");
-  t.close();
-  t.blank();
+  f.block("module", {"cluster"}, [&](HclBody& b) {
+    b.attr("source", source_of(inputs, "cluster"));
+    b.attr("cluster_id", expr("local.cluster_id"));
+    b.attr("name_prefix", expr("local.name_prefix"));
+  });
 
-  t.open("module " + hcl_string(account_module(config)));
-  t.attr("source", source_of(inputs, "account"));
-  t.attr("cluster", "module.cluster");
-  if (aws) t.attr("enable_ssm", "var.enable_ssm");
-  if (!aws) t.attr("project", "local.provider_account");
-  t.attr("region", "local.provider_region");
-  t.attr("node_role", aws ? "aws_iam_role.node.name" : "google_service_account.node.email");
-  t.close();
-  t.blank();
+  f.block("module", {account_module(config)}, [&](HclBody& b) {
+    b.attr("source", source_of(inputs, "account"));
+    b.attr("cluster", expr("module.cluster"));
+    if (aws) b.attr("enable_ssm", var("enable_ssm"));
+    if (!aws) b.attr("project", expr("local.provider_account"));
+    b.attr("region", expr("local.provider_region"));
+    b.attr("node_role", expr(aws ? "aws_iam_role.node.name" : "google_service_account.node.email"));
+  });
 
-  t.open("module " + hcl_string(network_module(config)));
-  t.attr("source", source_of(inputs, "network"));
-  t.attr("cluster", "module.cluster");
-  t.attr("account", "module." + account_module(config));
-  t.attr("vpc_id", "var.vpc_id");
-  t.attr("vpc_cidr_ipv4", "var.vpc_cidr_ipv4");
-  t.attr("enable_ipv6", "var.enable_ipv6");
-  t.attr("subnets", "local.subnets");
-  t.attr("load_balancers", "local.load_balancers");
-  t.close();
+  f.block("module", {network_module(config)}, [&](HclBody& b) {
+    b.attr("source", source_of(inputs, "network"));
+    b.attr("cluster", expr("module.cluster"));
+    b.attr("account", expr("module." + account_module(config)));
+    b.attr("vpc_id", var("vpc_id"));
+    b.attr("vpc_cidr_ipv4", var("vpc_cidr_ipv4"));
+    b.attr("enable_ipv6", var("enable_ipv6"));
+    b.attr("subnets", expr("local.subnets"));
+    b.attr("load_balancers", expr("local.load_balancers"));
+  });
 
   for (const auto& zone : config.provider.zones) {
-    t.blank();
-    t.open("module " + hcl_string(shard_module(zone)));
-    t.attr("source", source_of(inputs, "shard"));
-    t.attr("cluster", "module.cluster");
-    t.attr("account", "module." + account_module(config));
-    t.attr("network", "module." + network_module(config));
-    t.attr("zone", hcl_string(zone.name));
-    t.attr("pools", "local.pools");
-    t.close();
+    f.block("module", {shard_module(zone)}, [&](HclBody& b) {
+      b.attr("source", source_of(inputs, "shard"));
+      b.attr("cluster", expr("module.cluster"));
+      b.attr("account", expr("module." + account_module(config)));
+      b.attr("network", expr("module." + network_module(config)));
+      b.attr("zone", str(zone.name));
+      b.attr("pools", expr("local.pools"));
+    });
   }
 
   if (!config.seed.name.empty()) {
-    t.blank();
-    t.open(std::string("resource ") + (aws ? "\"podplane_netsy_seed_s3\"" : "\"podplane_netsy_seed_gcs\"") + " \"bootstrap\"");
-    t.attr("bucket", aws ? "aws_s3_bucket.netsy.bucket" : "google_storage_bucket.netsy.name");
-    t.attr("prefix", "\"${var.netsy_prefix}/bootstrap\"");
-    t.attr("seed_name", hcl_string(config.seed.name));
-    t.attr("seed_version", hcl_string(config.seed.version));
-    if (!config.seed.digest.empty()) t.attr("seed_digest", hcl_string(config.seed.digest));
-    if (!config.seed.path.empty()) t.attr("seed_path", hcl_string(config.seed.path));
-    t.close();
+    f.block("resource", {aws ? "podplane_netsy_seed_s3" : "podplane_netsy_seed_gcs", "bootstrap"}, [&](HclBody& b) {
+      b.attr("bucket", expr(aws ? "aws_s3_bucket.netsy.bucket" : "google_storage_bucket.netsy.name"));
+      b.attr("prefix", tmpl("${var.netsy_prefix}/bootstrap"));
+      b.attr("seed_name", str(config.seed.name));
+      b.attr("seed_version", str(config.seed.version));
+      if (!config.seed.digest.empty()) b.attr("seed_digest", str(config.seed.digest));
+      if (!config.seed.path.empty()) b.attr("seed_path", str(config.seed.path));
+    });
   }
-  return finish(t);
+  return finish(f);
 }
 
-void private_bucket(HclText& t, const ClusterConfig& config, const std::string& name) {
+// A versioned bucket no one outside the cluster can read.
+void private_bucket(HclFile& f, const ClusterConfig& config, const std::string& name) {
   if (is_aws(config)) {
-    t.open("resource \"aws_s3_bucket\" " + hcl_string(name));
-    t.attr("bucket", "\"${local.name_prefix}-" + name + "\"");
-    t.attr("force_destroy", "false");
-    t.close();
-    t.blank();
-    t.open("resource \"aws_s3_bucket_versioning\" " + hcl_string(name));
-    t.attr("bucket", "aws_s3_bucket." + name + ".id");
-    t.blank();
-    t.open("versioning_configuration");
-    t.attr("status", "\"Enabled\"");
-    t.close();
-    t.close();
-    t.blank();
-    t.open("resource \"aws_s3_bucket_public_access_block\" " + hcl_string(name));
-    t.attr("bucket", "aws_s3_bucket." + name + ".id");
-    t.attr("block_public_acls", "true");
-    t.attr("block_public_policy", "true");
-    t.attr("ignore_public_acls", "true");
-    t.attr("restrict_public_buckets", "true");
-    t.close();
+    f.block("resource", {"aws_s3_bucket", name}, [&](HclBody& b) {
+      b.attr("bucket", tmpl("${local.name_prefix}-" + name));
+      b.attr("force_destroy", boolean(false));
+    });
+    f.block("resource", {"aws_s3_bucket_versioning", name}, [&](HclBody& b) {
+      b.attr("bucket", expr("aws_s3_bucket." + name + ".id"));
+      b.block("versioning_configuration", [&](HclBody& v) { v.attr("status", str("Enabled")); });
+    });
+    f.block("resource", {"aws_s3_bucket_public_access_block", name}, [&](HclBody& b) {
+      b.attr("bucket", expr("aws_s3_bucket." + name + ".id"));
+      b.attr("block_public_acls", boolean(true));
+      b.attr("block_public_policy", boolean(true));
+      b.attr("ignore_public_acls", boolean(true));
+      b.attr("restrict_public_buckets", boolean(true));
+    });
   } else {
-    t.open("resource \"google_storage_bucket\" " + hcl_string(name));
-    t.attr("name", "\"${local.name_prefix}-" + name + "\"");
-    t.attr("location", "upper(local.provider_region)");
-    t.attr("force_destroy", "false");
-    t.attr("uniform_bucket_level_access", "true");
-    t.attr("public_access_prevention", "\"enforced\"");
-    t.blank();
-    t.open("versioning");
-    t.attr("enabled", "true");
-    t.close();
-    t.close();
+    f.block("resource", {"google_storage_bucket", name}, [&](HclBody& b) {
+      b.attr("name", tmpl("${local.name_prefix}-" + name));
+      b.attr("location", expr("upper(local.provider_region)"));
+      b.attr("force_destroy", boolean(false));
+      b.attr("uniform_bucket_level_access", boolean(true));
+      b.attr("public_access_prevention", str("enforced"));
+      b.block("versioning", [&](HclBody& v) { v.attr("enabled", boolean(true)); });
+    });
   }
 }
 
 std::string render_buckets(const RenderInputs& inputs) {
-  HclText t;
-  t.comment("Object storage: Netsy state (the Kubernetes datastore) and Nstance agent state.");
-  t.blank();
-  private_bucket(t, *inputs.config, "netsy");
-  t.blank();
-  private_bucket(t, *inputs.config, "nstance");
-  return finish(t);
+  HclFile f;
+  f.comment("Object storage: Netsy state (the Kubernetes datastore) and Nstance agent state.");
+  private_bucket(f, *inputs.config, "netsy");
+  private_bucket(f, *inputs.config, "nstance");
+  return finish(f);
 }
 
 std::string render_roles(const RenderInputs& inputs) {
-  HclText t;
+  HclFile f;
   if (is_aws(*inputs.config)) {
-    t.open("data \"aws_iam_policy_document\" \"node_assume\"");
-    t.open("statement");
-    t.attr("actions", "[\"sts:AssumeRole\"]");
-    t.blank();
-    t.open("principals");
-    t.attr("type", "\"Service\"");
-    t.attr("identifiers", "[\"ec2.amazonaws.com\"]");
-    t.close();
-    t.close();
-    t.close();
-    t.blank();
-    t.open("resource \"aws_iam_role\" \"node\"");
-    t.attr("name", "\"${local.name_prefix}-node\"");
-    t.attr("assume_role_policy", "data.aws_iam_policy_document.node_assume.json");
-    t.close();
-    t.blank();
-    t.open("data \"aws_iam_policy_document\" \"node\"");
-    t.open("statement");
-    t.attr("actions", "[\"s3:ListBucket\"]");
-    t.attr("resources", "[aws_s3_bucket.netsy.arn, aws_s3_bucket.nstance.arn]");
-    t.close();
-    t.blank();
-    t.open("statement");
-    t.attr("actions", "[\"s3:GetObject\", \"s3:PutObject\", \"s3:DeleteObject\"]");
-    t.attr("resources", "[\"${aws_s3_bucket.netsy.arn}/*\", \"${aws_s3_bucket.nstance.arn}/*\"]");
-    t.close();
-    t.close();
-    t.blank();
-    t.open("resource \"aws_iam_role_policy\" \"node\"");
-    t.attr("name", "\"${local.name_prefix}-node\"");
-    t.attr("role", "aws_iam_role.node.id");
-    t.attr("policy", "data.aws_iam_policy_document.node.json");
-    t.close();
-    t.blank();
-    t.open("resource \"aws_iam_instance_profile\" \"node\"");
-    t.attr("name", "\"${local.name_prefix}-node\"");
-    t.attr("role", "aws_iam_role.node.name");
-    t.close();
+    f.block("data", {"aws_iam_policy_document", "node_assume"}, [&](HclBody& b) {
+      b.block("statement", [&](HclBody& statement) {
+        statement.attr("actions", str_list({"sts:AssumeRole"}));
+        statement.block("principals", [&](HclBody& principals) {
+          principals.attr("type", str("Service"));
+          principals.attr("identifiers", str_list({"ec2.amazonaws.com"}));
+        });
+      });
+    });
+    f.block("resource", {"aws_iam_role", "node"}, [&](HclBody& b) {
+      b.attr("name", tmpl("${local.name_prefix}-node"));
+      b.attr("assume_role_policy", expr("data.aws_iam_policy_document.node_assume.json"));
+    });
+    f.block("data", {"aws_iam_policy_document", "node"}, [&](HclBody& b) {
+      b.block("statement", [&](HclBody& statement) {
+        statement.attr("actions", str_list({"s3:ListBucket"}));
+        statement.attr("resources", list({expr("aws_s3_bucket.netsy.arn"), expr("aws_s3_bucket.nstance.arn")}));
+      });
+      b.block("statement", [&](HclBody& statement) {
+        statement.attr("actions", str_list({"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}));
+        statement.attr("resources", list({tmpl("${aws_s3_bucket.netsy.arn}/*"), tmpl("${aws_s3_bucket.nstance.arn}/*")}));
+      });
+    });
+    f.block("resource", {"aws_iam_role_policy", "node"}, [&](HclBody& b) {
+      b.attr("name", tmpl("${local.name_prefix}-node"));
+      b.attr("role", expr("aws_iam_role.node.id"));
+      b.attr("policy", expr("data.aws_iam_policy_document.node.json"));
+    });
+    f.block("resource", {"aws_iam_instance_profile", "node"}, [&](HclBody& b) {
+      b.attr("name", tmpl("${local.name_prefix}-node"));
+      b.attr("role", expr("aws_iam_role.node.name"));
+    });
   } else {
-    t.open("resource \"google_service_account\" \"node\"");
-    t.attr("account_id", "\"${local.name_prefix}-node\"");
-    t.attr("display_name", "\"Podplane ${local.cluster_id} nodes\"");
-    t.close();
-    for (const char* bucket : {"netsy", "nstance"}) {
-      t.blank();
-      t.open(std::string("resource \"google_storage_bucket_iam_member\" \"node_") + bucket + "\"");
-      t.attr("bucket", std::string("google_storage_bucket.") + bucket + ".name");
-      t.attr("role", "\"roles/storage.objectAdmin\"");
-      t.attr("member", "\"serviceAccount:${google_service_account.node.email}\"");
-      t.close();
+    f.block("resource", {"google_service_account", "node"}, [&](HclBody& b) {
+      b.attr("account_id", tmpl("${local.name_prefix}-node"));
+      b.attr("display_name", tmpl("Podplane ${local.cluster_id} nodes"));
+    });
+    for (const std::string bucket : {"netsy", "nstance"}) {
+      f.block("resource", {"google_storage_bucket_iam_member", "node_" + bucket}, [&](HclBody& b) {
+        b.attr("bucket", expr("google_storage_bucket." + bucket + ".name"));
+        b.attr("role", str("roles/storage.objectAdmin"));
+        b.attr("member", tmpl("serviceAccount:${google_service_account.node.email}"));
+      });
     }
   }
-  return finish(t);
+  return finish(f);
 }
 
 std::string render_dns(const RenderInputs& inputs) {
   const ClusterConfig& config = *inputs.config;
-  HclText t;
+  HclFile f;
   if (config.provider.dns_zone.empty()) {
-    t.comment("No DNS zone is configured (cluster.providers[0].dns), so the record for the Kubernetes API\n"
+    f.comment("No DNS zone is configured (cluster.providers[0].dns), so the record for the Kubernetes API\n"
               "host name is managed outside this stack.");
-    return finish(t);
+    return finish(f);
   }
-  std::string target = "module." + network_module(config) + ".kubernetes_api_dns_name";
+  HclExpr targets = list({expr("module." + network_module(config) + ".kubernetes_api_dns_name")});
   if (is_aws(config)) {
-    t.open("data \"aws_route53_zone\" \"main\"");
-    t.attr("name", hcl_string(config.provider.dns_zone));
-    t.close();
-    t.blank();
-    t.open("resource \"aws_route53_record\" \"kubernetes_api\"");
-    t.attr("zone_id", "data.aws_route53_zone.main.zone_id");
-    t.attr("name", "var.kubernetes_api_hostname");
-    t.attr("type", "\"CNAME\"");
-    t.attr("ttl", "300");
-    t.attr("records", "[" + target + "]");
-    t.close();
+    f.block("data", {"aws_route53_zone", "main"}, [&](HclBody& b) { b.attr("name", str(config.provider.dns_zone)); });
+    f.block("resource", {"aws_route53_record", "kubernetes_api"}, [&](HclBody& b) {
+      b.attr("zone_id", expr("data.aws_route53_zone.main.zone_id"));
+      b.attr("name", var("kubernetes_api_hostname"));
+      b.attr("type", str("CNAME"));
+      b.attr("ttl", number(300));
+      b.attr("records", targets);
+    });
   } else {
-    t.open("data \"google_dns_managed_zone\" \"main\"");
-    t.attr("name", hcl_string(config.provider.dns_zone));
-    t.close();
-    t.blank();
-    t.open("resource \"google_dns_record_set\" \"kubernetes_api\"");
-    t.attr("managed_zone", "data.google_dns_managed_zone.main.name");
-    t.attr("name", "\"${var.kubernetes_api_hostname}.\"");
-    t.attr("type", "\"A\"");
-    t.attr("ttl", "300");
-    t.attr("rrdatas", "[" + target + "]");
-    t.close();
+    f.block("data", {"google_dns_managed_zone", "main"}, [&](HclBody& b) { b.attr("name", str(config.provider.dns_zone)); });
+    f.block("resource", {"google_dns_record_set", "kubernetes_api"}, [&](HclBody& b) {
+      b.attr("managed_zone", expr("data.google_dns_managed_zone.main.name"));
+      b.attr("name", tmpl("${var.kubernetes_api_hostname}."));
+      b.attr("type", str("A"));
+      b.attr("ttl", number(300));
+      b.attr("rrdatas", targets);
+    });
   }
-  return finish(t);
+  return finish(f);
 }
 
-void variable(HclText& t, const std::string& name, const std::string& description, const std::string& type,
-              const std::string& default_value, bool sensitive = false) {
-  t.open("variable " + hcl_string(name));
-  t.attr("description", hcl_string(description));
-  t.attr("type", type);
-  t.attr("default", default_value);
-  if (sensitive) t.attr("sensitive", "true");
-  t.close();
-  t.blank();
+enum class Sensitive { no, yes };
+
+// variable "name" { description, type, default[, sensitive] } and, when given, what fills the rest.
+void variable(HclFile& f, const std::string& name, const std::string& description, const HclExpr& type,
+              const HclExpr& default_value, Sensitive sensitive = Sensitive::no, const HclBody::Fill& rest = {}) {
+  f.block("variable", {name}, [&](HclBody& b) {
+    b.attr("description", str(description));
+    b.attr("type", type);
+    b.attr("default", default_value);
+    if (sensitive == Sensitive::yes) b.attr("sensitive", boolean(true));
+    if (rest) rest(b);
+  });
 }
 
-std::string number(int value) { return std::to_string(value); }
+HclExpr str_list_or_null(const std::vector<std::string>& strings) {
+  return strings.empty() ? null_value() : str_list(strings);
+}
 
 std::string render_inputs_runtime(const RenderInputs& inputs) {
   const ClusterConfig& config = *inputs.config;
   const auto& k = config.kubernetes;
-  HclText t;
-  t.comment("Runtime configuration inputs. Changes are pushed to existing VMs and applied without replacement,\n"
+  const HclExpr string = expr("string"), strings = expr("list(string)"), num = expr("number");
+  HclFile f;
+  f.comment("Runtime configuration inputs. Changes are pushed to existing VMs and applied without replacement,\n"
             "so VMs keep running while they pick up the new values.");
-  t.blank();
-  variable(t, "ssh_authorized_keys", "SSH public keys pushed to running VMs.", "list(string)",
-           hcl_string_list(config.ssh_authorized_keys));
-  variable(t, "telemetry_endpoint", "OTLP endpoint for VM logs and metrics.", "string",
-           hcl_string_or_null(config.telemetry_endpoint));
-  variable(t, "oidc_issuer_url", "OIDC issuer the Kubernetes API trusts.", "string", hcl_string(config.oidc.issuer_url));
-  variable(t, "oidc_ca_cert", "PEM CA certificate of the OIDC issuer.", "string", hcl_string_or_null(config.oidc.ca_cert));
-  variable(t, "oidc_signing_algs", "Accepted OIDC signing algorithms.", "list(string)",
-           config.oidc.signing_algs.empty() ? "null" : hcl_string_list(config.oidc.signing_algs));
-  variable(t, "kube_api_etcd_servers", "External etcd servers for the Kubernetes API (Netsy when null).", "list(string)",
-           "null");
-  variable(t, "kubernetes_api_hostname", "Host name of the Kubernetes API.", "string", hcl_string(k.api_hostname));
-  variable(t, "kubernetes_api_port", "Port of the Kubernetes API.", "number", number(k.api_port));
-  variable(t, "kubernetes_cluster_cidr", "Pod CIDRs.", "list(string)",
-           k.cluster_cidr.empty() ? "null" : hcl_string_list(k.cluster_cidr));
+  variable(f, "ssh_authorized_keys", "SSH public keys pushed to running VMs.", strings, str_list(config.ssh_authorized_keys));
+  variable(f, "telemetry_endpoint", "OTLP endpoint for VM logs and metrics.", string, str_or_null(config.telemetry_endpoint));
+  variable(f, "oidc_issuer_url", "OIDC issuer the Kubernetes API trusts.", string, str(config.oidc.issuer_url));
+  variable(f, "oidc_ca_cert", "PEM CA certificate of the OIDC issuer.", string, str_or_null(config.oidc.ca_cert));
+  variable(f, "oidc_signing_algs", "Accepted OIDC signing algorithms.", strings, str_list_or_null(config.oidc.signing_algs));
+  variable(f, "kube_api_etcd_servers", "External etcd servers for the Kubernetes API (Netsy when null).", strings,
+           null_value());
+  variable(f, "kubernetes_api_hostname", "Host name of the Kubernetes API.", string, str(k.api_hostname));
+  variable(f, "kubernetes_api_port", "Port of the Kubernetes API.", num, number(k.api_port));
+  variable(f, "kubernetes_cluster_cidr", "Pod CIDRs.", strings, str_list_or_null(k.cluster_cidr));
   for (int family : {4, 6}) {
     std::string name = "kubernetes_node_cidr_mask_size_ipv" + std::to_string(family);
-    int low = family == 4 ? 8 : 48, high = family == 4 ? 30 : 120;
-    t.open("variable " + hcl_string(name));
-    t.attr("description", hcl_string("Per-node IPv" + std::to_string(family) + " pod CIDR size."));
-    t.attr("type", "number");
-    t.attr("default", number(family == 4 ? k.node_cidr_mask_size_ipv4 : k.node_cidr_mask_size_ipv6));
-    t.blank();
-    t.open("validation");
-    t.attr("condition", "var." + name + " >= " + number(low) + " && var." + name + " <= " + number(high));
-    t.attr("error_message", hcl_string(name + " must be between " + number(low) + " and " + number(high) + "."));
-    t.close();
-    t.close();
-    t.blank();
+    std::string low = family == 4 ? "8" : "48", high = family == 4 ? "30" : "120";
+    variable(f, name, "Per-node IPv" + std::to_string(family) + " pod CIDR size.", num,
+             number(family == 4 ? k.node_cidr_mask_size_ipv4 : k.node_cidr_mask_size_ipv6), Sensitive::no,
+             [&](HclBody& b) {
+               b.block("validation", [&](HclBody& validation) {
+                 validation.attr("condition", expr("var." + name + " >= " + low + " && var." + name + " <= " + high));
+                 validation.attr("error_message", str(name + " must be between " + low + " and " + high + "."));
+               });
+             });
   }
-  variable(t, "kubernetes_service_cidr", "Service CIDRs.", "list(string)",
-           k.service_cidr.empty() ? "null" : hcl_string_list(k.service_cidr));
-  variable(t, "kube_log_level", "Kubernetes component log verbosity.", "number", number(k.log_level));
+  variable(f, "kubernetes_service_cidr", "Service CIDRs.", strings, str_list_or_null(k.service_cidr));
+  variable(f, "kube_log_level", "Kubernetes component log verbosity.", num, number(k.log_level));
   if (is_aws(config))
-    variable(t, "aws_s3_use_path_style", "Use path-style S3 URLs (S3-compatible endpoints).", "bool", "false");
-  variable(t, "netsy_prefix", "Object prefix of the Netsy datastore in its bucket.", "string", hcl_string("netsy"));
-  variable(t, "netsy_static_access_key_id", "Static object-storage access key for Netsy (instance credentials when null).",
-           "string", "null", true);
-  variable(t, "netsy_static_secret_access_key", "Static object-storage secret key for Netsy.", "string", "null", true);
-  variable(t, "registry_hostname", "Host name of the in-cluster OCI registry.", "string",
-           hcl_string_or_null(config.registry_hostname));
-  variable(t, "registry_static_username", "Static registry user name.", "string", "null", true);
-  variable(t, "registry_static_password", "Static registry password.", "string", "null", true);
-  t.open("locals");
-  t.attr("oidc_client_id", hcl_string(config.oidc.client_id));
-  t.attr("oidc_username_claim", hcl_string(config.oidc.username_claim));
-  t.attr("oidc_groups_claim", hcl_string(config.oidc.groups_claim));
-  t.close();
-  return finish(t);
+    variable(f, "aws_s3_use_path_style", "Use path-style S3 URLs (S3-compatible endpoints).", expr("bool"), boolean(false));
+  variable(f, "netsy_prefix", "Object prefix of the Netsy datastore in its bucket.", string, str("netsy"));
+  variable(f, "netsy_static_access_key_id", "Static object-storage access key for Netsy (instance credentials when null).",
+           string, null_value(), Sensitive::yes);
+  variable(f, "netsy_static_secret_access_key", "Static object-storage secret key for Netsy.", string, null_value(),
+           Sensitive::yes);
+  variable(f, "registry_hostname", "Host name of the in-cluster OCI registry.", string,
+           str_or_null(config.registry_hostname));
+  variable(f, "registry_static_username", "Static registry user name.", string, null_value(), Sensitive::yes);
+  variable(f, "registry_static_password", "Static registry password.", string, null_value(), Sensitive::yes);
+  f.block("locals", [&](HclBody& b) {
+    b.attr("oidc_client_id", str(config.oidc.client_id));
+    b.attr("oidc_username_claim", str(config.oidc.username_claim));
+    b.attr("oidc_groups_claim", str(config.oidc.groups_claim));
+  });
+  return finish(f);
 }
 
 std::string render_inputs_vm(const RenderInputs& inputs) {
   const ClusterConfig& config = *inputs.config;
-  HclText t;
-  t.comment("VM infrastructure inputs. Changes reconcile VM counts or trigger rolling VM replacement.");
-  t.blank();
-  variable(t, "immutable_ssh_authorized_keys", "SSH public keys baked into new VMs.", "list(string)",
-           hcl_string_list(config.immutable_ssh_authorized_keys));
-  t.open("variable \"pool_instance_types\"");
-  t.attr("description", hcl_string("Instance type of each pool's VMs."));
-  t.attr("type", "map(string)");
-  t.open("default =");
-  for (const auto& pool : config.pools) t.attr(hcl_key(pool.name), hcl_string(pool.instance_type));
-  t.close();
-  t.close();
-  t.blank();
-  t.open("variable \"pool_sizes\"");
-  t.attr("description", hcl_string("Number of VMs in each pool."));
-  t.attr("type", "map(number)");
-  t.open("default =");
-  for (const auto& pool : config.pools) t.attr(hcl_key(pool.name), number(pool.size));
-  t.close();
-  t.close();
-  return finish(t);
+  HclFile f;
+  f.comment("VM infrastructure inputs. Changes reconcile VM counts or trigger rolling VM replacement.");
+  variable(f, "immutable_ssh_authorized_keys", "SSH public keys baked into new VMs.", expr("list(string)"),
+           str_list(config.immutable_ssh_authorized_keys));
+  f.block("variable", {"pool_instance_types"}, [&](HclBody& b) {
+    b.attr("description", str("Instance type of each pool's VMs."));
+    b.attr("type", expr("map(string)"));
+    b.object("default", [&](HclBody& o) {
+      for (const auto& pool : config.pools) o.attr(pool.name, str(pool.instance_type));
+    });
+  });
+  f.block("variable", {"pool_sizes"}, [&](HclBody& b) {
+    b.attr("description", str("Number of VMs in each pool."));
+    b.attr("type", expr("map(number)"));
+    b.object("default", [&](HclBody& o) {
+      for (const auto& pool : config.pools) o.attr(pool.name, number(pool.size));
+    });
+  });
+  return finish(f);
 }
 
 std::string render_inputs_infra(const RenderInputs& inputs) {
   const ClusterConfig& config = *inputs.config;
   const ProviderConfig& provider = config.provider;
-  HclText t;
-  t.comment("Cluster infrastructure inputs. Changes may add, replace, or remove provider resources.");
-  t.blank();
-  variable(t, "vpc_id", "Existing VPC to use; a new one is created when null.", "string",
-           hcl_string_or_null(provider.vpc_id));
-  variable(t, "vpc_cidr_ipv4", "IPv4 CIDR of the VPC.", "string", hcl_string_or_null(provider.vpc_v4cidr));
-  variable(t, "enable_ipv6", "Give the VPC and subnets IPv6 ranges.", "bool", hcl_bool(!provider.vpc_v6cidr.empty()));
-  if (is_aws(config)) variable(t, "enable_ssm", "Install the AWS SSM agent on VMs.", "bool", hcl_bool(provider.enable_ssm));
+  const HclExpr string = expr("string"), flag = expr("bool");
+  HclFile f;
+  f.comment("Cluster infrastructure inputs. Changes may add, replace, or remove provider resources.");
+  variable(f, "vpc_id", "Existing VPC to use; a new one is created when null.", string, str_or_null(provider.vpc_id));
+  variable(f, "vpc_cidr_ipv4", "IPv4 CIDR of the VPC.", string, str_or_null(provider.vpc_v4cidr));
+  variable(f, "enable_ipv6", "Give the VPC and subnets IPv6 ranges.", flag, boolean(!provider.vpc_v6cidr.empty()));
+  if (is_aws(config)) variable(f, "enable_ssm", "Install the AWS SSM agent on VMs.", flag, boolean(provider.enable_ssm));
 
-  t.open("locals");
-  t.open("subnets =");
-  for (const auto& zone : provider.zones) {
-    t.line(hcl_key(zone.name) + " = [");
-    for (const auto& subnet : zone.subnets) {
-      t.line("{");
-      t.attr("v4cidr", hcl_string(subnet.v4cidr));
-      t.attr("v6cidr", hcl_string_or_null(subnet.v6cidr));
-      t.attr("public", hcl_bool(subnet.is_public));
-      t.attr("services", hcl_string_list(subnet.services));
-      t.attr("pool", hcl_string_or_null(subnet.pool));
-      t.line("},");
-    }
-    t.line("]");
-  }
-  t.close();
-  t.blank();
-  t.open("load_balancers =");
-  for (const auto& balancer : provider.load_balancers) {
-    t.open(hcl_key(balancer.name) + " =");
-    t.attr("public", hcl_bool(balancer.is_public));
-    t.attr("subnets", hcl_string(balancer.subnets));
-    t.line("listeners = [");
-    for (const auto& listener : balancer.listeners) {
-      t.line("{");
-      t.attr("port", number(listener.port));
-      t.attr("target_port", number(listener.target_port));
-      t.attr("pool", hcl_string(listener.pool));
-      t.line("},");
-    }
-    t.line("]");
-    t.close();
-  }
-  t.close();
-  t.close();
-  t.blank();
-  t.comment(std::string("Cluster identity. ") + identity_comment);
-  t.open("locals");
-  t.attr("cluster_id", hcl_string(config.id));
-  t.attr("name_prefix", hcl_string(config.id));
-  t.attr("provider_kind", hcl_string(to_string(provider.kind)));
-  t.attr("provider_account", hcl_string(provider.account));
-  t.attr("provider_region", hcl_string(provider.region));
-  t.close();
-  return finish(t);
+  f.block("locals", [&](HclBody& b) {
+    b.object("subnets", [&](HclBody& o) {
+      for (const auto& zone : provider.zones) {
+        o.objects(zone.name, zone.subnets, [](HclBody& s, const auto& subnet) {
+          s.attr("v4cidr", str(subnet.v4cidr));
+          s.attr("v6cidr", str_or_null(subnet.v6cidr));
+          s.attr("public", boolean(subnet.is_public));
+          s.attr("services", str_list(subnet.services));
+          s.attr("pool", str_or_null(subnet.pool));
+        });
+      }
+    });
+    b.blank();
+    b.object("load_balancers", [&](HclBody& o) {
+      for (const auto& balancer : provider.load_balancers) {
+        o.object(balancer.name, [&](HclBody& lb) {
+          lb.attr("public", boolean(balancer.is_public));
+          lb.attr("subnets", str(balancer.subnets));
+          lb.objects("listeners", balancer.listeners, [](HclBody& l, const auto& listener) {
+            l.attr("port", number(listener.port));
+            l.attr("target_port", number(listener.target_port));
+            l.attr("pool", str(listener.pool));
+          });
+        });
+      }
+    });
+  });
+  f.heading(std::string("Cluster identity. ") + identity_comment);
+  f.block("locals", [&](HclBody& b) {
+    b.attr("cluster_id", str(config.id));
+    b.attr("name_prefix", str(config.id));
+    b.attr("provider_kind", str(to_string(provider.kind)));
+    b.attr("provider_account", str(provider.account));
+    b.attr("provider_region", str(provider.region));
+  });
+  return finish(f);
 }
 
 std::string render_outputs(const RenderInputs& inputs) {
   const ClusterConfig& config = *inputs.config;
   const bool aws = is_aws(config);
-  HclText t;
-  t.open("output \"cluster_id\"");
-  t.attr("value", "local.cluster_id");
-  t.close();
-  t.blank();
-  t.open("output \"kubernetes_api_hostname\"");
-  t.attr("value", "var.kubernetes_api_hostname");
-  t.close();
-  t.blank();
-  t.open("output \"kubernetes_api_dns_name\"");
-  t.attr("value", "module." + network_module(config) + ".kubernetes_api_dns_name");
-  t.close();
-  t.blank();
-  t.open("output \"load_balancers\"");
-  t.attr("value", "module." + network_module(config) + ".load_balancers");
-  t.close();
-  t.blank();
-  t.open("output \"netsy_bucket\"");
-  t.attr("value", aws ? "aws_s3_bucket.netsy.bucket" : "google_storage_bucket.netsy.name");
-  t.close();
-  t.blank();
-  t.open("output \"node_role\"");
-  t.attr("value", aws ? "aws_iam_role.node.arn" : "google_service_account.node.email");
-  t.close();
-  return finish(t);
+  HclFile f;
+  auto output = [&f](const char* name, const std::string& value) {
+    f.block("output", {name}, [&](HclBody& b) { b.attr("value", expr(value)); });
+  };
+  output("cluster_id", "local.cluster_id");
+  output("kubernetes_api_hostname", "var.kubernetes_api_hostname");
+  output("kubernetes_api_dns_name", "module." + network_module(config) + ".kubernetes_api_dns_name");
+  output("load_balancers", "module." + network_module(config) + ".load_balancers");
+  output("netsy_bucket", aws ? "aws_s3_bucket.netsy.bucket" : "google_storage_bucket.netsy.name");
+  output("node_role", aws ? "aws_iam_role.node.arn" : "google_service_account.node.email");
+  return finish(f);
 }
 
 }  // namespace

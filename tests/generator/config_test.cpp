@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "generator/config.hpp"
-#include "generator/hcl_format.hpp"
 #include "generator/jsonc.hpp"
 #include "generator/schema.hpp"
 #include "lockfile/error.hpp"
@@ -136,41 +135,6 @@ TEST(ClusterConfig, StarterConfigsValidate) {
     EXPECT_EQ(config.provider.kind, provider);
     EXPECT_EQ(config.id, "first-cluster");
   }
-}
-
-TEST(HclFormat, AlignsRunsAndIndentsLikeHclwrite) {
-  std::string input =
-      "resource \"a\" \"b\" {\n"
-      "bucket = 1\n"
-      "force_destroy = false\n"
-      "tags = {\n"
-      "Name = \"x\"\n"
-      "\"podplane:cluster\" = local.id\n"
-      "}\n"
-      "x = [\"a\", \"b\"]\n"
-      "\n"
-      "inner {\n"
-      "long_name = \"${var.a}-b\"\n"
-      "c = var.x >= 8 && var.x <= 30\n"
-      "}\n"
-      "}\n";
-  std::string expected =
-      "resource \"a\" \"b\" {\n"
-      "  bucket        = 1\n"
-      "  force_destroy = false\n"
-      "  tags = {\n"
-      "    Name               = \"x\"\n"
-      "    \"podplane:cluster\" = local.id\n"
-      "  }\n"
-      "  x = [\"a\", \"b\"]\n"
-      "\n"
-      "  inner {\n"
-      "    long_name = \"${var.a}-b\"\n"
-      "    c         = var.x >= 8 && var.x <= 30\n"
-      "  }\n"
-      "}\n";
-  EXPECT_EQ(format_hcl(input), expected);
-  EXPECT_EQ(format_hcl(expected), expected);
 }
 
 TEST(Jsonc, DisplayPath) {
