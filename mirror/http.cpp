@@ -334,6 +334,12 @@ std::string redact_url(std::string_view text) {
   return std::regex_replace(std::string(text), userinfo, "$1");
 }
 
+std::string url_file_name(std::string_view url) {
+  auto path = url.substr(0, url.find_first_of("?#"));
+  auto slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
 std::string resolve_url(const std::string& base, const std::string& reference) {
   CURLU* u = curl_url();
   if (u == nullptr) throw Error("out of memory resolving " + redact_url(reference));

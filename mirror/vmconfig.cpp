@@ -5,6 +5,7 @@
 
 #include "lockfile/error.hpp"
 #include "lockfile/input_limits.hpp"
+#include "mirror/http.hpp"
 
 namespace podplane::mirror {
 namespace {
@@ -52,11 +53,7 @@ json without_cached(json value) {
 
 }  // namespace
 
-std::string VmconfigItem::basename() const {
-  std::string path = url.substr(0, url.find_first_of("?#"));
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+std::string VmconfigItem::basename() const { return url_file_name(url); }
 
 std::string VmconfigItem::view_path() const { return "vmconfig/artifacts/" + name + "/" + version + "/" + basename(); }
 
