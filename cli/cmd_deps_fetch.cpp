@@ -7,7 +7,6 @@
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
 #include "generator/config.hpp"
-#include "generator/render.hpp"
 #include "lockfile/error.hpp"
 #include "lockfile/platform.hpp"
 #include "mirror/deps_download.hpp"
@@ -24,20 +23,6 @@ struct TfArgs {
   int jobs = 8;
   bool allow_unverified = false;
 };
-
-// The default stack of a cluster config's provider kind: its root providers and module package,
-// as the generator writes them into the stack.
-mirror::DefaultStack default_stack_for(const std::string& config_file) {
-  auto config = generator::load_cluster_config(config_file);
-  mirror::DefaultStack stack;
-  stack.providers.clear();
-  for (const auto& provider : generator::root_provider_requirements(config.provider.kind)) {
-    stack.providers.push_back({provider.source, provider.constraints});
-  }
-  stack.module = generator::module_package_name(config.provider.kind);
-  stack.module_constraints = generator::module_constraints();
-  return stack;
-}
 
 struct DownloadArgs {
   std::vector<std::string> archs;
@@ -94,7 +79,10 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     }
     options.engine = lockfile::parse_engine(tf_args->engine);
     for (const auto& stack : tf_args->stacks) options.stacks.emplace_back(stack);
-    if (!tf_args->cluster_config.empty()) options.default_stack = default_stack_for(tf_args->cluster_config);
+    // The stack of the config's provider kind, as the generator writes it (cache/podplane_stack.hpp).
+    if (!tf_args->cluster_config.empty()) {
+      options.default_stack = generator::load_cluster_config(tf_args->cluster_config).provider.kind;
+    }
     options.verification =
         tf_args->allow_unverified ? mirror::Verification::allow_unverified : mirror::Verification::required;
     options.download.jobs = tf_args->jobs;

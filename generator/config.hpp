@@ -10,9 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/podplane_stack.hpp"
+
 namespace podplane::generator {
 
-enum class ProviderKind { aws, google };
+using cache::ProviderKind;  // aws | google, owned with the stack it selects
 std::string_view to_string(ProviderKind kind);
 
 struct PoolConfig {

@@ -1,5 +1,6 @@
 #include "generator/render.hpp"
 
+#include "cache/podplane_stack.hpp"
 #include "generator/hcl_emitter.hpp"
 
 namespace podplane::generator {
@@ -40,11 +41,12 @@ std::string finish(const HclFile& file) { return std::string(managed_header) + f
 std::string render_main(const RenderInputs& inputs) {
   const ClusterConfig& config = *inputs.config;
   const bool aws = is_aws(config);
+  const cache::PodplaneStack stack = cache::podplane_stack(config.provider.kind);
   HclFile f;
   f.block("terraform", [&](HclBody& b) {
-    b.attr("required_version", str(required_engine_version()));
+    b.attr("required_version", str(stack.required_engine_version));
     b.block("required_providers", [&](HclBody& providers) {
-      for (const auto& requirement : root_provider_requirements(config.provider.kind)) {
+      for (const auto& requirement : stack.providers) {
         providers.object(requirement.local_name, [&](HclBody& o) {
           o.attr("source", str(requirement.source));
           o.attr("version", str(requirement.constraints));
@@ -443,18 +445,6 @@ std::string render_outputs(const RenderInputs& inputs) {
 }
 
 }  // namespace
-
-std::vector<ProviderRequirementSpec> root_provider_requirements(ProviderKind kind) {
-  if (kind == ProviderKind::aws) return {{"aws", "hashicorp/aws", ">= 6.0"}, {"podplane", "podplane/podplane", ">= 1.2.0"}};
-  return {{"google", "hashicorp/google", ">= 6.0"}, {"podplane", "podplane/podplane", ">= 1.2.0"}};
-}
-
-std::string module_package_name(ProviderKind kind) {
-  return kind == ProviderKind::aws ? "nstance-dev/nstance/aws" : "nstance-dev/nstance/google";
-}
-
-std::string module_constraints() { return "~> 2.0"; }
-std::string required_engine_version() { return ">= 1.6.0"; }
 
 std::map<std::string, std::string> render_stack_tf(const RenderInputs& inputs) {
   return {

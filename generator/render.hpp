@@ -1,6 +1,8 @@
 #pragma once
-// Renders the .tf files of a cluster stack from its config: pure text, no I/O. The module
-// sources point at one module package version in the store by a relative path.
+// Renders the .tf files of a cluster stack from its config: pure text, no I/O. What the root
+// module requires and which modules it calls come from cache/podplane_stack.hpp, the
+// definition `deps tf` fetches; the module sources point at one module package version in
+// the store by a relative path.
 #include <map>
 #include <string>
 #include <vector>
@@ -11,17 +13,6 @@ namespace podplane::generator {
 
 // The first two lines of every generated .tf file (then a blank line), as the real Podplane writes.
 extern const char* const managed_header;
-
-// What the root module asks of its providers, and of its module package.
-struct ProviderRequirementSpec {
-  std::string local_name;   // aws
-  std::string source;       // hashicorp/aws
-  std::string constraints;  // >= 6.0
-};
-std::vector<ProviderRequirementSpec> root_provider_requirements(ProviderKind kind);
-std::string module_package_name(ProviderKind kind);  // nstance-dev/nstance/aws
-std::string module_constraints();                    // ~> 2.0
-std::string required_engine_version();               // >= 1.6.0
 
 struct RenderInputs {
   const ClusterConfig* config = nullptr;

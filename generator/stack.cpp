@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/layout.hpp"
+#include "cache/podplane_stack.hpp"
 #include "cache/views.hpp"
 #include "generator/render.hpp"
 #include "generator/schema.hpp"
@@ -38,7 +39,7 @@ constexpr const char* default_deps_url = "https://deps.podplane.dev";
 constexpr const char* identity_message =
     "Changing these values is not supported in place; destroy the cluster, then update podplane.cluster.jsonc and "
     "recreate it.";
-constexpr const char* module_names[] = {"cluster", "account", "network", "shard"};
+constexpr auto& module_names = cache::kStackSubmodules;
 
 std::optional<std::string> read_if_exists(const fs::path& file) {
   if (!std::ifstream(file, std::ios::binary)) return std::nullopt;
@@ -99,11 +100,12 @@ std::optional<cache::ModuleTree> newest_module(const cache::Store& store, const 
 }
 
 // The newest allowed package in the store, or the error that names the online command.
-cache::ModuleTree newest_module_or_fail(const cache::Store& store, const std::string& package,
+cache::ModuleTree newest_module_or_fail(const cache::Store& store, const cache::PodplaneStack& stack,
                                        const fs::path& config_file) {
-  auto newest = newest_module(store, package, module_constraints());
+  const std::string& package = stack.module_package;
+  auto newest = newest_module(store, package, stack.module_constraints);
   if (!newest)
-    throw Error("no module " + package + " allowed by \"" + module_constraints() + "\" is in the store; run " +
+    throw Error("no module " + package + " allowed by \"" + stack.module_constraints + "\" is in the store; run " +
                 "`podplane deps tf -f " + config_file.filename().string() +
                 "` while online, or import a bundle that has it");
   return *newest;
@@ -132,7 +134,7 @@ void require_module_view(const fs::path& package_dir, const std::string& package
 lockfile::LockFile newest_lock(const cache::Store& store, ProviderKind kind, const fs::path& package_dir,
                                const std::string& host, const std::vector<std::string>& platforms) {
   std::map<std::string, std::vector<lockfile::Constraints>> wanted;
-  for (const auto& requirement : root_provider_requirements(kind)) {
+  for (const auto& requirement : cache::podplane_stack(kind).providers) {
     auto address = lockfile::ProviderAddress::parse(requirement.source, host).str();
     wanted[address].push_back(lockfile::Constraints::parse(requirement.constraints));
   }
@@ -442,9 +444,10 @@ struct ModuleChoice {
 };
 
 ModuleChoice choose_module(const cache::Store& store, const std::optional<cache::TfSelection>& selection,
-                           const std::vector<std::string>& platforms, const std::string& package, const StackDir& now,
-                           Command command, std::vector<std::string>& warnings) {
-  if (command == Command::upgrade) return {newest_module_or_fail(store, package, now.config_file).version, {}};
+                           const std::vector<std::string>& platforms, const cache::PodplaneStack& podplane,
+                           const StackDir& now, Command command, std::vector<std::string>& warnings) {
+  const std::string& package = podplane.module_package;
+  if (command == Command::upgrade) return {newest_module_or_fail(store, podplane, now.config_file).version, {}};
   if (now.pinned) {
     const auto* lock = now.file(lock_hcl);
     if (!lock)
@@ -455,7 +458,7 @@ ModuleChoice choose_module(const cache::Store& store, const std::optional<cache:
   bool selection_fits = selection && address_is(selection->module_address, package) &&
                         module_tree(store, package, selection->module_version).has_value();
   if (!selection_fits) {
-    ModuleChoice newest{newest_module_or_fail(store, package, now.config_file).version, {}};
+    ModuleChoice newest{newest_module_or_fail(store, podplane, now.config_file).version, {}};
     if (selection)
       warnings.push_back("the store's current selection is " + selection->module_address + " " +
                          selection->module_version + "; took the newest " + package + " in the store, " +
@@ -561,7 +564,8 @@ void plan_changes(const StackDir& now, StackPlan& plan) {
 StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, const StackDir& now,
                      const StackOptions& options) {
   const fs::path deps_root = fs::absolute(store.root());
-  const std::string package = module_package_name(config.provider.kind);
+  const cache::PodplaneStack podplane = cache::podplane_stack(config.provider.kind);
+  const std::string& package = podplane.module_package;
   StackPlan plan;
   StackResult& result = plan.result;
   result.stack_dir = now.dir;
@@ -576,7 +580,7 @@ StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, con
                 "online, or import a bundle");
   lockfile::LockFile old_lock;
   if (const auto* lock = now.file(lock_hcl)) old_lock = lockfile::parse_lock_file(*lock, (now.dir / lock_hcl).string());
-  ModuleChoice choice = choose_module(store, selection, platforms, package, now, options.command, result.warnings);
+  ModuleChoice choice = choose_module(store, selection, platforms, podplane, now, options.command, result.warnings);
   result.module_version = choice.version;
   auto tree = module_tree(store, package, choice.version);
   if (!tree)

@@ -182,16 +182,16 @@ class TfRun {
   }
 
   void collect_default_stack(std::string& module_address, std::string& module_version) {
-    const DefaultStack& stack = options_.default_stack;
+    const cache::PodplaneStack stack = cache::podplane_stack(options_.default_stack);
     for (const auto& provider : stack.providers) {
       want_provider(ProviderAddress::parse(provider.source, host_), provider.constraints, "podplane default stack");
     }
-    auto source = ModuleSource::parse(stack.module, host_);
-    auto root = resolve_module(source, stack.module_constraints, "podplane default stack: module " + stack.module);
+    auto source = ModuleSource::parse(stack.module_package, host_);
+    auto root = resolve_module(source, stack.module_constraints, "podplane default stack: module " + stack.module_package);
     const auto& plan = modules_.at(last_module_key_);
     module_address = plan.address;
     module_version = plan.version;
-    for (const char* name : kNstanceSubmodules) {
+    for (const char* name : cache::kStackSubmodules) {
       auto dir = root / "modules" / name;
       if (!fs::is_directory(dir)) {
         throw Error("module package " + plan.address + " " + plan.version + " lacks modules/" + name);

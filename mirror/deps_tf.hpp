@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/podplane_stack.hpp"
 #include "cache/store.hpp"
 #include "lockfile/platform.hpp"
 #include "mirror/download.hpp"
@@ -22,24 +23,11 @@ namespace podplane::mirror {
 
 enum class Verification { required, allow_unverified };
 
-// What Podplane's own stack needs when no --stack is given: root providers and the module
-// package whose modules/{cluster,account,network,shard} it calls. The default is the AWS
-// stack; `deps tf -f CONFIG` picks the one of the config's provider kind.
-struct DefaultStack {
-  struct Provider {
-    std::string source;       // hashicorp/aws
-    std::string constraints;  // >= 6.0
-  };
-  std::vector<Provider> providers{{"hashicorp/aws", ">= 6.0"}, {"podplane/podplane", ">= 1.2.0"}};
-  std::string module = "nstance-dev/nstance/aws";
-  std::string module_constraints = "~> 2.0";
-};
-
 struct DepsTfOptions {
   std::vector<std::string> platforms;             // OS_ARCH; the host platform when none here nor in the store
   lockfile::Engine engine = lockfile::Engine::tofu;
-  std::vector<std::filesystem::path> stacks;      // empty: Podplane's default stack
-  DefaultStack default_stack;
+  std::vector<std::filesystem::path> stacks;      // empty: Podplane's stack of `default_stack`
+  cache::ProviderKind default_stack = cache::ProviderKind::aws;  // `deps tf -f CONFIG`: the config's kind
   Verification verification = Verification::required;
   DownloadOptions download;
 };
@@ -58,8 +46,5 @@ DepsTfSummary deps_tf(cache::Store& store, const DepsTfOptions& options, std::os
 
 // linux_amd64 / linux_arm64 / darwin_arm64 … of this machine.
 std::string host_platform();
-
-// The submodules Podplane's stack calls in its module package (podplane.md §5.1).
-inline constexpr const char* kNstanceSubmodules[] = {"cluster", "account", "network", "shard"};
 
 }  // namespace podplane::mirror

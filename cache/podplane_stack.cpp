@@ -1,0 +1,17 @@
+#include "cache/podplane_stack.hpp"
+
+namespace podplane::cache {
+
+PodplaneStack podplane_stack(ProviderKind kind) {
+  const bool aws = kind == ProviderKind::aws;
+  PodplaneStack stack;
+  stack.providers = {aws ? PodplaneStack::Provider{"aws", "hashicorp/aws", ">= 6.0"}
+                         : PodplaneStack::Provider{"google", "hashicorp/google", ">= 6.0"},
+                     {"podplane", "podplane/podplane", ">= 1.2.0"}};
+  stack.module_package = aws ? "nstance-dev/nstance/aws" : "nstance-dev/nstance/google";
+  stack.module_constraints = "~> 2.0";
+  stack.required_engine_version = ">= 1.6.0";
+  return stack;
+}
+
+}  // namespace podplane::cache
