@@ -1,9 +1,11 @@
 #pragma once
-// `podplane deps tf`: resolves what a stack needs (Podplane's defaults, or --stack root
+// `podplane deps tf`: resolves what a stack needs (Podplane's stack, or --stack root
 // modules), fetches every provider package for every platform of the store's growing set
 // with the registry's trust checks (signed SHA256SUMS, zip sha256 == SHA256SUMS line ==
 // shasum), computes h1, fetches the module packages, and indexes it all; then sets the
-// TfSelection and rebuilds the views. No tofu/terraform binary is used.
+// TfSelection and rebuilds the views. No tofu/terraform binary is used. The stages live in
+// tf_requirements, tf_resolution, tf_modules, tf_metadata, tf_verification and
+// tf_package_job; deps_tf() runs them in order.
 //
 // All or nothing: every check runs before any index row is written, and the rows of one run
 // are written in one transaction, so a failed check leaves the index and the views as they
@@ -18,10 +20,9 @@
 #include "cache/store.hpp"
 #include "lockfile/platform.hpp"
 #include "mirror/download.hpp"
+#include "mirror/tf_verification.hpp"
 
 namespace podplane::mirror {
-
-enum class Verification { required, allow_unverified };
 
 struct DepsTfOptions {
   std::vector<std::string> platforms;             // OS_ARCH; the host platform when none here nor in the store
