@@ -284,6 +284,26 @@ provider "registry.opentofu.org/hashicorp/random" {
   EXPECT_TRUE(has_shard_script);
 }
 
+// A root's lock pins only what that root (with its modules) asks for, as the engines read it:
+// another root's provider is resolved on its own, whatever the order of --stack.
+TEST(DepsTf, LockOfOneRootDoesNotPinAnotherRootsProvider) {
+  FixtureUpstream upstream;
+  DepsRun deps(upstream);
+  auto wants_random = deps.dir() / "wants-random";
+  write_file(wants_random / "main.tf",
+             "terraform {\n  required_providers {\n    random = { source = \"hashicorp/random\", version = \"~> 3.6\" }\n  }\n}\n");
+  auto locks_random = deps.dir() / "locks-random";
+  write_file(locks_random / "main.tf",
+             "terraform {\n  required_providers {\n    tls = { source = \"hashicorp/tls\", version = \">= 4.0\" }\n  }\n}\n");
+  write_file(locks_random / ".terraform.lock.hcl",
+             "provider \"registry.opentofu.org/hashicorp/random\" {\n  version     = \"3.6.0\"\n  constraints = \"~> 3.6\"\n}\n");
+  auto result = deps.podplane({"deps", "tf", "--platform", "linux_amd64", "--stack", wants_random.string(), "--stack",
+                               locks_random.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("provider registry.opentofu.org/hashicorp/random 3.7.2"), std::string::npos) << result.out;
+  EXPECT_FALSE(fs::exists(provider_view(deps.root(), "random", "3.6.0", "linux_amd64")));
+}
+
 TEST(DepsTf, StackWithDirectGitAndArchiveSources) {
   FixtureUpstream upstream;
   DepsRun deps(upstream);
