@@ -114,13 +114,14 @@ class TfRun {
   }
 
   // ---- resolution -------------------------------------------------------------------------
+  // One shared lock today: the roots were combined into one requirement set before this.
   std::vector<cache::TfSelection::Provider> resolve(const RootRequirements& root) {
-    std::vector<lockfile::ProviderAddress> addresses;
-    for (const auto& [address, want] : root.providers) addresses.push_back(want.address);
+    const std::vector<RootRequirements> roots{root};
+    const auto addresses = offered_addresses(roots);
     auto listed = metadata_.versions(addresses);
     std::map<std::string, std::vector<Version>> offered;
     for (std::size_t i = 0; i < addresses.size(); ++i) offered[addresses[i].str()] = installable_versions(listed[i]);
-    auto selection = resolve_root(root, offered);
+    auto selection = std::move(resolve_roots(roots, offered).front());
     for (const auto& provider : selection) note("provider " + provider.address + ": " + provider.version);
     return selection;
   }

@@ -54,6 +54,24 @@ std::vector<cache::TfSelection::Provider> resolve_root(const RootRequirements& r
   return selection;
 }
 
+std::vector<std::vector<cache::TfSelection::Provider>> resolve_roots(
+    const std::vector<RootRequirements>& roots, const std::map<std::string, std::vector<Version>>& offered) {
+  std::vector<std::vector<cache::TfSelection::Provider>> selections;
+  selections.reserve(roots.size());
+  for (const auto& root : roots) selections.push_back(resolve_root(root, offered));
+  return selections;
+}
+
+std::vector<ProviderAddress> offered_addresses(const std::vector<RootRequirements>& roots) {
+  std::map<std::string, ProviderAddress> by_address;
+  for (const auto& root : roots) {
+    for (const auto& [address, want] : root.providers) by_address.try_emplace(address, want.address);
+  }
+  std::vector<ProviderAddress> addresses;
+  for (const auto& [text, address] : by_address) addresses.push_back(address);
+  return addresses;
+}
+
 std::string package_filename(const ProviderAddress& address, const Version& version, const Platform& platform) {
   return "terraform-provider-" + address.type + "_" + version.str() + "_" + platform.str() + ".zip";
 }

@@ -32,6 +32,14 @@ namespace podplane::mirror {
 [[nodiscard]] std::vector<cache::TfSelection::Provider> resolve_root(
     const RootRequirements& root, const std::map<std::string, std::vector<lockfile::Version>>& offered);
 
+// Every root's selection, in the order of `roots`, each resolved on its own constraints and
+// pins. `offered` must cover every provider any root wants (offered_addresses lists them).
+[[nodiscard]] std::vector<std::vector<cache::TfSelection::Provider>> resolve_roots(
+    const std::vector<RootRequirements>& roots, const std::map<std::string, std::vector<lockfile::Version>>& offered);
+
+// The providers whose offers the roots need, each once, in address order.
+[[nodiscard]] std::vector<lockfile::ProviderAddress> offered_addresses(const std::vector<RootRequirements>& roots);
+
 // terraform-provider-<type>_<version>_<os>_<arch>.zip
 [[nodiscard]] std::string package_filename(const lockfile::ProviderAddress& address, const lockfile::Version& version,
                                            const lockfile::Platform& platform);

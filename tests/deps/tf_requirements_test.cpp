@@ -247,6 +247,35 @@ TEST(TfResolution, RootSelectionAndItsPackageJobs) {
                                              "terraform-provider-null_3.2.4_darwin_arm64.zip"}));
 }
 
+// Each requirement set resolves on its own: two roots pinning one provider at different
+// versions get each their own pin, and the offers are asked for once per provider.
+TEST(TfResolution, EachRootResolvesOnItsOwn) {
+  const auto random = lockfile::ProviderAddress::parse("hashicorp/random", kHost);
+  RootRequirements old_root;
+  old_root.want(random, "~> 3.0", "old/main.tf");
+  old_root.providers.at(random.str()).pinned = Version::parse("3.5.0");
+  RootRequirements new_root;
+  new_root.want(random, "~> 3.0", "new/main.tf");
+  new_root.want(lockfile::ProviderAddress::parse("hashicorp/null", kHost), "", "new/main.tf");
+  const std::vector<RootRequirements> roots{old_root, new_root};
+
+  auto addresses = offered_addresses(roots);
+  ASSERT_EQ(addresses.size(), 2u);
+  EXPECT_EQ(addresses[0].str(), kHost + "/hashicorp/null");
+  EXPECT_EQ(addresses[1].str(), random.str());
+
+  std::map<std::string, std::vector<Version>> offered = {
+      {random.str(), {Version::parse("3.5.0"), Version::parse("3.7.2")}},
+      {kHost + "/hashicorp/null", {Version::parse("3.2.4")}}};
+  auto selections = resolve_roots(roots, offered);
+  ASSERT_EQ(selections.size(), 2u);
+  ASSERT_EQ(selections[0].size(), 1u);
+  EXPECT_EQ(selections[0][0].version, "3.5.0");
+  ASSERT_EQ(selections[1].size(), 2u);
+  EXPECT_EQ(selections[1][1].address, random.str());
+  EXPECT_EQ(selections[1][1].version, "3.7.2");
+}
+
 TEST(TfResolution, ModulePackages) {
   RemoteModuleCall registry{ModuleSource::parse("acme/net/aws//modules/vpc", kHost), "~> 1.0", "main.tf: module \"net\""};
   auto chosen = choose_module_version(registry, {Version::parse("1.0.0"), Version::parse("1.4.0"), Version::parse("2.0.0")});
