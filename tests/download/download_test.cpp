@@ -74,26 +74,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 TEST(ResolveUrl, FollowsRfc3986) {
   const std::string json = "https://127.0.0.1:8443/v1/providers/podplane/podplane/1.2.0/download/linux/amd64";
   EXPECT_EQ(mirror::resolve_url(json, "/releases/x.zip"), "https://127.0.0.1:8443/releases/x.zip");

@@ -1,20 +1,18 @@
 // Golden stacks: the sample AWS and Google configs under tests/data/generator/<sample>/
-// generate exactly the files in <sample>/expected/. PODPLANE_UPDATE_GOLDEN=1 rewrites them.
+// generate exactly the files in <sample>/expected/ (tests/support/golden.hpp: PODPLANE_UPDATE_GOLDEN=1
+// rewrites them).
 // Lock hashes depend on the bytes `zip` wrote, so the lock is compared with every hash
 // replaced by a label naming its package.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
 #include "lockfile/hash.hpp"
 #include "tests/generator/cluster_env.hpp"
+#include "tests/support/golden.hpp"
 
 namespace podplane::test {
 namespace {
 
 void compare_with_golden(const std::string& sample, const ClusterEnv& env) {
-  fs::path expected_dir = test_data_dir() / "generator" / sample / "expected";
-  bool update = std::getenv("PODPLANE_UPDATE_GOLDEN") != nullptr;
   auto files = env.snapshot();
   files.erase("podplane.cluster.jsonc");
   // The lock's bytes (so the state's record of them) depend on the bytes `zip` wrote.
@@ -23,21 +21,7 @@ void compare_with_golden(const std::string& sample, const ClusterEnv& env) {
   ASSERT_NE(state.find(lock_sha256), std::string::npos);
   state.replace(state.find(lock_sha256), lock_sha256.size(), "<sha256 of .terraform.lock.hcl>");
   files[".terraform.lock.hcl"] = env.fixture->label_hashes(files[".terraform.lock.hcl"]);
-  if (update) {
-    fs::remove_all(expected_dir);
-    fs::create_directories(expected_dir);
-    for (const auto& [name, content] : files) write_file(expected_dir / name, content);
-    std::cout << "[ UPDATE ] wrote " << files.size() << " golden files to " << expected_dir << "\n";
-    return;
-  }
-  std::map<std::string, std::string> expected;
-  for (const auto& entry : fs::directory_iterator(expected_dir)) expected[entry.path().filename().string()] = read_file(entry.path());
-  for (const auto& [name, content] : expected) {
-    ASSERT_TRUE(files.count(name)) << name << " was not generated";
-    EXPECT_EQ(files[name], content) << name << " differs from " << (expected_dir / name)
-                                    << " (PODPLANE_UPDATE_GOLDEN=1 regenerates the golden files)";
-  }
-  for (const auto& [name, content] : files) EXPECT_TRUE(expected.count(name)) << name << " is generated but not in " << expected_dir;
+  expect_golden_dir(fs::path("generator") / sample / "expected", files);
 }
 
 TEST(GoldenStack, Aws) {

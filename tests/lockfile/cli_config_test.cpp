@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "lockfile/error.hpp"
-#include "tests/lockfile/golden.hpp"
+#include "tests/support/golden.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::lockfile {
 namespace {
+
+using test::ScopedEnv;
 
 constexpr const char* kConfig = R"(
 # A realistic air-gap config.
@@ -44,23 +46,6 @@ credentials "mirror.local:8443" {
   token = "port-token"
 }
 )";
-
-// Sets environment variables for one test and restores them.
-class ScopedEnv {
- public:
-  ScopedEnv(const std::string& name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name.c_str())) old_ = old;
-    setenv(name.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_.c_str(), old_->c_str(), 1);
-    else unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 TEST(CliConfig, ParsesInstallationMethodsHostsAndCredentials) {
   CliConfig config = parse_cli_config(kConfig, "test.tfrc");
@@ -192,7 +177,7 @@ TEST(Tfrc, PodplaneFilesystemMirrorConfig) {
             "\n"
             "disable_checkpoint = true\n");
   EXPECT_EQ(tfrc.find("direct"), std::string::npos);
-  test::expect_golden("podplane.tfrc", tfrc);
+  test::expect_golden("lockfile/podplane.tfrc", tfrc);
   CliConfig parsed = parse_cli_config(tfrc, "podplane.tfrc");
   ASSERT_EQ(parsed.provider_installation.size(), 1u);
   EXPECT_EQ(parsed.provider_installation[0].location, "/home/u/.cache/podplane/deps/tf/providers");

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "lockfile/error.hpp"
-#include "tests/lockfile/golden.hpp"
+#include "tests/support/golden.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::lockfile {
@@ -70,9 +70,9 @@ TEST(LockFileWriter, ReproducesTheReferenceExampleByteForByte) {
 }
 
 TEST(LockFileWriter, GoldenFilesForBothEngines) {
-  test::expect_golden("example.terraform.lock.hcl", render_lock_file(reference_lock(), Engine::terraform));
-  test::expect_golden("example.tofu.lock.hcl", render_lock_file(reference_lock(), Engine::tofu));
-  test::expect_golden("realistic.tofu.lock.hcl", render_lock_file(realistic_lock(), Engine::tofu));
+  test::expect_golden("lockfile/example.terraform.lock.hcl", render_lock_file(reference_lock(), Engine::terraform));
+  test::expect_golden("lockfile/example.tofu.lock.hcl", render_lock_file(reference_lock(), Engine::tofu));
+  test::expect_golden("lockfile/realistic.tofu.lock.hcl", render_lock_file(realistic_lock(), Engine::tofu));
 }
 
 TEST(LockFileWriter, TofuHeaderDiffersOnlyInTheEngineName) {

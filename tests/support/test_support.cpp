@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 extern char** environ;
 
@@ -129,6 +130,17 @@ void write_file(const fs::path& file, const std::string& content) {
 
 bool have_program(const std::string& name) {
   return run({"sh", "-c", "command -v " + name + " >/dev/null"}).exit_code == 0;
+}
+
+ScopedEnv::ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
+  if (const char* old = std::getenv(name_.c_str())) old_ = old;
+  if (value) setenv(name_.c_str(), value->c_str(), 1);
+  else unsetenv(name_.c_str());
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (old_) setenv(name_.c_str(), old_->c_str(), 1);
+  else unsetenv(name_.c_str());
 }
 
 std::string mirror_serve_host_blocks(const std::string& base) {

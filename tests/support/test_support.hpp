@@ -51,6 +51,20 @@ std::string read_file(const fs::path& file);
 void write_file(const fs::path& file, const std::string& content);  // creates parent dirs
 bool have_program(const std::string& name);  // on PATH
 
+// Sets (or, with std::nullopt, unsets) an environment variable of this process for one scope
+// and restores the old value after it. Tests run one per process under CTest.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::optional<std::string>& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
 // A CLI config whose host blocks send both origin registries (registry.opentofu.org and
 // registry.terraform.io) to a `podplane mirror serve` at `base` (ending in '/').
 std::string mirror_serve_host_blocks(const std::string& base);
