@@ -7,7 +7,7 @@
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/lock_file.hpp"
-#include "tests/lockfile/zip_fixture.hpp"
+#include "tests/support/zip_fixture.hpp"
 #include "tests/support/gocheck.hpp"
 #include "tests/support/test_support.hpp"
 

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "lockfile/error.hpp"
-#include "tests/lockfile/zip_fixture.hpp"
+#include "tests/support/zip_fixture.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::lockfile {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "lockfile/hash.hpp"
-#include "tests/lockfile/zip_fixture.hpp"
+#include "tests/support/zip_fixture.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::test {

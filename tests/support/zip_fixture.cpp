@@ -1,4 +1,4 @@
-#include "tests/lockfile/zip_fixture.hpp"
+#include "tests/support/zip_fixture.hpp"
 
 #include <stdexcept>
 
