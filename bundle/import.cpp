@@ -1,10 +1,13 @@
 #include "bundle/import.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -252,6 +255,26 @@ class HashingSink : public ObjectSink {
   std::set<std::string> verified;
 };
 
+// Test-only hook, so that a test can SIGKILL an import at a known point (tests/bundle/
+// cli_test.cpp, ImportKilledAfterItsFirstObjectResumes). When PODPLANE_TEST_IMPORT_PAUSE names
+// a FIFO that the test holds open for reading, the first object this process commits is
+// announced on it ("committed <digest>\n") and the import then waits until no reader is left.
+// Unset, or naming anything but a FIFO with a reader, it does nothing.
+void pause_for_test_after_first_commit(const std::string& digest) {
+  static bool paused = false;
+  const char* fifo = std::getenv("PODPLANE_TEST_IMPORT_PAUSE");
+  if (fifo == nullptr || paused) return;
+  paused = true;
+  cache::UniqueFd fd(::open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+  const std::string line = "committed " + digest + "\n";
+  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) return;
+  pollfd until_no_reader{fd.get(), 0, 0};  // POLLERR once the last reader has closed its end
+  while (::poll(&until_no_reader, 1, -1) < 0 && errno == EINTR) {
+  }
+}
+
 class StoreSink : public ObjectSink {
  public:
   explicit StoreSink(cache::Store& store) : store_(store) {}
@@ -264,6 +287,7 @@ class StoreSink : public ObjectSink {
     } catch (const Error& e) {
       throw Error("object in " + reader.where() + " is damaged and was not imported: " + e.what());
     }
+    pause_for_test_after_first_commit(object.digest);
   }
 
  private:

@@ -1,12 +1,17 @@
 // End to end through the podplane binary: keygen, create, inventory, verify, import, deltas,
-// exit codes, an import racing a reader of the same store, and an import without network.
+// exit codes, an import racing a reader of the same store, an import killed after its first
+// object and resumed, and an import without network.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "cache/store.hpp"
@@ -160,42 +165,70 @@ TEST_F(BundleCliLarge, ImportWhileAnotherProcessReadsTheStore) {
   EXPECT_EQ(test::artifact_lines(a), test::artifact_lines(b));
 }
 
-TEST_F(BundleCliLarge, ImportKilledMidwayResumes) {
+// A SIGKILL at a known point: the import has committed its first object (published, in the
+// objects table) and no row. The test-only hook PODPLANE_TEST_IMPORT_PAUSE (bundle/import.cpp)
+// announces that object on a FIFO and holds the import there until the kill, so the rerun
+// always takes the resume path: it skips that object and imports the rest.
+TEST_F(BundleCliLarge, ImportKilledAfterItsFirstObjectResumes) {
   const std::string bundle = (dir / "big.bundle").string();
   ASSERT_EQ(run_podplane({"bundle", "create", bundle, "--sign", key()}, at(online())).exit_code, 0);
-  const fs::path objects = offline() / "store" / "objects" / "sha256";
-  auto object_count = [&] {
-    std::error_code ec;
-    std::size_t n = 0;
-    if (!fs::exists(objects, ec)) return n;
-    for (auto it = fs::recursive_directory_iterator(objects, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-      n += it->is_regular_file() ? 1 : 0;
-    return n;
-  };
+  const fs::path fifo = dir / "pause";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  // Open before the import starts, so the hook always finds its reader.
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0) << std::strerror(errno);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     setenv("PODPLANE_DEPS_CACHE_DIR", offline().c_str(), 1);
+    setenv("PODPLANE_TEST_IMPORT_PAUSE", fifo.c_str(), 1);
     std::string binary = podplane::test::podplane_binary().string();
     execl(binary.c_str(), binary.c_str(), "--quiet", "bundle", "import", bundle.c_str(), "--trust", pub().c_str(), (char*)nullptr);
     _exit(127);
   }
-  // Readiness probe, bounded: kill as soon as the first object is published.
-  for (int i = 0; i < 20000 && object_count() == 0; ++i) ::usleep(500);
-  ::kill(pid, SIGKILL);
+  // Readiness probe, bounded (120 s): the announcement, while the import is still running.
+  std::string announced;
+  bool exited = false;
+  for (int i = 0; i < 600 && announced.find('\n') == std::string::npos && !exited; ++i) {
+    pollfd ready{reader, POLLIN, 0};
+    if (::poll(&ready, 1, 200) > 0 && (ready.revents & POLLIN)) {
+      char buffer[256];
+      ssize_t n = ::read(reader, buffer, sizeof buffer);
+      if (n > 0) announced.append(buffer, static_cast<std::size_t>(n));
+    }
+    exited = ::waitpid(pid, nullptr, WNOHANG) == pid;
+  }
+  if (!exited) ::kill(pid, SIGKILL);
   int status = 0;
-  ::waitpid(pid, &status, 0);
-  const bool killed = WIFSIGNALED(status);
-  std::cout << "[  NOTE    ] import " << (killed ? "killed" : "finished before the kill") << " with " << object_count()
-            << " objects published\n";
+  if (!exited) ::waitpid(pid, &status, 0);
+  ::close(reader);
+  ASSERT_FALSE(exited) << "the import ended before it announced its first object";
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  ASSERT_EQ(announced.size(), std::string("committed \n").size() + 64) << announced;
+  const std::string first = announced.substr(10, 64);
+
+  // Exactly that object arrived, whole, and no row did.
   test::expect_objects_intact(offline());
+  {
+    auto store = cache::Store::open(offline(), cache::Store::Access::read_only);
+    EXPECT_TRUE(store.has_object(first));
+    EXPECT_TRUE(store.artifacts().empty());
+    EXPECT_TRUE(store.module_trees().empty());
+  }
+  std::size_t objects = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(offline() / "store" / "objects" / "sha256"))
+    objects += entry.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(objects, 1u);
+
   auto rerun = run_podplane({"bundle", "import", bundle, "--trust", pub()}, at(offline()));
   ASSERT_EQ(rerun.exit_code, 0) << show(rerun);
+  EXPECT_NE(rerun.out.find(", 1 already present"), std::string::npos) << rerun.out;
   test::expect_objects_intact(offline());
   auto a = cache::Store::open(online());
   auto b = cache::Store::open(offline());
   EXPECT_EQ(test::artifact_lines(a), test::artifact_lines(b));
-  EXPECT_TRUE(fs::is_empty(offline() / "store" / "tmp")) << "the killed writer's temp file was not swept";
+  EXPECT_EQ(test::module_lines(a), test::module_lines(b));
+  EXPECT_TRUE(fs::is_empty(offline() / "store" / "tmp"));
 }
 
 TEST_F(BundleCli, ImportWithoutAnyNetwork) {
