@@ -93,6 +93,7 @@ void FixtureUpstream::start(const ServeOptions& serve) {
   for (const auto& spec : serve.ignore_range) argv.insert(argv.end(), {"--ignore-range", spec});
   for (const auto& spec : serve.drip) argv.insert(argv.end(), {"--drip", spec});
   for (const auto& spec : serve.lie_length) argv.insert(argv.end(), {"--lie-length", spec});
+  for (const auto& spec : serve.hold_until) argv.insert(argv.end(), {"--hold-until", spec});
   if (!serve.proxy_to.empty()) argv.insert(argv.end(), {"--proxy-to", serve.proxy_to});
 
   const fs::path stderr_file = run_dir_->path() / "serve.stderr";

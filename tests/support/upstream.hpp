@@ -42,6 +42,10 @@ struct ServeOptions {
   std::vector<std::string> ignore_range;  // "REGEX": answer Range requests with 200 and the whole file
   std::vector<std::string> drip;          // "BYTES_PER_SEC:REGEX": every GET sends its body that slowly
   std::vector<std::string> lie_length;    // "CLAIMED:SENT:REGEX": every GET claims CLAIMED bytes, sends SENT, closes
+  // "N:REGEX": matching requests are not answered until N of them are in flight at once (so
+  // parallel transfers overlap in the access log however slow the machine); after 20 s of
+  // waiting they are answered anyway and logged with fault "hold-timeout".
+  std::vector<std::string> hold_until;
   std::string proxy_to;                   // "http://HOST:PORT": forward every unfaulted request there
 };
 
@@ -51,7 +55,7 @@ struct AccessLogEntry {
   int status = 0;
   std::uint64_t bytes = 0;           // body bytes sent
   std::optional<std::string> range;  // the request's Range header
-  std::string fault;                 // "", "fail-first", "cut", "ignore-range", "drip", "lie-length", "proxy"
+  std::string fault;                 // "", "fail-first", "cut", "ignore-range", "drip", "lie-length", "hold-timeout", "proxy"
   double start = 0;                  // server's monotonic clock, seconds: request arrived
   double end = 0;                    // … answer sent
 };

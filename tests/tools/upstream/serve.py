@@ -4,7 +4,8 @@
     serve.py --root OUT_DIR [--port 0] [--tls|--plain] [--delay-ms N]
              [--fail-first N:REGEX:STATUS[:RETRY_AFTER]]... [--cut-after BYTES:REGEX]...
              [--ignore-range REGEX]... [--drip BYTES_PER_SEC:REGEX]...
-             [--lie-length CLAIMED:SENT:REGEX]... [--proxy-to URL] [--log FILE]
+             [--lie-length CLAIMED:SENT:REGEX]... [--hold-until N:REGEX]... [--proxy-to URL]
+             [--log FILE]
 
 Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts connections.
 - Static files from OUT_DIR/www; registry JSON (/.well-known/, /v1/, *.json) as application/json.
@@ -21,13 +22,18 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
   for as long as the client stays. Logged (fault "drip") when the headers have gone out.
 - --lie-length CLAIMED:SENT:REGEX: every GET of a matching path, with or without Range,
   answers 200 with Content-Length CLAIMED, sends SENT body bytes and closes the connection.
+- --hold-until N:REGEX: a request of a matching path is not answered until N matching requests
+  are in flight at once; from then on none waits. So a client that runs N transfers in
+  parallel shows it in the log (N overlapping start/end intervals) however slow the machine
+  is, and one that does not makes its requests wait 20 s each and logs them with fault
+  "hold-timeout" (the client's 30 s low-speed limit is not reached).
 - --proxy-to URL: a fault-injecting reverse proxy: every request (any method, with its body)
   that no fault answers is forwarded to URL (plain http), with X-Forwarded-Proto and
   X-Forwarded-Host, and its answer is passed back. --root then only supplies tls/.
 - --delay-ms N: every request waits N ms before it is answered.
 - --log FILE: one JSON object per request and line: method, path, status, bytes (body bytes
   sent), range (the Range header or null), fault (null, "fail-first", "cut", "ignore-range",
-  "drip", "lie-length", "proxy"),
+  "drip", "lie-length", "hold-timeout", "proxy"),
   start and end (monotonic seconds: when the request arrived and when its answer was sent).
 Python stdlib only: it is a test fixture.
 """
@@ -46,6 +52,7 @@ import time
 import urllib.parse
 
 JSON_PREFIXES = ("/.well-known/", "/v1/")
+HOLD_TIMEOUT_SECONDS = 20
 
 
 class State:
@@ -79,6 +86,15 @@ class State:
             if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
                 raise SystemExit("--lie-length wants CLAIMED:SENT:REGEX, got " + spec)
             self.lie_rules.append((int(parts[0]), int(parts[1]), re.compile(parts[2])))
+        self.hold_rules = []
+        for spec in args.hold_until:
+            n, _, regex = spec.partition(":")
+            if not n.isdigit() or int(n) < 1 or not regex:
+                raise SystemExit("--hold-until wants N:REGEX, got " + spec)
+            self.hold_rules.append((int(n), re.compile(regex)))
+        self.hold_changed = threading.Condition()
+        self.hold_arrived = {}  # rule index -> matching requests that have arrived
+        self.hold_open = set()  # rule indexes whose requests no longer wait
         self.proxy = urllib.parse.urlsplit(args.proxy_to) if args.proxy_to else None
         if self.proxy and self.proxy.scheme != "http":
             raise SystemExit("--proxy-to wants an http:// URL, got " + args.proxy_to)
@@ -97,6 +113,26 @@ class State:
                     if seen < count:
                         self.hits[(i, path)] = seen + 1
                         return status, retry_after
+        return None
+
+    def hold(self, path):
+        """--hold-until: waits until N matching requests are in flight; the fault to log, or None."""
+        for i, (n, regex) in enumerate(self.hold_rules):
+            if not regex.search(path):
+                continue
+            with self.hold_changed:
+                if i in self.hold_open:
+                    return None
+                self.hold_arrived[i] = self.hold_arrived.get(i, 0) + 1
+                if self.hold_arrived[i] >= n:
+                    self.hold_open.add(i)
+                    self.hold_changed.notify_all()
+                    return None
+                if self.hold_changed.wait_for(lambda: i in self.hold_open, timeout=HOLD_TIMEOUT_SECONDS):
+                    return None
+                self.hold_open.add(i)  # never reached: stop holding the others too
+                self.hold_changed.notify_all()
+                return "hold-timeout"
         return None
 
     def drip_for(self, path):
@@ -127,6 +163,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def finish_request(self, status, body=b"", headers=None, path=None, fault=None, cut=None, content_length=None):
         started = getattr(self, "started", time.monotonic())
+        fault = fault or getattr(self, "held", None)
         self.send_response(status)
         headers = headers or {}
         for name, value in headers.items():
@@ -160,6 +197,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.state.proxy:
             return self.do_GET()
         self.started = time.monotonic()
+        self.held = None  # the connection may have carried a held GET before
         path = urllib.parse.urlsplit(self.path).path
         if path.startswith("/git/"):
             return self.git(path)
@@ -183,6 +221,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.read_request_body() if self.state.proxy else b""
         if self.state.args.delay_ms:
             time.sleep(self.state.args.delay_ms / 1000.0)
+        self.held = self.state.hold(path)
         failure = self.state.injected_failure(path)
         if failure:
             status, retry_after = failure
@@ -400,6 +439,7 @@ def main():
     parser.add_argument("--ignore-range", action="append", default=[])
     parser.add_argument("--drip", action="append", default=[])
     parser.add_argument("--lie-length", action="append", default=[])
+    parser.add_argument("--hold-until", action="append", default=[])
     parser.add_argument("--proxy-to")
     parser.add_argument("--log")
     args = parser.parse_args()
