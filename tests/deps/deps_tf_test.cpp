@@ -582,6 +582,46 @@ TEST(DepsTf, PlatformTheRegistryLacksFailsAndKeepsTheStore) {
   EXPECT_EQ(read_file(deps.root() / "tf" / "platforms"), "linux_amd64\n");
 }
 
+TEST(DepsTf, UpstreamWhoseCertificateDoesNotVerifyIsRefused) {
+  // The system's CA bundle is a real trust store that does not hold the fixture's CA.
+  const fs::path system_cas = "/etc/ssl/certs/ca-certificates.crt";
+  if (!fs::exists(system_cas)) GTEST_SKIP() << "no system CA bundle at " << system_cas;
+  FixtureUpstream upstream;
+  DepsRun deps(upstream);
+  ProcessOptions options;
+  options.env = deps.env();
+  options.env["SSL_CERT_FILE"] = system_cas.string();
+  options.unset_env = {"TF_TOKEN_registry_opentofu_org", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+  auto result = run_podplane({"deps", "tf", "--platform", "linux_amd64"}, options);
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  expect_error_names(result, {upstream.base_url(), "certificate"});
+  EXPECT_EQ(index_snapshot(deps.root()), "");
+  EXPECT_TRUE(upstream.access_log().empty()) << "a request got through an unverified TLS handshake";
+}
+
+TEST(DepsTf, NewUpstreamVersionsArePickedUpAndWhatIsStoredStays) {
+  FixtureOptions fixture;
+  fixture.sharing = FixtureOptions::Sharing::private_copy;
+  FixtureUpstream upstream(fixture);
+  DepsRun deps(upstream);
+  ASSERT_EQ(deps.podplane({"deps", "tf", "--platform", "linux_amd64"}).exit_code, 0);
+  const auto old_aws = package_entry(upstream, "aws", "6.2.0", "linux_amd64")["sha256"].get<std::string>();
+
+  upstream.rebuild({"--add-version", "aws=6.3.0", "--add-version", "module=2.2.0"});
+  const auto new_aws = package_entry(upstream, "aws", "6.3.0", "linux_amd64")["sha256"].get<std::string>();
+
+  auto rerun = deps.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.out << rerun.err;
+  EXPECT_EQ(lockfile::file_digest_hex(provider_view(deps.root(), "aws", "6.3.0", "linux_amd64")), new_aws);
+  EXPECT_EQ(read_file(deps.root() / "tf" / "modules" / "nstance" / "current-version"), "2.2.0\n");
+  auto store = cache::Store::open(deps.root(), cache::Store::Access::read_only);
+  EXPECT_TRUE(store.has_object(old_aws)) << "the 6.2.0 package left the store";
+  EXPECT_TRUE(store.find_artifact(cache::ArtifactKind::provider_package, kHost + "/hashicorp/aws", "6.2.0", "linux_amd64",
+                                  "terraform-provider-aws_6.2.0_linux_amd64.zip"));
+  EXPECT_TRUE(store.find_module_tree(kHost + "/nstance-dev/nstance/aws", "2.1.0"));
+  EXPECT_TRUE(store.find_module_tree(kHost + "/nstance-dev/nstance/aws", "2.2.0"));
+}
+
 TEST(DepsTf, BadPlatformIsAUsageError) {
   FixtureUpstream upstream;
   DepsRun deps(upstream);

@@ -1,5 +1,24 @@
-// The fixture upstream itself: it serves the registry protocols over TLS that verifies with
-// its CA, its signatures verify with real gpg, git clones over HTTPS, and faults happen as asked.
+// Checks of the test fixture, not of podplane: the fixture upstream serves the registry
+// protocols over TLS that verifies with its CA, its signatures verify with real gpg, git clones
+// over HTTPS, and faults happen as asked. Each behaviour is also tested through podplane:
+//   ServesDiscoveryAndRegistryJsonOverVerifiedTls   DepsTf.ColdFillWarmRerunAndAddedPlatform,
+//                                                   DepsTf.UpstreamWhoseCertificateDoesNotVerifyIsRefused,
+//                                                   DepsTf.PlatformTheRegistryLacksFailsAndKeepsTheStore
+//   SignaturesVerifyWithGpgAgainstTheListedKey      DepsTf.ColdFillWarmRerunAndAddedPlatform (provenance),
+//                                                   SignatureRecheck.EveryFetchedPackageVerifiesOfflineFromStoredMaterial
+//   WrongKeyFaultSignsWithAKeyTheRegistryDoesNotList  DepsTf.SignatureByTheWrongKeyIsRefused
+//   ModuleRegistryPointsAtGitAndArchivesAndGitClonesOverHttps
+//                                                   DepsTf.StackDirectoryWithLockedVersionsAndGitModule (git),
+//                                                   DepsTf.ColdFillWarmRerunAndAddedPlatform (archive),
+//                                                   DepsTf.StackWithDirectGitAndArchiveSources
+//   VmconfigManifestsNameAbsoluteArtifactUrlsWithDigests
+//                                                   DepsDownload.FetchesBothKindsFilteredByProviderAndVerifiesEveryDigest
+//   FaultsAreInjectedAndLogged                      DepsTf.ServiceUnavailableThenSuccess,
+//                                                   DepsTf.TransferCutOffHalfWayIsResumed
+//   RebuildAddsAVersionWithoutChangingExistingFiles DepsTf.NewUpstreamVersionsArePickedUpAndWhatIsStoredStays,
+//                                                   DepsDownload.StatusSeesANewUpstreamManifest
+//   CliConfigSendsTheDefaultRegistriesToTheFixture  DepsTf.NetworkMirrorIsTheProviderUpstreamWhenConfigured,
+//                                                   DepsTf.TerraformEngineUsesItsOwnRegistryHost
 #include <gtest/gtest.h>
 
 #include "tests/support/upstream.hpp"
@@ -13,7 +32,7 @@ ProcessResult curl(const FixtureUpstream& up, const std::vector<std::string>& ar
   return run(argv);
 }
 
-TEST(FixtureUpstream, ServesDiscoveryAndRegistryJsonOverVerifiedTls) {
+TEST(FixtureUpstreamSelfCheck, ServesDiscoveryAndRegistryJsonOverVerifiedTls) {
   ASSERT_TRUE(have_program("curl"));
   FixtureUpstream up;
   auto discovery = curl(up, {"-f", up.url("/.well-known/terraform.json")});
@@ -56,7 +75,7 @@ TEST(FixtureUpstream, ServesDiscoveryAndRegistryJsonOverVerifiedTls) {
   EXPECT_EQ(missing.out, "404");
 }
 
-TEST(FixtureUpstream, SignaturesVerifyWithGpgAgainstTheListedKey) {
+TEST(FixtureUpstreamSelfCheck, SignaturesVerifyWithGpgAgainstTheListedKey) {
   ASSERT_TRUE(have_program("gpg"));
   FixtureUpstream up;
   const auto& fx = up.fixture();
@@ -82,7 +101,7 @@ TEST(FixtureUpstream, SignaturesVerifyWithGpgAgainstTheListedKey) {
   run({"gpgconf", "--homedir", home.path().string(), "--kill", "gpg-agent"});
 }
 
-TEST(FixtureUpstream, WrongKeyFaultSignsWithAKeyTheRegistryDoesNotList) {
+TEST(FixtureUpstreamSelfCheck, WrongKeyFaultSignsWithAKeyTheRegistryDoesNotList) {
   FixtureOptions options;
   options.wrong_key = {"hashicorp/random"};
   FixtureUpstream up(options);
@@ -95,7 +114,7 @@ TEST(FixtureUpstream, WrongKeyFaultSignsWithAKeyTheRegistryDoesNotList) {
   }
 }
 
-TEST(FixtureUpstream, ModuleRegistryPointsAtGitAndArchivesAndGitClonesOverHttps) {
+TEST(FixtureUpstreamSelfCheck, ModuleRegistryPointsAtGitAndArchivesAndGitClonesOverHttps) {
   ASSERT_TRUE(have_program("git"));
   FixtureUpstream up;
   auto headers = curl(up, {"-D", "-", "-o", "/dev/null", up.url("/v1/modules/nstance-dev/nstance/aws/2.0.1/download")});
@@ -121,7 +140,7 @@ TEST(FixtureUpstream, ModuleRegistryPointsAtGitAndArchivesAndGitClonesOverHttps)
   EXPECT_EQ(tags.out, "v2.0.1\nv2.1.0\n");
 }
 
-TEST(FixtureUpstream, VmconfigManifestsNameAbsoluteArtifactUrlsWithDigests) {
+TEST(FixtureUpstreamSelfCheck, VmconfigManifestsNameAbsoluteArtifactUrlsWithDigests) {
   FixtureUpstream up;
   auto got = curl(up, {"-f", up.url("/manifests/vmconfig_knd_debian-13_arm64.json")});
   ASSERT_EQ(got.exit_code, 0) << got.err;
@@ -140,7 +159,7 @@ TEST(FixtureUpstream, VmconfigManifestsNameAbsoluteArtifactUrlsWithDigests) {
   EXPECT_EQ(image.out, std::to_string(manifest["os"]["image"]["size"].get<int>()));
 }
 
-TEST(FixtureUpstream, FaultsAreInjectedAndLogged) {
+TEST(FixtureUpstreamSelfCheck, FaultsAreInjectedAndLogged) {
   ServeOptions serve;
   serve.fail_first = {"1:linux_amd64\\.zip$:503:1"};
   serve.cut_after = {"4000:linux_arm64\\.zip$"};
@@ -175,7 +194,7 @@ TEST(FixtureUpstream, FaultsAreInjectedAndLogged) {
   EXPECT_EQ(log[3].range.value_or(""), "bytes=4000-");
 }
 
-TEST(FixtureUpstream, RebuildAddsAVersionWithoutChangingExistingFiles) {
+TEST(FixtureUpstreamSelfCheck, RebuildAddsAVersionWithoutChangingExistingFiles) {
   FixtureOptions options;
   options.sharing = FixtureOptions::Sharing::private_copy;
   FixtureUpstream up(options);
@@ -192,7 +211,7 @@ TEST(FixtureUpstream, RebuildAddsAVersionWithoutChangingExistingFiles) {
   EXPECT_TRUE(fs::exists(up.www() / "releases/aws/6.3.0/terraform-provider-aws_6.3.0_SHA256SUMS.sig"));
 }
 
-TEST(FixtureUpstream, CliConfigSendsTheDefaultRegistriesToTheFixture) {
+TEST(FixtureUpstreamSelfCheck, CliConfigSendsTheDefaultRegistriesToTheFixture) {
   FixtureUpstream up;
   TempDir tmp;
   CliConfigOptions config;
