@@ -5,7 +5,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::bundle::detail {
 

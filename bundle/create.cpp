@@ -15,13 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
+#include "base/remove_on_signal.hpp"
+#include "base/unique_fd.hpp"
 #include "bundle/archive_io.hpp"
 #include "bundle/signing.hpp"
 #include "cache/human_bytes.hpp"
-#include "cache/unique_fd.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
-#include "lockfile/remove_on_signal.hpp"
 
 namespace podplane::bundle {
 
@@ -467,7 +467,7 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
   for (const auto& volume : plan.volumes) {
     fs::path temp = fs::path(volume.file.string() + ".tmp-" + std::to_string(::getpid()));
     RemoveOnSignal remove_temp_on_signal(temp);
-    cache::UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (out.get() < 0) throw Error("cannot create " + temp.string() + ": " + std::strerror(errno));
     try {
       detail::ArchiveWriter writer(out.get(), epoch_of(volume.manifest.created_at), volume.file.string());
@@ -476,7 +476,7 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
       std::uint64_t unsynced = 0;
       for (const auto& object : volume.manifest.objects) {
         fs::path path = store.object_path(object.digest);
-        cache::UniqueFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        UniqueFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
         if (in.get() < 0) throw Error("cannot open store object " + path.string() + ": " + std::strerror(errno));
         ::posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
         writer.begin_file(std::string(kObjectPrefix) + object.digest, object.size);

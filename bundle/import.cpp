@@ -17,6 +17,8 @@
 #include <archive_entry.h>
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
+#include "base/unique_fd.hpp"
 #include "bundle/archive_io.hpp"
 #include "bundle/create.hpp"
 #include "bundle/manifest.hpp"
@@ -24,9 +26,7 @@
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/row_rules.hpp"
-#include "cache/unique_fd.hpp"
 #include "cache/views.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/version.hpp"
 
@@ -164,13 +164,13 @@ BundleManifest read_header(detail::ArchiveReader& reader, const fs::path& file, 
 }
 
 struct OpenVolume {
-  cache::UniqueFd fd;
+  UniqueFd fd;
   std::unique_ptr<detail::ArchiveReader> reader;
 };
 
 OpenVolume open_volume(const fs::path& file) {
   OpenVolume volume;
-  volume.fd = cache::UniqueFd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  volume.fd = UniqueFd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (volume.fd.get() < 0) throw Error("cannot open bundle " + file.string() + ": " + std::strerror(errno));
   ::posix_fadvise(volume.fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   volume.reader = std::make_unique<detail::ArchiveReader>(volume.fd.get(), file.string());
@@ -265,7 +265,7 @@ void pause_for_test_after_first_commit(const std::string& digest) {
   const char* fifo = std::getenv("PODPLANE_TEST_IMPORT_PAUSE");
   if (fifo == nullptr || paused) return;
   paused = true;
-  cache::UniqueFd fd(::open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd fd(::open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) return;
   const std::string line = "committed " + digest + "\n";

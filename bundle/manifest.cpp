@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/row_rules.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 
 namespace podplane::bundle {

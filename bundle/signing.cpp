@@ -12,7 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "lockfile/hash.hpp"
 
 namespace podplane::bundle {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "base/error.hpp"
 #include "cache/sha256.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/platform.hpp"
 #include "lockfile/version.hpp"

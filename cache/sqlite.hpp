@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;

@@ -18,11 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/sha256.hpp"
 #include "cache/store_impl.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "podplane/cache_schema.hpp"
 

@@ -5,9 +5,9 @@
 #include <set>
 #include <string>
 
+#include "base/unique_fd.hpp"
 #include "cache/sqlite.hpp"
 #include "cache/store.hpp"
-#include "cache/unique_fd.hpp"
 
 namespace podplane::cache {
 

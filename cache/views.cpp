@@ -14,12 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/sha256.hpp"
 #include "cache/store_impl.hpp"
 #include "lockfile/cli_config.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"

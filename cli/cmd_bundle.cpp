@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/error.hpp"
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
 #include "bundle/signing.hpp"
@@ -11,7 +12,6 @@
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
-#include "lockfile/error.hpp"
 
 namespace podplane::cli {
 

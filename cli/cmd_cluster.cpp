@@ -8,6 +8,7 @@
 #include <iterator>
 #include <memory>
 
+#include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
@@ -16,7 +17,6 @@
 #include "generator/engine.hpp"
 #include "generator/schema.hpp"
 #include "generator/stack.hpp"
-#include "lockfile/error.hpp"
 
 namespace podplane::cli {
 

@@ -2,12 +2,12 @@
 #include <iostream>
 #include <memory>
 
+#include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
 #include "generator/config.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/platform.hpp"
 #include "mirror/deps_download.hpp"
 #include "mirror/deps_tf.hpp"

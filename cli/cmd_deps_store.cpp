@@ -5,12 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/human_bytes.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
-#include "lockfile/error.hpp"
 #include "mirror/signature_recheck.hpp"
 
 namespace podplane::cli {

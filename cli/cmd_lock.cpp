@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "cli/commands.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 
 namespace podplane::cli {

@@ -3,10 +3,10 @@
 #include <iostream>
 #include <memory>
 
+#include "base/error.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
-#include "lockfile/error.hpp"
 #include "mirror/export.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/serve.hpp"

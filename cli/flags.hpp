@@ -6,8 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/error.hpp"
 #include "bundle/create.hpp"
-#include "lockfile/error.hpp"
 
 namespace podplane::cli {
 

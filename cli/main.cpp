@@ -6,10 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/error.hpp"
+#include "base/remove_on_signal.hpp"
+#include "base/terminal_text.hpp"
 #include "cli/commands.hpp"
-#include "lockfile/error.hpp"
-#include "lockfile/remove_on_signal.hpp"
-#include "lockfile/terminal_text.hpp"
 
 namespace {
 

@@ -7,15 +7,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "cache/layout.hpp"
 #include "cache/views.hpp"
 #include "generator/config.hpp"
 #include "generator/stack.hpp"
 #include "lockfile/cli_config.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/hcl.hpp"
-#include "lockfile/input_limits.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
 #include "lockfile/tf_config.hpp"

@@ -6,10 +6,10 @@
 #include <limits>
 #include <set>
 
+#include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "generator/jsonc.hpp"
 #include "generator/schema.hpp"
-#include "lockfile/error.hpp"
-#include "lockfile/input_limits.hpp"
 
 namespace podplane::generator {
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 extern char** environ;
 

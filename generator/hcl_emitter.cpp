@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "lockfile/hcl.hpp"
 
 namespace podplane::generator {

@@ -3,7 +3,7 @@
 // parsed by nlohmann_json (ignore_comments); a small scanner of our own records the line of
 // every value by JSON Pointer so that errors can name both the path and the line.
 // Errors are podplane::Error with "<source>:<line>:<column>: …"; the input limits of
-// lockfile/input_limits.hpp apply (size, nesting, numbers beyond a double).
+// base/input_limits.hpp apply (size, nesting, numbers beyond a double).
 #include <map>
 #include <string>
 #include <string_view>

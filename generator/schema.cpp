@@ -5,7 +5,7 @@
 #include <regex>
 #include <set>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "podplane/cluster_schema.hpp"
 
 namespace podplane::generator {

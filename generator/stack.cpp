@@ -10,13 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "cache/layout.hpp"
 #include "cache/podplane_stack.hpp"
 #include "cache/views.hpp"
 #include "generator/render.hpp"
 #include "generator/schema.hpp"
-#include "lockfile/error.hpp"
-#include "lockfile/input_limits.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/hcl.hpp"
 #include "lockfile/lock_file.hpp"

@@ -9,13 +9,12 @@
 #include <cstring>
 #include <random>
 
-#include "cache/unique_fd.hpp"
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
+#include "base/unique_fd.hpp"
 
 namespace podplane::generator {
 
 namespace fs = std::filesystem;
-using cache::UniqueFd;
 
 namespace {
 

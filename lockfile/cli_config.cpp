@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lockfile/error.hpp"
-#include "lockfile/input_limits.hpp"
+#include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "lockfile/hcl.hpp"
 
 extern char** environ;

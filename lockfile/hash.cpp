@@ -13,7 +13,7 @@
 #include <map>
 #include <system_error>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::lockfile {
 namespace {

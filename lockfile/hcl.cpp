@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::lockfile::hcl {
 namespace {

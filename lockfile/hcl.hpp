@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "lockfile/input_limits.hpp"
+#include "base/input_limits.hpp"
 
 namespace podplane::lockfile::hcl {
 

@@ -5,9 +5,9 @@
 #include <set>
 #include <tuple>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "lockfile/hcl.hpp"
-#include "lockfile/input_limits.hpp"
 #include "lockfile/version.hpp"
 
 namespace podplane::lockfile {

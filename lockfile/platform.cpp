@@ -4,7 +4,7 @@
 #include <cctype>
 #include <vector>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::lockfile {
 namespace {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "lockfile/hcl.hpp"
-#include "lockfile/input_limits.hpp"
 
 namespace podplane::lockfile {
 namespace {

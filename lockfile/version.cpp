@@ -5,7 +5,7 @@
 #include <limits>
 #include <tuple>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::lockfile {
 namespace {

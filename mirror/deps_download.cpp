@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/views.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "mirror/http.hpp"
 #include "mirror/scratch_dir.hpp"

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/views.hpp"
 #include "lockfile/cli_config.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "mirror/deps_download.hpp"
 #include "mirror/module_archive.hpp"

@@ -13,7 +13,7 @@
 #include <map>
 #include <random>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/progress.hpp"
 #include "mirror/transport.hpp"
 

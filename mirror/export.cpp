@@ -11,8 +11,8 @@
 #include <optional>
 #include <set>
 
-#include "lockfile/error.hpp"
-#include "lockfile/remove_on_signal.hpp"
+#include "base/error.hpp"
+#include "base/remove_on_signal.hpp"
 #include "mirror/serve_objects.hpp"
 
 namespace podplane::mirror {

@@ -12,8 +12,8 @@
 #include <regex>
 #include <thread>
 
-#include "cache/unique_fd.hpp"
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
+#include "base/unique_fd.hpp"
 #include "mirror/transport.hpp"
 
 namespace podplane::mirror {
@@ -266,9 +266,9 @@ HttpResponse HttpClient::send(const HttpRequest& request) {
   for (;;) {
     HttpResponse response;
     Exchange exchange{&response, options.max_body_bytes, false, {}, &request.body, -1, 0};
-    cache::UniqueFd file;
+    UniqueFd file;
     if (request.body.file()) {
-      file = cache::UniqueFd(::open(request.body.file()->c_str(), O_RDONLY | O_CLOEXEC));
+      file = UniqueFd(::open(request.body.file()->c_str(), O_RDONLY | O_CLOEXEC));
       if (!file) {
         throw Error("cannot read " + request.body.file()->string() + " to " + what + ": " + std::strerror(errno));
       }

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <memory>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "lockfile/hash.hpp"
 
 namespace podplane::mirror {

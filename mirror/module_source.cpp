@@ -19,7 +19,7 @@
 #include <sstream>
 #include <thread>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/module_archive.hpp"
 
 extern char** environ;

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "lockfile/hash.hpp"
 #include "mirror/http.hpp"
 

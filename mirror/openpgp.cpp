@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::mirror {
 namespace {

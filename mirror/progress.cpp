@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "lockfile/terminal_text.hpp"
+#include "base/terminal_text.hpp"
 
 namespace podplane::mirror {
 

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lockfile/error.hpp"
-#include "lockfile/input_limits.hpp"
+#include "base/error.hpp"
+#include "base/input_limits.hpp"
 
 namespace podplane::mirror {
 namespace {
@@ -16,7 +16,7 @@ using nlohmann::json;
 // Sent as the engines send it: registries may use it to pick answers for a CLI generation.
 constexpr const char* kTerraformVersionHeader = "X-Terraform-Version: 1.9.0";
 
-// Size, nesting and number range are bounded (lockfile/input_limits.hpp): a hostile upstream
+// Size, nesting and number range are bounded (base/input_limits.hpp): a hostile upstream
 // cannot exhaust the stack of nlohmann's recursive copy and dump.
 json parse_json(std::string_view body, const std::string& url, std::string_view what) {
   return parse_json_within_limits(body, std::string(what) + " from " + url);

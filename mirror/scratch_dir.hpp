@@ -10,7 +10,7 @@
 #include <string>
 #include <system_error>
 
-#include "lockfile/remove_on_signal.hpp"
+#include "base/remove_on_signal.hpp"
 
 namespace podplane::mirror {
 

@@ -14,8 +14,8 @@
 
 #include <httplib.h>
 
+#include "base/error.hpp"
 #include "cache/layout.hpp"
-#include "lockfile/error.hpp"
 #include "mirror/serve_objects.hpp"
 #include "mirror/serve_ranges.hpp"
 
@@ -204,7 +204,7 @@ struct MirrorServer::Impl final : RequestHandler {
       case ResourceKind::object: {
         auto opened = objects.open(resource->object, resource->digest, resource->size);
         if (opened.state != ObjectState::good) return refuse(req, res, resource->digest, opened);
-        auto file = std::make_shared<cache::UniqueFd>(std::move(opened.fd));
+        auto file = std::make_shared<UniqueFd>(std::move(opened.fd));
         answer_bytes(req, res, static_cast<std::uint64_t>(resource->size), resource->content_type,
                      "\"" + resource->digest + "\"",
                      [file](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {

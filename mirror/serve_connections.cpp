@@ -33,8 +33,8 @@
 
 #include <httplib.h>
 
-#include "cache/unique_fd.hpp"
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
+#include "base/unique_fd.hpp"
 
 namespace podplane::mirror {
 
@@ -80,7 +80,7 @@ void require_readable(const fs::path& file, const std::string& what) {
   auto status = fs::status(file, ec);
   if (ec || !fs::exists(status)) throw Error("cannot read the TLS " + what + " " + file.string() + ": no such file");
   if (!fs::is_regular_file(status)) throw Error("the TLS " + what + " " + file.string() + " is not a regular file");
-  cache::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) throw Error("cannot read the TLS " + what + " " + file.string() + ": " + std::strerror(errno));
 }
 
@@ -159,7 +159,7 @@ SslContext make_tls_context(const TlsFiles& files) {
 struct Connection {
   enum class Phase { handshake, head, idle };
 
-  cache::UniqueFd fd;
+  UniqueFd fd;
   SslSession ssl;  // null for plain HTTP
   std::string peer_address, local_address;
   int peer_port = 0, local_port = 0;
@@ -407,7 +407,7 @@ struct ConnectionServer::Impl {
   SslContext tls;
   RequestHandler& handler;
   LogLine log;
-  cache::UniqueFd listener, events, wake;
+  UniqueFd listener, events, wake;
   std::size_t max_connections = 0;
   std::atomic<bool> stopping{false};
 
@@ -518,7 +518,7 @@ struct ConnectionServer::Impl {
         return;
       }
       auto c = std::make_unique<Connection>();
-      c->fd = cache::UniqueFd(fd);
+      c->fd = UniqueFd(fd);
       std::tie(c->peer_address, c->peer_port) = numeric_address(peer);
       auto& count = open_by_client[c->peer_address];
       if (count >= limits.per_client) {
@@ -766,8 +766,8 @@ ConnectionServer::ConnectionServer(const ConnectionLimits& limits, const std::op
                                    RequestHandler& handler, LogLine log)
     : impl_(std::make_unique<Impl>(limits, handler, std::move(log))) {
   if (tls) impl_->tls = make_tls_context(*tls);
-  impl_->events = cache::UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
-  impl_->wake = cache::UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  impl_->events = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
+  impl_->wake = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!impl_->events || !impl_->wake) throw Error(std::string("mirror serve: cannot set up event polling: ") + std::strerror(errno));
   impl_->watch(impl_->wake.get(), EPOLLIN, EPOLL_CTL_ADD);
   // SSL_write writes with write(2), which raises SIGPIPE when the client has gone; a server
@@ -789,7 +789,7 @@ ConnectionServer::~ConnectionServer() = default;
 int ConnectionServer::listen(const ListenAddress& address) {
   int error = EADDRNOTAVAIL;
   for (const auto& candidate : address.resolved) {
-    cache::UniqueFd fd(::socket(candidate.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    UniqueFd fd(::socket(candidate.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) {
       error = errno;
       continue;

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "lockfile/hash.hpp"
 
 namespace podplane::mirror {
@@ -50,7 +50,7 @@ std::string sha256_of_fd(int fd, const fs::path& file) {
 
 OpenedObject CheckedObjects::open(const fs::path& file, const std::string& digest, std::int64_t size) {
   OpenedObject result;
-  cache::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat info {};
   if (!fd || ::fstat(fd.get(), &info) != 0) {
     result.state = ObjectState::missing;
@@ -109,7 +109,7 @@ OpenedObject CheckedObjects::open(const fs::path& file, const std::string& diges
 }
 
 std::string object_problem(const fs::path& file, const std::string& digest, std::int64_t size) {
-  cache::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat info {};
   if (!fd || ::fstat(fd.get(), &info) != 0) return missing_message(digest, file, std::strerror(errno));
   if (info.st_size != size) return size_message(digest, file, size, info.st_size);

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <string>
 
-#include "cache/unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 namespace podplane::mirror {
 
@@ -24,7 +24,7 @@ enum class ObjectState { good, corrupt, missing };
 
 struct OpenedObject {
   ObjectState state = ObjectState::missing;
-  cache::UniqueFd fd;   // open on the object file when good
+  UniqueFd fd;   // open on the object file when good
   std::string problem;  // when not good: what is wrong, naming the digest, the file and the fix
   bool first_verdict = false;  // this call found the problem (log it once, not per request)
 };

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/views.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/version.hpp"
 
 namespace podplane::mirror {

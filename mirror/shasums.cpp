@@ -5,7 +5,7 @@
 #include <sstream>
 #include <vector>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::mirror {
 

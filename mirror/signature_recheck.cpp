@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/openpgp.hpp"
 #include "mirror/shasums.hpp"
 

@@ -5,7 +5,7 @@
 #include <exception>
 #include <thread>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/http.hpp"
 
 namespace podplane::mirror {

@@ -1,6 +1,6 @@
 #include "mirror/tf_modules.hpp"
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/tf_resolution.hpp"
 
 namespace podplane::mirror {

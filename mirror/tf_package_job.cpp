@@ -1,6 +1,6 @@
 #include "mirror/tf_package_job.hpp"
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::mirror {
 namespace {

@@ -1,6 +1,6 @@
 #include "mirror/tf_requirements.hpp"
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "lockfile/tf_config.hpp"
 
 namespace podplane::mirror {

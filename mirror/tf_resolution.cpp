@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/http.hpp"
 
 namespace podplane::mirror {

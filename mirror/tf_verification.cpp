@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/http.hpp"
 #include "mirror/openpgp.hpp"
 #include "mirror/shasums.hpp"

@@ -9,7 +9,7 @@
 #include <random>
 #include <utility>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::mirror::transport {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "lockfile/error.hpp"
-#include "lockfile/input_limits.hpp"
+#include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "mirror/http.hpp"
 
 namespace podplane::mirror {

@@ -2,10 +2,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include "base/error.hpp"
 #include "bundle/create.hpp"
 #include "bundle/manifest.hpp"
 #include "bundle/signing.hpp"
-#include "lockfile/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::bundle {

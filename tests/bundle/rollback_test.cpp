@@ -7,12 +7,12 @@
 
 #include <algorithm>
 
+#include "base/error.hpp"
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
 #include "bundle/signing.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
-#include "lockfile/error.hpp"
 #include "tests/bundle/bundle_fixture.hpp"
 #include "tests/support/test_support.hpp"
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <fstream>
 
+#include "base/error.hpp"
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
 #include "bundle/signing.hpp"
 #include "cache/layout.hpp"
-#include "lockfile/error.hpp"
 #include "tests/bundle/bundle_fixture.hpp"
 #include "tests/support/test_support.hpp"
 

@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
 #include "cache/views.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "tests/support/test_support.hpp"
 

@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
-#include "lockfile/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::cache {

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
-#include "lockfile/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::cache {

@@ -1,7 +1,7 @@
 // Module source addresses (tf-protocols.md §6.2) and unpacking hostile archives.
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "lockfile/hash.hpp"
 #include "mirror/module_archive.hpp"
 #include "mirror/module_source.hpp"

@@ -1,7 +1,7 @@
 // Detached OpenPGP signatures over SHA256SUMS, checked with librnp against keys made by gpg.
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/openpgp.hpp"
 #include "tests/deps/gpg_keys.hpp"
 #include "tests/support/test_support.hpp"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/registry.hpp"
 #include "mirror/vmconfig.hpp"
 

@@ -1,7 +1,7 @@
 // Registry protocol answers (tf-protocols.md §1, §2, §6.1): parsing and the client rules.
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/registry.hpp"
 
 namespace podplane::mirror {

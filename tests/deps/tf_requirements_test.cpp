@@ -3,7 +3,7 @@
 // and merging roots for one shared lock. Then resolution from given upstream offers.
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/tf_requirements.hpp"
 #include "mirror/tf_resolution.hpp"
 #include "tests/support/test_support.hpp"

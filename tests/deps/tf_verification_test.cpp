@@ -3,7 +3,7 @@
 // mirror hashes, and what a landed zip is held to. No server, no store.
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/tf_package_job.hpp"
 #include "mirror/tf_verification.hpp"
 #include "tests/deps/gpg_keys.hpp"

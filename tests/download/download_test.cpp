@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <functional>
 
+#include "base/error.hpp"
 #include "cache/store.hpp"
-#include "lockfile/error.hpp"
 #include "mirror/download.hpp"
 #include "mirror/http.hpp"
 #include "mirror/progress.hpp"

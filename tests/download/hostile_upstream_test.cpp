@@ -6,8 +6,8 @@
 
 #include <chrono>
 
+#include "base/error.hpp"
 #include "cache/store.hpp"
-#include "lockfile/error.hpp"
 #include "mirror/download.hpp"
 #include "mirror/http.hpp"
 #include "tests/support/upstream.hpp"

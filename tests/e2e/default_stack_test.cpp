@@ -7,7 +7,7 @@
 #include "cache/podplane_stack.hpp"
 #include "generator/config.hpp"
 #include "generator/render.hpp"
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/deps_tf.hpp"
 #include "mirror/tf_requirements.hpp"
 #include "tests/support/test_support.hpp"

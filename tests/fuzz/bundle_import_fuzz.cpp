@@ -11,9 +11,9 @@
 #include <fstream>
 #include <string>
 
+#include "base/error.hpp"
 #include "bundle/import.hpp"
 #include "cache/store.hpp"
-#include "lockfile/error.hpp"
 
 using namespace podplane;
 namespace fs = std::filesystem;

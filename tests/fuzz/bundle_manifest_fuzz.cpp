@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "base/error.hpp"
 #include "bundle/manifest.hpp"
-#include "lockfile/error.hpp"
 
 using namespace podplane;
 

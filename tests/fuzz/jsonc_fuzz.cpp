@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string_view>
 
+#include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "generator/config.hpp"
 #include "generator/jsonc.hpp"
-#include "lockfile/error.hpp"
-#include "lockfile/input_limits.hpp"
 
 using namespace podplane;
 

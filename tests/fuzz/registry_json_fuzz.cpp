@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "mirror/module_source.hpp"
 #include "mirror/registry.hpp"
 #include "mirror/vmconfig.hpp"

@@ -5,9 +5,9 @@
 
 #include <string>
 
+#include "base/error.hpp"
 #include "generator/config.hpp"
 #include "generator/jsonc.hpp"
-#include "lockfile/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::generator {

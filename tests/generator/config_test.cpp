@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "generator/config.hpp"
 #include "generator/jsonc.hpp"
 #include "generator/schema.hpp"
-#include "lockfile/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::generator {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "generator/staged_write.hpp"
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::test {
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "lockfile/hash.hpp"
 #include "tests/support/test_support.hpp"
 

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "generator/staged_write.hpp"
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "tests/generator/failing_disk.hpp"
 #include "tests/support/test_support.hpp"
 

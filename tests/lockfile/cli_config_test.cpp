@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/test_support.hpp"
 

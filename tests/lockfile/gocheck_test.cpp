@@ -3,8 +3,8 @@
 // file and CLI config we write.
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
 #include "lockfile/cli_config.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/lock_file.hpp"
 #include "tests/support/zip_fixture.hpp"

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "tests/support/zip_fixture.hpp"
 #include "tests/support/test_support.hpp"
 

@@ -3,7 +3,7 @@
 // extract must be right.
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 #include "lockfile/hcl.hpp"
 #include "tests/support/gocheck.hpp"
 #include "tests/support/test_support.hpp"

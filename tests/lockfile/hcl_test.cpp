@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::lockfile::hcl {
 namespace {

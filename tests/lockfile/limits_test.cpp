@@ -5,8 +5,8 @@
 
 #include <string>
 
+#include "base/error.hpp"
 #include "lockfile/cli_config.hpp"
-#include "lockfile/error.hpp"
 #include "lockfile/hcl.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/tf_config.hpp"

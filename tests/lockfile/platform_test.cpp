@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::lockfile {
 namespace {

@@ -20,8 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "cache/store.hpp"
-#include "lockfile/error.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "lockfile/remove_on_signal.hpp"
+#include "base/remove_on_signal.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 #pragma once
 // A file descriptor closed on destruction (and with it any flock() the descriptor holds).
-// Used by cache/ and bundle/.
+// Used wherever a descriptor is held across calls that may throw.
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,9 +8,9 @@
 #include <string>
 #include <utility>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
-namespace podplane::cache {
+namespace podplane {
 
 class UniqueFd {
  public:
@@ -44,4 +44,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace podplane::cache
+}  // namespace podplane

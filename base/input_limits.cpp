@@ -1,4 +1,4 @@
-#include "lockfile/input_limits.hpp"
+#include "base/input_limits.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane {
 

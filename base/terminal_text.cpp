@@ -1,4 +1,4 @@
-#include "lockfile/terminal_text.hpp"
+#include "base/terminal_text.hpp"
 
 namespace podplane {
 
