@@ -15,13 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/hex.hpp"
 #include "base/remove_on_signal.hpp"
 #include "base/unique_fd.hpp"
 #include "bundle/archive_io.hpp"
 #include "bundle/signing.hpp"
 #include "cache/human_bytes.hpp"
-#include "lockfile/hash.hpp"
 
 namespace podplane::bundle {
 
@@ -209,7 +210,7 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
     } catch (const Error& e) {
       throw Error("cannot use inventory " + options.since->string() + ": " + e.what());
     }
-    since = SinceInventory{lockfile::sha256_hex(bytes), inventory->store_id, inventory->generation};
+    since = SinceInventory{sha256_hex(bytes), inventory->store_id, inventory->generation};
   }
   std::set<std::string> platforms;
   for (const auto& platform : options.platforms) {
@@ -409,7 +410,7 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
     id_source.push_back(list);
   }
   id_source.push_back(since ? since->inventory_digest : "");
-  const std::string bundle_id = lockfile::sha256_hex(id_source.dump());
+  const std::string bundle_id = sha256_hex(id_source.dump());
   const int count = static_cast<int>(packs.size());
   for (int v = 0; v < count; ++v) {
     const Packing& pack = packs[static_cast<std::size_t>(v)];

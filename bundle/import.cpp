@@ -17,6 +17,7 @@
 #include <archive_entry.h>
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
 #include "bundle/archive_io.hpp"
@@ -27,7 +28,6 @@
 #include "cache/maintenance.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/views.hpp"
-#include "lockfile/hash.hpp"
 #include "lockfile/version.hpp"
 
 namespace podplane::bundle {
@@ -245,7 +245,7 @@ class HashingSink : public ObjectSink {
  public:
   bool already_present(const ManifestObject&) override { return false; }
   void receive(detail::ArchiveReader& reader, const ManifestObject& object) override {
-    lockfile::Hasher hasher;
+    Hasher hasher;
     stream_entry(reader, object, [&](const void* data, std::size_t size) { hasher.update(data, size); });
     std::string got = hasher.finish_hex();
     if (got != object.digest)

@@ -5,9 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/hex.hpp"
 #include "cache/row_rules.hpp"
-#include "lockfile/hash.hpp"
 
 namespace podplane::bundle {
 
@@ -277,11 +278,6 @@ json parse_json(std::string_view text_bytes, const char* what) {
 
 }  // namespace
 
-bool is_sha256_hex(std::string_view text_value) {
-  return text_value.size() == 64 &&
-         std::all_of(text_value.begin(), text_value.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 // The store's rules (cache/row_rules.hpp) worded for a bundle.
 void check_safe_name(std::string_view what, std::string_view name) {
   if (auto problem = cache::segment_problem(name)) {
@@ -454,12 +450,12 @@ std::string row_id(const cache::Artifact& a, const std::vector<cache::Provenance
     p.push_back({row.shasums_digest, row.signature_digest, row.keys_digest, row.key_fingerprint, row.result});
   std::sort(p.begin(), p.end());
   json key = {"artifact", std::string(cache::to_string(a.kind)), a.address, a.version, a.platform, a.filename, a.digest, p};
-  return lockfile::sha256_hex(key.dump());
+  return sha256_hex(key.dump());
 }
 
 std::string row_id(const cache::ModuleTree& tree) {
   json key = {"module", tree.address, tree.version, tree.h1};
-  return lockfile::sha256_hex(key.dump());
+  return sha256_hex(key.dump());
 }
 
 std::vector<std::string> objects_of(const TravellingArtifact& travelling) {

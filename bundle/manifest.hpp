@@ -98,7 +98,6 @@ std::string row_id(const cache::ModuleTree& tree);
 std::vector<std::string> objects_of(const TravellingArtifact& artifact);
 std::vector<std::string> objects_of(const cache::ModuleTree& tree);
 
-bool is_sha256_hex(std::string_view text);
 // Rejects names that could escape a directory: empty, '/', "..", ".", control characters.
 void check_safe_name(std::string_view what, std::string_view name);
 // '/'-separated relative path made of safe names.

@@ -12,8 +12,10 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
-#include "lockfile/hash.hpp"
+#include "base/hex.hpp"
+#include "base/openssl.hpp"
 
 namespace podplane::bundle {
 
@@ -21,45 +23,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct PkeyDeleter {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-using Pkey = std::unique_ptr<EVP_PKEY, PkeyDeleter>;
-
-struct BioDeleter {
-  void operator()(BIO* bio) const { BIO_free_all(bio); }
-};
-using Bio = std::unique_ptr<BIO, BioDeleter>;
-
-struct MdCtxDeleter {
-  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
-};
-using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxDeleter>;
-
-struct PkeyCtxDeleter {
-  void operator()(EVP_PKEY_CTX* ctx) const { EVP_PKEY_CTX_free(ctx); }
-};
-using PkeyCtx = std::unique_ptr<EVP_PKEY_CTX, PkeyCtxDeleter>;
-
-std::string openssl_error() {
-  unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "unknown OpenSSL error";
-  char buffer[256];
-  ERR_error_string_n(code, buffer, sizeof buffer);
-  return buffer;
-}
-
 std::string raw_public_hex(EVP_PKEY* key) {
   unsigned char raw[32];
   std::size_t length = sizeof raw;
   if (EVP_PKEY_get_raw_public_key(key, raw, &length) != 1 || length != sizeof raw)
-    throw Error("cannot read the raw Ed25519 public key: " + openssl_error());
+    throw Error("cannot read the raw Ed25519 public key: " + openssl::last_error());
   return to_hex(std::string_view(reinterpret_cast<const char*>(raw), length));
 }
 
-Bio read_bio(const fs::path& file) {
-  Bio bio(BIO_new_file(file.c_str(), "r"));
+openssl::Bio read_bio(const fs::path& file) {
+  openssl::Bio bio(BIO_new_file(file.c_str(), "r"));
   if (!bio) throw Error("cannot open key file " + file.string() + ": " + std::strerror(errno));
   return bio;
 }
@@ -100,34 +73,9 @@ std::string bio_contents(BIO* bio) {
 
 }  // namespace
 
-std::string to_hex(std::string_view raw) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(raw.size() * 2);
-  for (unsigned char c : raw) {
-    hex.push_back(digits[c >> 4]);
-    hex.push_back(digits[c & 15]);
-  }
-  return hex;
-}
-
-std::string from_hex(std::string_view hex) {
-  auto value = [&](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    throw Error("invalid hex digit '" + std::string(1, c) + "'");
-  };
-  if (hex.size() % 2 != 0) throw Error("hex text of odd length " + std::to_string(hex.size()));
-  std::string raw;
-  raw.reserve(hex.size() / 2);
-  for (std::size_t i = 0; i < hex.size(); i += 2) raw.push_back(static_cast<char>(value(hex[i]) * 16 + value(hex[i + 1])));
-  return raw;
-}
-
 // ---------------------------------------------------------------------------------------
 struct PublicKey::Impl {
-  Pkey key;
+  openssl::Key key;
   std::string raw_hex;
 };
 
@@ -137,9 +85,9 @@ PublicKey::PublicKey(PublicKey&&) noexcept = default;
 PublicKey& PublicKey::operator=(PublicKey&&) noexcept = default;
 
 PublicKey PublicKey::load(const fs::path& pem_file) {
-  Bio bio = read_bio(pem_file);
-  Pkey key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
-  if (!key) throw Error("cannot read public key " + pem_file.string() + ": " + openssl_error());
+  openssl::Bio bio = read_bio(pem_file);
+  openssl::Key key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
+  if (!key) throw Error("cannot read public key " + pem_file.string() + ": " + openssl::last_error());
   require_ed25519(key.get(), pem_file);
   auto impl = std::make_unique<Impl>();
   impl->raw_hex = raw_public_hex(key.get());
@@ -150,9 +98,9 @@ PublicKey PublicKey::load(const fs::path& pem_file) {
 PublicKey PublicKey::from_raw_hex(std::string_view hex) {
   std::string raw = from_hex(hex);
   if (raw.size() != 32) throw Error("an Ed25519 public key has 32 bytes, not " + std::to_string(raw.size()));
-  Pkey key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw.data()),
+  openssl::Key key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw.data()),
                                        raw.size()));
-  if (!key) throw Error("invalid Ed25519 public key: " + openssl_error());
+  if (!key) throw Error("invalid Ed25519 public key: " + openssl::last_error());
   auto impl = std::make_unique<Impl>();
   impl->raw_hex = to_hex(raw);
   impl->key = std::move(key);
@@ -161,7 +109,7 @@ PublicKey PublicKey::from_raw_hex(std::string_view hex) {
 
 const std::string& PublicKey::raw_hex() const { return impl_->raw_hex; }
 
-std::string PublicKey::key_id() const { return "sha256:" + lockfile::sha256_hex(from_hex(impl_->raw_hex)); }
+std::string PublicKey::key_id() const { return "sha256:" + sha256_hex(from_hex(impl_->raw_hex)); }
 
 bool PublicKey::verifies(std::string_view message, std::string_view signature_hex) const {
   std::string signature;
@@ -171,9 +119,9 @@ bool PublicKey::verifies(std::string_view message, std::string_view signature_he
     return false;
   }
   if (signature.size() != 64) return false;
-  MdCtx ctx(EVP_MD_CTX_new());
+  openssl::MdContext ctx(EVP_MD_CTX_new());
   if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, impl_->key.get()) != 1)
-    throw Error("cannot start Ed25519 verification: " + openssl_error());
+    throw Error("cannot start Ed25519 verification: " + openssl::last_error());
   int ok = EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
                             reinterpret_cast<const unsigned char*>(message.data()), message.size());
   ERR_clear_error();
@@ -182,7 +130,7 @@ bool PublicKey::verifies(std::string_view message, std::string_view signature_he
 
 // ---------------------------------------------------------------------------------------
 struct SigningKey::Impl {
-  Pkey key;
+  openssl::Key key;
   PublicKey public_key;
 };
 
@@ -192,9 +140,9 @@ SigningKey::SigningKey(SigningKey&&) noexcept = default;
 SigningKey& SigningKey::operator=(SigningKey&&) noexcept = default;
 
 SigningKey SigningKey::load(const fs::path& pem_file) {
-  Bio bio = read_bio(pem_file);
-  Pkey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  if (!key) throw Error("cannot read private key " + pem_file.string() + ": " + openssl_error());
+  openssl::Bio bio = read_bio(pem_file);
+  openssl::Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  if (!key) throw Error("cannot read private key " + pem_file.string() + ": " + openssl::last_error());
   require_ed25519(key.get(), pem_file);
   auto public_key = PublicKey::from_raw_hex(raw_public_hex(key.get()));
   return SigningKey(std::unique_ptr<Impl>(new Impl{std::move(key), std::move(public_key)}));
@@ -203,14 +151,14 @@ SigningKey SigningKey::load(const fs::path& pem_file) {
 const PublicKey& SigningKey::public_key() const { return impl_->public_key; }
 
 std::string SigningKey::sign_hex(std::string_view message) const {
-  MdCtx ctx(EVP_MD_CTX_new());
+  openssl::MdContext ctx(EVP_MD_CTX_new());
   if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, impl_->key.get()) != 1)
-    throw Error("cannot start Ed25519 signing: " + openssl_error());
+    throw Error("cannot start Ed25519 signing: " + openssl::last_error());
   unsigned char signature[64];
   std::size_t length = sizeof signature;
   if (EVP_DigestSign(ctx.get(), signature, &length, reinterpret_cast<const unsigned char*>(message.data()),
                      message.size()) != 1)
-    throw Error("Ed25519 signing failed: " + openssl_error());
+    throw Error("Ed25519 signing failed: " + openssl::last_error());
   return to_hex(std::string_view(reinterpret_cast<const char*>(signature), length));
 }
 
@@ -220,18 +168,18 @@ KeyPairFiles generate_key_pair(const fs::path& prefix) {
   for (const auto& file : {files.private_key, files.public_key}) {
     if (fs::exists(fs::symlink_status(file))) throw Error("refusing to overwrite existing key file " + file.string());
   }
-  PkeyCtx ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr));
+  openssl::KeyContext ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr));
   EVP_PKEY* raw_key = nullptr;
   if (!ctx || EVP_PKEY_keygen_init(ctx.get()) != 1 || EVP_PKEY_keygen(ctx.get(), &raw_key) != 1)
-    throw Error("Ed25519 key generation failed: " + openssl_error());
-  Pkey key(raw_key);
+    throw Error("Ed25519 key generation failed: " + openssl::last_error());
+  openssl::Key key(raw_key);
 
-  Bio private_pem(BIO_new(BIO_s_mem()));
-  Bio public_pem(BIO_new(BIO_s_mem()));
+  openssl::Bio private_pem(BIO_new(BIO_s_mem()));
+  openssl::Bio public_pem(BIO_new(BIO_s_mem()));
   if (!private_pem || !public_pem ||
       PEM_write_bio_PrivateKey(private_pem.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1 ||
       PEM_write_bio_PUBKEY(public_pem.get(), key.get()) != 1)
-    throw Error("cannot encode the Ed25519 key pair: " + openssl_error());
+    throw Error("cannot encode the Ed25519 key pair: " + openssl::last_error());
 
   write_new_file(files.private_key, bio_contents(private_pem.get()), 0600);
   try {

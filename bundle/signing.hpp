@@ -52,7 +52,4 @@ class SigningKey {
   std::unique_ptr<Impl> impl_;
 };
 
-std::string to_hex(std::string_view raw);
-std::string from_hex(std::string_view hex);  // Error on odd length or a non-hex digit
-
 }  // namespace podplane::bundle

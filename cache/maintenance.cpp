@@ -14,10 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/hex.hpp"
 #include "cache/layout.hpp"
 #include "cache/row_rules.hpp"
-#include "cache/sha256.hpp"
 #include "cache/store_impl.hpp"
 #include "cache/views.hpp"
 #include "lockfile/hash.hpp"
@@ -115,7 +116,7 @@ ObjectCheck check_object(const Store::Impl& impl, const std::string& digest, std
   }
   std::string got;
   try {
-    got = sha256_hex_of_file(file);
+    got = file_digest_hex(file);
   } catch (const Error& error) {
     return {ObjectState::unreadable, std::string("object unreadable: ") + error.what()};
   }
@@ -167,11 +168,11 @@ void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report)
       continue;
     }
     ++report.views_checked;
-    std::string expected = view.object_digest.empty() ? lockfile::sha256_hex(*view.content) : view.object_digest;
+    std::string expected = view.object_digest.empty() ? sha256_hex(*view.content) : view.object_digest;
     if (!view.object_digest.empty() && same_file(view.path, impl.object_path(view.object_digest))) continue;
     std::string got;
     try {
-      got = sha256_hex_of_file(view.path);
+      got = file_digest_hex(view.path);
     } catch (const Error& error) {
       report.problems.push_back(std::string("view unreadable: ") + error.what());
       continue;
@@ -225,9 +226,9 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
   }
   if (!a.upstream_digest.empty()) {
     try {
-      auto expected = lockfile::TypedDigest::parse(a.upstream_digest);
-      std::string got = expected.algorithm == lockfile::DigestAlgorithm::sha256 ? a.digest
-                                                                                : lockfile::file_digest_hex(file, expected.algorithm);
+      auto expected = TypedDigest::parse(a.upstream_digest);
+      std::string got = expected.algorithm == DigestAlgorithm::sha256 ? a.digest
+                                                                                : file_digest_hex(file, expected.algorithm);
       if (got != expected.hex) {
         problems.push_back(mismatch_message(name + " does not match its upstream digest", a.upstream_digest,
                                             expected.str().substr(0, expected.str().find(':') + 1) + got));
@@ -736,7 +737,7 @@ RepairReport repair_store(Store& store) {
     if (!fs::exists(fs::symlink_status(view.path, ec))) continue;
     std::string got;
     try {
-      got = sha256_hex_of_file(view.path);
+      got = file_digest_hex(view.path);
     } catch (const Error&) {
     }
     if (got != view.object_digest && ::unlink(view.path.c_str()) == 0) {

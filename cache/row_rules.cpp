@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
-#include "cache/sha256.hpp"
-#include "lockfile/hash.hpp"
+#include "base/hex.hpp"
 #include "lockfile/platform.hpp"
 #include "lockfile/version.hpp"
 
@@ -132,7 +132,7 @@ void check_artifact_layout(const Artifact& a) {
   if (!is_sha256_hex(a.digest)) refuse(row, "digest '" + a.digest + "' is not 64 lower-case hex digits");
   if (!a.upstream_digest.empty()) {
     try {
-      (void)lockfile::TypedDigest::parse(a.upstream_digest);
+      (void)TypedDigest::parse(a.upstream_digest);
     } catch (const Error& error) {
       refuse(row, std::string("upstream digest: ") + error.what());
     }

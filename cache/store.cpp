@@ -18,10 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/hex.hpp"
 #include "cache/layout.hpp"
 #include "cache/row_rules.hpp"
-#include "cache/sha256.hpp"
 #include "cache/store_impl.hpp"
 #include "lockfile/hash.hpp"
 #include "podplane/cache_schema.hpp"
@@ -252,7 +253,7 @@ struct ObjectWriter::Impl {
   Store::Impl* store = nullptr;
   fs::path temp;
   UniqueFd fd;
-  lockfile::Hasher hasher{lockfile::DigestAlgorithm::sha256};
+  Hasher hasher{DigestAlgorithm::sha256};
   std::uint64_t size = 0;
   bool finished = false;
   std::string label = "object";
@@ -318,7 +319,7 @@ std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256
   // when the same bytes are added twice; a damaged one is replaced by the verified temp file.
   struct stat existing {};
   bool keep_existing = ::lstat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode) &&
-                       static_cast<std::uint64_t>(existing.st_size) == w.size && sha256_hex_of_file(target) == digest;
+                       static_cast<std::uint64_t>(existing.st_size) == w.size && file_digest_hex(target) == digest;
   if (keep_existing) {
     w.discard();
   } else {

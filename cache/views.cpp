@@ -14,13 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/row_rules.hpp"
-#include "cache/sha256.hpp"
 #include "cache/store_impl.hpp"
 #include "lockfile/cli_config.hpp"
-#include "lockfile/hash.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
 
@@ -409,7 +408,7 @@ void publish_copy(const fs::path& object, const fs::path& path, std::uint32_t mo
 bool content_equals(const fs::path& path, std::string_view bytes) {
   std::error_code ec;
   if (!fs::is_regular_file(fs::symlink_status(path, ec)) || fs::file_size(path, ec) != bytes.size() || ec) return false;
-  return sha256_hex_of_file(path) == lockfile::sha256_hex(bytes);
+  return file_digest_hex(path) == sha256_hex(bytes);
 }
 
 enum class Published { written, present, object_missing };
@@ -432,7 +431,7 @@ Published publish_view(const Store& store, const ViewFile& view) {
   // module script becomes a copy with its recorded mode.
   bool linkable = (view.mode & 0111) == 0;
   if (linkable && same_inode(view.path, object)) return Published::present;
-  if (regular_with_mode(view.path, linkable ? 0444 : view.mode) && sha256_hex_of_file(view.path) == view.object_digest) {
+  if (regular_with_mode(view.path, linkable ? 0444 : view.mode) && file_digest_hex(view.path) == view.object_digest) {
     return Published::present;  // a copy made where links fail
   }
   if (linkable) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
@@ -17,7 +18,6 @@
 #include "cache/views.hpp"
 #include "generator/render.hpp"
 #include "generator/schema.hpp"
-#include "lockfile/hash.hpp"
 #include "lockfile/hcl.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
@@ -351,7 +351,7 @@ std::string host_platform() {
   return os + "_" + arch;
 }
 
-std::string content_hash(const std::string& bytes) { return lockfile::sha256_hex(bytes); }
+std::string content_hash(const std::string& bytes) { return sha256_hex(bytes); }
 
 namespace {
 

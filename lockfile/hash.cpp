@@ -3,7 +3,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <locale.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -13,28 +12,14 @@
 #include <map>
 #include <system_error>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/hex.hpp"
 
 namespace podplane::lockfile {
 namespace {
 
 constexpr std::size_t kBufferSize = 64 * 1024;
-
-std::string to_hex(const unsigned char* data, std::size_t size) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(size * 2);
-  for (std::size_t i = 0; i < size; ++i) {
-    hex.push_back(digits[data[i] >> 4]);
-    hex.push_back(digits[data[i] & 0x0f]);
-  }
-  return hex;
-}
-
-bool is_lower_hex(std::string_view text) {
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
 
 // libarchive's read handle.
 struct ArchiveReader {
@@ -92,112 +77,7 @@ bool is_empty_zip(const std::filesystem::path& zip) {
 
 }  // namespace
 
-struct Hasher::Impl {
-  EVP_MD_CTX* ctx = nullptr;
-  bool finished = false;
-  ~Impl() {
-    if (ctx != nullptr) EVP_MD_CTX_free(ctx);
-  }
-};
-
-Hasher::Hasher(DigestAlgorithm algorithm) : impl_(std::make_unique<Impl>()) {
-  impl_->ctx = EVP_MD_CTX_new();
-  const EVP_MD* md = algorithm == DigestAlgorithm::sha512 ? EVP_sha512() : EVP_sha256();
-  if (impl_->ctx == nullptr || EVP_DigestInit_ex(impl_->ctx, md, nullptr) != 1) {
-    throw Error("cannot initialise the OpenSSL digest");
-  }
-}
-
-Hasher::~Hasher() = default;
-Hasher::Hasher(Hasher&&) noexcept = default;
-Hasher& Hasher::operator=(Hasher&&) noexcept = default;
-
-void Hasher::update(const void* data, std::size_t size) {
-  if (!impl_ || impl_->finished) throw Error("digest updated after it was finished");
-  if (size != 0 && EVP_DigestUpdate(impl_->ctx, data, size) != 1) throw Error("OpenSSL digest update failed");
-}
-
-std::string Hasher::finish_raw() {
-  if (!impl_ || impl_->finished) throw Error("digest finished twice");
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_DigestFinal_ex(impl_->ctx, digest, &size) != 1) throw Error("OpenSSL digest final failed");
-  impl_->finished = true;
-  return std::string(reinterpret_cast<const char*>(digest), size);
-}
-
-std::string Hasher::finish_hex() {
-  std::string raw = finish_raw();
-  return to_hex(reinterpret_cast<const unsigned char*>(raw.data()), raw.size());
-}
-
-std::string sha256_hex(std::string_view bytes) {
-  Hasher hasher;
-  hasher.update(bytes);
-  return hasher.finish_hex();
-}
-
-std::string file_digest_hex(const std::filesystem::path& file, DigestAlgorithm algorithm) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error("cannot open " + file.string() + ": " + std::strerror(errno));
-  Hasher hasher(algorithm);
-  std::string buffer(kBufferSize, '\0');
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    hasher.update(buffer.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  if (in.bad()) throw Error("cannot read " + file.string());
-  return hasher.finish_hex();
-}
-
-TypedDigest TypedDigest::parse(std::string_view text) {
-  auto colon = text.find(':');
-  std::string_view algorithm = text.substr(0, colon);
-  std::string_view hex = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
-  TypedDigest digest{};
-  std::size_t expected_size = 0;
-  if (algorithm == "sha256") {
-    digest.algorithm = DigestAlgorithm::sha256;
-    expected_size = 64;
-  } else if (algorithm == "sha512") {
-    digest.algorithm = DigestAlgorithm::sha512;
-    expected_size = 128;
-  } else {
-    throw Error("unsupported digest \"" + std::string(text) + "\": expected sha256:<64 hex> or sha512:<128 hex>");
-  }
-  if (colon == std::string_view::npos || hex.size() != expected_size || !is_lower_hex(hex)) {
-    throw Error("malformed digest \"" + std::string(text) + "\": expected " + std::string(algorithm) + ":<" +
-                std::to_string(expected_size) + " lower-case hex digits>");
-  }
-  digest.hex = std::string(hex);
-  return digest;
-}
-
-std::string TypedDigest::str() const {
-  return (algorithm == DigestAlgorithm::sha512 ? "sha512:" : "sha256:") + hex;
-}
-
 std::string zh_hash_of_file(const std::filesystem::path& zip) { return "zh:" + file_digest_hex(zip); }
-
-std::string base64_encode(std::string_view raw) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((raw.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  auto byte = [&](std::size_t at) { return static_cast<unsigned>(static_cast<unsigned char>(raw[at])); };
-  for (; i + 3 <= raw.size(); i += 3) {
-    unsigned n = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
-    out += {alphabet[(n >> 18) & 63], alphabet[(n >> 12) & 63], alphabet[(n >> 6) & 63], alphabet[n & 63]};
-  }
-  if (raw.size() - i == 1) {
-    unsigned n = byte(i) << 16;
-    out += {alphabet[(n >> 18) & 63], alphabet[(n >> 12) & 63], '=', '='};
-  } else if (raw.size() - i == 2) {
-    unsigned n = (byte(i) << 16) | (byte(i + 1) << 8);
-    out += {alphabet[(n >> 18) & 63], alphabet[(n >> 12) & 63], alphabet[(n >> 6) & 63], '='};
-  }
-  return out;
-}
 
 std::string h1_hash(std::vector<std::pair<std::string, std::string>> name_and_sha256_hex) {
   // std::string compares bytes as unsigned char, the order of Go's sort.Strings.
@@ -209,7 +89,7 @@ std::string h1_hash(std::vector<std::pair<std::string, std::string>> name_and_sh
       throw Error("cannot compute h1 hash: file names with newlines are not supported (dirhash): \"" +
                   escape_newlines(name) + "\"");
     }
-    if (hex.size() != 64 || !is_lower_hex(hex)) throw Error("h1 hash input for \"" + name + "\" is not a sha256 hex digest");
+    if (!is_sha256_hex(hex)) throw Error("h1 hash input for \"" + name + "\" is not a sha256 hex digest");
     summary.update(hex);
     summary.update("  ");
     summary.update(name);

@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/views.hpp"
-#include "lockfile/hash.hpp"
 #include "mirror/http.hpp"
 #include "mirror/scratch_dir.hpp"
 #include "mirror/vmconfig.hpp"
@@ -183,7 +183,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         }
         if (failed_this_run.count(item.url + " " + item.digest)) continue;
         if (item.digest.starts_with("sha256:")) {
-          direct.push_back(DownloadItem{item.url, lockfile::TypedDigest::parse(item.digest).hex, item.view_path(), {}});
+          direct.push_back(DownloadItem{item.url, TypedDigest::parse(item.digest).hex, item.view_path(), {}});
           direct_items.push_back(&item);
         } else {
           scratch_items.push_back(&item);
@@ -205,11 +205,11 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         fs::path file = scratch.path() / ("item-" + std::to_string(fetched_items + failures.size()));
         try {
           downloader.fetch_to_file(DownloadItem{item->url, std::nullopt, item->view_path(), {}}, file);
-          auto expected = lockfile::TypedDigest::parse(item->digest);
-          auto got = lockfile::file_digest_hex(file, expected.algorithm);
+          auto expected = TypedDigest::parse(item->digest);
+          auto got = file_digest_hex(file, expected.algorithm);
           if (got != expected.hex) {
             throw Error(mismatch_message("checksum mismatch for " + item->view_path(), expected.str(),
-                                         lockfile::TypedDigest{expected.algorithm, got}.str()));
+                                         TypedDigest{expected.algorithm, got}.str()));
           }
           auto size = fs::file_size(file);
           auto digest = store.add_file(file);
@@ -230,7 +230,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       manifest_row.address = manifest.name;
       manifest_row.version = manifest.version;
       manifest_row.platform = platform_of(arch);
-      manifest_row.digest = lockfile::sha256_hex(fetched.bytes);
+      manifest_row.digest = sha256_hex(fetched.bytes);
       manifest_row.size = static_cast<std::int64_t>(fetched.bytes.size());
       manifest_row.upstream_url = fetched.url;
       manifest_row.trust = cache::Trust::unverified;  // manifests carry no signature upstream

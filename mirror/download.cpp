@@ -1,7 +1,6 @@
 #include "mirror/download.hpp"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <map>
 #include <random>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "mirror/progress.hpp"
 #include "mirror/transport.hpp"
@@ -29,40 +29,10 @@ std::string lower(std::string text) {
   return text;
 }
 
-// Streaming sha256 beside every sink, so a mismatch names the item and the store is never asked
-// to publish bytes that are known to be wrong.
-class EvpMdCtx {
- public:
-  EvpMdCtx() { reset(); }
-  ~EvpMdCtx() { EVP_MD_CTX_free(ctx_); }
-  EvpMdCtx(const EvpMdCtx&) = delete;
-  EvpMdCtx& operator=(const EvpMdCtx&) = delete;
-  void reset() {
-    if (ctx_ == nullptr) ctx_ = EVP_MD_CTX_new();
-    if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) throw Error("cannot start sha256");
-  }
-  void update(const char* data, std::size_t size) {
-    if (EVP_DigestUpdate(ctx_, data, size) != 1) throw Error("sha256 failed while hashing a download");
-  }
-  std::string finish_hex() {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    if (EVP_DigestFinal_ex(ctx_, digest, &length) != 1) throw Error("sha256 failed while hashing a download");
-    static const char* hex = "0123456789abcdef";
-    std::string text;
-    for (unsigned int i = 0; i < length; ++i) {
-      text += hex[digest[i] >> 4];
-      text += hex[digest[i] & 15];
-    }
-    return text;
-  }
-
- private:
-  EVP_MD_CTX* ctx_ = nullptr;
-};
-
 // Where the bytes of one item go. restart() throws away what was written (the server ignored
-// a Range request); commit() checks the expected digest and publishes.
+// a Range request); commit() checks the expected digest and publishes. A sha256 is taken beside
+// every sink, so a mismatch names the item and the store is never asked to publish bytes that
+// are known to be wrong.
 class Sink {
  public:
   virtual ~Sink() = default;
@@ -74,7 +44,7 @@ class Sink {
   std::uint64_t size() const { return size_; }
   void restart() {
     restart_bytes();
-    hash_.reset();
+    hash_ = Hasher{};
     size_ = 0;
   }
   // Returns the sha256 hex digest; throws Error when it is not `expected`.
@@ -97,7 +67,7 @@ class Sink {
   virtual void discard() = 0;
 
  private:
-  EvpMdCtx hash_;
+  Hasher hash_;
   std::uint64_t size_ = 0;
 };
 

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "base/error.hpp"
+#include "base/hex.hpp"
 #include "mirror/module_archive.hpp"
 
 extern char** environ;
@@ -183,8 +184,7 @@ void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, 
 }
 
 bool is_commit_id(std::string_view ref) {
-  return ref.size() >= 7 && ref.size() <= 40 &&
-         std::all_of(ref.begin(), ref.end(), [](unsigned char c) { return std::isxdigit(c) != 0; });
+  return ref.size() >= 7 && ref.size() <= 40 && is_hex(ref);
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
-#include "lockfile/hash.hpp"
 #include "mirror/http.hpp"
 
 namespace podplane::mirror {
@@ -227,7 +227,7 @@ class Pusher {
   // Pushes `bytes` under `reference` (a tag, or its own digest) unless it is already there.
   std::string manifest(const std::string& repository, const std::string& reference, const char* media_type,
                        const std::string& bytes) {
-    std::string digest = "sha256:" + lockfile::sha256_hex(bytes);
+    std::string digest = "sha256:" + sha256_hex(bytes);
     if (registry_.manifest_digest(repository, reference.empty() ? digest : reference) == digest) {
       ++stats.manifests_present;
     } else {
@@ -321,7 +321,7 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
     }
     std::string zip;
     write_module_zip(*package, [&zip](const char* data, std::size_t size) { zip.append(data, size); });
-    std::string zip_digest = "sha256:" + lockfile::sha256_hex(zip);
+    std::string zip_digest = "sha256:" + sha256_hex(zip);
     push.blob_bytes(repository, kEmptyConfigDigest, kEmptyConfig);
     push.blob_bytes(repository, zip_digest, zip);
     auto name = package->address.substr(package->address.find('/') + 1);

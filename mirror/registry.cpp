@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/hex.hpp"
 #include "base/input_limits.hpp"
 
 namespace podplane::mirror {
@@ -36,11 +37,6 @@ std::vector<std::string> string_list(const json& object, const char* name) {
     if (item.is_string()) out.push_back(item.get<std::string>());
   }
   return out;
-}
-
-bool is_hex(std::string_view text, std::size_t length) {
-  return text.size() == length &&
-         std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isxdigit(c) != 0; });
 }
 
 std::string lower(std::string text) {
@@ -155,7 +151,7 @@ ProviderDownload parse_provider_download(std::string_view body, const std::strin
   answer.shasums_signature_url =
       checked_http_url(url, string_field(document, "shasums_signature_url"), "shasums_signature_url", url);
   answer.shasum = string_field(document, "shasum");
-  if (!is_hex(answer.shasum, 64)) {
+  if (answer.shasum.size() != 64 || !is_hex(answer.shasum)) {
     throw Error("provider download answer from " + url + ": shasum must be 64 hex characters, got \"" +
                 answer.shasum + "\"");
   }

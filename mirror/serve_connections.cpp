@@ -34,6 +34,7 @@
 #include <httplib.h>
 
 #include "base/error.hpp"
+#include "base/openssl.hpp"
 #include "base/unique_fd.hpp"
 
 namespace podplane::mirror {
@@ -46,34 +47,10 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // OpenSSL handles.
 
-struct SslCtxFree {
-  void operator()(SSL_CTX* context) const { SSL_CTX_free(context); }
-};
-using SslContext = std::unique_ptr<SSL_CTX, SslCtxFree>;
-struct SslFree {
-  void operator()(SSL* ssl) const { SSL_free(ssl); }
-};
-using SslSession = std::unique_ptr<SSL, SslFree>;
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free(bio); }
-};
-using Bio = std::unique_ptr<BIO, BioFree>;
-struct PkeyFree {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-using PrivateKey = std::unique_ptr<EVP_PKEY, PkeyFree>;
-
-// The reason of OpenSSL's most recent error on this thread (and an empty queue after).
-std::string openssl_reason() {
-  unsigned long last = 0;
-  for (unsigned long code; (code = ERR_get_error()) != 0;) last = code;
-  if (last == 0) return "no reason given";
-  const char* reason = ERR_reason_error_string(last);
-  if (reason != nullptr) return reason;
-  char text[256];
-  ERR_error_string_n(last, text, sizeof text);
-  return text;
-}
+using openssl::Bio;
+using openssl::SslContext;
+using openssl::SslSession;
+using PrivateKey = openssl::Key;
 
 void require_readable(const fs::path& file, const std::string& what) {
   std::error_code ec;
@@ -110,13 +87,13 @@ SslContext make_tls_context(const TlsFiles& files) {
   require_readable(files.key, "key");
   ERR_clear_error();
   SslContext context(SSL_CTX_new(TLS_server_method()));
-  if (!context) throw Error("cannot create a TLS context: " + openssl_reason());
+  if (!context) throw Error("cannot create a TLS context: " + openssl::last_error());
   SSL_CTX_set_min_proto_version(context.get(), TLS1_2_VERSION);
   // Renegotiation is a cheap way to make a server spend CPU; nothing here needs it.
   SSL_CTX_set_options(context.get(), SSL_OP_NO_RENEGOTIATION);
   SSL_CTX_set_mode(context.get(), SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
   if (SSL_CTX_use_certificate_chain_file(context.get(), files.cert.c_str()) != 1) {
-    std::string reason = openssl_reason();
+    std::string reason = openssl::last_error();
     auto holds = pem_holds(files.cert);
     throw Error("the TLS certificate " + files.cert.string() + " holds no usable PEM certificate: " +
                 (holds == PemHolds::nothing                                                 ? "it holds no PEM block"
@@ -129,10 +106,10 @@ SslContext make_tls_context(const TlsFiles& files) {
   // and a key of another certificate are different mistakes with different fixes. A null
   // passphrase callback makes an encrypted key fail instead of prompting on the terminal.
   Bio bio(BIO_new_file(files.key.c_str(), "r"));
-  if (!bio) throw Error("cannot read the TLS key " + files.key.string() + " (" + openssl_reason() + ")");
+  if (!bio) throw Error("cannot read the TLS key " + files.key.string() + " (" + openssl::last_error() + ")");
   PrivateKey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, [](char*, int, int, void*) { return 0; }, nullptr));
   if (!key) {
-    std::string reason = openssl_reason();
+    std::string reason = openssl::last_error();
     auto holds = pem_holds(files.key);
     throw Error("the TLS key " + files.key.string() + " holds no usable PEM private key: " +
                 (holds == PemHolds::nothing         ? "it holds no PEM block"

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
-#include "lockfile/hash.hpp"
 
 namespace podplane::mirror {
 
@@ -32,7 +32,7 @@ std::string corrupt_message(const std::string& digest, const fs::path& file, con
 }
 
 std::string sha256_of_fd(int fd, const fs::path& file) {
-  lockfile::Hasher hasher;
+  Hasher hasher;
   std::vector<char> buffer(1 << 20);
   off_t offset = 0;
   while (true) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/hex.hpp"
 
 namespace podplane::mirror {
 
@@ -18,8 +19,7 @@ std::map<std::string, std::string> parse_shasums(const std::string& text, const 
     std::vector<std::string> parts;
     for (std::string field; fields >> field;) parts.push_back(field);
     if (parts.empty()) continue;
-    bool hex = parts[0].size() == 64 && std::all_of(parts[0].begin(), parts[0].end(),
-                                                     [](unsigned char c) { return std::isxdigit(c) != 0; });
+    bool hex = parts[0].size() == 64 && is_hex(parts[0]);
     if (parts.size() != 2 || !hex) throw Error("SHA256SUMS check failed: " + what + " has a malformed line: " + line);
     std::string digest = parts[0];
     std::transform(digest.begin(), digest.end(), digest.begin(), [](unsigned char c) { return std::tolower(c); });

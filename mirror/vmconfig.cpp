@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "base/error.hpp"
+#include "base/hex.hpp"
 #include "base/input_limits.hpp"
 #include "mirror/http.hpp"
 
@@ -116,8 +117,7 @@ void validate_vmconfig_items(const VmconfigManifest& manifest, const std::vector
     std::string algorithm = colon == std::string::npos ? "" : item.digest.substr(0, colon);
     std::string hex = colon == std::string::npos ? "" : item.digest.substr(colon + 1);
     std::size_t want = algorithm == "sha256" ? 64 : algorithm == "sha512" ? 128 : 0;
-    bool hex_ok = want != 0 && hex.size() == want &&
-                  std::all_of(hex.begin(), hex.end(), [](unsigned char c) { return std::isxdigit(c) != 0; });
+    bool hex_ok = want != 0 && hex.size() == want && is_hex(hex);
     if (!hex_ok) throw Error(where + ": digest must be sha256:<64 hex> or sha512:<128 hex>, got \"" + item.digest + "\"");
     if (item.url.empty()) throw Error(where + ": url is empty");
     if (item.size == 0) throw Error(where + ": size must be greater than 0");

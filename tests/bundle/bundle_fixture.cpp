@@ -4,18 +4,18 @@
 
 #include <algorithm>
 
+#include "base/digest.hpp"
 #include "cache/layout.hpp"
-#include "lockfile/hash.hpp"
 
 namespace podplane::bundle::test {
 
 std::string synthetic_bytes(const std::string& seed, std::size_t size) {
   std::string out;
   out.reserve(size + 64);
-  std::string block = lockfile::sha256_hex(seed);
+  std::string block = sha256_hex(seed);
   while (out.size() < size) {
     out += block;
-    block = lockfile::sha256_hex(block);
+    block = sha256_hex(block);
   }
   out.resize(size);
   return out;
@@ -143,7 +143,7 @@ void expect_objects_intact(const fs::path& deps_root) {
   for (auto it = fs::recursive_directory_iterator(objects, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file()) continue;
     std::string name = it->path().parent_path().filename().string() + it->path().filename().string();
-    EXPECT_EQ(lockfile::file_digest_hex(it->path()), name) << "unverified bytes in " << it->path();
+    EXPECT_EQ(file_digest_hex(it->path()), name) << "unverified bytes in " << it->path();
   }
 }
 

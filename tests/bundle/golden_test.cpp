@@ -14,6 +14,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "base/digest.hpp"
 #include "bundle/create.hpp"
 #include "bundle/manifest.hpp"
 #include "cache/store.hpp"
@@ -249,7 +250,7 @@ TEST(BundleGoldenFiles, ParseAndSerializeToTheSameBytes) {
   // The delta names the golden inventory it was cut against.
   auto delta = BundleManifest::parse(read_file(data / "delta.manifest.json"));
   ASSERT_TRUE(delta.since);
-  EXPECT_EQ(delta.since->inventory_digest, lockfile::sha256_hex(inventory));
+  EXPECT_EQ(delta.since->inventory_digest, sha256_hex(inventory));
 }
 
 // A value on one line, with a space after ':' and ','.

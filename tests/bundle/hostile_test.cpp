@@ -6,6 +6,7 @@
 #include <archive_entry.h>
 #include <sys/sysmacros.h>
 
+#include "base/digest.hpp"
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
 #include "bundle/manifest.hpp"
@@ -66,7 +67,7 @@ class HostileBundle : public ::testing::Test {
     m.tool_version = "test";
     m.created_at = "2026-11-01T00:00:00Z";
     m.bundle_id = std::string(64, '1');
-    for (const auto& content : objects) m.objects.push_back({lockfile::sha256_hex(content), content.size()});
+    for (const auto& content : objects) m.objects.push_back({sha256_hex(content), content.size()});
     m.total_objects = m.objects.size();
     if (tweak) tweak(m);
     std::string manifest = m.serialize();
@@ -92,7 +93,7 @@ class HostileBundle : public ::testing::Test {
     EXPECT_TRUE(store.artifacts().empty());
   }
 
-  static std::string object_name(const std::string& content) { return std::string(kObjectPrefix) + lockfile::sha256_hex(content); }
+  static std::string object_name(const std::string& content) { return std::string(kObjectPrefix) + sha256_hex(content); }
 
   TempDir dir;
   std::optional<SigningKey> key;

@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
 #include "cache/views.hpp"
-#include "lockfile/hash.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::cache {
@@ -429,7 +429,7 @@ TEST(Store, AddingBytesOverACorruptObjectOfTheSameSizeReplacesIt) {
   std::string digest = store.add_bytes("kernel image");
   damage(store.object_path(digest), "KERNEL IMAGE");
   EXPECT_EQ(store.add_bytes("kernel image"), digest);
-  EXPECT_EQ(lockfile::file_digest_hex(store.object_path(digest)), digest) << "the corrupt file was kept";
+  EXPECT_EQ(file_digest_hex(store.object_path(digest)), digest) << "the corrupt file was kept";
 }
 
 TEST(Store, HasObjectDoesNotTrustAFileOfTheWrongSize) {

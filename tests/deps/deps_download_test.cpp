@@ -3,8 +3,8 @@
 // a warm rerun, a digest mismatch that indexes nothing, and status before/after an upstream change.
 #include <gtest/gtest.h>
 
+#include "base/digest.hpp"
 #include "cache/store.hpp"
-#include "lockfile/hash.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 
@@ -70,7 +70,7 @@ TEST(DepsDownload, FetchesBothKindsFilteredByProviderAndVerifiesEveryDigest) {
       bool wanted = providers.empty() || std::find(providers.begin(), providers.end(), "aws") != providers.end();
       EXPECT_EQ(fs::exists(view), wanted) << view;
       if (wanted && fs::exists(view)) {
-        EXPECT_EQ(lockfile::file_digest_hex(view), item["sha256"]) << view;
+        EXPECT_EQ(file_digest_hex(view), item["sha256"]) << view;
       }
     }
   }

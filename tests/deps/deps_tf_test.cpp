@@ -12,8 +12,8 @@
 #include <regex>
 #include <thread>
 
+#include "base/digest.hpp"
 #include "cache/store.hpp"
-#include "lockfile/hash.hpp"
 #include "lockfile/lock_file.hpp"
 #include "tests/support/gocheck.hpp"
 #include "tests/support/test_support.hpp"
@@ -153,7 +153,7 @@ TEST(DepsTf, ColdFillWarmRerunAndAddedPlatform) {
     for (const char* platform : {"linux_amd64", "linux_arm64"}) {
       auto view = provider_view(deps.root(), type, ns_version.second, platform, ns_version.first);
       ASSERT_TRUE(fs::exists(view)) << view;
-      EXPECT_EQ(lockfile::file_digest_hex(view), package_entry(upstream, type, ns_version.second, platform)["sha256"])
+      EXPECT_EQ(file_digest_hex(view), package_entry(upstream, type, ns_version.second, platform)["sha256"])
           << view;
     }
   }
@@ -204,7 +204,7 @@ TEST(DepsTf, ColdFillWarmRerunAndAddedPlatform) {
       auto view = provider_view(deps.root(), type, entry.version, platform, ns);
       auto h1 = gocheck_hashzip(view);
       EXPECT_NE(std::find(entry.hashes.begin(), entry.hashes.end(), h1), entry.hashes.end()) << entry.address << " " << h1;
-      auto zh = "zh:" + lockfile::file_digest_hex(view);
+      auto zh = "zh:" + file_digest_hex(view);
       EXPECT_NE(std::find(entry.hashes.begin(), entry.hashes.end(), zh), entry.hashes.end()) << entry.address << " " << zh;
     }
     EXPECT_EQ(entry.hashes.size(), 4u) << entry.address;
@@ -388,7 +388,7 @@ TEST(DepsTf, TransferCutOffHalfWayIsResumed) {
   }
   EXPECT_EQ(cut, 6u);
   EXPECT_EQ(resumed, 6u);
-  EXPECT_EQ(lockfile::file_digest_hex(provider_view(deps.root(), "aws", "6.2.0", "linux_amd64")),
+  EXPECT_EQ(file_digest_hex(provider_view(deps.root(), "aws", "6.2.0", "linux_amd64")),
             package_entry(upstream, "aws", "6.2.0", "linux_amd64")["sha256"]);
 }
 
@@ -612,7 +612,7 @@ TEST(DepsTf, NewUpstreamVersionsArePickedUpAndWhatIsStoredStays) {
 
   auto rerun = deps.podplane({"deps", "tf", "--platform", "linux_amd64"});
   ASSERT_EQ(rerun.exit_code, 0) << rerun.out << rerun.err;
-  EXPECT_EQ(lockfile::file_digest_hex(provider_view(deps.root(), "aws", "6.3.0", "linux_amd64")), new_aws);
+  EXPECT_EQ(file_digest_hex(provider_view(deps.root(), "aws", "6.3.0", "linux_amd64")), new_aws);
   EXPECT_EQ(read_file(deps.root() / "tf" / "modules" / "nstance" / "current-version"), "2.2.0\n");
   auto store = cache::Store::open(deps.root(), cache::Store::Access::read_only);
   EXPECT_TRUE(store.has_object(old_aws)) << "the 6.2.0 package left the store";

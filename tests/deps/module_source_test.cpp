@@ -1,6 +1,7 @@
 // Module source addresses (tf-protocols.md §6.2) and unpacking hostile archives.
 #include <gtest/gtest.h>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "lockfile/hash.hpp"
 #include "mirror/module_archive.hpp"
@@ -124,7 +125,7 @@ TEST(ModuleArchive, ExtractsAPackageAndHashesItLikeHashDir) {
   EXPECT_EQ(files[3].mode, 0755u);
   EXPECT_EQ(files[0].mode, 0644u);
   std::vector<std::pair<std::string, std::string>> hashed;
-  for (const auto& file : files) hashed.emplace_back(file.path, lockfile::file_digest_hex(file.file));
+  for (const auto& file : files) hashed.emplace_back(file.path, file_digest_hex(file.file));
   EXPECT_EQ(lockfile::h1_hash(hashed), lockfile::h1_hash_of_dir(root));
 }
 

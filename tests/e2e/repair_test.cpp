@@ -3,9 +3,9 @@
 // it; a corrupt object, once quarantined, is fetched again by `deps tf`/`deps download`.
 #include <gtest/gtest.h>
 
+#include "base/digest.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
-#include "lockfile/hash.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 
@@ -77,8 +77,8 @@ TEST_F(StoreRepair, ACorruptObjectIsFetchedAgainAfterRepair) {
 
   (void)podplane({"deps", "tf", "--platform", "linux_amd64"});
   (void)podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"});
-  EXPECT_EQ(lockfile::file_digest_hex(package_object), package.digest) << "deps tf took the package again";
-  EXPECT_EQ(lockfile::file_digest_hex(artifact_object), artifact.digest) << "deps download took the artifact again";
+  EXPECT_EQ(file_digest_hex(package_object), package.digest) << "deps tf took the package again";
+  EXPECT_EQ(file_digest_hex(artifact_object), artifact.digest) << "deps download took the artifact again";
   auto verify = podplane({"deps", "verify"});
   EXPECT_EQ(verify.exit_code, 0) << show(verify);
 }

@@ -5,7 +5,7 @@
 // replaced by a label naming its package.
 #include <gtest/gtest.h>
 
-#include "lockfile/hash.hpp"
+#include "base/digest.hpp"
 #include "tests/generator/cluster_env.hpp"
 #include "tests/support/golden.hpp"
 
@@ -16,7 +16,7 @@ void compare_with_golden(const std::string& sample, const ClusterEnv& env) {
   auto files = env.snapshot();
   files.erase("podplane.cluster.jsonc");
   // The lock's bytes (so the state's record of them) depend on the bytes `zip` wrote.
-  std::string lock_sha256 = lockfile::sha256_hex(files[".terraform.lock.hcl"]);
+  std::string lock_sha256 = sha256_hex(files[".terraform.lock.hcl"]);
   std::string& state = files[".podplane.cluster.state.json"];
   ASSERT_NE(state.find(lock_sha256), std::string::npos);
   state.replace(state.find(lock_sha256), lock_sha256.size(), "<sha256 of .terraform.lock.hcl>");

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.hpp"
-#include "lockfile/hash.hpp"
+#include "base/hex.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::test {
@@ -216,7 +216,7 @@ TEST(HclEmitter, HostileValuesReadBackExactlyAsGiven) {
   std::string checks = "length(local.keys) == " + std::to_string(hostile.size()) +
                        " && length(local.list) == " + std::to_string(hostile.size());
   for (std::size_t i = 0; i < hostile.size(); ++i) {
-    std::string value = "base64decode(\"" + lockfile::base64_encode(hostile[i]) + "\")";
+    std::string value = "base64decode(\"" + base64_encode(hostile[i]) + "\")";
     std::string index = std::to_string(i);
     checks += " && local.s" + index + " == " + value + " && local.keys[" + value + "] == " + index + " && local.list[" +
               index + "] == " + value;

@@ -1,5 +1,7 @@
 // Digests, zh and h1 against the literal vectors of tf-protocols.md §4.4, and the
 // HashZip/HashDir edge cases of §4.3.
+#include "base/digest.hpp"
+#include "base/hex.hpp"
 #include "lockfile/hash.hpp"
 
 #include <gtest/gtest.h>

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include "base/digest.hpp"
 #include "mirror/export.hpp"
 #include "mirror/serve_site.hpp"
 #include "tests/serve/serve_fixture.hpp"
@@ -66,7 +67,7 @@ TEST_F(ExportTest, WritesTheSiteAndReplacesItAtomically) {
     fs::path file = out / path.substr(1);
     ASSERT_TRUE(fs::is_regular_file(file)) << path;
     if (resource.kind == mirror::ResourceKind::object) {
-      EXPECT_EQ(lockfile::file_digest_hex(file), resource.digest) << path;
+      EXPECT_EQ(file_digest_hex(file), resource.digest) << path;
     }
     if (resource.kind == mirror::ResourceKind::document) {
       EXPECT_EQ(read_file(file), resource.body) << path;

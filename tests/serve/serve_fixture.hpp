@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/store.hpp"
+#include "base/digest.hpp"
 #include "lockfile/hash.hpp"
 #include "tests/support/background.hpp"
 #include "tests/support/test_support.hpp"

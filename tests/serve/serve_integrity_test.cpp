@@ -52,7 +52,7 @@ class IntegrityTest : public ::testing::Test {
   fs::path object_of(const std::string& digest) const {
     return temp_ / "deps" / "store" / "objects" / "sha256" / digest.substr(0, 2) / digest.substr(2);
   }
-  std::string artifact_digest() const { return lockfile::sha256_hex(contents_.artifact_bytes); }
+  std::string artifact_digest() const { return sha256_hex(contents_.artifact_bytes); }
 
   TempDir temp_;
   StoreContents contents_;
@@ -113,7 +113,7 @@ TEST_F(IntegrityTest, AnObjectCorruptBeforeItsFirstRequestIsNeverServed) {
   const std::string digest = null.zip_digest.at("linux_arm64");
   corrupt_in_place(object_of(digest), 1);
   // A module file too: the package must not be built from it.
-  std::string module_digest = lockfile::sha256_hex(contents_.module_files.at("modules/cluster/main.tf"));
+  std::string module_digest = sha256_hex(contents_.module_files.at("modules/cluster/main.tf"));
   corrupt_in_place(object_of(module_digest), 1);
 
   MirrorServe server(temp_ / "deps", https(), temp_ / "serve.err");
@@ -128,7 +128,7 @@ TEST_F(IntegrityTest, AnObjectCorruptBeforeItsFirstRequestIsNeverServed) {
   // Undamaged neighbours are fine.
   auto amd64 = http.fetch(server.url() + "/v1/mirror/registry.opentofu.org/hashicorp/null/terraform-provider-null_3.2.4_linux_amd64.zip", tls());
   EXPECT_EQ(amd64.status, 200);
-  EXPECT_EQ(lockfile::sha256_hex(amd64.body), null.zip_digest.at("linux_amd64"));
+  EXPECT_EQ(sha256_hex(amd64.body), null.zip_digest.at("linux_amd64"));
   server.stop();
   EXPECT_NE(server.log().find(digest), std::string::npos) << server.log();
   EXPECT_NE(server.log().find(module_digest), std::string::npos) << server.log();

@@ -78,7 +78,7 @@ class RangeTest : public ::testing::Test {
     file_ = contents_.artifact_bytes;
     size_ = file_.size();
     url_ = server_->url() + contents_.artifact_path;
-    etag_ = "\"" + lockfile::sha256_hex(file_) + "\"";
+    etag_ = "\"" + sha256_hex(file_) + "\"";
   }
 
   // curl(1) with the test CA; `args` before the URL. Headers of the last answer only.

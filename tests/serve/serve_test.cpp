@@ -263,7 +263,7 @@ std::map<std::string, std::string> snapshot(const fs::path& root) {
     struct stat info {};
     ::lstat(entry.path().c_str(), &info);
     files[name] = std::to_string(info.st_size) + " " + std::to_string(info.st_mtim.tv_sec) + "." +
-                  std::to_string(info.st_mtim.tv_nsec) + " " + lockfile::file_digest_hex(entry.path());
+                  std::to_string(info.st_mtim.tv_nsec) + " " + file_digest_hex(entry.path());
   }
   return files;
 }
@@ -288,7 +288,7 @@ TEST_F(ServerTest, ServesEveryPathOverHttpsExactlyAsTheSite) {
         break;
       case mirror::ResourceKind::object:
         EXPECT_EQ(answer.status, 200) << path;
-        EXPECT_EQ(lockfile::sha256_hex(answer.body), resource.digest) << path;
+        EXPECT_EQ(sha256_hex(answer.body), resource.digest) << path;
         EXPECT_EQ(answer.header("content-type"), resource.content_type) << path;
         break;
       case mirror::ResourceKind::module_download: {
@@ -415,7 +415,7 @@ TEST_F(ServerTest, LoadRun32ClientsTimes200RequestsWithoutErrors) {
   auto site = mirror::MirrorSite::build(store);
   std::vector<std::pair<std::string, std::string>> targets;  // path → expected sha256 of the body
   for (const auto& [path, resource] : site.resources()) {
-    if (resource.kind == mirror::ResourceKind::document) targets.emplace_back(path, lockfile::sha256_hex(resource.body));
+    if (resource.kind == mirror::ResourceKind::document) targets.emplace_back(path, sha256_hex(resource.body));
     if (resource.kind == mirror::ResourceKind::object && resource.size < 1024 * 1024) targets.emplace_back(path, resource.digest);
   }
   ASSERT_GT(targets.size(), 10u);
@@ -427,7 +427,7 @@ TEST_F(ServerTest, LoadRun32ClientsTimes200RequestsWithoutErrors) {
       for (int i = 0; i < 200; ++i) {
         const auto& [path, digest] = targets[static_cast<std::size_t>(c * 200 + i) % targets.size()];
         auto answer = http.fetch(base + path, tls());
-        if (answer.status != 200 || lockfile::sha256_hex(answer.body) != digest) ++errors;
+        if (answer.status != 200 || sha256_hex(answer.body) != digest) ++errors;
         ++done;
       }
     });
@@ -465,7 +465,7 @@ TEST_F(ServerTest, ServesAReadOnlyStore) {
   EXPECT_EQ(json::parse(answer.body)["archives"].size(), 2u);
   auto zip = http.fetch(url + "v1/mirror/registry.opentofu.org/hashicorp/null/terraform-provider-null_3.2.4_linux_amd64.zip");
   EXPECT_EQ(zip.status, 200);
-  EXPECT_EQ(lockfile::sha256_hex(zip.body), contents_.providers[0].zip_digest.at("linux_amd64"));
+  EXPECT_EQ(sha256_hex(zip.body), contents_.providers[0].zip_digest.at("linux_amd64"));
   server.stop();
   EXPECT_EQ(snapshot(temp_ / "deps"), before);
 }

@@ -1,0 +1,27 @@
+#include "base/openssl.hpp"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+
+namespace podplane::openssl {
+
+void Free::operator()(EVP_MD_CTX* handle) const noexcept { EVP_MD_CTX_free(handle); }
+void Free::operator()(EVP_PKEY* handle) const noexcept { EVP_PKEY_free(handle); }
+void Free::operator()(EVP_PKEY_CTX* handle) const noexcept { EVP_PKEY_CTX_free(handle); }
+void Free::operator()(BIO* handle) const noexcept { BIO_free_all(handle); }
+void Free::operator()(SSL_CTX* handle) const noexcept { SSL_CTX_free(handle); }
+void Free::operator()(SSL* handle) const noexcept { SSL_free(handle); }
+
+std::string last_error() {
+  unsigned long last = 0;
+  for (unsigned long code; (code = ERR_get_error()) != 0;) last = code;
+  if (last == 0) return "no reason given";
+  if (const char* reason = ERR_reason_error_string(last); reason != nullptr) return reason;
+  char text[256];
+  ERR_error_string_n(last, text, sizeof text);
+  return text;
+}
+
+}  // namespace podplane::openssl
