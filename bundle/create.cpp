@@ -17,7 +17,6 @@
 
 #include "base/digest.hpp"
 #include "base/error.hpp"
-#include "base/hex.hpp"
 #include "base/remove_on_signal.hpp"
 #include "base/unique_fd.hpp"
 #include "bundle/archive_io.hpp"
@@ -149,29 +148,10 @@ fs::path volume_file(const fs::path& file, int index, int count) {
   return fs::path(file.string() + suffix);
 }
 
-std::string store_identity(cache::Store& store) {
-  for (const auto& entry : store.audit_log())
-    if (entry.action == "store-identity") return entry.subject;
-  if (store.read_only()) return "";
-  // Random, so two stores restored from one backup still differ once each asks for an id.
-  std::string raw(16, '\0');
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::read(fd, raw.data(), raw.size()) != static_cast<ssize_t>(raw.size())) {
-    if (fd >= 0) ::close(fd);
-    throw Error("cannot read /dev/urandom for a store identity");
-  }
-  ::close(fd);
-  store.audit("store-identity", to_hex(raw), json::object());
-  // Another process may have raced us: the oldest entry wins for everybody.
-  for (const auto& entry : store.audit_log())
-    if (entry.action == "store-identity") return entry.subject;
-  return to_hex(raw);
-}
-
 Inventory make_inventory(cache::Store& store) {
   Inventory inventory;
   inventory.tool_version = PODPLANE_VERSION;
-  inventory.store_id = store_identity(store);
+  inventory.store_id = store.identity();
   std::set<std::string> referenced;
   auto artifacts = store.artifacts();
   for (const auto& artifact : artifacts) {

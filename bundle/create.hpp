@@ -69,8 +69,5 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
 
 // What this store holds (objects present on disk and row ids), for `bundle inventory`.
 Inventory make_inventory(cache::Store& store);
-// A random id kept in the store's audit log (action "store-identity"); created on first use
-// when the store is writable, "" on a read-only store that has none.
-std::string store_identity(cache::Store& store);
 
 }  // namespace podplane::bundle

@@ -468,7 +468,7 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
   std::vector<PublicKey> trusted = load_trusted(options);
   ImportReport report;
   std::vector<ImportedManifest> manifests;
-  const std::string identity = store_identity(store);
+  const std::string identity = store.identity();
   // The newest bundle of each signer before this run: a bundle older than that is a replay.
   std::map<std::string, std::optional<cache::BundleSignerMark>> marks_before;
 

@@ -836,6 +836,29 @@ std::vector<QuarantineEntry> Store::quarantine() const {
   return entries;
 }
 
+std::string Store::identity() {
+  auto read = [&]() -> std::string {
+    if (impl_->schema_version < 3) {
+      // A store opened read-only before migration 003: its id is still the oldest audit row.
+      sqlite::Statement select(impl_->db,
+                               "SELECT subject FROM audit_log WHERE action = 'store-identity' ORDER BY id LIMIT 1");
+      return select.step() ? select.text(0) : std::string();
+    }
+    sqlite::Statement select(impl_->db, "SELECT store_id FROM store_identity WHERE singleton = 1");
+    return select.step() ? select.text(0) : std::string();
+  };
+  if (std::string id = read(); !id.empty() || impl_->read_only) return id;
+  write([&] {
+    // SQLite's randomblob draws on the operating system's randomness; a racing process that
+    // inserted first wins for everybody (the singleton key).
+    sqlite::Statement insert(impl_->db,
+                             "INSERT OR IGNORE INTO store_identity (singleton, store_id, created_at)"
+                             " VALUES (1, lower(hex(randomblob(16))), ?)");
+    insert.bind(1, now_utc()).run();
+  });
+  return read();
+}
+
 std::optional<BundleSignerMark> Store::bundle_signer(std::string_view signer) const {
   if (impl_->schema_version < 2) return std::nullopt;
   sqlite::Statement select(impl_->db, "SELECT signer, created_at, bundle_id, recorded_at FROM bundle_signers WHERE signer = ?");

@@ -215,6 +215,11 @@ class Store {
   // Keeps the newest (created_at, then bundle id) mark per signer.
   void record_bundle_signer(std::string_view signer, std::string_view created_at, std::string_view bundle_id);
 
+  // This store's random id (32 lower-case hex digits), named in `bundle inventory` files so that
+  // an incremental bundle made for one store is refused by another. Created on first use by a
+  // writable store and never changed afterwards; "" from a read-only store that has none yet.
+  [[nodiscard]] std::string identity();
+
   void audit(std::string_view action, std::string_view subject, const nlohmann::json& detail);
   std::vector<AuditEntry> audit_log() const;
 

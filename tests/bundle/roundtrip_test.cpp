@@ -135,7 +135,7 @@ TEST_F(BundleRoundTrip, DeltaCarriesOnlyWhatTheInventoryLacks) {
     EXPECT_TRUE(std::any_of(objects.begin(), objects.end(), [&](const auto& o) { return o.digest == d; }));
   }
   ASSERT_TRUE(plan.volumes.at(0).manifest.since.has_value());
-  EXPECT_EQ(plan.volumes.at(0).manifest.since->store_id, store_identity(target));
+  EXPECT_EQ(plan.volumes.at(0).manifest.since->store_id, target.identity());
 
   auto files = create("delta.bundle", options);
   auto report = import_bundle(target, files, trusted());

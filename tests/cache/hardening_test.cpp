@@ -14,6 +14,7 @@
 
 #include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/hex.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
@@ -318,7 +319,9 @@ TEST(Layout, AModuleVersionsTreeIsImmutable) {
 TEST(Migration, AStoreOfSchemaVersionOneIsReadAsItIsAndMigratedByAWritableOpen) {
   HealthyStore healthy;
   // What an older podplane left: no quarantine or bundle_signers table, version 1 recorded.
-  sqlite(healthy.root, "DROP TABLE quarantine; DROP TABLE bundle_signers; DELETE FROM schema_migrations WHERE version = 2;");
+  sqlite(healthy.root,
+         "DROP TABLE store_identity; DROP TABLE quarantine; DROP TABLE bundle_signers;"
+         " DELETE FROM schema_migrations WHERE version >= 2;");
   {
     Store store = Store::open(healthy.root, Store::Access::read_only);
     EXPECT_TRUE(store.quarantine().empty());
@@ -335,7 +338,50 @@ TEST(Migration, AStoreOfSchemaVersionOneIsReadAsItIsAndMigratedByAWritableOpen) 
     EXPECT_EQ(store.bundle_signer("unsigned")->created_at, "2026-01-01T00:00:00Z") << "the mark only moves forward";
   }
   auto versions = test::run({"sqlite3", layout::index_db(healthy.root).string(), "SELECT group_concat(version) FROM schema_migrations"});
-  EXPECT_EQ(versions.out, "1,2\n");
+  EXPECT_EQ(versions.out, "1,2,3\n");
+}
+
+TEST(Migration, AStoreKeepsTheIdentityItsAuditLogHeldBeforeSchemaVersionThree) {
+  HealthyStore healthy;
+  // What podplane left before migration 003: the id in the oldest "store-identity" audit row
+  // (a racing process could add a second one; the oldest always won).
+  const std::string old_id = "0123456789abcdef0123456789abcdef";
+  sqlite(healthy.root,
+         "DROP TABLE store_identity; DELETE FROM schema_migrations WHERE version = 3;"
+         " INSERT INTO audit_log (at, action, subject) VALUES"
+         " ('2026-01-01T00:00:00Z', 'store-identity', '" + old_id + "'),"
+         " ('2026-01-01T00:00:01Z', 'store-identity', 'fedcba9876543210fedcba9876543210');");
+  {
+    Store store = Store::open(healthy.root, Store::Access::read_only);
+    EXPECT_EQ(store.identity(), old_id) << "a read-only open of the older index reads the audit row";
+  }
+  {
+    Store store = Store::open(healthy.root);
+    EXPECT_EQ(store.identity(), old_id) << "migration 003 keeps the id";
+  }
+  auto row = test::run({"sqlite3", layout::index_db(healthy.root).string(), "SELECT store_id FROM store_identity"});
+  EXPECT_EQ(row.out, old_id + "\n");
+}
+
+TEST(Store, IdentityIsCreatedOnceByAWritableStoreAndNeverChanges) {
+  TempDir dir;
+  fs::path root = dir / "deps";
+  { Store created = Store::open(root); }
+  {
+    Store read_only = Store::open(root, Store::Access::read_only);
+    EXPECT_EQ(read_only.identity(), "") << "a read-only store without an id does not make one";
+  }
+  std::string id;
+  {
+    Store store = Store::open(root);
+    id = store.identity();
+    EXPECT_TRUE(id.size() == 32 && is_lower_hex(id)) << id;
+    EXPECT_EQ(store.identity(), id);
+  }
+  EXPECT_EQ(Store::open(root, Store::Access::read_only).identity(), id);
+  EXPECT_EQ(Store::open(root).identity(), id);
+  TempDir other_dir;
+  EXPECT_NE(Store::open(other_dir / "deps").identity(), id) << "two stores, two ids";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -59,8 +59,8 @@ TEST(Store, OpenCreatesTheLayoutAndRecordsTheMigration) {
   sqlite3_stmt* stmt = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 2) << "001_initial and 002_rollback_and_quarantine, once each";
-  EXPECT_EQ(sqlite3_column_int(stmt, 1), 2);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 3) << "001_initial, 002_rollback_and_quarantine and 003_store_identity, once each";
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), 3);
   sqlite3_finalize(stmt);
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);

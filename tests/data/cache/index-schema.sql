@@ -88,3 +88,8 @@ CREATE TABLE quarantine (
   reason  TEXT NOT NULL,
   detail  TEXT NOT NULL DEFAULT '{}'       -- JSON: the removed row(s), or where the object's bytes went
 );
+CREATE TABLE store_identity (
+  singleton  INTEGER PRIMARY KEY NOT NULL CHECK (singleton = 1),
+  store_id   TEXT NOT NULL,               -- 32 lower-case hex digits (16 random bytes)
+  created_at TEXT NOT NULL
+);
