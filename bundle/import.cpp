@@ -28,7 +28,6 @@
 #include "cache/maintenance.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/views.hpp"
-#include "lockfile/version.hpp"
 
 namespace podplane::bundle {
 
@@ -338,14 +337,6 @@ struct ImportedManifest {
 
 std::string short_id(const BundleManifest& m) { return m.bundle_id.substr(0, 12); }
 
-bool version_less(const std::string& a, const std::string& b) {
-  try {
-    return lockfile::Version::parse(a) < lockfile::Version::parse(b);
-  } catch (const Error&) {
-    return false;  // not versions (a git ref, "unversioned"): no order to go back in
-  }
-}
-
 // How `next` would move the store's `current` selection backwards: a provider at a lower
 // version or gone, the stack's module package at a lower version. Empty when it does not.
 std::vector<std::string> backward_steps(const cache::TfSelection& current, const cache::TfSelection& next) {
@@ -353,10 +344,10 @@ std::vector<std::string> backward_steps(const cache::TfSelection& current, const
   for (const auto& old : current.providers) {
     auto it = std::find_if(next.providers.begin(), next.providers.end(), [&](const auto& p) { return p.address == old.address; });
     if (it == next.providers.end()) steps.push_back("it drops provider " + old.address + " " + old.version);
-    else if (version_less(it->version, old.version)) steps.push_back("provider " + old.address + " " + old.version + " -> " + it->version);
+    else if (cache::version_precedes(it->version, old.version)) steps.push_back("provider " + old.address + " " + old.version + " -> " + it->version);
   }
   if (!current.module_version.empty() && next.module_address == current.module_address &&
-      version_less(next.module_version, current.module_version)) {
+      cache::version_precedes(next.module_version, current.module_version)) {
     steps.push_back("module " + current.module_address + " " + current.module_version + " -> " + next.module_version);
   }
   return steps;

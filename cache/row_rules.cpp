@@ -119,6 +119,14 @@ std::string describe(const Artifact& a) {
 
 std::string describe(const ModuleTree& tree) { return "module " + tree.address + " " + tree.version; }
 
+bool version_precedes(std::string_view a, std::string_view b) {
+  try {
+    return lockfile::Version::parse(a) < lockfile::Version::parse(b);
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 void check_artifact_layout(const Artifact& a) {
   const std::string row = describe(a);
   if (a.address.empty()) refuse(row, "address is empty");

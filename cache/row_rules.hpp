@@ -36,6 +36,9 @@ std::string describe(const Artifact& artifact);
 // "module registry.opentofu.org/nstance-dev/nstance/aws 2.0.1".
 std::string describe(const ModuleTree& tree);
 
+// Whether row version `a` comes before `b` in version order (lockfile/version.hpp); false when
+// either is not a version (a git ref, "unversioned"): such rows have no order to go back in.
+[[nodiscard]] bool version_precedes(std::string_view a, std::string_view b);
 void check_artifact_layout(const Artifact& artifact);
 // Also refuses a tree that has both a file `x` and files below `x/`.
 void check_module_tree_layout(const ModuleTree& tree);

@@ -1,8 +1,5 @@
 #include "lockfile/hash.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
-#include <locale.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -12,48 +9,13 @@
 #include <map>
 #include <system_error>
 
+#include "base/archive.hpp"
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
 
 namespace podplane::lockfile {
 namespace {
-
-constexpr std::size_t kBufferSize = 64 * 1024;
-
-// libarchive's read handle.
-struct ArchiveReader {
-  archive* handle = archive_read_new();
-  ArchiveReader() = default;
-  ~ArchiveReader() {
-    if (handle != nullptr) archive_read_free(handle);
-  }
-  ArchiveReader(const ArchiveReader&) = delete;
-  ArchiveReader& operator=(const ArchiveReader&) = delete;
-};
-
-// Switches this thread to a UTF-8 LC_CTYPE while alive. libarchive converts zip names flagged
-// as UTF-8 into the current locale's charset; under the "C" locale that mangles every
-// non-ASCII name into '?'. dirhash takes names as raw bytes, so we want UTF-8 → UTF-8
-// (unflagged names are copied raw whatever the locale).
-class ScopedUtf8Locale {
- public:
-  ScopedUtf8Locale() : utf8_(newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(0))) {
-    if (utf8_ != static_cast<locale_t>(0)) previous_ = uselocale(utf8_);
-  }
-  ~ScopedUtf8Locale() {
-    if (utf8_ != static_cast<locale_t>(0)) {
-      uselocale(previous_);
-      freelocale(utf8_);
-    }
-  }
-  ScopedUtf8Locale(const ScopedUtf8Locale&) = delete;
-  ScopedUtf8Locale& operator=(const ScopedUtf8Locale&) = delete;
-
- private:
-  locale_t utf8_;
-  locale_t previous_ = static_cast<locale_t>(0);
-};
 
 std::string escape_newlines(std::string_view name) {
   std::string out;
@@ -62,17 +24,6 @@ std::string escape_newlines(std::string_view name) {
     else out.push_back(c);
   }
   return out;
-}
-
-// True when libarchive's streaming zip reader sees a well-formed archive with no entries
-// (only an end-of-central-directory record).
-bool is_empty_zip(const std::filesystem::path& zip) {
-  ArchiveReader reader;
-  if (reader.handle == nullptr) return false;
-  archive_read_support_format_zip_streamable(reader.handle);
-  if (archive_read_open_filename(reader.handle, zip.c_str(), kBufferSize) != ARCHIVE_OK) return false;
-  archive_entry* entry = nullptr;
-  return archive_read_next_header(reader.handle, &entry) == ARCHIVE_EOF;
 }
 
 }  // namespace
@@ -99,56 +50,16 @@ std::string h1_hash(std::vector<std::pair<std::string, std::string>> name_and_sh
 }
 
 std::string h1_hash_of_zip(const std::filesystem::path& zip) {
-  const std::string where = zip.string();
-  ScopedUtf8Locale utf8_names;
-  ArchiveReader reader;
-  if (reader.handle == nullptr) throw Error("cannot allocate a zip reader for " + where);
-  // The seekable reader walks the central directory, as Go's archive/zip does; the streaming
-  // one trusts local headers, which may disagree with it.
-  archive_read_support_format_zip_seekable(reader.handle);
-  if (archive_read_open_filename(reader.handle, zip.c_str(), kBufferSize) != ARCHIVE_OK) {
-    std::string why = archive_error_string(reader.handle);
-    // The seekable reader does not bid on a zip without entries; Go reads it as empty.
-    if (is_empty_zip(zip)) return h1_hash({});
-    throw Error("cannot read zip " + where + ": " + why);
-  }
+  libarchive::ZipReader reader(zip);
   // Every name counts, but a duplicate's content is that of the last entry with the name
   // (dirhash builds a name → entry map in central-directory order).
   std::vector<std::string> names;
   std::map<std::string, std::string> content_hash;
-  archive_entry* entry = nullptr;
-  while (true) {
-    int status = archive_read_next_header(reader.handle, &entry);
-    if (status == ARCHIVE_EOF) break;
-    // A warning (bad CRC, inconsistent headers, a name that cannot be converted) is a
-    // failure too: a hash of something Go might read differently is worse than none.
-    if (status != ARCHIVE_OK) {
-      throw Error("cannot read zip " + where + ": " + archive_error_string(reader.handle));
-    }
-    const char* raw_name = archive_entry_pathname(entry);
-    if (raw_name == nullptr) throw Error("cannot read zip " + where + ": an entry has no usable name");
-    std::string name = raw_name;
+  while (auto name = reader.next()) {
     Hasher content;
-    if (archive_entry_filetype(entry) == AE_IFLNK) {
-      // libarchive hands a symlink's stored content over as its target; the entry's bytes are
-      // that text, which is what dirhash hashes.
-      const char* target = archive_entry_symlink(entry);
-      content.update(std::string_view(target != nullptr ? target : ""));
-    } else {
-      const void* block = nullptr;
-      std::size_t size = 0;
-      la_int64_t offset = 0;
-      while (true) {
-        int read_status = archive_read_data_block(reader.handle, &block, &size, &offset);
-        if (read_status == ARCHIVE_EOF) break;
-        if (read_status != ARCHIVE_OK) {
-          throw Error("cannot read \"" + name + "\" in zip " + where + ": " + archive_error_string(reader.handle));
-        }
-        content.update(block, size);
-      }
-    }
-    names.push_back(name);
-    content_hash[name] = content.finish_hex();
+    reader.read([&](const void* data, std::size_t size) { content.update(data, size); });
+    content_hash[*name] = content.finish_hex();
+    names.push_back(std::move(*name));
   }
   std::vector<std::pair<std::string, std::string>> files;
   files.reserve(names.size());

@@ -17,9 +17,10 @@ namespace podplane::lockfile {
 // h1 over already-hashed entries: sorts by name, rejects names containing '\n'.
 [[nodiscard]] std::string h1_hash(std::vector<std::pair<std::string, std::string>> name_and_sha256_hex);
 // dirhash.HashZip: every central-directory entry verbatim (directory entries hash as empty,
-// a later duplicate name wins for content but each name still counts). Read with libarchive,
-// which turns '\' in names into '/' (Go does not; provider zips never have one). A zip that
-// libarchive warns about (bad CRC, inconsistent headers) is an Error, never a guessed hash.
+// a later duplicate name wins for content but each name still counts). Read through
+// base/archive.hpp's ZipReader, which turns '\' in names into '/' (Go does not; provider
+// zips never have one). A zip libarchive warns about (bad CRC, inconsistent headers) is an
+// Error, never a guessed hash.
 [[nodiscard]] std::string h1_hash_of_zip(const std::filesystem::path& zip);
 // dirhash.HashDir: regular files (symlinks followed to files) below dir, '/'-separated names.
 // The root is resolved first (Terraform's PackageHashV1); a symlink to a directory, a dangling
