@@ -55,13 +55,20 @@ std::string manifest_arch(const cache::Artifact& manifest) {
   return arch_of(manifest.address);
 }
 
-CatalogueCell text(std::string value) { return {std::move(value), CellKind::text, {}, Tone::neutral, {}}; }
+CatalogueCell text(std::string value) { return {std::move(value), CellKind::text, {}, Tone::neutral, {}, CellKind::text}; }
 CatalogueCell code(std::string value, std::string href = {}) {
-  return {std::move(value), CellKind::code, std::move(href), Tone::neutral, {}};
+  return {std::move(value), CellKind::code, std::move(href), Tone::neutral, {}, CellKind::text};
 }
-CatalogueCell status(std::string value, Tone tone) { return {std::move(value), CellKind::status, {}, tone, {}}; }
+CatalogueCell status(std::string value, Tone tone) {
+  return {std::move(value), CellKind::status, {}, tone, {}, CellKind::text};
+}
+// A digest to copy; `more` are further lines in words (a key's user ids, a file name).
 CatalogueCell hash(std::string value, std::vector<std::string> more = {}) {
-  return {std::move(value), CellKind::hash, {}, Tone::neutral, std::move(more)};
+  return {std::move(value), CellKind::hash, {}, Tone::neutral, std::move(more), CellKind::text};
+}
+// Several digests, one per line (h1 then zh).
+CatalogueCell hashes(std::string value, std::string next) {
+  return {std::move(value), CellKind::hash, {}, Tone::neutral, {std::move(next)}, CellKind::hash};
 }
 
 Tone tone_of(cache::Trust trust) {
@@ -159,7 +166,7 @@ CatalogueSection providers_section(const CatalogueSource& source, Catalogue& cat
     CatalogueCell key = checked && !checked->key_fingerprint.empty() ? hash(checked->key_fingerprint, signers)
                                                                       : text("none");
     add_row(section, {code(package->address), code(package->version), code(package->platform, path), status(verdict, tone),
-                      key, hash(package->h1.empty() ? "(no h1)" : package->h1, {zh}),
+                      key, hashes(package->h1.empty() ? "(no h1)" : package->h1, zh),
                       text(cache::human_bytes(static_cast<std::uint64_t>(package->size))), text(package->added_at)});
 
     json signature = json::object();

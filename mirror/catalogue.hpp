@@ -60,6 +60,7 @@ struct CatalogueCell {
   std::string href;  // a site path ("/v1/mirror/…") when the cell links to what the mirror serves
   Tone tone = Tone::neutral;
   std::vector<std::string> more;  // further lines of the same cell (e.g. h1 then zh, several user ids)
+  CellKind more_kind = CellKind::text;  // how those lines show: text (muted) or hash
 };
 
 struct CatalogueRow {

@@ -28,7 +28,8 @@ p{margin:.4em 0}.muted{color:#4a5360}
 nav ul{list-style:none;padding:0;margin:.5em 0;display:flex;flex-wrap:wrap;gap:.4em 1em}
 code,pre,.hash{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font-size:.86rem}
 pre{background:#f3f5f8;border:1px solid #d0d6de;border-radius:6px;padding:10px 12px;overflow-x:auto;margin:.3em 0 .8em;user-select:all}
-.panel{border:1px solid #d0d6de;border-radius:8px;padding:4px 16px 8px;margin:16px 0;background:#fbfcfd}
+.panel{border:1px solid #d0d6de;border-radius:8px;padding:8px 16px;margin:16px 0;background:#fbfcfd}
+summary{cursor:pointer}summary h2{display:inline;font-size:1.15rem;margin:0}
 form{display:flex;flex-wrap:wrap;align-items:center;gap:8px;margin:16px 0}
 label{font-weight:600}
 input[type=search]{font:inherit;padding:6px 8px;border:1px solid #6b7480;border-radius:4px;min-width:16em;flex:1 1 16em;max-width:32em}
@@ -136,8 +137,8 @@ class Page {
             html_escape(request_.mirror_url) + "\">\n<a class=\"skip\" href=\"#main\">Skip to the catalogue</a>\n";
     header(only);
     out_ += "<main id=\"main\">\n";
-    if (!only) use_this_mirror();
     filter_form();
+    if (!only) use_this_mirror();
     for (const auto& section : catalogue_.sections)
       if (!only || &section == only) table(section, only != nullptr);
     out_ += "</main>\n<footer>\n<p>The same data for scripts: <a href=\"" + html_escape(root_) +
@@ -175,8 +176,10 @@ class Page {
 
   void use_this_mirror() {
     std::string url = mirror_url_html();
-    out_ += "<section class=\"panel\" id=\"use\" aria-labelledby=\"use-h\">\n<h2 id=\"use-h\">Use this mirror</h2>\n";
-    out_ += "<p>This mirror: <code>" + url + "/</code></p>\n";
+    // Folded by default (a <details> needs no script): people come first for what is stored.
+    out_ += "<section class=\"panel\" id=\"use\" aria-labelledby=\"use-h\">\n<details>\n<summary><h2 id=\"use-h\">Use this "
+            "mirror</h2> <span class=\"muted\">ready-to-copy settings for tofu and terraform, <code>SSL_CERT_FILE</code>, "
+            "<code>deps_mirror_url</code> and containerd, for <code>" + url + "/</code></span></summary>\n";
 
     std::string hosts;
     for (const auto& host : catalogue_.origin_hosts) {
@@ -226,7 +229,7 @@ class Page {
       out_ += "<p>In <code>/etc/containerd/certs.d/&lt;registry&gt;/hosts.toml</code>:</p>\n";
     out_ += "<pre><code>server = \"https://docker.io\"\n\n[host.\"" + url +
             "\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/ssl/certs/podplane-mirror-ca.pem\"\n</code></pre>\n";
-    out_ += "</section>\n";
+    out_ += "</details>\n</section>\n";
   }
 
   void filter_form() {
@@ -261,7 +264,7 @@ class Page {
     if (!c.href.empty()) inner = "<a href=\"" + html_escape(root_ + c.href.substr(1)) + "\">" + inner + "</a>";
     out_ += inner;
     for (const auto& line : c.more)
-      out_ += c.kind == CellKind::hash ? "\n<span class=\"hash\">" + html_escape(line) + "</span>"
+      out_ += c.more_kind == CellKind::hash ? "\n<span class=\"hash\">" + html_escape(line) + "</span>"
                                        : "\n<span class=\"line muted\">" + html_escape(line) + "</span>";
     out_ += first ? "</th>\n" : "</td>\n";
   }
