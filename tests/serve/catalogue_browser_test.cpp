@@ -6,9 +6,8 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include "tests/serve/serve_fixture.hpp"
+#include "tests/support/golden.hpp"
 
 namespace podplane::serve_test {
 namespace {
@@ -198,8 +197,7 @@ TEST_F(CatalogueBrowserTest, ScreenshotShowsThePage) {
   fs::path phone = temp_ / "phone.png";
   browser.screenshot(serve.url() + "/catalogue/providers/", phone, "390,844");
   EXPECT_GT(fs::file_size(phone), 10000u);
-  const char* update = std::getenv("PODPLANE_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1")
+  if (podplane::test::updating_golden())
     fs::copy_file(png, podplane::test::source_dir() / "docs" / "images" / "catalogue.png", fs::copy_options::overwrite_existing);
 }
 

@@ -5,13 +5,13 @@
 
 #include <signal.h>
 
-#include <cstdlib>
 #include <regex>
 
 #include "lockfile/error.hpp"
 #include "mirror/catalogue.hpp"
 #include "mirror/serve_site.hpp"
 #include "tests/serve/serve_fixture.hpp"
+#include "tests/support/golden.hpp"
 
 namespace podplane::serve_test {
 namespace {
@@ -19,17 +19,6 @@ namespace {
 using nlohmann::json;
 using podplane::test::read_file;
 using podplane::test::TempDir;
-
-void expect_golden(const std::string& name, const std::string& actual) {
-  auto file = podplane::test::test_data_dir() / "serve" / name;
-  const char* update = std::getenv("PODPLANE_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    write_file(file, actual);
-    return;
-  }
-  ASSERT_TRUE(fs::exists(file)) << file << " is missing; run with PODPLANE_UPDATE_GOLDEN=1";
-  EXPECT_EQ(read_file(file), actual) << "differs from " << file;
-}
 
 cache::Artifact package(std::int64_t id, const std::string& address, const std::string& version, const std::string& platform,
                         const std::string& digest_char) {
@@ -144,7 +133,7 @@ mirror::CatalogueSource sample_source(const std::string& hostile = "<script>aler
 
 TEST(CatalogueTest, JsonMatchesTheGoldenFile) {
   auto catalogue = mirror::build_catalogue(sample_source("<b>"));
-  expect_golden("catalogue.json", mirror::render_catalogue_json(catalogue));
+  podplane::test::expect_golden("serve/catalogue.json", mirror::render_catalogue_json(catalogue));
 }
 
 TEST(CatalogueTest, ModelOrdersVersionsNewestFirstAndSaysWhatIsServed) {
