@@ -867,6 +867,14 @@ std::optional<BundleSignerMark> Store::bundle_signer(std::string_view signer) co
   return BundleSignerMark{select.text(0), select.text(1), select.text(2), select.text(3)};
 }
 
+std::vector<BundleSignerMark> Store::bundle_signers() const {
+  std::vector<BundleSignerMark> marks;
+  if (impl_->schema_version < 2) return marks;
+  sqlite::Statement select(impl_->db, "SELECT signer, created_at, bundle_id, recorded_at FROM bundle_signers ORDER BY signer");
+  while (select.step()) marks.push_back({select.text(0), select.text(1), select.text(2), select.text(3)});
+  return marks;
+}
+
 void Store::record_bundle_signer(std::string_view signer, std::string_view created_at, std::string_view bundle_id) {
   require_field(signer, "signer", "cannot record a bundle signer");
   require_field(created_at, "created_at", "cannot record a bundle signer");

@@ -212,6 +212,7 @@ class Store {
   std::vector<QuarantineEntry> quarantine() const;
 
   std::optional<BundleSignerMark> bundle_signer(std::string_view signer) const;
+  std::vector<BundleSignerMark> bundle_signers() const;  // every signer, sorted by signer
   // Keeps the newest (created_at, then bundle id) mark per signer.
   void record_bundle_signer(std::string_view signer, std::string_view created_at, std::string_view bundle_id);
 

@@ -7,6 +7,8 @@
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
+#include "base/error.hpp"
+#include "mirror/catalogue.hpp"
 #include "mirror/export.hpp"
 #include "mirror/oci.hpp"
 #include "mirror/serve.hpp"
@@ -23,11 +25,13 @@ struct ServeArgs {
   std::size_t per_client = 64;
   std::size_t header_timeout = 60;
   std::string registry_host;
+  std::string public_url;
 };
 
 struct ExportArgs {
   std::string dir;
   std::string registry_host;
+  std::string public_url;
 };
 
 struct PushArgs {
@@ -61,6 +65,8 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
       ->transform(whole_number(1, 3600));
   serve->add_option("--registry-host", serve_args->registry_host,
                     "Origin registry that /.well-known/terraform.json answers for (default: by the engine of deps tf)");
+  serve->add_option("--public-url", serve_args->public_url,
+                    "URL clients reach this mirror at, for the catalogue's snippets (default: the request's Host)");
   serve->callback([serve_args] {
     mirror::ServeOptions options;
     options.listen = serve_args->listen;
@@ -68,6 +74,7 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
     options.limits.per_client = serve_args->per_client;
     options.limits.head_timeout = std::chrono::seconds(serve_args->header_timeout);
     options.site.primary_host = serve_args->registry_host;
+    if (!serve_args->public_url.empty()) options.site.public_url = mirror::checked_public_url(serve_args->public_url);
     if (serve_args->plain_http) {
       if (!serve_args->tls_cert.empty() || !serve_args->tls_key.empty())
         throw UsageError("--plain-http cannot be combined with --tls-cert/--tls-key");
@@ -88,9 +95,12 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
   exporter->add_option("DIR", export_args->dir, "Target directory (replaced atomically)")->required();
   exporter->add_option("--registry-host", export_args->registry_host,
                        "Origin registry that .well-known/terraform.json answers for");
+  exporter->add_option("--public-url", export_args->public_url,
+                       "URL the export will be served at, for the catalogue's snippets (default: the page's own origin)");
   exporter->callback([export_args, &global] {
     mirror::SiteOptions options;
     options.primary_host = export_args->registry_host;
+    if (!export_args->public_url.empty()) options.public_url = mirror::checked_public_url(export_args->public_url);
     auto stats = mirror::export_site(cache::default_deps_root(), export_args->dir, options);
     if (!global.quiet)
       std::cerr << "podplane: exported " << stats.files << " files (" << stats.linked << " hard-linked, " << stats.bytes

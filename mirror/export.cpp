@@ -13,6 +13,7 @@
 
 #include "base/error.hpp"
 #include "base/remove_on_signal.hpp"
+#include "mirror/catalogue.hpp"
 #include "mirror/serve_objects.hpp"
 
 namespace podplane::mirror {
@@ -96,8 +97,17 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
   for (const auto& [url_path, resource] : site.resources()) {
     // Keys are built from safe segments only (serve_site.cpp), so this stays inside staging.
     fs::path file = staging.path() / url_path.substr(1);
+    if (url_path.back() == '/') file /= "index.html";  // a page: what web servers answer for a directory
     fs::create_directories(file.parent_path());
     switch (resource.kind) {
+      case ResourceKind::catalogue_page: {
+        // Rendered once, unfiltered: nginx ignores ?q=, and the page's script filters instead.
+        CataloguePage page{resource.catalogue_section, url_path, options.public_url, {}};
+        auto html = render_catalogue_html(*resource.catalogue, page);
+        write_bytes(file, html);
+        stats.bytes += html.size();
+        break;
+      }
       case ResourceKind::document:
       case ResourceKind::module_download:  // the JSON 200 form; docs/mirror.md adds the header in nginx
         write_bytes(file, resource.body);

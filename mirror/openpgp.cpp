@@ -132,8 +132,10 @@ SignatureCheck verify_detached_signature(std::string_view data, std::string_view
               std::to_string(armored_keys.size()) + " key(s))");
 }
 
-std::vector<std::string> key_fingerprints(std::string_view armored_key) {
-  auto ffi = keyring_of(armored_key, "key");
+namespace {
+
+// The primary fingerprints of the keys loaded into `ffi`.
+std::vector<std::string> key_fingerprints_in(const Ffi& ffi) {
   rnp_identifier_iterator_t raw_it = nullptr;
   std::vector<std::string> out;
   if (rnp_identifier_iterator_create(ffi.get(), &raw_it, "fingerprint") != RNP_SUCCESS) return out;
@@ -145,6 +147,34 @@ std::vector<std::string> key_fingerprints(std::string_view armored_key) {
     KeyHandle key(raw_key);
     bool primary = false;
     if (rnp_key_is_primary(key.get(), &primary) == RNP_SUCCESS && primary) out.emplace_back(id);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> key_fingerprints(std::string_view armored_key) {
+  return key_fingerprints_in(keyring_of(armored_key, "key"));
+}
+
+std::vector<KeyIdentity> key_identities(std::string_view armored_key) {
+  auto ffi = keyring_of(armored_key, "key");
+  std::vector<KeyIdentity> out;
+  for (const auto& fingerprint : key_fingerprints_in(ffi)) {
+    rnp_key_handle_t raw_key = nullptr;
+    if (rnp_locate_key(ffi.get(), "fingerprint", fingerprint.c_str(), &raw_key) != RNP_SUCCESS || raw_key == nullptr)
+      continue;
+    KeyHandle key(raw_key);
+    KeyIdentity identity{fingerprint, {}};
+    std::size_t count = 0;
+    if (rnp_key_get_uid_count(key.get(), &count) == RNP_SUCCESS)
+      for (std::size_t i = 0; i < count; ++i) {
+        char* raw_uid = nullptr;
+        if (rnp_key_get_uid_at(key.get(), i, &raw_uid) != RNP_SUCCESS || raw_uid == nullptr) continue;
+        RnpString uid(raw_uid);
+        identity.user_ids.emplace_back(uid.get());
+      }
+    out.push_back(std::move(identity));
   }
   return out;
 }

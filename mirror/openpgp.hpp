@@ -25,4 +25,13 @@ struct SignatureCheck {
 // The primary fingerprints of the keys in one armored block (for messages and pinning).
 [[nodiscard]] std::vector<std::string> key_fingerprints(std::string_view armored_key);
 
+// A primary key of an armored block: its fingerprint and the user ids it carries, as written
+// by the key's owner (untrusted text: escape it before showing it anywhere).
+struct KeyIdentity {
+  std::string fingerprint;              // 40 upper-case hex (v4 keys)
+  std::vector<std::string> user_ids;    // e.g. "HashiCorp Security <security@hashicorp.com>"
+};
+// The primary keys of one armored block with their user ids. Error for an unreadable block.
+[[nodiscard]] std::vector<KeyIdentity> key_identities(std::string_view armored_key);
+
 }  // namespace podplane::mirror

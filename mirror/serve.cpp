@@ -16,6 +16,8 @@
 
 #include "base/error.hpp"
 #include "cache/layout.hpp"
+#include "base/error.hpp"
+#include "mirror/catalogue.hpp"
 #include "mirror/serve_objects.hpp"
 #include "mirror/serve_ranges.hpp"
 
@@ -92,6 +94,7 @@ struct MirrorServer::Impl final : RequestHandler {
   HttpAnswers http;
   CheckedObjects objects;
   ListenAddress address;
+  std::string bound_url;  // set by bind(); the catalogue's fallback mirror URL
   std::unique_ptr<ConnectionServer> connections;
 
   Impl(const fs::path& root, ServeOptions serve_options, std::ostream& log_stream)
@@ -183,6 +186,17 @@ struct MirrorServer::Impl final : RequestHandler {
                              });
   }
 
+  // The URL the catalogue's snippets name: --public-url, else the Host the client used (when
+  // it is a plain host[:port]: a hostile header falls back), else the address we listen on.
+  std::string mirror_url_for(const httplib::Request& req) const {
+    if (!options.site.public_url.empty()) return options.site.public_url;
+    auto scheme = options.transport == Transport::https ? "https" : "http";
+    if (auto url = mirror_url_from_host(scheme, req.get_header_value("Host")); !url.empty()) return url;
+    std::string url = bound_url;
+    while (!url.empty() && url.back() == '/') url.pop_back();
+    return url;
+  }
+
   void handle(const httplib::Request& req, httplib::Response& res) {
     answered_by_handler = true;
     if (hostile_target(req.target)) return not_found(res);
@@ -196,6 +210,16 @@ struct MirrorServer::Impl final : RequestHandler {
                        return sink.write(resource->body.data() + offset, static_cast<size_t>(length));
                      });
         return;
+      case ResourceKind::catalogue_page: {
+        CataloguePage page{resource->catalogue_section, req.path, mirror_url_for(req), req.get_param_value("q")};
+        auto html = std::make_shared<const std::string>(render_catalogue_html(*resource->catalogue, page));
+        res.set_header("Cache-Control", "no-cache");
+        answer_bytes(req, res, html->size(), resource->content_type, "",
+                     [html](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {
+                       return sink.write(html->data() + offset, static_cast<size_t>(length));
+                     });
+        return;
+      }
       case ResourceKind::module_download:
         // 204 + X-Terraform-Get works for Terraform and OpenTofu alike (tf-protocols.md §6.1).
         res.status = 204;
@@ -315,8 +339,9 @@ std::string MirrorServer::bind() {
   int port = impl_->connections->listen(impl_->address);
   const auto& host = impl_->address.host;
   std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  return std::string(impl_->options.transport == Transport::https ? "https" : "http") + "://" + shown + ":" +
-         std::to_string(port) + "/";
+  impl_->bound_url = std::string(impl_->options.transport == Transport::https ? "https" : "http") + "://" + shown + ":" +
+                     std::to_string(port) + "/";
+  return impl_->bound_url;
 }
 
 void MirrorServer::run() {

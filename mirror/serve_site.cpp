@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "cache/views.hpp"
 #include "lockfile/version.hpp"
+#include "mirror/catalogue.hpp"
 
 namespace podplane::mirror {
 
@@ -368,6 +369,25 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
     if (!inserted && cache::vmconfig_artifact_wins(artifact, it->second)) it->second = artifact;
   }
   for (const auto& [path, artifact] : vmconfig_artifacts) add(path, object_resource(artifact));
+
+  // The catalogue describes the site built so far (what is served, and where).
+  auto catalogue = std::make_shared<const Catalogue>(build_catalogue(gather_catalogue_source(store, site)));
+  site.catalogue_ = catalogue;
+  auto page = [&](std::string path, std::string section) {
+    SiteResource resource;
+    resource.kind = ResourceKind::catalogue_page;
+    resource.content_type = "text/html; charset=utf-8";
+    resource.catalogue = catalogue;
+    resource.catalogue_section = std::move(section);
+    add(std::move(path), std::move(resource));
+  };
+  page("/", "");
+  page(std::string(site_paths::catalogue), "");
+  for (const auto& section : catalogue->sections) page(std::string(site_paths::catalogue) + section.id + "/", section.id);
+  SiteResource data;
+  data.content_type = "application/json";
+  data.body = render_catalogue_json(*catalogue);
+  add(std::string(site_paths::catalogue_json), std::move(data));
   return site;
 }
 

@@ -26,8 +26,12 @@ inline constexpr std::string_view modules = "/v1/modules/";      // + host/ : mo
 inline constexpr std::string_view vmconfig = "/vmconfig/";       // deps_mirror_url = the server root
 inline constexpr std::string_view deps_manifests = "/manifests/";  // PODPLANE_DEPS_URL = the server root
 inline constexpr std::string_view healthz = "/healthz";
+inline constexpr std::string_view catalogue = "/catalogue/";          // + <section>/ : one table alone
+inline constexpr std::string_view catalogue_json = "/catalogue.json";
 inline constexpr std::string_view module_package_name = "package.tar.gz";
 }  // namespace site_paths
+
+struct Catalogue;
 
 // One file of a module package, resolved to its object in the store.
 struct ModulePackageEntry {
@@ -50,6 +54,7 @@ enum class ResourceKind {
   object,           // a store object, streamed from disk
   module_package,   // a tar.gz built on the fly from a ModulePackage
   module_download,  // the module registry download answer (204 + X-Terraform-Get when served)
+  catalogue_page,   // HTML of the catalogue, rendered per request (the mirror's URL, the ?q= filter)
 };
 
 struct SiteResource {
@@ -61,6 +66,8 @@ struct SiteResource {
   std::string digest;              // object: its sha256 hex
   std::string location;            // module_download: the X-Terraform-Get value (relative)
   std::shared_ptr<const ModulePackage> module;  // module_package
+  std::shared_ptr<const Catalogue> catalogue;   // catalogue_page
+  std::string catalogue_section;                // catalogue_page: "" for the whole catalogue
 };
 
 // One provider version as published (input for `mirror push`).
@@ -73,6 +80,9 @@ struct SiteOptions {
   // The origin registry host that /.well-known/terraform.json answers for. Empty: the host of
   // the engine recorded by `deps tf` (registry.opentofu.org unless it was terraform).
   std::string primary_host;
+  // The mirror's own URL for the catalogue's snippets (--public-url). Empty: mirror serve
+  // takes it from each request's Host header; an export leaves it to the page's script.
+  std::string public_url;
 };
 
 class MirrorSite {
@@ -86,6 +96,7 @@ class MirrorSite {
   // Index rows left out, each with the reason (unsafe names, missing objects, …).
   const std::vector<std::string>& skipped() const { return skipped_; }
   const std::string& primary_host() const { return primary_host_; }
+  const std::shared_ptr<const Catalogue>& catalogue() const { return catalogue_; }
 
  private:
   std::map<std::string, SiteResource> resources_;
@@ -93,6 +104,7 @@ class MirrorSite {
   std::vector<std::shared_ptr<const ModulePackage>> module_packages_;
   std::vector<std::string> skipped_;
   std::string primary_host_;
+  std::shared_ptr<const Catalogue> catalogue_;
 };
 
 // A name that may appear as one path segment of the site: non-empty, at most 255 bytes,

@@ -73,7 +73,7 @@ std::string nginx_config(const fs::path& prefix, const fs::path& root, int port,
          "  client_body_temp_path " + p + "/tmp/body;\n  proxy_temp_path " + p + "/tmp/proxy;\n"
          "  fastcgi_temp_path " + p + "/tmp/fastcgi;\n  uwsgi_temp_path " + p + "/tmp/uwsgi;\n"
          "  scgi_temp_path " + p + "/tmp/scgi;\n"
-         "  types { application/json json; application/zip zip; application/gzip gz; }\n"
+         "  types { text/html html; application/json json; application/zip zip; application/gzip gz; }\n"
          "  default_type application/octet-stream;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 100000;\n"
          "  server {\n    listen 127.0.0.1:" + std::to_string(port) + ";\n"
          "    listen 127.0.0.1:" + std::to_string(tls_port) + " ssl;\n"

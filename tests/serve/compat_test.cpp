@@ -96,7 +96,7 @@ TEST(Compat, DepsTfFromMirrorServeAndFromNginxHostedExportMatchesTheFirstRoot) {
                  "  client_body_temp_path " + p + "/tmp/body;\n  proxy_temp_path " + p + "/tmp/proxy;\n"
                  "  fastcgi_temp_path " + p + "/tmp/fastcgi;\n  uwsgi_temp_path " + p + "/tmp/uwsgi;\n"
                  "  scgi_temp_path " + p + "/tmp/scgi;\n"
-                 "  types { application/json json; application/zip zip; application/gzip gz; }\n"
+                 "  types { text/html html; application/json json; application/zip zip; application/gzip gz; }\n"
                  "  default_type application/octet-stream;\n"
                  "  server {\n    listen 127.0.0.1:" + std::to_string(port) + " ssl;\n"
                  "    ssl_certificate " + (dir / "cert.pem").string() + ";\n"

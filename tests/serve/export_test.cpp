@@ -31,7 +31,7 @@ std::string nginx_config(const fs::path& prefix, const fs::path& root, int port)
          "/access.log;\n  client_body_temp_path " + p + "/tmp/body;\n  proxy_temp_path " + p +
          "/tmp/proxy;\n  fastcgi_temp_path " + p + "/tmp/fastcgi;\n  uwsgi_temp_path " + p +
          "/tmp/uwsgi;\n  scgi_temp_path " + p + "/tmp/scgi;\n"
-         "  types { application/json json; application/zip zip; application/gzip gz; }\n"
+         "  types { text/html html; application/json json; application/zip zip; application/gzip gz; }\n"
          "  default_type application/octet-stream;\n  sendfile on;\n  tcp_nopush on;\n"
          "  server {\n    listen 127.0.0.1:" + std::to_string(port) + ";\n    root " + root.string() + ";\n" +
          R"(    location ~ /\.(?!well-known/) { return 404; }
@@ -65,6 +65,7 @@ TEST_F(ExportTest, WritesTheSiteAndReplacesItAtomically) {
   auto site = mirror::MirrorSite::build(store);
   for (const auto& [path, resource] : site.resources()) {
     fs::path file = out / path.substr(1);
+    if (path.back() == '/') file /= "index.html";  // the catalogue's pages
     ASSERT_TRUE(fs::is_regular_file(file)) << path;
     if (resource.kind == mirror::ResourceKind::object) {
       EXPECT_EQ(file_digest_hex(file), resource.digest) << path;
@@ -120,8 +121,16 @@ TEST_F(ExportTest, WritesTheSiteAndReplacesItAtomically) {
 TEST_F(ExportTest, NginxServesTheExportLikeMirrorServe) {
   ASSERT_TRUE(podplane::test::have_program("nginx") || fs::exists("/usr/sbin/nginx"))
       << "nginx is missing: apt-get install nginx-light";
+  Background serve({podplane::test::podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--plain-http"},
+                   {{"PODPLANE_DEPS_CACHE_DIR", (temp_ / "deps").string()}}, temp_ / "serve.err");
+  std::string served = serve.first_line();
+  ASSERT_FALSE(served.empty()) << read_file(temp_ / "serve.err");
+  served.pop_back();
+
+  // The export names the same mirror URL in the catalogue's snippets as mirror serve takes
+  // from the request's Host, so that even the catalogue pages match byte for byte.
   fs::path out = temp_ / "export";
-  auto exported = run_podplane({"mirror", "export", out.string()}, with_root(temp_ / "deps"));
+  auto exported = run_podplane({"mirror", "export", out.string(), "--public-url", served}, with_root(temp_ / "deps"));
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
 
   fs::path prefix = temp_ / "nginx";
@@ -132,12 +141,6 @@ TEST_F(ExportTest, NginxServesTheExportLikeMirrorServe) {
   Background web({nginx, "-e", (prefix / "error.log").string(), "-p", prefix.string(), "-c", (prefix / "nginx.conf").string()},
                  {}, prefix / "stderr.log");
   ASSERT_TRUE(wait_for_port(port)) << read_file(prefix / "stderr.log");
-
-  Background serve({podplane::test::podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--plain-http"},
-                   {{"PODPLANE_DEPS_CACHE_DIR", (temp_ / "deps").string()}}, temp_ / "serve.err");
-  std::string served = serve.first_line();
-  ASSERT_FALSE(served.empty()) << read_file(temp_ / "serve.err");
-  served.pop_back();
   std::string hosted = "http://127.0.0.1:" + std::to_string(port);
 
   auto store = cache::Store::open(temp_ / "deps", cache::Store::Access::read_only);

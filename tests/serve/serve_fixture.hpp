@@ -84,9 +84,11 @@ inline fs::path make_provider_zip(const fs::path& work, const std::string& type,
   return zip;
 }
 
-// Fills `deps_root` through the Store API. Signs the SHA256SUMS with a fresh gpg key.
+// Fills `deps_root` through the Store API. Signs the SHA256SUMS with a fresh gpg key whose
+// user id is `signer` (upstream text: the catalogue tests make it hostile).
 inline StoreContents fill_store(const fs::path& deps_root, const fs::path& work, std::size_t zip_payload = 4096,
-                                std::size_t artifact_size = 3 * 1024 * 1024) {
+                                std::size_t artifact_size = 3 * 1024 * 1024,
+                                const std::string& signer = "Podplane Test Signer <test@podplane.invalid>") {
   StoreContents contents;
   auto store = cache::Store::open(deps_root);
 
@@ -95,7 +97,7 @@ inline StoreContents fill_store(const fs::path& deps_root, const fs::path& work,
   fs::permissions(contents.gnupg_home, fs::perms::owner_all);
   podplane::test::ProcessOptions gpg_env;
   gpg_env.env["GNUPGHOME"] = contents.gnupg_home.string();
-  must(run({"gpg", "--batch", "--passphrase", "", "--quick-gen-key", "Podplane Test Signer <test@podplane.invalid>",
+  must(run({"gpg", "--batch", "--passphrase", "", "--quick-gen-key", signer,
             "ed25519", "sign", "never"},
            gpg_env),
        "gpg --quick-gen-key");

@@ -291,6 +291,11 @@ TEST_F(ServerTest, ServesEveryPathOverHttpsExactlyAsTheSite) {
         EXPECT_EQ(sha256_hex(answer.body), resource.digest) << path;
         EXPECT_EQ(answer.header("content-type"), resource.content_type) << path;
         break;
+      case mirror::ResourceKind::catalogue_page:
+        EXPECT_EQ(answer.status, 200) << path;
+        EXPECT_EQ(answer.header("content-type"), resource.content_type) << path;
+        EXPECT_NE(answer.body.find("Podplane mirror catalogue"), std::string::npos) << path;
+        break;
       case mirror::ResourceKind::module_download: {
         EXPECT_EQ(answer.status, 204) << path;
         EXPECT_EQ(answer.header("x-terraform-get"), "./package.tar.gz");
@@ -382,7 +387,9 @@ TEST_F(ServerTest, HostilePathsAnswer404) {
       "/store/objects/sha256/" + contents_.providers[0].zip_digest.at("linux_amd64").substr(0, 2) + "/" +
           contents_.providers[0].zip_digest.at("linux_amd64").substr(2),
       "/.podplane-export",
-      "/",
+      "/catalogue/nothing/",
+      "/catalogue/providers",
+      "/index.html",
       "/v1/",
       "/v1/mirror/",
       "/vmconfig/artifacts/containerd/2.3.1/",

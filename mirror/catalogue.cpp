@@ -1,0 +1,562 @@
+#include "mirror/catalogue.hpp"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "cache/human_bytes.hpp"
+#include "base/error.hpp"
+#include "lockfile/version.hpp"
+#include "mirror/serve_site.hpp"
+
+namespace podplane::mirror {
+
+using nlohmann::json;
+
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    auto end = text.find(separator, start);
+    parts.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return parts;
+}
+
+// Newest first where both parse as versions; text order otherwise (never throws: a row we
+// cannot order is still shown).
+bool version_newer(const std::string& a, const std::string& b) {
+  try {
+    return lockfile::Version::parse(b) < lockfile::Version::parse(a);
+  } catch (const std::exception&) {
+    return a > b;
+  }
+}
+
+std::string arch_of(const std::string& platform) {
+  auto underscore = platform.rfind('_');
+  return underscore == std::string::npos ? platform : platform.substr(underscore + 1);
+}
+
+// The arch a vmconfig manifest is for: its platform (linux_<arch>), else the last '_' part of
+// its name (vmconfig_knc_debian-13_amd64).
+std::string manifest_arch(const cache::Artifact& manifest) {
+  if (!manifest.platform.empty()) return arch_of(manifest.platform);
+  return arch_of(manifest.address);
+}
+
+CatalogueCell text(std::string value) { return {std::move(value), CellKind::text, {}, Tone::neutral, {}, CellKind::text}; }
+CatalogueCell code(std::string value, std::string href = {}) {
+  return {std::move(value), CellKind::code, std::move(href), Tone::neutral, {}, CellKind::text};
+}
+CatalogueCell status(std::string value, Tone tone) {
+  return {std::move(value), CellKind::status, {}, tone, {}, CellKind::text};
+}
+// A digest to copy; `more` are further lines in words (a key's user ids, a file name).
+CatalogueCell hash(std::string value, std::vector<std::string> more = {}) {
+  return {std::move(value), CellKind::hash, {}, Tone::neutral, std::move(more), CellKind::text};
+}
+// Several digests, one per line (h1 then zh).
+CatalogueCell hashes(std::string value, std::string next) {
+  return {std::move(value), CellKind::hash, {}, Tone::neutral, {std::move(next)}, CellKind::hash};
+}
+
+Tone tone_of(cache::Trust trust) {
+  switch (trust) {
+    case cache::Trust::signed_upstream: return Tone::good;
+    case cache::Trust::checksum: return Tone::neutral;
+    case cache::Trust::unverified: return Tone::warning;
+  }
+  return Tone::neutral;
+}
+
+void add_row(CatalogueSection& section, std::vector<CatalogueCell> cells) {
+  CatalogueRow row{std::move(cells), {}};
+  for (const auto& cell : row.cells) {
+    row.search_text += lower(cell.text) + " ";
+    for (const auto& line : cell.more) row.search_text += lower(line) + " ";
+  }
+  section.rows.push_back(std::move(row));
+}
+
+// The path the site serves `digest` at, or "" when the site does not serve these bytes there.
+std::string served_at(const CatalogueSource& source, const std::string& path, const std::string& digest) {
+  auto it = source.served.find(path);
+  return it != source.served.end() && it->second == digest ? path : std::string();
+}
+bool served(const CatalogueSource& source, const std::string& path) { return source.served.count(path) != 0; }
+
+// The user ids of the key that verified a signature: the keys document's key whose primary
+// fingerprint ends with what provenance recorded (a fingerprint, or a 16-hex key id).
+std::vector<std::string> signers_of(const CatalogueSource& source, const cache::Provenance& provenance) {
+  std::vector<std::string> out;
+  auto it = source.keys.find(provenance.keys_digest);
+  if (it == source.keys.end() || provenance.key_fingerprint.empty()) return out;
+  auto wanted = lower(provenance.key_fingerprint);
+  for (const auto& key : it->second) {
+    auto fingerprint = lower(key.fingerprint);
+    if (fingerprint.size() >= wanted.size() && fingerprint.compare(fingerprint.size() - wanted.size(), wanted.size(), wanted) == 0)
+      out.insert(out.end(), key.user_ids.begin(), key.user_ids.end());
+  }
+  return out;
+}
+
+CatalogueSection providers_section(const CatalogueSource& source, Catalogue& catalogue) {
+  CatalogueSection section;
+  section.id = "providers";
+  section.title = "Providers";
+  section.summary = "Every stored provider package: version, platform, how it was verified, and the h1/zh hashes a lock file records.";
+  section.empty = "No provider packages are stored.";
+  section.columns = {"Provider", "Version", "Platform", "Signature", "Signing key", "Hashes (h1, zh)", "Size", "Added"};
+
+  std::vector<const cache::Artifact*> packages;
+  for (const auto& a : source.artifacts)
+    if (a.kind == cache::ArtifactKind::provider_package) packages.push_back(&a);
+  std::sort(packages.begin(), packages.end(), [](const cache::Artifact* a, const cache::Artifact* b) {
+    if (a->address != b->address) return a->address < b->address;
+    if (a->version != b->version) return version_newer(a->version, b->version);
+    return std::tie(a->platform, a->id) < std::tie(b->platform, b->id);
+  });
+
+  std::set<std::string> hosts;
+  json* provider = nullptr;
+  json* version = nullptr;
+  for (const auto* package : packages) {
+    auto parts = split(package->address, '/');
+    if (parts.size() == 3) hosts.insert(parts[0]);
+    if (provider == nullptr || (*provider)["address"] != package->address) {
+      section.data.push_back({{"address", package->address}, {"versions", json::array()}});
+      provider = &section.data.back();
+      version = nullptr;
+    }
+    auto os_arch = split(package->platform, '_');
+    bool registry = parts.size() == 3 && os_arch.size() == 2 &&
+                    served(source, std::string(site_paths::providers) + package->address + "/" + package->version +
+                                       "/download/" + os_arch[0] + "/" + os_arch[1]);
+    if (version == nullptr || (*version)["version"] != package->version) {
+      (*provider)["versions"].push_back({{"version", package->version}, {"registry_protocol", registry}, {"platforms", json::array()}});
+      version = &(*provider)["versions"].back();
+    }
+    if (registry) (*version)["registry_protocol"] = true;
+
+    // The newest check of this package decides what the catalogue says about it.
+    std::optional<cache::Provenance> checked;
+    if (auto it = source.provenance.find(package->id); it != source.provenance.end() && !it->second.empty())
+      checked = *std::max_element(it->second.begin(), it->second.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.checked_at, a.result) < std::tie(b.checked_at, b.result);
+      });
+    std::vector<std::string> signers = checked ? signers_of(source, *checked) : std::vector<std::string>{};
+    std::string verdict = checked ? checked->result : std::string(cache::to_string(package->trust));
+    Tone tone = tone_of(package->trust);
+    if (checked && checked->result != "signed") tone = Tone::warning;
+
+    std::string zh = package->zh.empty() ? "zh:" + package->digest : package->zh;
+    std::string path = served_at(source, std::string(site_paths::network_mirror) + package->address + "/" + package->filename,
+                                 package->digest);
+    CatalogueCell key = checked && !checked->key_fingerprint.empty() ? hash(checked->key_fingerprint, signers)
+                                                                      : text("none");
+    add_row(section, {code(package->address), code(package->version), code(package->platform, path), status(verdict, tone),
+                      key, hashes(package->h1.empty() ? "(no h1)" : package->h1, zh),
+                      text(cache::human_bytes(static_cast<std::uint64_t>(package->size))), text(package->added_at)});
+
+    json signature = json::object();
+    if (checked)
+      signature = {{"result", checked->result}, {"key_fingerprint", checked->key_fingerprint}, {"signers", signers},
+                   {"checked_at", checked->checked_at}};
+    (*version)["platforms"].push_back({{"platform", package->platform},
+                                        {"filename", package->filename},
+                                        {"size", package->size},
+                                        {"sha256", package->digest},
+                                        {"h1", package->h1},
+                                        {"zh", zh},
+                                        {"trust", cache::to_string(package->trust)},
+                                        {"signature", signature},
+                                        {"added_at", package->added_at},
+                                        {"upstream_url", package->upstream_url},
+                                        {"path", path}});
+  }
+  catalogue.origin_hosts.insert(catalogue.origin_hosts.end(), hosts.begin(), hosts.end());
+  return section;
+}
+
+// How a module package was fetched, from its stored upstream URL.
+std::string module_source_kind(const cache::ModuleTree& tree) {
+  const auto& url = tree.upstream_url;
+  auto ends_with = [&](std::string_view suffix) {
+    auto base = url.substr(0, url.find('?'));
+    return base.size() >= suffix.size() && base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (url.rfind("git::", 0) == 0 || url.find(".git") != std::string::npos) return "git";
+  if (url.find("/v1/modules/") != std::string::npos) return "registry";
+  if (ends_with(".zip") || ends_with(".tar.gz") || ends_with(".tgz") || ends_with(".tar.bz2") || ends_with(".tar.xz"))
+    return "archive";
+  if (url.empty()) return split(tree.address, '/').size() == 4 ? "registry" : "unknown";
+  return "http";
+}
+
+CatalogueSection modules_section(const CatalogueSource& source, Catalogue& catalogue) {
+  CatalogueSection section;
+  section.id = "modules";
+  section.title = "Modules";
+  section.summary = "Every stored module package, with where it came from and the h1 of its tree.";
+  section.empty = "No module packages are stored.";
+  section.columns = {"Module", "Version", "Source", "h1", "Files", "Added"};
+  std::vector<const cache::ModuleTree*> trees;
+  for (const auto& tree : source.modules) trees.push_back(&tree);
+  std::sort(trees.begin(), trees.end(), [](const cache::ModuleTree* a, const cache::ModuleTree* b) {
+    if (a->address != b->address) return a->address < b->address;
+    return version_newer(a->version, b->version);
+  });
+  std::set<std::string> hosts(catalogue.origin_hosts.begin(), catalogue.origin_hosts.end());
+  for (const auto* tree : trees) {
+    auto kind = module_source_kind(*tree);
+    if (kind == "registry") hosts.insert(split(tree->address, '/')[0]);
+    std::string path = std::string(site_paths::modules) + tree->address + "/" + tree->version + "/" +
+                       std::string(site_paths::module_package_name);
+    if (!served(source, path)) path.clear();
+    auto count = source.module_file_counts.count(tree->id) ? source.module_file_counts.at(tree->id) : tree->files.size();
+    CatalogueCell origin = text(kind);
+    if (!tree->upstream_url.empty()) origin.more.push_back(tree->upstream_url);
+    add_row(section, {code(tree->address), code(tree->version, path), origin, hash(tree->h1), text(std::to_string(count)),
+                      text(tree->added_at)});
+    section.data.push_back({{"address", tree->address},
+                            {"version", tree->version},
+                            {"source", kind},
+                            {"upstream_url", tree->upstream_url},
+                            {"h1", tree->h1},
+                            {"files", count},
+                            {"added_at", tree->added_at},
+                            {"path", path}});
+  }
+  catalogue.origin_hosts.assign(hosts.begin(), hosts.end());
+  return section;
+}
+
+CatalogueSection vmconfig_manifests_section(const CatalogueSource& source, Catalogue& catalogue) {
+  CatalogueSection section;
+  section.id = "vmconfig-manifests";
+  section.title = "vmconfig manifests";
+  section.summary = "The VM package manifests per kind and arch; the newest of each name is what /manifests/<name>.json serves.";
+  section.empty = "No vmconfig manifests are stored.";
+  section.columns = {"Manifest", "Arch", "vmconfig version", "File", "Trust", "Added"};
+  std::vector<const cache::Artifact*> manifests;
+  for (const auto& a : source.artifacts)
+    if (a.kind == cache::ArtifactKind::vmconfig_manifest) manifests.push_back(&a);
+  std::sort(manifests.begin(), manifests.end(), [](const cache::Artifact* a, const cache::Artifact* b) {
+    if (a->address != b->address) return a->address < b->address;
+    return a->id > b->id;  // newest first
+  });
+  std::set<std::string> arches;
+  for (const auto* manifest : manifests) {
+    auto arch = manifest_arch(*manifest);
+    arches.insert(arch);
+    std::string path = served_at(source, std::string(site_paths::vmconfig) + "manifests/" + manifest->filename, manifest->digest);
+    add_row(section, {code(manifest->address), code(arch), code(manifest->version), code(manifest->filename, path),
+                      status(std::string(cache::to_string(manifest->trust)), tone_of(manifest->trust)), text(manifest->added_at)});
+    section.data.push_back({{"name", manifest->address},
+                            {"arch", arch},
+                            {"version", manifest->version},
+                            {"filename", manifest->filename},
+                            {"sha256", manifest->digest},
+                            {"trust", cache::to_string(manifest->trust)},
+                            {"added_at", manifest->added_at},
+                            {"upstream_url", manifest->upstream_url},
+                            {"path", path}});
+  }
+  catalogue.vmconfig_arches.assign(arches.begin(), arches.end());
+  return section;
+}
+
+CatalogueSection vmconfig_artifacts_section(const CatalogueSource& source, Catalogue& catalogue) {
+  CatalogueSection section;
+  section.id = "vmconfig-artifacts";
+  section.title = "vmconfig artifacts";
+  section.summary = "The files the manifests list, per arch, as VMs fetch them from <deps_mirror_url>/vmconfig/artifacts/.";
+  section.empty = "No vmconfig artifacts are stored.";
+  section.columns = {"Artifact", "Version", "Arch", "File", "Size", "Upstream digest", "Trust", "Served"};
+  std::vector<const cache::Artifact*> artifacts;
+  for (const auto& a : source.artifacts)
+    if (a.kind == cache::ArtifactKind::vmconfig_artifact) artifacts.push_back(&a);
+  std::sort(artifacts.begin(), artifacts.end(), [](const cache::Artifact* a, const cache::Artifact* b) {
+    if (a->address != b->address) return a->address < b->address;
+    if (a->version != b->version) return version_newer(a->version, b->version);
+    return std::tie(a->platform, a->filename, a->id) < std::tie(b->platform, b->filename, b->id);
+  });
+  for (const auto* artifact : artifacts) {
+    auto arch = artifact->platform.empty() ? std::string("any") : arch_of(artifact->platform);
+    std::string site_path = std::string(site_paths::vmconfig) + "artifacts/" + artifact->address + "/" + artifact->version +
+                            "/" + artifact->filename;
+    std::string path = served_at(source, site_path, artifact->digest);
+    // Podplane's layout has no arch in the path: where two arches share one, the site serves
+    // one of them, and VMs of the other must fetch from upstream (docs/store.md).
+    std::string where = path.empty() ? (served(source, site_path) ? "no: another arch holds this path" : "no") : "yes";
+    if (path.empty() && served(source, site_path)) ++catalogue.arch_shared_paths[arch];
+    add_row(section, {code(artifact->address), code(artifact->version), code(arch), code(artifact->filename, path),
+                      text(cache::human_bytes(static_cast<std::uint64_t>(artifact->size))), hash(artifact->upstream_digest),
+                      status(std::string(cache::to_string(artifact->trust)), tone_of(artifact->trust)),
+                      status(where, path.empty() ? Tone::warning : Tone::good)});
+    section.data.push_back({{"name", artifact->address},
+                            {"version", artifact->version},
+                            {"arch", arch},
+                            {"filename", artifact->filename},
+                            {"size", artifact->size},
+                            {"sha256", artifact->digest},
+                            {"upstream_digest", artifact->upstream_digest},
+                            {"trust", cache::to_string(artifact->trust)},
+                            {"added_at", artifact->added_at},
+                            {"upstream_url", artifact->upstream_url},
+                            {"path", path}});
+  }
+  return section;
+}
+
+CatalogueSection bundles_section(const CatalogueSource& source, Catalogue&) {
+  CatalogueSection section;
+  section.id = "bundles";
+  section.title = "Imported bundles";
+  section.summary = "Every bundle import into this store: when, from which signer, and what each volume brought.";
+  section.empty = "No bundle was imported into this store.";
+  section.columns = {"Imported", "Bundle", "Volume", "Signer", "Objects", "Result"};
+  // Newest import first.
+  std::vector<const cache::AuditEntry*> imports;
+  for (const auto& entry : source.imports) imports.push_back(&entry);
+  std::sort(imports.begin(), imports.end(), [](const auto* a, const auto* b) { return a->id > b->id; });
+  auto str = [](const json& o, const char* key) {
+    return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string();
+  };
+  auto num = [](const json& o, const char* key) {
+    return o.contains(key) && o[key].is_number_integer() ? o[key].get<std::int64_t>() : std::int64_t{0};
+  };
+  for (const auto* entry : imports) {
+    auto detail = json::parse(entry->detail, nullptr, false);
+    if (detail.is_discarded() || !detail.is_object()) detail = json::object();
+    json volumes = detail.contains("volumes") && detail["volumes"].is_array() ? detail["volumes"] : json::array();
+    json import = {{"imported_at", entry->at}, {"file", entry->subject}, {"ok", detail.value("ok", false)},
+                   {"objects_imported", num(detail, "objects_imported")}, {"bytes_imported", num(detail, "bytes_imported")},
+                   {"volumes", json::array()}};
+    for (const auto& volume : volumes) {
+      if (!volume.is_object()) continue;
+      bool trusted = volume.contains("trusted") && volume["trusted"].is_boolean() && volume["trusted"].get<bool>();
+      bool complete = volume.contains("complete") && volume["complete"].is_boolean() && volume["complete"].get<bool>();
+      std::string error = str(volume, "error");
+      std::string signer = str(volume, "signer");
+      auto index = num(volume, "volume_index"), count = num(volume, "volume_count");
+      CatalogueCell who = signer.empty() ? text("unsigned") : hash(signer);
+      who.more.push_back(trusted ? "trusted" : "not trusted");
+      std::string objects = std::to_string(num(volume, "imported")) + " new, " + std::to_string(num(volume, "already_present")) +
+                            " present, " + std::to_string(num(volume, "missing")) + " missing";
+      std::string result = !error.empty() ? error : complete ? "complete" : "incomplete";
+      add_row(section, {text(entry->at), hash(str(volume, "bundle_id"), {str(volume, "file")}),
+                        text(std::to_string(index + 1) + " of " + std::to_string(std::max<std::int64_t>(count, 1))), who,
+                        text(objects), status(result, complete && error.empty() ? Tone::good : Tone::warning)});
+      import["volumes"].push_back({{"file", str(volume, "file")},
+                                   {"bundle_id", str(volume, "bundle_id")},
+                                   {"volume_index", index},
+                                   {"volume_count", count},
+                                   {"signer", signer},
+                                   {"trusted", trusted},
+                                   {"objects", num(volume, "objects")},
+                                   {"imported", num(volume, "imported")},
+                                   {"already_present", num(volume, "already_present")},
+                                   {"missing", num(volume, "missing")},
+                                   {"complete", complete},
+                                   {"error", error}});
+    }
+    section.data.push_back(std::move(import));
+  }
+  return section;
+}
+
+CatalogueSection signers_section(const CatalogueSource& source, Catalogue&) {
+  CatalogueSection section;
+  section.id = "bundle-signers";
+  section.title = "Bundle signers";
+  section.summary = "The newest bundle imported from each signer: an older bundle from the same signer cannot move the selection back.";
+  section.empty = "No bundle signer is recorded.";
+  section.columns = {"Signer", "Newest bundle", "Bundle created", "Recorded"};
+  for (const auto& mark : source.signers) {
+    add_row(section, {hash(mark.signer), hash(mark.bundle_id), text(mark.created_at), text(mark.recorded_at)});
+    section.data.push_back({{"signer", mark.signer},
+                            {"bundle_id", mark.bundle_id},
+                            {"created_at", mark.created_at},
+                            {"recorded_at", mark.recorded_at}});
+  }
+  return section;
+}
+
+// The sections in page order. Images and seeds (migration 004) get one function each here:
+// `CatalogueSection images_section(const CatalogueSource&, Catalogue&)` that also sets
+// catalogue.has_images, so that the containerd snippet stops saying it needs images.
+using SectionBuilder = CatalogueSection (*)(const CatalogueSource&, Catalogue&);
+constexpr SectionBuilder kSections[] = {
+    providers_section, modules_section, vmconfig_manifests_section, vmconfig_artifacts_section,
+    bundles_section,   signers_section,
+};
+
+}  // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default:
+        if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f) out += "\xEF\xBF\xBD";
+        else out += c;
+    }
+  }
+  return out;
+}
+
+const CatalogueSection* Catalogue::section(std::string_view id) const {
+  for (const auto& s : sections)
+    if (s.id == id) return &s;
+  return nullptr;
+}
+
+std::size_t Catalogue::row_count() const {
+  std::size_t count = 0;
+  for (const auto& s : sections) count += s.rows.size();
+  return count;
+}
+
+Catalogue build_catalogue(const CatalogueSource& source) {
+  Catalogue catalogue;
+  catalogue.primary_host = source.primary_host;
+  for (auto builder : kSections) catalogue.sections.push_back(builder(source, catalogue));
+  if (std::find(catalogue.origin_hosts.begin(), catalogue.origin_hosts.end(), source.primary_host) ==
+      catalogue.origin_hosts.end()) {
+    catalogue.origin_hosts.push_back(source.primary_host);
+    std::sort(catalogue.origin_hosts.begin(), catalogue.origin_hosts.end());
+  }
+  return catalogue;
+}
+
+CatalogueSource gather_catalogue_source(const cache::Store& store, const MirrorSite& site) {
+  CatalogueSource source;
+  source.primary_host = site.primary_host();
+  source.artifacts = store.artifacts();
+  for (const auto& artifact : source.artifacts) {
+    if (artifact.kind == cache::ArtifactKind::provider_package) {
+      auto checks = store.provenance_of(artifact.id);
+      if (!checks.empty()) source.provenance[artifact.id] = std::move(checks);
+    }
+    if (artifact.kind != cache::ArtifactKind::provider_keys || source.keys.count(artifact.digest)) continue;
+    // The stored keys document is upstream text: the signing_keys object or a whole registry
+    // answer holding it. One that does not parse only costs the catalogue its user ids.
+    try {
+      auto document = json::parse(store.read_object(artifact.digest), nullptr, false);
+      if (document.is_object() && document.contains("signing_keys")) document = document["signing_keys"];
+      std::vector<KeyIdentity> identities;
+      if (document.is_object() && document.contains("gpg_public_keys") && document["gpg_public_keys"].is_array())
+        for (const auto& key : document["gpg_public_keys"])
+          if (key.is_object() && key.contains("ascii_armor") && key["ascii_armor"].is_string()) {
+            auto found = key_identities(key["ascii_armor"].get<std::string>());
+            identities.insert(identities.end(), found.begin(), found.end());
+          }
+      source.keys[artifact.digest] = std::move(identities);
+    } catch (const std::exception&) {
+      source.keys[artifact.digest] = {};
+    }
+  }
+  source.modules = store.module_trees();
+  for (auto& tree : source.modules) {
+    source.module_file_counts[tree.id] = tree.files.size();
+    tree.files.clear();  // the catalogue shows counts; the site holds the files
+  }
+  for (auto& entry : store.audit_log())
+    if (entry.action == "bundle-import") source.imports.push_back(std::move(entry));
+  source.signers = store.bundle_signers();
+  for (const auto& [path, resource] : site.resources())
+    source.served.emplace(path, resource.kind == ResourceKind::object ? resource.digest : std::string());
+  return source;
+}
+
+std::string render_catalogue_json(const Catalogue& catalogue) {
+  json document = {{"format", "podplane-catalogue/1"},
+                   {"registry_host", catalogue.primary_host},
+                   {"origin_hosts", catalogue.origin_hosts},
+                   {"vmconfig_arches", catalogue.vmconfig_arches}};
+  for (const auto& section : catalogue.sections) document[section.id] = section.data;
+  return document.dump(2) + "\n";
+}
+
+namespace {
+
+bool host_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+}
+
+bool valid_port(std::string_view port) {
+  if (port.empty() || port.size() > 5) return false;
+  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  return std::stoi(std::string(port)) <= 65535;
+}
+
+// host[:port] or [v6][:port] with only the characters such names have.
+bool valid_authority(std::string_view authority) {
+  if (authority.empty() || authority.size() > 300) return false;
+  std::string_view host = authority, port;
+  if (authority.front() == '[') {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos || close < 2) return false;
+    host = authority.substr(1, close - 1);
+    if (!std::all_of(host.begin(), host.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'; }))
+      return false;
+    auto rest = authority.substr(close + 1);
+    if (rest.empty()) return true;
+    if (rest.front() != ':') return false;
+    return valid_port(rest.substr(1));
+  }
+  auto colon = authority.find(':');
+  if (colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+    if (!valid_port(port)) return false;
+  }
+  return !host.empty() && std::all_of(host.begin(), host.end(), host_char) && host.front() != '-' && host.front() != '.';
+}
+
+}  // namespace
+
+std::string mirror_url_from_host(std::string_view scheme, std::string_view host_header) {
+  if (scheme != "http" && scheme != "https") return {};
+  if (!valid_authority(host_header)) return {};
+  return std::string(scheme) + "://" + std::string(host_header);
+}
+
+std::string checked_public_url(std::string_view url) {
+  std::string_view rest;
+  if (url.rfind("https://", 0) == 0) rest = url.substr(8);
+  else if (url.rfind("http://", 0) == 0) rest = url.substr(7);
+  else throw UsageError("--public-url must start with https:// or http://; got '" + std::string(url) + "'");
+  auto slash = rest.find('/');
+  auto authority = rest.substr(0, slash);
+  auto path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  bool path_ok = std::all_of(path.begin(), path.end(), [](char c) {
+    return host_char(c) || c == '/' || c == '_' || c == '~' || c == '%' || c == '+' || c == ',' || c == '=' || c == '@';
+  });
+  if (!valid_authority(authority) || !path_ok)
+    throw UsageError("--public-url must be http(s)://HOST[:PORT][/PATH] with a plain host name or address; got '" +
+                     std::string(url) + "'");
+  std::string out(url);
+  while (!out.empty() && out.back() == '/') out.pop_back();
+  return out;
+}
+
+}  // namespace podplane::mirror

@@ -1,0 +1,312 @@
+// The catalogue as HTML (render_catalogue_html in catalogue.hpp). Everything is inline: the
+// page runs where nothing else is reachable. Every value from the index goes through
+// html_escape(); the literal markup around it is ours.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "mirror/catalogue.hpp"
+#include "mirror/serve_site.hpp"
+
+namespace podplane::mirror {
+
+namespace {
+
+// Contrast: text #1b1f24 on #fff (16:1), muted #4a5360 (7.9:1), links #0b57d0 (6.4:1),
+// good #0f6b2f on #e8f5ec (6.3:1), warning #7a3e00 on #fff1e0 (7.6:1).
+constexpr const char* kStyle = R"css(
+:root{color-scheme:light}
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;background:#fff}
+a{color:#0b57d0}
+a:focus,button:focus,input:focus,.table-wrap:focus{outline:3px solid #0b57d0;outline-offset:2px}
+.skip{position:absolute;left:-999px}.skip:focus{left:8px;top:8px;background:#fff;padding:4px}
+header,main,footer{max-width:1400px;margin:0 auto;padding:0 16px}
+header{padding-top:16px}
+h1{font-size:1.6rem;margin:.4em 0}h2{font-size:1.3rem;margin:1.4em 0 .4em}h3{font-size:1.05rem;margin:1.2em 0 .3em}
+p{margin:.4em 0}.muted{color:#4a5360}
+nav ul{list-style:none;padding:0;margin:.5em 0;display:flex;flex-wrap:wrap;gap:.4em 1em}
+code,pre,.hash{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font-size:.86rem}
+pre{background:#f3f5f8;border:1px solid #d0d6de;border-radius:6px;padding:10px 12px;overflow-x:auto;margin:.3em 0 .8em;user-select:all}
+.panel{border:1px solid #d0d6de;border-radius:8px;padding:8px 16px;margin:16px 0;background:#fbfcfd}
+summary{cursor:pointer}summary h2{display:inline;font-size:1.15rem;margin:0}
+form{display:flex;flex-wrap:wrap;align-items:center;gap:8px;margin:16px 0}
+label{font-weight:600}
+input[type=search]{font:inherit;padding:6px 8px;border:1px solid #6b7480;border-radius:4px;min-width:16em;flex:1 1 16em;max-width:32em}
+button{font:inherit;padding:6px 14px;border:1px solid #0b57d0;background:#0b57d0;color:#fff;border-radius:4px;cursor:pointer}
+.copy{padding:2px 8px;font-size:.8rem;margin-left:6px}
+.table-wrap{overflow-x:auto;border:1px solid #d0d6de;border-radius:6px}
+table{border-collapse:collapse;width:100%;font-size:.9rem}
+th,td{text-align:left;vertical-align:top;padding:6px 8px;border-bottom:1px solid #e3e7ec}
+tbody th{font-weight:400}
+thead th{background:#eef1f5;position:sticky;top:0}
+tbody tr:nth-child(even){background:#f8f9fb}
+td .line{display:block}
+.hash{word-break:break-all;user-select:all;min-width:12em;display:block}
+.status{display:inline-block;padding:1px 8px;border-radius:10px;background:#eef1f5;white-space:nowrap}
+.good{background:#e8f5ec;color:#0f6b2f}.warning{background:#fff1e0;color:#7a3e00}
+.note{border-left:4px solid #7a3e00;background:#fff1e0;padding:6px 10px;margin:.4em 0}
+footer{margin:32px auto;color:#4a5360;font-size:.9rem}
+@media (max-width:640px){body{font-size:15px}header,main,footer{padding:0 10px}th,td{padding:5px 6px}}
+)css";
+
+// Live filtering, and the mirror URL of a static export that was written without one.
+constexpr const char* kScript = R"js(
+(function(){
+  var body=document.body, input=document.getElementById('q');
+  if(body.getAttribute('data-mirror-url')===''){
+    var base=new URL(body.getAttribute('data-root')||'./',location.href).href.replace(/\/$/,'');
+    var spans=document.querySelectorAll('.mirror-url');
+    for(var i=0;i<spans.length;i++) spans[i].textContent=base;
+  }
+  var pres=document.querySelectorAll('pre');
+  for(var k=0;k<pres.length;k++)(function(pre){
+    if(!navigator.clipboard) return;
+    var b=document.createElement('button'); b.type='button'; b.className='copy'; b.textContent='Copy';
+    b.addEventListener('click',function(){navigator.clipboard.writeText(pre.textContent);b.textContent='Copied';});
+    var h=pre.previousElementSibling; if(h) h.appendChild(b);
+  })(pres[k]);
+  if(!input) return;
+  var rows=document.querySelectorAll('tbody tr');
+  var texts=[]; for(var r=0;r<rows.length;r++) texts.push(rows[r].textContent.toLowerCase());
+  var param=new URLSearchParams(location.search).get('q');
+  if(param!==null && input.value==='') input.value=param;
+  function apply(){
+    var terms=input.value.toLowerCase().split(/\s+/).filter(Boolean), shown=0;
+    for(var j=0;j<rows.length;j++){
+      var ok=terms.every(function(t){return texts[j].indexOf(t)>=0;});
+      rows[j].hidden=!ok; if(ok) shown++;
+    }
+    var sections=document.querySelectorAll('section[data-section]');
+    for(var s=0;s<sections.length;s++){
+      var sec=sections[s], all=sec.querySelectorAll('tbody tr').length, vis=sec.querySelectorAll('tbody tr:not([hidden])').length;
+      var c=sec.querySelector('.count'); if(c) c.textContent=vis+' of '+all+' rows';
+    }
+    var total=document.getElementById('count');
+    if(total) total.textContent=terms.length? shown+' of '+rows.length+' rows match' : rows.length+' rows';
+  }
+  input.addEventListener('input',apply);
+  apply();
+})();
+)js";
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::vector<std::string> terms_of(std::string_view query) {
+  std::vector<std::string> terms;
+  std::string current;
+  for (char c : lower(query.substr(0, 256))) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '+') {
+      if (!current.empty()) terms.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) terms.push_back(std::move(current));
+  return terms;
+}
+
+bool matches(const CatalogueRow& row, const std::vector<std::string>& terms) {
+  return std::all_of(terms.begin(), terms.end(), [&](const std::string& t) { return row.search_text.find(t) != std::string::npos; });
+}
+
+class Page {
+ public:
+  Page(const Catalogue& catalogue, const CataloguePage& request) : catalogue_(catalogue), request_(request) {
+    // "/" → "", "/catalogue/" → "../", "/catalogue/<id>/" → "../../": links stay relative, so
+    // the page also works below a path prefix and from a static export.
+    auto depth = std::count(request.path.begin(), request.path.end(), '/');
+    for (long i = 1; i < depth; ++i) root_ += "../";
+    terms_ = terms_of(request.query);
+  }
+
+  std::string render() {
+    const CatalogueSection* only = request_.section.empty() ? nullptr : catalogue_.section(request_.section);
+    out_.reserve(512 * 1024);
+    out_ += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>";
+    out_ += only ? html_escape(only->title) + " · " : "";
+    out_ += "Podplane mirror catalogue</title>\n<style>";
+    out_ += kStyle;
+    out_ += "</style>\n</head>\n<body data-root=\"" + html_escape(root_.empty() ? "./" : root_) + "\" data-mirror-url=\"" +
+            html_escape(request_.mirror_url) + "\">\n<a class=\"skip\" href=\"#main\">Skip to the catalogue</a>\n";
+    header(only);
+    out_ += "<main id=\"main\">\n";
+    filter_form();
+    if (!only) use_this_mirror();
+    for (const auto& section : catalogue_.sections)
+      if (!only || &section == only) table(section, only != nullptr);
+    out_ += "</main>\n<footer>\n<p>The same data for scripts: <a href=\"" + html_escape(root_) +
+            "catalogue.json\">catalogue.json</a>. Served by <code>podplane mirror</code> from its store index.</p>\n</footer>\n<script>";
+    out_ += kScript;
+    out_ += "</script>\n</body>\n</html>\n";
+    return std::move(out_);
+  }
+
+ private:
+  std::string mirror_url_html() const {
+    std::string shown = request_.mirror_url.empty() ? "https://mirror.example:8443" : request_.mirror_url;
+    return "<span class=\"mirror-url\">" + html_escape(shown) + "</span>";
+  }
+
+  void header(const CatalogueSection* only) {
+    out_ += "<header>\n<h1>Podplane mirror catalogue";
+    if (only) out_ += ": " + html_escape(only->title);
+    out_ += "</h1>\n<p class=\"muted\">What this mirror holds, read from its store index. ";
+    std::size_t rows = 0;
+    for (const auto& s : catalogue_.sections) rows += s.rows.size();
+    out_ += std::to_string(rows) + " rows.</p>\n<nav aria-label=\"Sections\">\n<ul>\n";
+    if (only) out_ += "<li><a href=\"" + html_escape(root_.empty() ? "./" : root_) + "\">Whole catalogue</a></li>\n";
+    for (const auto& s : catalogue_.sections) {
+      std::string href = only ? root_ + "catalogue/" + s.id + "/" : "#" + s.id;
+      out_ += "<li><a href=\"" + html_escape(href) + "\">" + html_escape(s.title) + " (" + std::to_string(s.rows.size()) +
+              ")</a></li>\n";
+    }
+    out_ += "</ul>\n</nav>\n</header>\n";
+  }
+
+  void snippet(const std::string& heading, const std::string& explanation, const std::string& code_html) {
+    out_ += "<h3>" + heading + "</h3>\n<p>" + explanation + "</p>\n<pre><code>" + code_html + "</code></pre>\n";
+  }
+
+  void use_this_mirror() {
+    std::string url = mirror_url_html();
+    // Folded by default (a <details> needs no script): people come first for what is stored.
+    out_ += "<section class=\"panel\" id=\"use\" aria-labelledby=\"use-h\">\n<details>\n<summary><h2 id=\"use-h\">Use this "
+            "mirror</h2> <span class=\"muted\">ready-to-copy settings for tofu and terraform, <code>SSL_CERT_FILE</code>, "
+            "<code>deps_mirror_url</code> and containerd, for <code>" + url + "/</code></span></summary>\n";
+
+    std::string hosts;
+    for (const auto& host : catalogue_.origin_hosts) {
+      std::string h = html_escape(host);
+      hosts += "host \"" + h + "\" {\n  services = {\n    \"providers.v1\" = \"" + url + "/v1/providers/" + h +
+               "/\"\n    \"modules.v1\"   = \"" + url + "/v1/modules/" + h + "/\"\n  }\n}\n";
+    }
+    snippet("tofu / terraform: registry protocol",
+            "Keep the original source addresses and send their registries here. Put this in the CLI config "
+            "(<code>TF_CLI_CONFIG_FILE</code>, <code>~/.tofurc</code> or <code>~/.terraformrc</code>). Providers stay "
+            "signed: the engines check the upstream signatures offline.",
+            hosts);
+    snippet("tofu / terraform: network mirror",
+            "Or install providers through the network mirror protocol (h1 and zh of every platform, no signatures):",
+            "provider_installation {\n  network_mirror {\n    url = \"" + url + "/v1/mirror/\"\n  }\n}\n");
+    bool https = request_.mirror_url.empty() || request_.mirror_url.rfind("https://", 0) == 0;
+    if (https)
+      snippet("Trust the mirror's certificate",
+              "tofu, terraform, podplane and curl read a PEM bundle that holds the CA which signed this mirror's certificate:",
+              "export SSL_CERT_FILE=/etc/ssl/certs/podplane-mirror-ca.pem\n");
+    else
+      out_ += "<h3>Trust the mirror's certificate</h3>\n<p class=\"note\">This mirror is served over plain HTTP: tofu and "
+              "terraform need HTTPS for the registry and network mirror protocols. Serve it with "
+              "<code>--tls-cert</code> and <code>--tls-key</code>, then point <code>SSL_CERT_FILE</code> at its CA.</p>\n";
+
+    out_ += "<h3>VMs and podplane: <code>deps_mirror_url</code></h3>\n<p>VMs fetch "
+            "<code>&lt;deps_mirror_url&gt;/vmconfig/artifacts/…</code>; <code>podplane deps download</code>, "
+            "<code>deps status</code> and <code>cluster create</code> read <code>PODPLANE_DEPS_URL</code>.</p>\n";
+    if (catalogue_.vmconfig_arches.empty())
+      out_ += "<p class=\"note\">No vmconfig manifest is stored yet: fill the store with <code>podplane deps download</code> "
+              "or import a bundle.</p>\n";
+    for (const auto& arch : catalogue_.vmconfig_arches) {
+      std::string note;
+      if (auto it = catalogue_.arch_shared_paths.find(arch); it != catalogue_.arch_shared_paths.end())
+        note = " <span class=\"status warning\">" + std::to_string(it->second) +
+               " artifact(s) of this arch share a path with another arch's bytes: these VMs fetch them from upstream</span>";
+      snippet("<code>" + html_escape(arch) + "</code>",
+              "In <code>podplane.cluster.jsonc</code> (or <code>export PODPLANE_DEPS_URL=…</code>):" + note,
+              "\"deps_mirror_url\": \"" + url + "\"\n");
+    }
+
+    out_ += "<h3>containerd</h3>\n";
+    if (!catalogue_.has_images)
+      out_ += "<p class=\"note\">Needs images in this mirror: it holds none yet, so containerd has nothing to pull here. "
+              "The configuration will be <code>/etc/containerd/certs.d/&lt;registry&gt;/hosts.toml</code>:</p>\n";
+    else
+      out_ += "<p>In <code>/etc/containerd/certs.d/&lt;registry&gt;/hosts.toml</code>:</p>\n";
+    out_ += "<pre><code>server = \"https://docker.io\"\n\n[host.\"" + url +
+            "\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/ssl/certs/podplane-mirror-ca.pem\"\n</code></pre>\n";
+    out_ += "</details>\n</section>\n";
+  }
+
+  void filter_form() {
+    out_ += "<form method=\"get\" role=\"search\" aria-label=\"Filter the catalogue\">\n"
+            "<label for=\"q\">Filter rows</label>\n<input type=\"search\" id=\"q\" name=\"q\" value=\"" +
+            html_escape(request_.query) +
+            "\" placeholder=\"e.g. aws 6.2 linux_arm64\" autocomplete=\"off\">\n<button type=\"submit\">Filter</button>\n"
+            "<p id=\"count\" class=\"muted\" role=\"status\" aria-live=\"polite\">";
+    std::size_t shown = 0, all = 0;
+    for (const auto& s : catalogue_.sections)
+      for (const auto& row : s.rows) {
+        ++all;
+        if (matches(row, terms_)) ++shown;
+      }
+    out_ += terms_.empty() ? std::to_string(all) + " rows" : std::to_string(shown) + " of " + std::to_string(all) + " rows match";
+    out_ += "</p>\n</form>\n";
+  }
+
+  // The first cell of a row names it: a row header for screen readers.
+  void cell(const CatalogueCell& c, bool first) {
+    out_ += first ? "<th scope=\"row\">" : "<td>";
+    std::string inner = html_escape(c.text);
+    switch (c.kind) {
+      case CellKind::text: break;
+      case CellKind::code: inner = "<code>" + inner + "</code>"; break;
+      case CellKind::hash: inner = "<span class=\"hash\">" + inner + "</span>"; break;
+      case CellKind::status:
+        inner = std::string("<span class=\"status") + (c.tone == Tone::good ? " good" : c.tone == Tone::warning ? " warning" : "") +
+                "\">" + inner + "</span>";
+        break;
+    }
+    if (!c.href.empty()) inner = "<a href=\"" + html_escape(root_ + c.href.substr(1)) + "\">" + inner + "</a>";
+    out_ += inner;
+    for (const auto& line : c.more)
+      out_ += c.more_kind == CellKind::hash ? "\n<span class=\"hash\">" + html_escape(line) + "</span>"
+                                       : "\n<span class=\"line muted\">" + html_escape(line) + "</span>";
+    out_ += first ? "</th>\n" : "</td>\n";
+  }
+
+  void table(const CatalogueSection& section, bool alone) {
+    std::string id = html_escape(section.id);
+    out_ += "<section id=\"" + id + "\" data-section=\"" + id + "\" aria-labelledby=\"" + id + "-h\">\n<h2 id=\"" + id + "-h\">" +
+            html_escape(section.title) + "</h2>\n<p class=\"muted\">" + html_escape(section.summary);
+    if (!alone)
+      out_ += " <a href=\"" + html_escape(root_ + "catalogue/" + section.id + "/") + "\">This table alone</a>.";
+    std::size_t shown = 0;
+    for (const auto& row : section.rows)
+      if (matches(row, terms_)) ++shown;
+    out_ += " <span class=\"count\">" + std::to_string(shown) + " of " + std::to_string(section.rows.size()) +
+            " rows</span></p>\n";
+    if (section.rows.empty()) {
+      out_ += "<p>" + html_escape(section.empty) + "</p>\n</section>\n";
+      return;
+    }
+    out_ += "<div class=\"table-wrap\" role=\"region\" tabindex=\"0\" aria-labelledby=\"" + id + "-h\">\n<table>\n<thead><tr>";
+    for (const auto& column : section.columns) out_ += "<th scope=\"col\">" + html_escape(column) + "</th>";
+    out_ += "</tr></thead>\n<tbody>\n";
+    for (const auto& row : section.rows) {
+      if (!matches(row, terms_)) continue;
+      out_ += "<tr>\n";
+      for (std::size_t i = 0; i < row.cells.size(); ++i) cell(row.cells[i], i == 0);
+      out_ += "</tr>\n";
+    }
+    out_ += "</tbody>\n</table>\n</div>\n</section>\n";
+  }
+
+  const Catalogue& catalogue_;
+  const CataloguePage& request_;
+  std::string root_;
+  std::vector<std::string> terms_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string render_catalogue_html(const Catalogue& catalogue, const CataloguePage& page) {
+  return Page(catalogue, page).render();
+}
+
+}  // namespace podplane::mirror
