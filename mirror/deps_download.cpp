@@ -17,7 +17,7 @@
 #include "lockfile/error.hpp"
 #include "lockfile/hash.hpp"
 #include "mirror/http.hpp"
-#include "mirror/scratch_dir.hpp"
+#include "lockfile/scratch_dir.hpp"
 #include "mirror/vmconfig.hpp"
 
 namespace podplane::mirror {
@@ -127,7 +127,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   std::uint64_t fetched_bytes = 0;
   std::size_t fetched_items = 0;
   Downloader downloader(options.download);
-  ScratchDir scratch{"podplane-deps-"};
+  lockfile::ScratchDir scratch{"podplane-deps-"};
   std::map<std::string, std::pair<std::string, std::uint64_t>> fetched_this_run;  // "url digest" → object, size
   // "url digest" that failed this run: knc and knd share artifacts, and one that already spent
   // its retry budget is not tried again for the next manifest (its failure is reported once).

@@ -12,7 +12,7 @@
 
 #include "lockfile/remove_on_signal.hpp"
 
-namespace podplane::mirror {
+namespace podplane::lockfile {
 
 class ScratchDir {
  public:
@@ -36,4 +36,4 @@ class ScratchDir {
   std::optional<RemoveOnSignal> remove_on_signal_;
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::lockfile
