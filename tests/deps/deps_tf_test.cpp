@@ -242,7 +242,9 @@ TEST(DepsTf, ColdFillWarmRerunAndAddedPlatform) {
   for (const auto& entry : relock.providers) {  // one more h1; the release's zh lines were all there
     auto type = entry.address.substr(entry.address.rfind('/') + 1);
     for (const auto& release : provider_entry(upstream, type)["versions"])
-      if (release["version"] == entry.version) EXPECT_EQ(entry.hashes.size(), 3u + release["release_zh"].size()) << entry.address;
+      if (release["version"] == entry.version) {
+        EXPECT_EQ(entry.hashes.size(), 3u + release["release_zh"].size()) << entry.address;
+      }
   }
 }
 

@@ -116,8 +116,11 @@ TEST(LockFidelity, StoreAndStackLocksAreWhatTerraformProvidersLockWrites) {
   // is like HashiCorp's releases), so the comparison below can fail.
   for (const auto& provider : upstream.fixture()["providers"]) {
     if (provider["type"] != "aws") continue;
-    for (const auto& release : provider["versions"])
-      if (release["version"] == "6.2.0") ASSERT_EQ(release["release_zh"].size(), 7u);
+    for (const auto& release : provider["versions"]) {
+      if (release["version"] == "6.2.0") {
+        ASSERT_EQ(release["release_zh"].size(), 7u);
+      }
+    }
   }
   EXPECT_EQ(read_file(store_lock), engine_lock) << "ours:\n" << read_file(store_lock) << "terraform's:\n" << engine_lock;
   EXPECT_EQ(run({"cmp", store_lock.string(), (root / ".terraform.lock.hcl").string()}).exit_code, 0);
