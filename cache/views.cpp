@@ -22,6 +22,7 @@
 #include "lockfile/cli_config.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
+#include "lockfile/shasums.hpp"
 
 namespace podplane::cache {
 
@@ -117,14 +118,17 @@ class Claims {
   std::map<std::string, std::string> claimed_;  // directories held alone
 };
 
-bool is_nstance(const ModuleTree& tree, const std::optional<TfSelection>& selection) {
-  if (selection && !selection->module_address.empty()) return tree.address == selection->module_address;
+// <host>/nstance-dev/nstance/<cloud>: a package of Podplane's own stack.
+bool is_nstance(const ModuleTree& tree) {
   auto slash = tree.address.find('/');
-  return slash != std::string::npos && tree.address.substr(slash) == "/nstance-dev/nstance/aws";
+  if (slash == std::string::npos) return false;
+  std::string rest = tree.address.substr(slash + 1);
+  const std::string prefix = "nstance-dev/nstance/";
+  return rest.rfind(prefix, 0) == 0 && rest.size() > prefix.size() && rest.find('/', prefix.size()) == std::string::npos;
 }
 
 // Builds the plan: candidates in priority order (the selection's files, then rows oldest
-// first, the stack's module package before other modules), each taken or refused whole.
+// first), each taken or refused whole.
 class Planner {
  public:
   explicit Planner(const Store& store) : store_(store), root_(store.root()), claims_(store.root()) {}
@@ -226,7 +230,7 @@ class Planner {
       out.push_back({layout::platforms_file(root_), "", text, 0644});
     }
     if (selection_ && !selection_->providers.empty()) {
-      auto lock = selection_lock(selection_->providers, selection_->platforms, placed_packages_);
+      auto lock = selection_lock(store_, selection_->providers, selection_->platforms, placed_packages_);
       try {
         out.push_back({layout::lock_file(root_), "", lockfile::render_lock_file(lock, lockfile::parse_engine(selection_->engine)), 0644});
       } catch (const Error& error) {
@@ -265,13 +269,9 @@ class Planner {
 
   std::vector<ViewFile> module_files() {
     std::vector<ViewFile> out;
-    const fs::path modules = layout::tf_dir(root_) / "modules";
+    // Oldest first, whatever the selection: a later fill never takes an earlier package's path.
     auto trees = store_.module_trees();
-    // The stack's module package first: it owns tf/modules/nstance/<version>/ whatever came before.
-    std::stable_sort(trees.begin(), trees.end(), [&](const ModuleTree& a, const ModuleTree& b) {
-      bool na = is_nstance(a, selection_), nb = is_nstance(b, selection_);
-      return na != nb ? na : a.id < b.id;
-    });
+    std::stable_sort(trees.begin(), trees.end(), [](const ModuleTree& a, const ModuleTree& b) { return a.id < b.id; });
     for (const auto& tree : trees) {
       RowRef row{RowRef::Kind::module_tree, tree.id, ""};
       try {
@@ -280,10 +280,7 @@ class Planner {
         refuse(row, error.what());
         continue;
       }
-      // The stack's module package keeps the real Podplane path tf/modules/nstance/<ver>/; any
-      // other package lives at tf/modules/<address>/<ver>/.
-      fs::path base = is_nstance(tree, selection_) ? layout::nstance_modules_dir(root_) / tree.version
-                                                   : modules / fs::path(tree.address) / tree.version;
+      fs::path base = module_view_dir(root_, tree, trees);
       Candidate candidate{row, describe(tree), {}, base};
       for (const auto& file : tree.files) candidate.files.push_back({base / fs::path(file.path), file.digest, std::nullopt, file.mode});
       (void)place(std::move(candidate), out);
@@ -463,7 +460,26 @@ std::vector<std::string> package_lock_hashes(const Artifact& package) {
   return hashes;
 }
 
-lockfile::LockFile selection_lock(const std::vector<TfSelection::Provider>& providers,
+std::vector<std::string> release_lock_hashes(const Store& store, const Artifact& package) {
+  auto hashes = package_lock_hashes(package);
+  if (package.trust != Trust::signed_upstream) return hashes;
+  for (const auto& provenance : store.provenance_of(package.id)) {
+    if (provenance.result != "signed" || provenance.shasums_digest.empty() || !store.has_object(provenance.shasums_digest)) {
+      continue;
+    }
+    try {
+      auto lines = lockfile::shasums_zh_hashes(store.read_object(provenance.shasums_digest),
+                                               "the stored SHA256SUMS of " + package.address + " " + package.version);
+      hashes.insert(hashes.end(), lines.begin(), lines.end());
+    } catch (const Error&) {
+      // A document that no longer reads as SHA256SUMS adds nothing, as in the engines;
+      // `deps verify` names it.
+    }
+  }
+  return hashes;
+}
+
+lockfile::LockFile selection_lock(const Store& store, const std::vector<TfSelection::Provider>& providers,
                                   const std::vector<std::string>& platforms, const std::vector<Artifact>& packages) {
   lockfile::LockFile lock;
   for (const auto& provider : providers) {
@@ -473,8 +489,11 @@ lockfile::LockFile selection_lock(const std::vector<TfSelection::Provider>& prov
                     package.version == provider.version &&
                     std::find(platforms.begin(), platforms.end(), package.platform) != platforms.end();
       if (!wanted) continue;
-      for (auto& hash : package_lock_hashes(package)) entry.hashes.push_back(std::move(hash));
+      for (auto& hash : release_lock_hashes(store, package)) entry.hashes.push_back(std::move(hash));
     }
+    // Sorted and without duplicates, as the engines keep them (render_lock_file does too).
+    std::sort(entry.hashes.begin(), entry.hashes.end());
+    entry.hashes.erase(std::unique(entry.hashes.begin(), entry.hashes.end()), entry.hashes.end());
     lock.providers.push_back(std::move(entry));
   }
   return lock;
@@ -497,6 +516,23 @@ ProviderMirrorDocuments provider_mirror_documents(const std::vector<Artifact>& p
 
 bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b) {
   return a.platform != b.platform ? a.platform < b.platform : a.id < b.id;
+}
+
+fs::path module_view_dir(const fs::path& deps_root, const ModuleTree& tree, const std::vector<ModuleTree>& trees) {
+  const fs::path address_dir = layout::tf_dir(deps_root) / "modules" / fs::path(tree.address) / tree.version;
+  if (!is_nstance(tree)) return address_dir;
+  // The Podplane path goes to the oldest Nstance package of this version whose tree can be
+  // laid out at all (a refused row never holds it).
+  for (const auto& other : trees) {
+    if (other.version != tree.version || !is_nstance(other) || other.id >= tree.id) continue;
+    try {
+      check_module_tree_layout(other);
+    } catch (const Error&) {
+      continue;
+    }
+    return address_dir;
+  }
+  return layout::nstance_modules_dir(deps_root) / tree.version;
 }
 
 ViewPlan plan_views(const Store& store) { return Planner(store).run(); }

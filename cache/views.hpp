@@ -48,11 +48,21 @@ struct ViewPlan {
 
 // What the index implies, never failing on a row: a row that cannot be laid out (hostile, or
 // from an older store) is left out and reported, so one row never stops the others. Rows are
-// laid out oldest first, the selection's own files and the stack's module package before the
-// rest, so a later row can never take an earlier one's place. Reads the index only.
+// laid out oldest first, after the selection's own files, so a later row can never take an
+// earlier one's place (module_view_dir). Reads the index only.
 [[nodiscard]] ViewPlan plan_views(const Store& store);
 // plan_views(store).files.
 [[nodiscard]] std::vector<ViewFile> planned_views(const Store& store);
+
+// Where a module package's view lives, relative to nothing that a later fill can change, so a
+// path a generated stack references never moves (DESIGN.md "Fidelity rules"):
+// tf/modules/nstance/<ver>/ (the real Podplane path) holds the first Nstance package
+// (<host>/nstance-dev/nstance/<cloud>) of that version the store took, by index order; every
+// other package lives at tf/modules/<host>/<ns>/<name>/<system>/<ver>/. `trees` is every
+// module tree of the store (Store::module_trees()); the answer depends only on rows older
+// than `tree`, and rows are only ever added. Pure.
+[[nodiscard]] std::filesystem::path module_view_dir(const std::filesystem::path& deps_root, const ModuleTree& tree,
+                                                    const std::vector<ModuleTree>& trees);
 
 // A temp file a view rebuild writes beside its target (".<name>.tmp-<pid>-<random>").
 bool is_view_temp_file(const std::filesystem::path& path);
@@ -73,11 +83,21 @@ bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b);
 // it) and its zh (taken from the digest when the row has none). Never an empty hash.
 [[nodiscard]] std::vector<std::string> package_lock_hashes(const Artifact& package);
 
+// The hashes `providers lock` records for one stored package (tf-protocols.md §1.4, §4.3):
+// package_lock_hashes() plus, when the package was checked against a signed SHA256SUMS
+// document (its provenance says "signed" and the store holds the document), the `zh:` of
+// every line of that document: every platform of the release and its `_manifest.json`,
+// stored or not. A package without a signed document (a network mirror's, an unverified one)
+// gets package_lock_hashes() alone, as the engines record for such a source.
+[[nodiscard]] std::vector<std::string> release_lock_hashes(const Store& store, const Artifact& package);
+
 // The lock of chosen provider versions (the store's selection, or the versions `cluster
-// upgrade` chose): one entry per provider, holding package_lock_hashes() of each of
-// `packages` that is that provider at that version for one of `platforms`. Every writer of
-// a lock from the store builds it here, the view tf/.terraform.lock.hcl and the stacks.
-[[nodiscard]] lockfile::LockFile selection_lock(const std::vector<TfSelection::Provider>& providers,
+// upgrade` chose): one entry per provider, holding release_lock_hashes() of each of
+// `packages` that is that provider at that version for one of `platforms`, so that the file
+// is byte for byte what `<engine> providers lock -platform=…` writes for those platforms.
+// Every writer of a lock from the store builds it here: the view tf/.terraform.lock.hcl and
+// the stacks.
+[[nodiscard]] lockfile::LockFile selection_lock(const Store& store, const std::vector<TfSelection::Provider>& providers,
                                                 const std::vector<std::string>& platforms,
                                                 const std::vector<Artifact>& packages);
 

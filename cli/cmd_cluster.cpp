@@ -137,13 +137,26 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
     std::cout << "No changes: the stack in " << result.stack_dir.string() << " matches the config and the store\n";
   }
 
-  auto engine = options.no_apply ? std::nullopt : gen::find_engine();
+  // The lock names the registry host of the engine the stack is for.
+  std::ifstream lock(result.stack_dir / ".terraform.lock.hcl");
+  std::string lock_text((std::istreambuf_iterator<char>(lock)), std::istreambuf_iterator<char>());
+  const lockfile::Engine stack_engine = gen::stack_engine(lock_text);
+  const std::string engine_name = stack_engine == lockfile::Engine::terraform ? "terraform" : "tofu";
+  const std::string other_name = stack_engine == lockfile::Engine::terraform ? "tofu" : "terraform";
+  std::cout << "Engine: " << engine_name << " (the stack's lock has entries for "
+            << lockfile::default_registry_host(stack_engine) << ")\n";
+  if (!gen::find_engine(stack_engine)) {
+    if (auto other = gen::find_engine(stack_engine == lockfile::Engine::terraform ? lockfile::Engine::tofu
+                                                                                  : lockfile::Engine::terraform)) {
+      // The store (and so the stack) was filled for the other engine than the one installed here.
+      std::cout << "Note: this machine has " << other->string() << ", not " << engine_name << "; for a " << other_name
+                << " stack run `podplane deps tf --engine " << other_name
+                << "` (online, or import a bundle filled for it), then `podplane cluster upgrade`\n";
+    }
+  }
+  auto engine = options.no_apply ? std::nullopt : gen::find_engine(stack_engine);
   if (!engine) {
     std::cout << "To apply it offline, run:\n";
-    // The lock names the registry host of the engine the store was filled for.
-    std::ifstream lock(result.stack_dir / ".terraform.lock.hcl");
-    std::string lock_text((std::istreambuf_iterator<char>(lock)), std::istreambuf_iterator<char>());
-    const char* engine_name = lock_text.find("\"registry.terraform.io/") != std::string::npos ? "terraform" : "tofu";
     for (const auto& line : gen::manual_engine_commands(result.stack_dir, result.tfrc, engine_name)) std::cout << "  " << line << "\n";
     return;
   }

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
 #include "generator/config.hpp"
+#include "generator/engine.hpp"
 #include "lockfile/platform.hpp"
 #include "mirror/deps_download.hpp"
 #include "mirror/deps_tf.hpp"
@@ -17,7 +18,7 @@ namespace {
 
 struct TfArgs {
   std::vector<std::string> platforms;
-  std::string engine = "tofu";
+  std::string engine;  // empty: the engine on PATH (generator::engine_on_path)
   std::vector<std::string> stacks;
   std::string cluster_config;
   int jobs = 8;
@@ -56,7 +57,9 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   auto* tf = deps.add_subcommand("tf", "Fetch the OpenTofu/Terraform providers and modules of a stack into the store");
   tf->add_option("--platform", tf_args->platforms,
                  "Target provider platform OS_ARCH (repeatable or comma-separated; adds to the store's platforms)");
-  tf->add_option("--engine", tf_args->engine, "Lock entries for tofu (registry.opentofu.org) or terraform (registry.terraform.io)")
+  tf->add_option("--engine", tf_args->engine,
+                 "Lock entries for tofu (registry.opentofu.org) or terraform (registry.terraform.io); default: the "
+                 "engine on PATH (tofu first, then terraform), else tofu")
       ->check(CLI::IsMember({"tofu", "terraform"}));
   tf->add_option("--stack", tf_args->stacks, "Root module directory to fetch for instead of Podplane's stack (repeatable)")
       ->check(CLI::ExistingDirectory);
@@ -77,7 +80,14 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
         throw UsageError(error.what());  // a typo on the command line, not a failed fetch
       }
     }
-    options.engine = lockfile::parse_engine(tf_args->engine);
+    if (tf_args->engine.empty()) {
+      auto user = generator::engine_on_path();
+      options.engine = user.engine;
+      options.engine_reason = user.reason + "; pass --engine to choose";
+    } else {
+      options.engine = lockfile::parse_engine(tf_args->engine);
+      options.engine_reason = "--engine";
+    }
     for (const auto& stack : tf_args->stacks) options.stacks.emplace_back(stack);
     // The stack of the config's provider kind, as the generator writes it (cache/podplane_stack.hpp).
     if (!tf_args->cluster_config.empty()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -10,14 +11,17 @@
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
+#include "cache/podplane_stack.hpp"
 #include "cache/views.hpp"
 #include "generator/config.hpp"
+#include "generator/engine.hpp"
 #include "generator/stack.hpp"
 #include "lockfile/cli_config.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/hcl.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
+#include "base/scratch_dir.hpp"
 #include "lockfile/tf_config.hpp"
 #include "lockfile/version.hpp"
 
@@ -51,9 +55,11 @@ class Reporter {
 
 std::string short_hash(const std::string& hash) { return hash.size() > 15 ? hash.substr(0, 15) + "…" : hash; }
 
+std::string engine_name(lockfile::Engine engine) { return engine == lockfile::Engine::terraform ? "terraform" : "tofu"; }
+
 void check_providers(const cache::Store& store, const lockfile::LockFile& lock, const std::string& platform,
-                     Reporter& out) {
-  const std::string fetch = "podplane deps tf --platform " + platform +
+                     lockfile::Engine engine, Reporter& out) {
+  const std::string fetch = "podplane deps tf --engine " + engine_name(engine) + " --platform " + platform +
                             " (online), or import a bundle that has " + platform;
   const std::string rebuild = "the store's views disagree with its index: run `podplane deps verify` to find and "
                               "repair the damaged files";
@@ -107,8 +113,8 @@ void check_providers(const cache::Store& store, const lockfile::LockFile& lock, 
 // Every provider the stack requires (the root's required_providers and every called module's,
 // as `init` collects them) needs an entry in the lock whose version its constraints allow:
 // offline, `init -lockfile=readonly` fails otherwise, however complete the store is.
-void check_lock_covers_requirements(const cache::Store& store, const fs::path& stack_dir,
-                                    const lockfile::LockFile& lock, Reporter& out) {
+void check_lock_covers_requirements(const fs::path& stack_dir, const lockfile::LockFile& lock, lockfile::Engine engine,
+                                    Reporter& out) {
   const std::string rewrite = "the stack's lock does not cover what the stack requires: run "
                               "`podplane cluster upgrade` (it rewrites the lock from the store)";
   lockfile::ModuleRequirements requirements;
@@ -119,7 +125,7 @@ void check_lock_covers_requirements(const cache::Store& store, const fs::path& s
              "the stack's files or module sources cannot be read: rerun `podplane cluster create`");
     return;
   }
-  const std::string host = engine_host(store.tf_selection());
+  const std::string host(lockfile::default_registry_host(engine));  // what a short source names for this engine
   struct Required {
     std::vector<lockfile::Constraints> constraints;
     std::string declared_in;  // the first file that asks for it
@@ -170,7 +176,10 @@ void check_lock_covers_requirements(const cache::Store& store, const fs::path& s
   if (covered) out.ok("-", "lock covers the " + std::to_string(required.size()) + " providers the stack requires");
 }
 
-void check_modules(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text, Reporter& out) {
+// `cloud_package` is the Nstance package of the stack's cloud (nstance-dev/nstance/<cloud>), or
+// "" when the config cannot be read.
+void check_modules(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text,
+                   const std::string& cloud_package, Reporter& out) {
   lockfile::hcl::Body body = lockfile::hcl::parse(main_text, "podplane.cluster.main.tf");
   std::set<fs::path> packages;
   for (const auto* block : body.blocks_of_type("module")) {
@@ -187,12 +196,11 @@ void check_modules(const cache::Store& store, const fs::path& stack_dir, const s
     }
     packages.insert(fs::weakly_canonical(dir).parent_path().parent_path());
   }
-  const auto selection = store.tf_selection();
   const auto trees = store.module_trees();
   for (const auto& package_dir : packages) {
     std::optional<cache::ModuleTree> tree;
     for (const auto& candidate : trees) {
-      fs::path at = module_package_dir(store, selection, candidate.address, candidate.version);
+      fs::path at = module_package_dir(store, candidate);
       if (fs::weakly_canonical(at) == package_dir) tree = candidate;
     }
     std::string item = "module " + package_dir.filename().string() + " at " + package_dir.string();
@@ -203,6 +211,16 @@ void check_modules(const cache::Store& store, const fs::path& stack_dir, const s
       continue;
     }
     item = "module " + tree->address + " " + tree->version;
+    if (!cloud_package.empty() && !tree->address.ends_with("/" + cloud_package)) {
+      // A stack written while an older podplane moved packages between views: its source
+      // now names another cloud's package. The store still has its own, at a path that stays.
+      out.fail("-", item,
+               "WRONG: the stack's module source " + package_dir.string() + " holds " + tree->address + ", not " +
+                   cloud_package,
+               "the stack's module sources point at another cloud's package: run `podplane cluster create` (it "
+               "keeps the stack's versions and points its sources at the store's " + cloud_package + ")");
+      continue;
+    }
     std::string h1 = lockfile::h1_hash_of_dir(package_dir);
     if (h1 != tree->h1) {
       out.fail("-", item, "CORRUPT: tree hashes to " + short_hash(h1) + ", the store says " + short_hash(tree->h1),
@@ -211,6 +229,95 @@ void check_modules(const cache::Store& store, const fs::path& stack_dir, const s
     }
     out.ok("-", item);
   }
+}
+
+// The store serves the stack's engine when it holds packages of that engine's registry host
+// (registry.opentofu.org and registry.terraform.io packages are different artifacts).
+void check_engine_served(const cache::Store& store, const lockfile::LockFile& lock, lockfile::Engine engine,
+                         const std::vector<std::string>& platforms, Reporter& out) {
+  const std::string host(lockfile::default_registry_host(engine));
+  std::string item = "engine " + engine_name(engine) + " (lock entries for " + host + ")";
+  bool served = lock.providers.empty();
+  for (const auto& package : store.artifacts({cache::ArtifactKind::provider_package, {}, {}, {}})) {
+    if (package.address.rfind(host + "/", 0) == 0) served = true;
+  }
+  if (served) {
+    out.ok("-", item, "ok: the store holds " + host + " packages");
+    return;
+  }
+  std::string flags;
+  for (const auto& platform : platforms) flags += " --platform " + platform;
+  out.fail("-", item, "ENGINE: the store holds no " + host + " package (it was filled for another engine)",
+           "podplane deps tf --engine " + engine_name(engine) + flags +
+               " (online), or import a bundle filled for " + engine_name(engine));
+}
+
+// Local module sources ("./…", "../…") of a stack file made absolute, so a copy elsewhere
+// calls the same module trees.
+std::string with_absolute_module_sources(const std::string& text, const fs::path& stack_dir) {
+  static const std::regex source(R"re((\bsource\s*=\s*")(\.\.?/[^"]*)")re");
+  std::string out;
+  auto begin = std::sregex_iterator(text.begin(), text.end(), source);
+  std::size_t at = 0;
+  for (auto it = begin; it != std::sregex_iterator(); ++it) {
+    const auto& match = *it;
+    out += text.substr(at, static_cast<std::size_t>(match.position(0)) - at);
+    out += match[1].str() + (stack_dir / match[2].str()).lexically_normal().generic_string() + "\"";
+    at = static_cast<std::size_t>(match.position(0) + match.length(0));
+  }
+  return out + text.substr(at);
+}
+
+// The engine itself as the judge: `<engine> init -backend=false -lockfile=readonly` in a scratch
+// copy of the stack, from the store's tfrc alone (HOME, plugin caches and credentials of this
+// machine out of reach), so any network use fails. Where the engine is absent the row says so.
+void check_engine_init(const cache::Store& store, const fs::path& stack_dir, lockfile::Engine engine, Reporter& out) {
+  const std::string name = engine_name(engine);
+  std::string item = name + " init -lockfile=readonly (offline)";
+  std::optional<fs::path> binary;
+  try {
+    binary = find_engine(engine);
+  } catch (const Error&) {
+  }
+  if (!binary) {
+    out.ok("-", item, "not run: " + name + " is not on PATH (the checks above are podplane's own reading)");
+    return;
+  }
+  ScratchDir scratch("podplane-check-");
+  const fs::path copy = scratch.path() / "stack";
+  fs::create_directories(copy);
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(stack_dir, error)) {
+    if (!entry.is_regular_file()) continue;  // .terraform/ and the like stay behind
+    std::string file = entry.path().filename().string();
+    auto text = read_text(entry.path());
+    if (!text) continue;
+    std::ofstream(copy / file, std::ios::binary) << (file.ends_with(".tf") ? with_absolute_module_sources(*text, stack_dir)
+                                                                            : *text);
+  }
+  const fs::path tfrc = fs::absolute(cache::layout::tfrc_file(store.root()));
+  const std::vector<std::string> env = {
+      "TF_CLI_CONFIG_FILE=" + tfrc.string(), "HOME=" + scratch.path().string(), "CHECKPOINT_DISABLE=1",
+      "TF_IN_AUTOMATION=1", "PATH=/usr/bin:/bin", "TMPDIR=" + scratch.path().string()};
+  auto run = run_engine_captured(*binary, {"init", "-backend=false", "-lockfile=readonly", "-input=false", "-no-color"},
+                                 copy, env);
+  std::string lock_after;
+  if (auto text = read_text(copy / ".terraform.lock.hcl")) lock_after = *text;
+  auto lock_before = read_text(stack_dir / ".terraform.lock.hcl").value_or("");
+  if (run.exit_code != 0) {
+    std::string tail = run.output;
+    if (tail.size() > 600) tail = "…" + tail.substr(tail.size() - 600);
+    out.fail("-", item, "FAILED (exit " + std::to_string(run.exit_code) + ", " + binary->string() + "):\n" + tail,
+             "`" + name + " init` refuses the stack offline: fix what it reports above, then rerun `podplane cluster check`");
+    return;
+  }
+  if (lock_after != lock_before) {
+    out.fail("-", item, "CHANGED: " + name + " init rewrote the stack's lock",
+             "the stack's lock is not what " + name + " writes: run `podplane cluster upgrade` (it rewrites the lock "
+             "from the store)");
+    return;
+  }
+  out.ok("-", item, "ok (" + binary->string() + ", from the store's tfrc alone)");
 }
 
 // Items with a `providers` list are installed only on VMs of those providers (reference §1.2,
@@ -316,7 +423,8 @@ bool CheckReport::ok() const {
   return std::all_of(rows.begin(), rows.end(), [](const CheckRow& row) { return row.ok; });
 }
 
-CheckReport check_stack(const cache::Store& store, const fs::path& config_file, const std::vector<std::string>& platforms) {
+CheckReport check_stack(const cache::Store& store, const fs::path& config_file, const std::vector<std::string>& platforms,
+                        EngineInit engine_init) {
   const fs::path stack_dir = fs::absolute(config_file).parent_path();
   auto main_text = read_text(stack_dir / "podplane.cluster.main.tf");
   if (!main_text || !pinned_module_version(*main_text))
@@ -344,16 +452,22 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
   if (wanted.empty())
     out.fail("-", "platforms", "MISSING: the store holds no provider packages",
              "podplane deps tf --platform <os_arch> (online), or import a bundle");
-  check_lock_covers_requirements(store, stack_dir, lock, out);
-  for (const auto& platform : wanted) check_providers(store, lock, platform, out);
-  check_modules(store, stack_dir, *main_text, out);
+  const lockfile::Engine engine = stack_engine(*lock_text);
+  check_engine_served(store, lock, engine, wanted, out);
+  check_lock_covers_requirements(stack_dir, lock, engine, out);
+  for (const auto& platform : wanted) check_providers(store, lock, platform, engine, out);
   std::string provider_kind;  // empty when the config cannot be read: then every item counts
+  std::string cloud_package;
   try {
-    provider_kind = std::string(to_string(load_cluster_config(config_file).provider.kind));
+    auto kind = load_cluster_config(config_file).provider.kind;
+    provider_kind = std::string(to_string(kind));
+    cloud_package = cache::podplane_stack(kind).module_package;
   } catch (const Error&) {
   }
+  check_modules(store, stack_dir, *main_text, cloud_package, out);
   check_manifests(store, stack_dir, provider_kind, out);
   check_tfrc(store, out);
+  if (engine_init == EngineInit::when_present) check_engine_init(store, stack_dir, engine, out);
   return report;
 }
 

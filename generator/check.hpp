@@ -4,7 +4,9 @@
 // provider the stack and its modules require. Per platform, every provider of the stack's lock has a package
 // in the store whose view zip hashes (h1 and zh) match the lock and the index; every module
 // source exists and its package tree's h1 matches the store; every artifact of each pinned
-// vmconfig manifest is in the store; the store's tfrc points at its own providers.
+// vmconfig manifest is in the store; the store's tfrc points at its own providers; the store
+// holds packages of the stack's engine (its lock's registry host); and, where that engine is
+// installed, the engine's own offline `init -lockfile=readonly` accepts the stack.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -26,10 +28,15 @@ struct CheckReport {
   bool ok() const;
 };
 
+// Whether the check also runs the stack's engine (`init -backend=false -lockfile=readonly`,
+// offline, in a scratch copy) where that engine is on PATH.
+enum class EngineInit { when_present, skip };
+
 // `platforms` empty → every platform the store holds. Throws podplane::Error only when the
 // stack cannot be read at all (not generated, unreadable lock).
 [[nodiscard]] CheckReport check_stack(const cache::Store& store, const std::filesystem::path& config_file,
-                                      const std::vector<std::string>& platforms);
+                                      const std::vector<std::string>& platforms,
+                                      EngineInit engine_init = EngineInit::when_present);
 
 // A fixed-width table: PLATFORM, CHECK, RESULT.
 std::string render_check_table(const CheckReport& report);

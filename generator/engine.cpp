@@ -1,5 +1,6 @@
 #include "generator/engine.hpp"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +58,27 @@ std::optional<fs::path> find_engine() {
   return std::nullopt;
 }
 
+UserEngine engine_on_path() {
+  for (auto engine : {lockfile::Engine::tofu, lockfile::Engine::terraform}) {
+    if (auto found = find_engine(engine)) return {engine, found, "found " + found->string()};
+  }
+  return {lockfile::Engine::tofu, std::nullopt, "neither tofu nor terraform is on PATH; the default"};
+}
+
+std::optional<fs::path> find_engine(lockfile::Engine engine) {
+  const std::string name = engine == lockfile::Engine::terraform ? "terraform" : "tofu";
+  const std::string other = engine == lockfile::Engine::terraform ? "tofu" : "terraform";
+  if (const char* command = std::getenv("PODPLANE_TF_CMD"); command != nullptr && *command != '\0') {
+    // The user's engine command, unless its name says it is the other engine.
+    if (fs::path(command).filename().string().find(other) == std::string::npos) {
+      auto found = on_path(command);
+      if (!found) throw Error(std::string("PODPLANE_TF_CMD command \"") + command + "\" not found");
+      return found;
+    }
+  }
+  return on_path(name);
+}
+
 int run_engine(const fs::path& engine, const std::vector<std::string>& args, const fs::path& dir, const fs::path& tfrc) {
   std::vector<std::string> env_strings;
   for (char** entry = environ; *entry != nullptr; ++entry) {
@@ -86,6 +108,53 @@ int run_engine(const fs::path& engine, const std::vector<std::string>& args, con
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + WTERMSIG(status);
+}
+
+EngineOutput run_engine_captured(const fs::path& engine, const std::vector<std::string>& args, const fs::path& dir,
+                                 const std::vector<std::string>& env) {
+  std::vector<std::string> env_strings = env;
+  std::vector<char*> envp;
+  for (auto& entry : env_strings) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings{engine.string()};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& arg : argv_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error(std::string("cannot start ") + engine.string() + ": " + std::strerror(errno));
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    throw Error(std::string("cannot start ") + engine.string() + ": " + std::strerror(errno));
+  }
+  if (pid == 0) {
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::dup2(pipe_fds[1], 1);
+    ::dup2(pipe_fds[1], 2);
+    if (::chdir(dir.c_str()) != 0) ::_exit(127);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  EngineOutput result;
+  char buffer[4096];
+  for (;;) {
+    ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (result.output.size() < (1u << 20)) result.output.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw Error(std::string("waiting for ") + engine.string() + ": " + std::strerror(errno));
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
 }
 
 std::vector<std::string> manual_engine_commands(const fs::path& dir, const fs::path& tfrc, const std::string& engine_name) {

@@ -73,8 +73,12 @@ std::vector<std::string> store_platforms(const cache::Store& store, const std::o
   return {platforms.begin(), platforms.end()};
 }
 
-std::string fetch_hint(const std::string& platform) {
-  return "run `podplane deps tf --platform " + platform + "` while online, or import a bundle that has it";
+// The online command that fills the store for a provider address's engine and a platform.
+std::string fetch_hint(const std::string& platform, const std::string& address = "") {
+  std::string engine = address.rfind("registry.terraform.io/", 0) == 0   ? " --engine terraform"
+                       : address.rfind("registry.opentofu.org/", 0) == 0 ? " --engine tofu"
+                                                                          : "";
+  return "run `podplane deps tf" + engine + " --platform " + platform + "` while online, or import a bundle that has it";
 }
 
 std::optional<cache::ModuleTree> newest_module(const cache::Store& store, const std::string& package,
@@ -188,7 +192,7 @@ lockfile::LockFile newest_lock(const cache::Store& store, ProviderKind kind, con
     chosen_versions.push_back({address, chosen->str(), constraints.canonical()});
     for (auto& [platform, artifact] : by_version[chosen->str()]) chosen_packages.push_back(std::move(artifact));
   }
-  return cache::selection_lock(chosen_versions, platforms, chosen_packages);
+  return cache::selection_lock(store, chosen_versions, platforms, chosen_packages);
 }
 
 // Every provider of the lock must have a package in the store for each platform.
@@ -199,7 +203,7 @@ void require_lock_packages(const cache::Store& store, const lockfile::LockFile& 
       auto found = store.artifacts({cache::ArtifactKind::provider_package, provider.address, provider.version, platform});
       if (found.empty())
         throw Error("provider " + provider.address + " " + provider.version + " for " + platform +
-                    " (in the stack's lock) is not in the store; " + fetch_hint(platform));
+                    " (in the stack's lock) is not in the store; " + fetch_hint(platform, provider.address));
     }
   }
 }
@@ -318,15 +322,15 @@ bool StackResult::changed() const {
                      [](const FileOutcome& f) { return f.change != FileOutcome::Change::unchanged; });
 }
 
-fs::path module_package_dir(const cache::Store& store, const std::optional<cache::TfSelection>& selection,
-                            const std::string& module_address, const std::string& version) {
-  bool selected = selection && !selection->module_address.empty()
-                      ? selection->module_address == module_address
-                      : address_is(module_address, "nstance-dev/nstance/aws") &&
-                            std::count(module_address.begin(), module_address.end(), '/') == 3;
-  fs::path root = fs::absolute(store.root());
-  if (selected) return cache::layout::nstance_modules_dir(root) / version;
-  return cache::layout::tf_dir(root) / "modules" / module_address / version;
+fs::path module_package_dir(const cache::Store& store, const cache::ModuleTree& tree) {
+  return cache::module_view_dir(fs::absolute(store.root()), tree, store.module_trees());
+}
+
+lockfile::Engine stack_engine(const std::string& lock_text) {
+  if (lock_text.rfind("# This file is maintained automatically by \"terraform init\"", 0) == 0) return lockfile::Engine::terraform;
+  if (lock_text.rfind("# This file is maintained automatically by \"tofu init\"", 0) == 0) return lockfile::Engine::tofu;
+  return lock_text.find("\"registry.terraform.io/") != std::string::npos ? lockfile::Engine::terraform
+                                                                         : lockfile::Engine::tofu;
 }
 
 std::optional<std::string> pinned_module_version(const std::string& main_text) {
@@ -468,7 +472,7 @@ ModuleChoice choose_module(const cache::Store& store, const std::optional<cache:
   // The store's lock view, else the same lock built from the index (a store without views).
   auto lock_text = read_if_exists(cache::layout::lock_file(fs::absolute(store.root())));
   if (!lock_text) {
-    auto lock = cache::selection_lock(selection->providers, platforms,
+    auto lock = cache::selection_lock(store, selection->providers, platforms,
                                       store.artifacts({cache::ArtifactKind::provider_package, {}, {}, {}}));
     lock_text = lockfile::render_lock_file(lock, engine_of(selection));
   }
@@ -586,7 +590,7 @@ StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, con
   if (!tree)
     throw Error("module " + package + " " + choice.version + " is not in the store's index; run `podplane deps tf --stack " +
                 now.dir.string() + "` while online, or import a bundle that has it");
-  const fs::path package_dir = module_package_dir(store, selection, tree->address, choice.version);
+  const fs::path package_dir = module_package_dir(store, *tree);
   require_module_view(package_dir, package, choice.version, now.dir);
   std::string lock_text = choice.lock_text
                               ? *choice.lock_text

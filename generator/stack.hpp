@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cache/store.hpp"
+#include "lockfile/platform.hpp"
 #include "generator/config.hpp"
 #include "generator/staged_write.hpp"
 
@@ -64,11 +65,12 @@ struct StackResult {
 // The same through `disk`, the seam tests use to fail a write between two files.
 [[nodiscard]] StackResult generate_stack(const cache::Store& store, const StackOptions& options, Disk& disk);
 
-// Where a module package lives in the store's views, as cache/views.cpp lays them out: the
-// package the store's selection names (the AWS Nstance package when there is none) at
-// tf/modules/nstance/<ver> (the real Podplane path), any other at tf/modules/<address>/<ver>.
-std::filesystem::path module_package_dir(const cache::Store& store, const std::optional<cache::TfSelection>& selection,
-                                         const std::string& module_address, const std::string& version);
+// Where a module package lives in the store's views: cache::module_view_dir, absolute.
+std::filesystem::path module_package_dir(const cache::Store& store, const cache::ModuleTree& tree);
+
+// The engine a stack is for, read from its lock: the header's "terraform init" / "tofu init",
+// else the registry host of its entries (registry.terraform.io → terraform), else tofu.
+lockfile::Engine stack_engine(const std::string& lock_text);
 
 // The module version a generated main.tf is pinned to (the path in its cluster module
 // source), if it is one.

@@ -17,7 +17,7 @@
 #include "base/error.hpp"
 #include "cache/views.hpp"
 #include "mirror/http.hpp"
-#include "mirror/scratch_dir.hpp"
+#include "base/scratch_dir.hpp"
 #include "mirror/vmconfig.hpp"
 
 namespace podplane::mirror {

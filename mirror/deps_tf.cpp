@@ -18,7 +18,7 @@
 #include "mirror/module_archive.hpp"
 #include "mirror/module_source.hpp"
 #include "mirror/registry.hpp"
-#include "mirror/scratch_dir.hpp"
+#include "base/scratch_dir.hpp"
 #include "mirror/tf_metadata.hpp"
 #include "mirror/tf_modules.hpp"
 #include "mirror/tf_package_job.hpp"
@@ -72,12 +72,11 @@ class TfRun {
     const auto selection = resolve(root);
     auto plan = plan_package_jobs(selection, platforms, host_, [&](const PackageJob& job) { return in_store(job); });
     check(plan.jobs);
-    fetch(plan.jobs);
-
     DepsTfSummary summary;
+    fetch(plan.jobs, summary);
+
     summary.packages_present = plan.present;
-    summary.packages_fetched = plan.jobs.size();
-    for (const auto& job : plan.jobs) summary.package_bytes += job.size;
+    summary.packages_fetched = plan.jobs.size() - summary.packages_reused;
     cache::TfSelection next;
     next.providers = selection;
     next.platforms = platforms;
@@ -165,11 +164,37 @@ class TfRun {
   }
 
   // ---- fetch: each zip into the store, then its h1 and the checks on what landed -----------
-  void fetch(std::vector<PackageJob>& jobs) {
-    if (jobs.empty()) return;
-    note("fetching " + std::to_string(jobs.size()) + " provider packages");
+  void fetch(std::vector<PackageJob>& jobs, DepsTfSummary& summary) {
+    // A zip whose sha256 (vouched for by the signed SHA256SUMS, or the mirror's hashes) the
+    // store already holds is never downloaded again: switching engines, the other origin's
+    // package of a byte-identical release costs metadata only.
+    std::vector<PackageJob*> to_download;
+    for (auto& job : jobs) {
+      if (job.expected.sha256.empty() || !store_.has_object(job.expected.sha256)) {
+        to_download.push_back(&job);
+        continue;
+      }
+      std::error_code error;
+      auto size = fs::file_size(store_.object_path(job.expected.sha256), error);
+      if (error) {
+        to_download.push_back(&job);
+        continue;
+      }
+      job.fetched(job.expected.sha256, size);
+      job.hashed(lockfile::h1_hash_of_zip(store_.object_path(job.digest)));
+      auto found = package_failures(job.filename, job.expected, job.digest, job.size, job.h1);
+      if (!found.empty()) {
+        std::string message = "deps tf failed; the store's index and views are unchanged:";
+        for (const auto& failure : found) message += "\n" + failure;
+        throw Error(message);
+      }
+      ++summary.packages_reused;
+    }
+    if (to_download.empty()) return;
+    note("fetching " + std::to_string(to_download.size()) + " provider packages");
     std::vector<DownloadItem> items;
-    for (const auto& job : jobs) {
+    for (const auto* job_pointer : to_download) {
+      const auto& job = *job_pointer;
       DownloadItem item;
       item.url = job.url;
       if (!job.expected.sha256.empty()) item.expected_sha256 = job.expected.sha256;
@@ -178,14 +203,15 @@ class TfRun {
     }
     auto outcomes = downloader_.fetch_into_store(store_, items);
     std::vector<std::string> failures;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      auto& job = jobs[i];
+    for (std::size_t i = 0; i < to_download.size(); ++i) {
+      auto& job = *to_download[i];
       const auto& outcome = outcomes[i];
       if (!outcome.ok) {
         failures.push_back("zip sha256 check or transfer failed for " + job.filename + ": " + outcome.error);
         continue;
       }
       job.fetched(outcome.digest, outcome.size);
+      summary.package_bytes += outcome.size;
       job.hashed(lockfile::h1_hash_of_zip(store_.object_path(job.digest)));
       auto found = package_failures(job.filename, job.expected, job.digest, job.size, job.h1);
       failures.insert(failures.end(), found.begin(), found.end());
@@ -285,6 +311,7 @@ class TfRun {
                    json{{"packages_fetched", summary.packages_fetched},
                         {"packages_present", summary.packages_present},
                         {"package_bytes", summary.package_bytes},
+                        {"packages_reused", summary.packages_reused},
                         {"modules_fetched", summary.modules_fetched},
                         {"platforms", sorted.platforms},
                         {"engine", sorted.engine}});
@@ -301,7 +328,13 @@ class TfRun {
       out_ << "module " << module.package.address << " " << module.package.version
            << (module.in_store ? " (already in the store)" : " (fetched)") << "\n";
     }
-    if (summary.packages_fetched == 0) {
+    out_ << "Engine: " << engine_name(options_.engine) << " (" << options_.engine_reason << "); lock entries for "
+         << host_ << "\n";
+    if (summary.packages_reused > 0) {
+      out_ << summary.packages_reused << " provider packages were already in the store under another origin "
+           << "(same sha256 as the signed SHA256SUMS): not downloaded again.\n";
+    }
+    if (summary.packages_fetched == 0 && summary.packages_reused == 0) {
       out_ << "Nothing new: all " << summary.packages_present << " provider packages for " << platform_list
            << " were already in the store; no package bytes transferred.\n";
     } else {

@@ -27,6 +27,7 @@ namespace podplane::mirror {
 struct DepsTfOptions {
   std::vector<std::string> platforms;             // OS_ARCH; the host platform when none here nor in the store
   lockfile::Engine engine = lockfile::Engine::tofu;
+  std::string engine_reason = "--engine";       // why this engine, for the report ("found on PATH", …)
   std::vector<std::filesystem::path> stacks;      // empty: Podplane's stack of `default_stack`
   cache::ProviderKind default_stack = cache::ProviderKind::aws;  // `deps tf -f CONFIG`: the config's kind
   Verification verification = Verification::required;
@@ -34,8 +35,9 @@ struct DepsTfOptions {
 };
 
 struct DepsTfSummary {
-  std::size_t packages_fetched = 0;
+  std::size_t packages_fetched = 0;   // downloaded
   std::size_t packages_present = 0;   // already in the store: no bytes transferred
+  std::size_t packages_reused = 0;    // new rows whose zip (same sha256) the store held under another origin
   std::uint64_t package_bytes = 0;
   std::size_t modules_fetched = 0;
   std::size_t modules_present = 0;

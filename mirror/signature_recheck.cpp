@@ -6,7 +6,7 @@
 
 #include "base/error.hpp"
 #include "mirror/openpgp.hpp"
-#include "mirror/shasums.hpp"
+#include "lockfile/shasums.hpp"
 
 namespace podplane::mirror {
 
@@ -69,7 +69,7 @@ SignatureRecheck recheck_provider_signatures(const cache::Store& store) {
       }
       std::string listed;
       try {
-        auto lines = parse_shasums(shasums, "the stored SHA256SUMS of " + package.address + " " + package.version);
+        auto lines = lockfile::parse_shasums(shasums, "the stored SHA256SUMS of " + package.address + " " + package.version);
         if (auto line = lines.find(package.filename); line != lines.end()) listed = line->second;
       } catch (const Error& error) {
         result.problems.push_back(what + ": " + error.what());

@@ -5,7 +5,7 @@
 #include "base/error.hpp"
 #include "mirror/http.hpp"
 #include "mirror/openpgp.hpp"
-#include "mirror/shasums.hpp"
+#include "lockfile/shasums.hpp"
 
 namespace podplane::mirror {
 
@@ -30,7 +30,7 @@ SignedSums check_signed_sums(const ProviderDownload& answer, std::string shasums
     sums.verified = true;
   }
   // Parsed after the signature check, so a forged document is reported as forged, not as malformed.
-  sums.lines = parse_shasums(sums.shasums, sums_name);
+  sums.lines = lockfile::parse_shasums(sums.shasums, sums_name);
   return sums;
 }
 

@@ -289,14 +289,21 @@ TEST(Layout, TheStoreRefusesRowsTheViewsCannotLayOut) {
   selection.providers.push_back({"not an address", "1.0.0", ""});
   refused([&] { store.set_tf_selection(selection); }, "not an address");
 
-  // A tree that would share its view directory with another tree: the second is refused.
-  std::string other_host = "registry.terraform.io/nstance-dev/nstance/aws";
-  sqlite(healthy.root, "DELETE FROM tf_selection; DELETE FROM tf_selection_providers; DELETE FROM tf_selection_platforms;");
-  refused([&] { (void)store.add_module_tree({0, other_host, "2.0.1", "", "", "", {{"main.tf", 0644, digest, 0}}}); },
-          "tf/modules/nstance/2.0.1");
-
   EXPECT_EQ(store.artifacts().size(), artifacts_before) << "nothing was added";
   EXPECT_EQ(store.module_trees().size(), 1u);
+
+  // A second Nstance package of the same version (the other origin) never shares the first's
+  // view directory: it is taken, at its own path, and the first keeps Podplane's.
+  std::string other_host = "registry.terraform.io/nstance-dev/nstance/aws";
+  sqlite(healthy.root, "DELETE FROM tf_selection; DELETE FROM tf_selection_providers; DELETE FROM tf_selection_platforms;");
+  (void)store.add_module_tree({0, other_host, "2.0.1", "", "", "", {{"main.tf", 0644, digest, 0}}});
+  ASSERT_EQ(store.module_trees().size(), 2u);
+  auto trees = store.module_trees();
+  for (const auto& tree : trees) {
+    auto dir = module_view_dir(healthy.root, tree, trees);
+    EXPECT_EQ(dir, tree.address == other_host ? healthy.root / "tf/modules" / other_host / "2.0.1"
+                                              : layout::nstance_modules_dir(healthy.root) / "2.0.1");
+  }
   EXPECT_TRUE(store.quarantine().empty());
 }
 

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <atomic>
 #include <map>
@@ -241,7 +242,9 @@ TEST(Views, SelectionLockNeverCarriesAnEmptyHash) {
                                     package("3.2.4", "linux_arm64", "", 'b'),
                                     package("3.2.4", "darwin_arm64", "h1:darwin=", 'c'),  // not a platform asked for
                                     package("3.2.3", "linux_amd64", "h1:older=", 'd')};   // not the selected version
-  auto lock = selection_lock({{null_address, "3.2.4", "~> 3.2"}}, {"linux_amd64", "linux_arm64"}, packages);
+  TempDir dir;
+  Store store = Store::open(dir / "deps");
+  auto lock = selection_lock(store, {{null_address, "3.2.4", "~> 3.2"}}, {"linux_amd64", "linux_arm64"}, packages);
   ASSERT_EQ(lock.providers.size(), 1u);
   EXPECT_EQ(lock.providers[0].constraints, "~> 3.2");
   std::set<std::string> hashes(lock.providers[0].hashes.begin(), lock.providers[0].hashes.end());
@@ -249,6 +252,50 @@ TEST(Views, SelectionLockNeverCarriesAnEmptyHash) {
   std::string text = lockfile::render_lock_file(lock, lockfile::Engine::tofu);
   EXPECT_EQ(text.find("\"\""), std::string::npos) << text;
   EXPECT_EQ(package_lock_hashes(packages[1]), std::vector<std::string>{"zh:" + std::string(64, 'b')});
+}
+
+// `providers lock` records, for a release checked against a signed SHA256SUMS, the zh of every
+// line of that document (platforms the store does not hold and the _manifest.json line too),
+// sorted and deduplicated; a package with no signed document keeps its own hashes only.
+TEST(Views, SelectionLockCarriesEveryLineOfTheSignedShasums) {
+  TempDir dir;
+  Store store = Store::open(dir / "deps");
+  const std::string other_platform(64, 'e'), manifest(64, 'f');
+  auto add_package = [&](const std::string& platform, const std::string& bytes, Trust trust, const std::string& result,
+                         const std::string& shasums_digest) {
+    Artifact a;
+    a.kind = ArtifactKind::provider_package;
+    a.address = null_address;
+    a.version = "3.2.4";
+    a.platform = platform;
+    a.filename = "terraform-provider-null_3.2.4_" + platform + ".zip";
+    a.digest = store.add_bytes(bytes);
+    a.h1 = "h1:" + platform + "=";
+    a.zh = "zh:" + a.digest;
+    a.trust = trust;
+    a.id = store.add_artifact(a);
+    store.add_provenance({a.id, shasums_digest, "", "", "", result, ""});
+    return a;
+  };
+  std::string amd64_bytes = "zip amd64", arm64_bytes = "zip arm64";
+  std::string sums = lockfile::sha256_hex(amd64_bytes) + "  terraform-provider-null_3.2.4_linux_amd64.zip\n" +
+                     lockfile::sha256_hex(arm64_bytes) + "  terraform-provider-null_3.2.4_linux_arm64.zip\n" +
+                     other_platform + "  terraform-provider-null_3.2.4_windows_amd64.zip\n" + manifest +
+                     "  terraform-provider-null_3.2.4_manifest.json\n";
+  std::string sums_digest = store.add_bytes(sums);
+  std::vector<Artifact> packages = {
+      add_package("linux_amd64", amd64_bytes, Trust::signed_upstream, "signed", sums_digest),
+      add_package("linux_arm64", arm64_bytes, Trust::signed_upstream, "signed", sums_digest)};
+  auto lock = selection_lock(store, {{null_address, "3.2.4", "~> 3.2"}}, {"linux_amd64", "linux_arm64"}, packages);
+  ASSERT_EQ(lock.providers.size(), 1u);
+  std::vector<std::string> want{"h1:linux_amd64=", "h1:linux_arm64=", "zh:" + lockfile::sha256_hex(amd64_bytes),
+                                "zh:" + lockfile::sha256_hex(arm64_bytes), "zh:" + other_platform, "zh:" + manifest};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(lock.providers[0].hashes, want);
+
+  // A package from a network mirror (no signed document) keeps its own two hashes.
+  Artifact mirrored = add_package("darwin_arm64", "zip darwin", Trust::checksum, "network mirror hashes matched", "");
+  EXPECT_EQ(release_lock_hashes(store, mirrored), package_lock_hashes(mirrored));
 }
 
 }  // namespace

@@ -153,6 +153,8 @@ TEST(Flow, OnlineTransferAirGapAndMirror) {
     ProcessOptions online;
     online.env = upstream.env(a, dir / "upstream.tfrc");
     online.unset_env = kProxyVariables;
+    // Neither tofu nor terraform on PATH: deps tf takes its documented default engine, tofu.
+    online.env["PATH"] = "/usr/bin:/bin";
     const auto& providers = upstream.fixture()["providers"];
     ASSERT_FALSE(providers.empty());
 
@@ -313,6 +315,7 @@ TEST(Flow, OnlineTransferAirGapAndMirror) {
   from_mirror.env["TF_CLI_CONFIG_FILE"] = (dir / "mirror.tfrc").string();
   from_mirror.env["SSL_CERT_FILE"] = (dir / "cert.pem").string();
   from_mirror.unset_env.insert(from_mirror.unset_env.end(), {"PODPLANE_DEPS_URL", "TF_TOKEN_registry_opentofu_org"});
+  from_mirror.env["PATH"] = "/usr/bin:/bin";  // the default engine, tofu, as A was filled
   auto third = run_podplane({"deps", "tf", "--platform", "darwin_amd64", "--platform", "linux_amd64", "--platform", "linux_arm64"},
                             from_mirror);
   ASSERT_EQ(third.exit_code, 0) << show(third) << "\nserver log:\n" << read_file(dir / "serve.err");

@@ -50,7 +50,7 @@ TEST(ClusterCheck, FailsOnAPlatformTheStoreLacks) {
             std::string::npos)
       << result.out;
   EXPECT_TRUE(row_ok(row(result.out, "linux_amd64", "provider registry.opentofu.org/hashicorp/aws 6.2.0")));
-  EXPECT_NE(result.err.find("podplane deps tf --platform windows_amd64 (online), or import a bundle"), std::string::npos)
+  EXPECT_NE(result.err.find("podplane deps tf --engine tofu --platform windows_amd64 (online), or import a bundle"), std::string::npos)
       << result.err;
 }
 

@@ -225,7 +225,7 @@ TEST(ClusterCreate, MissingItemsNameTheOnlineCommand) {
   result = other.cluster({"create", "--no-apply"});
   EXPECT_EQ(result.exit_code, 1) << describe(result);
   EXPECT_NE(result.err.find("for windows_amd64 (in the stack's lock) is not in the store; run `podplane deps tf "
-                            "--platform windows_amd64`"),
+                            "--engine tofu --platform windows_amd64`"),
             std::string::npos)
       << result.err;
 }

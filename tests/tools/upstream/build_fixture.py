@@ -46,6 +46,10 @@ GPG_KEYGEN_TIME = "20250101T000000!"
 GPG_SIGN_TIME = "20250102T000000!"
 ALL_PLATFORMS = ["linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"]
 MIRROR_HOSTS = ["registry.opentofu.org", "registry.terraform.io"]
+# Platforms a release publishes (zip and SHA256SUMS line) that the registry does not list, as
+# HashiCorp releases carry more builds than anyone fetches; with the _manifest.json line they
+# make a lock built only from fetched packages differ from the engines' (tf-protocols.md §1.4).
+RELEASE_ONLY_PLATFORMS = ["windows_amd64", "freebsd_arm"]
 
 # Podplane's default provider set (podplane.md §5). cloudinit deliberately lacks darwin_arm64.
 DEFAULT_PROVIDERS = [
@@ -56,10 +60,15 @@ DEFAULT_PROVIDERS = [
     {"namespace": "hashicorp", "type": "cloudinit", "key": "rsa", "protocols": ["5.0"], "versions": ["2.3.6", "2.3.7"],
      "platforms": ["linux_amd64", "linux_arm64", "darwin_amd64"]},
     {"namespace": "podplane", "type": "podplane", "key": "ed25519", "protocols": ["6.0"], "versions": ["1.2.0", "1.3.0"]},
+    # The Google stack's cloud provider (podplane_stack: hashicorp/google >= 6.0).
+    {"namespace": "hashicorp", "type": "google", "key": "rsa", "protocols": ["5.0"], "versions": ["6.0.0", "6.1.0"]},
 ]
 # Module versions and how the registry points at their package.
 DEFAULT_MODULE_VERSIONS = [{"version": "2.0.1", "source": "git"}, {"version": "2.1.0", "source": "archive"}]
-MODULE = {"namespace": "nstance-dev", "name": "nstance", "system": "aws", "repo": "terraform-aws-nstance"}
+# The Nstance module packages, one per cloud, published in the same versions (so that their
+# views must coexist: tf/modules/nstance/<ver> cannot hold both).
+MODULES = [{"namespace": "nstance-dev", "name": "nstance", "system": system, "repo": "terraform-%s-nstance" % system}
+           for system in ("aws", "google")]
 DEFAULT_VMCONFIG_VERSION = "0.9.0"
 
 KEYS = {
@@ -269,6 +278,16 @@ def build_providers(out, www, gpg, config, args, fixture):
                 # sha256/h1/zh describe the genuine package; served_sha256 what the server sends.
                 packages[platform] = {"filename": name, "sha256": digest, "served_sha256": sha256_hex(data),
                                       "size": len(data), "h1": h1, "zh": "zh:" + digest, "url": release + name}
+            for platform in RELEASE_ONLY_PLATFORMS:
+                name = "terraform-provider-%s_%s_%s.zip" % (ptype, version, platform)
+                data = provider_zip(ptype, version, platform, 256)
+                write_if_changed(os.path.join(rel_dir, name), data)
+                sums_lines.append("%s  %s\n" % (sha256_hex(data), name))
+            manifest_name = "terraform-provider-%s_%s_manifest.json" % (ptype, version)
+            manifest = json.dumps({"version": 1, "metadata": {"protocol_versions": provider["protocols"]}}, indent=2) + "\n"
+            write_if_changed(os.path.join(rel_dir, manifest_name), manifest)
+            sums_lines.append("%s  %s\n" % (sha256_hex(manifest.encode()), manifest_name))
+            sums_lines.sort(key=lambda line: line.split("  ", 1)[1])
             sums_path = os.path.join(rel_dir, sums_name)
             write_if_changed(sums_path, "".join(sums_lines))
             gpg.detach_sign(signer, sums_path)
@@ -298,6 +317,7 @@ def build_providers(out, www, gpg, config, args, fixture):
                                       "shasums_signature_url": release + sums_name + ".sig",
                                       "shasums_sha256": sha256_hex("".join(sums_lines).encode()),
                                       "signature_sha256": sig_digest,
+                                      "release_zh": sorted("zh:" + line[:64] for line in sums_lines),
                                       "download_json": "/v1/providers/%s/%s/%s/download/{os}/{arch}" % (ns, ptype, version),
                                       "packages": packages})
             # Network mirror (tf-protocols.md §2): <ver>.json next to the zips, for both origin hosts.
@@ -319,22 +339,26 @@ def build_providers(out, www, gpg, config, args, fixture):
 # ---------------------------------------------------------------------------------------------
 # Modules
 
-VERSIONS_TF = {
-    "cluster": [("aws", ">= 5.0"), ("random", ">= 3.0"), ("null", ">= 3.0")],
-    "account": [("aws", ">= 5.0")],
-    "network": [("aws", ">= 5.0")],
-    "shard": [("aws", ">= 5.0"), ("random", ">= 3.0"), ("null", ">= 3.0"), ("tls", ">= 4.0"), ("cloudinit", ">= 2.0")],
-}
-
-
-def module_files(version):
-    """path -> (bytes, mode) of the nstance-dev/nstance/aws package at `version`."""
-    files = {
-        "README.md": ("# terraform-aws-nstance %s (podplane fixture)\n\nModules: cluster, account, network, shard.\n" % version, 0o644),
-        "versions.tf": ('terraform {\n  required_version = ">= 1.6.0"\n  required_providers {\n'
-                        '    aws = {\n      source  = "hashicorp/aws"\n      version = ">= 5.0"\n    }\n  }\n}\n', 0o644),
+def versions_tf(system):
+    """What each submodule of the <system> package requires (the cloud's provider first)."""
+    return {
+        "cluster": [(system, ">= 5.0"), ("random", ">= 3.0"), ("null", ">= 3.0")],
+        "account": [(system, ">= 5.0")],
+        "network": [(system, ">= 5.0")],
+        "shard": [(system, ">= 5.0"), ("random", ">= 3.0"), ("null", ">= 3.0"), ("tls", ">= 4.0"), ("cloudinit", ">= 2.0")],
     }
-    for sub, providers in VERSIONS_TF.items():
+
+
+def module_files(version, system="aws"):
+    """path -> (bytes, mode) of the nstance-dev/nstance/<system> package at `version`."""
+    files = {
+        "README.md": ("# terraform-%s-nstance %s (podplane fixture)\n\nModules: cluster, account, network, shard.\n"
+                      % (system, version), 0o644),
+        "versions.tf": ('terraform {\n  required_version = ">= 1.6.0"\n  required_providers {\n'
+                        '    %s = {\n      source  = "hashicorp/%s"\n      version = ">= 5.0"\n    }\n  }\n}\n'
+                        % (system, system), 0o644),
+    }
+    for sub, providers in versions_tf(system).items():
         body = "".join('    %s = {\n      source  = "hashicorp/%s"\n      version = "%s"\n    }\n' % (p, p, c)
                        for p, c in providers)
         files["modules/%s/versions.tf" % sub] = ('terraform {\n  required_version = ">= 1.6.0"\n'
@@ -360,10 +384,10 @@ def tar_gz(files, topdir=None):
     return out.getvalue()
 
 
-def build_git_repo(www, versions):
+def build_git_repo(www, module, versions):
     """A bare repo with one commit and tag per version; fixed dates make the commits deterministic."""
     git_dir = os.path.join(www, "git")
-    final = os.path.join(git_dir, MODULE["repo"] + ".git")
+    final = os.path.join(git_dir, module["repo"] + ".git")
     work = tempfile.mkdtemp(prefix="ppgit")
     env = dict(os.environ, GIT_AUTHOR_NAME="Fixture", GIT_AUTHOR_EMAIL="fixture@fixture.test",
                GIT_COMMITTER_NAME="Fixture", GIT_COMMITTER_EMAIL="fixture@fixture.test",
@@ -376,7 +400,7 @@ def build_git_repo(www, versions):
                 if entry != ".git":
                     shutil.rmtree(os.path.join(tree, entry)) if os.path.isdir(os.path.join(tree, entry)) \
                         else os.unlink(os.path.join(tree, entry))
-            for path, (data, mode) in module_files(v).items():
+            for path, (data, mode) in module_files(v, module["system"]).items():
                 p = os.path.join(tree, path)
                 os.makedirs(os.path.dirname(p), exist_ok=True)
                 with open(p, "wb") as f:
@@ -410,15 +434,20 @@ def build_git_repo(www, versions):
 
 
 def build_modules(www, config, fixture):
+    for module in MODULES:
+        build_module(www, module, config, fixture)
+
+
+def build_module(www, MODULE, config, fixture):
     ns, name, system = MODULE["namespace"], MODULE["name"], MODULE["system"]
     base = os.path.join(www, "v1", "modules", ns, name, system)
     versions = [m["version"] for m in config["module_versions"]]
-    tags = build_git_repo(www, versions)
+    tags = build_git_repo(www, MODULE, versions)
     entry = {"namespace": ns, "name": name, "system": system, "address": "%s/%s/%s" % (ns, name, system),
              "git_path": "/git/%s.git" % MODULE["repo"], "versions": []}
     for m in config["module_versions"]:
         v = m["version"]
-        files = module_files(v)
+        files = module_files(v, system)
         flat = "/archives/%s-%s.tar.gz" % (MODULE["repo"], v)
         topdir = "/archives/%s-%s-topdir.tar.gz" % (MODULE["repo"], v)
         write_if_changed(os.path.join(www, flat.lstrip("/")), tar_gz(files))

@@ -73,13 +73,13 @@ locals {
 }
 
 module "cluster" {
-  source      = "../deps/tf/modules/nstance/2.0.1/modules/cluster"
+  source      = "../deps/tf/modules/registry.opentofu.org/nstance-dev/nstance/google/2.0.1/modules/cluster"
   cluster_id  = local.cluster_id
   name_prefix = local.name_prefix
 }
 
 module "account_analytics_staging_42_europe_west1" {
-  source    = "../deps/tf/modules/nstance/2.0.1/modules/account"
+  source    = "../deps/tf/modules/registry.opentofu.org/nstance-dev/nstance/google/2.0.1/modules/account"
   cluster   = module.cluster
   project   = local.provider_account
   region    = local.provider_region
@@ -87,7 +87,7 @@ module "account_analytics_staging_42_europe_west1" {
 }
 
 module "network_analytics_staging_42_europe_west1" {
-  source         = "../deps/tf/modules/nstance/2.0.1/modules/network"
+  source         = "../deps/tf/modules/registry.opentofu.org/nstance-dev/nstance/google/2.0.1/modules/network"
   cluster        = module.cluster
   account        = module.account_analytics_staging_42_europe_west1
   vpc_id         = var.vpc_id
@@ -98,7 +98,7 @@ module "network_analytics_staging_42_europe_west1" {
 }
 
 module "shard_europe_west1_b" {
-  source  = "../deps/tf/modules/nstance/2.0.1/modules/shard"
+  source  = "../deps/tf/modules/registry.opentofu.org/nstance-dev/nstance/google/2.0.1/modules/shard"
   cluster = module.cluster
   account = module.account_analytics_staging_42_europe_west1
   network = module.network_analytics_staging_42_europe_west1
@@ -107,7 +107,7 @@ module "shard_europe_west1_b" {
 }
 
 module "shard_europe_west1_c" {
-  source  = "../deps/tf/modules/nstance/2.0.1/modules/shard"
+  source  = "../deps/tf/modules/registry.opentofu.org/nstance-dev/nstance/google/2.0.1/modules/shard"
   cluster = module.cluster
   account = module.account_analytics_staging_42_europe_west1
   network = module.network_analytics_staging_42_europe_west1

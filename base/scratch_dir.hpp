@@ -12,7 +12,7 @@
 
 #include "base/remove_on_signal.hpp"
 
-namespace podplane::mirror {
+namespace podplane {
 
 class ScratchDir {
  public:
@@ -36,4 +36,4 @@ class ScratchDir {
   std::optional<RemoveOnSignal> remove_on_signal_;
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane
