@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
@@ -426,7 +427,7 @@ void check_vm_fetches(const cache::Store& store, const fs::path& stack_dir, cons
     return;  // check_modules reports a main.tf that does not parse
   }
   const auto site = cache::vmconfig_artifact_paths(store.artifacts({cache::ArtifactKind::vmconfig_artifact, {}, {}, {}}));
-  std::map<std::pair<std::string, lockfile::DigestAlgorithm>, std::string> hashed;  // (object, algorithm) → hex
+  std::map<std::pair<std::string, DigestAlgorithm>, std::string> hashed;  // (object, algorithm) → hex
   const std::string rerun = "each VM flavour needs the mirror base of its own arch: rerun `podplane cluster create` "
                             "(it writes <deps_mirror_url>/arch/<arch> into every podplane_userdata)";
   for (const auto* block : body.blocks_of_type("data")) {
@@ -480,9 +481,9 @@ void check_vm_fetches(const cache::Store& store, const fs::path& stack_dir, cons
         problems.push_back(name + " " + version + ": " + std::move(problem));
         if (remedy.empty()) remedy = fix;
       };
-      lockfile::TypedDigest wanted{lockfile::DigestAlgorithm::sha256, {}};
+      TypedDigest wanted{DigestAlgorithm::sha256, {}};
       try {
-        wanted = lockfile::TypedDigest::parse(digest);
+        wanted = TypedDigest::parse(digest);
       } catch (const Error& e) {
         note("the manifest's digest: " + e.message(), "regenerate the stack with `podplane cluster create --force`");
         continue;
@@ -499,7 +500,7 @@ void check_vm_fetches(const cache::Store& store, const fs::path& stack_dir, cons
       auto key = std::make_pair(served->digest, wanted.algorithm);
       if (!hashed.count(key)) {
         try {
-          hashed[key] = lockfile::file_digest_hex(store.object_path(served->digest), wanted.algorithm);
+          hashed[key] = file_digest_hex(store.object_path(served->digest), wanted.algorithm);
         } catch (const Error& e) {
           hashed[key] = "(unreadable: " + e.message() + ")";
         }

@@ -3,7 +3,7 @@
 #include <array>
 #include <string_view>
 
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::generator {
 

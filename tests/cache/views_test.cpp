@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
@@ -278,8 +279,8 @@ TEST(Views, SelectionLockCarriesEveryLineOfTheSignedShasums) {
     return a;
   };
   std::string amd64_bytes = "zip amd64", arm64_bytes = "zip arm64";
-  std::string sums = lockfile::sha256_hex(amd64_bytes) + "  terraform-provider-null_3.2.4_linux_amd64.zip\n" +
-                     lockfile::sha256_hex(arm64_bytes) + "  terraform-provider-null_3.2.4_linux_arm64.zip\n" +
+  std::string sums = sha256_hex(amd64_bytes) + "  terraform-provider-null_3.2.4_linux_amd64.zip\n" +
+                     sha256_hex(arm64_bytes) + "  terraform-provider-null_3.2.4_linux_arm64.zip\n" +
                      other_platform + "  terraform-provider-null_3.2.4_windows_amd64.zip\n" + manifest +
                      "  terraform-provider-null_3.2.4_manifest.json\n";
   std::string sums_digest = store.add_bytes(sums);
@@ -288,8 +289,8 @@ TEST(Views, SelectionLockCarriesEveryLineOfTheSignedShasums) {
       add_package("linux_arm64", arm64_bytes, Trust::signed_upstream, "signed", sums_digest)};
   auto lock = selection_lock(store, {{null_address, "3.2.4", "~> 3.2"}}, {"linux_amd64", "linux_arm64"}, packages);
   ASSERT_EQ(lock.providers.size(), 1u);
-  std::vector<std::string> want{"h1:linux_amd64=", "h1:linux_arm64=", "zh:" + lockfile::sha256_hex(amd64_bytes),
-                                "zh:" + lockfile::sha256_hex(arm64_bytes), "zh:" + other_platform, "zh:" + manifest};
+  std::vector<std::string> want{"h1:linux_amd64=", "h1:linux_arm64=", "zh:" + sha256_hex(amd64_bytes),
+                                "zh:" + sha256_hex(arm64_bytes), "zh:" + other_platform, "zh:" + manifest};
   std::sort(want.begin(), want.end());
   EXPECT_EQ(lock.providers[0].hashes, want);
 
