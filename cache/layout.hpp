@@ -23,5 +23,7 @@ inline fs::path current_version_file(const fs::path& root) { return nstance_modu
 
 inline fs::path vmconfig_manifests_dir(const fs::path& root) { return root / "vmconfig" / "manifests"; }
 inline fs::path vmconfig_artifacts_dir(const fs::path& root) { return root / "vmconfig" / "artifacts"; }
+// arch/<arch>/vmconfig/artifacts/…: each architecture's own base for VMs (cache/views.hpp).
+inline fs::path vmconfig_arch_bases_dir(const fs::path& root) { return root / "arch"; }
 
 }  // namespace podplane::cache::layout

@@ -152,7 +152,8 @@ class Planner {
     for (auto* part : {&providers, &modules, &tf_files, &vmconfig}) {
       for (auto& file : *part) plan_.files.push_back(std::move(file));
     }
-    plan_.directories = {layout::providers_dir(root_), layout::tf_dir(root_) / "modules", root_ / "vmconfig"};
+    plan_.directories = {layout::providers_dir(root_), layout::tf_dir(root_) / "modules", root_ / "vmconfig",
+                         layout::vmconfig_arch_bases_dir(root_)};
     return std::move(plan_);
   }
 
@@ -304,19 +305,11 @@ class Planner {
                    {{layout::vmconfig_manifests_dir(root_) / (name + ".json"), a.digest, std::nullopt, 0444}}, {}},
                   out);
     }
-    // Podplane's layout <name>/<version>/<basename(url)> has no arch in it, so the amd64 and
-    // arm64 builds of one artifact (kubelet, say) can share a path. The view holds one of them,
-    // chosen the same way everywhere (vmconfig_artifact_wins): VMs of the other arch must use
-    // the upstream URL or a mirror per arch (docs/store.md).
-    std::map<fs::path, Artifact> by_path;
-    for (const auto& a : rows_) {
-      if (a.kind != ArtifactKind::vmconfig_artifact) continue;
-      fs::path path = layout::vmconfig_artifacts_dir(root_) / a.address / a.version / vmconfig_view_name(a);
-      auto [it, inserted] = by_path.emplace(path, a);
-      if (!inserted && vmconfig_artifact_wins(a, it->second)) it->second = a;
-    }
-    for (const auto& [path, a] : by_path) {
-      (void)place({{RowRef::Kind::artifact, a.id, ""}, describe(a), {{path, a.digest, std::nullopt, 0444}}, {}}, out);
+    // Podplane's plain path and each arch's base (vmconfig_artifact_paths): the same paths
+    // `mirror serve` answers, so the deps root served over HTTP is a mirror too.
+    for (const auto& [path, a] : vmconfig_artifact_paths(rows_)) {
+      (void)place({{RowRef::Kind::artifact, a.id, ""}, describe(a), {{root_ / fs::path(path), a.digest, std::nullopt, 0444}}, {}},
+                  out);
     }
     return out;
   }
@@ -535,6 +528,28 @@ fs::path module_view_dir(const fs::path& deps_root, const ModuleTree& tree, cons
   return layout::nstance_modules_dir(deps_root) / tree.version;
 }
 
+std::string vmconfig_arch_base(std::string_view arch) { return "arch/" + std::string(arch); }
+
+std::map<std::string, Artifact> vmconfig_artifact_paths(const std::vector<Artifact>& artifacts) {
+  std::map<std::string, Artifact> paths;
+  auto offer = [&paths](std::string path, const Artifact& a) {
+    auto [it, inserted] = paths.emplace(std::move(path), a);
+    if (!inserted && vmconfig_artifact_wins(a, it->second)) it->second = a;
+  };
+  for (const auto& a : artifacts) {
+    if (a.kind != ArtifactKind::vmconfig_artifact) continue;
+    try {
+      check_artifact_layout(a);
+    } catch (const Error&) {
+      continue;  // the views report it; no path is ever built from such a row
+    }
+    std::string tail = std::string(kVmconfigArtifactsPath) + "/" + a.address + "/" + a.version + "/" + vmconfig_view_name(a);
+    offer(tail, a);
+    if (a.platform.rfind("linux_", 0) == 0) offer(vmconfig_arch_base(a.platform.substr(6)) + "/" + tail, a);
+  }
+  return paths;
+}
+
 ViewPlan plan_views(const Store& store) { return Planner(store).run(); }
 
 std::vector<ViewFile> planned_views(const Store& store) { return plan_views(store).files; }
@@ -550,6 +565,7 @@ ViewStats rebuild_views(Store& store) {
   if (store.read_only()) return stats;
   const fs::path tf = layout::tf_dir(store.root());
   const fs::path vmconfig = store.root() / "vmconfig";
+  const fs::path arch_bases = layout::vmconfig_arch_bases_dir(store.root());
   auto plan = plan_views(store);
   for (const auto& unplaced : plan.unplaced) stats.skipped_rows.push_back(unplaced.reason);
   for (const auto& view : plan.files) {
@@ -557,7 +573,8 @@ ViewStats rebuild_views(Store& store) {
       auto relative = view.path.lexically_relative(dir);
       return !relative.empty() && *relative.begin() != "..";
     };
-    if (!inside(tf) && !inside(vmconfig)) throw Error("refusing to write a view outside tf/ and vmconfig/: " + view.path.string());
+    if (!inside(tf) && !inside(vmconfig) && !inside(arch_bases))
+      throw Error("refusing to write a view outside tf/, vmconfig/ and arch/: " + view.path.string());
     switch (publish_view(store, view)) {
       case Published::written: ++stats.files_written; break;
       case Published::present: ++stats.files_present; break;

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache/store.hpp"
@@ -18,7 +19,7 @@ namespace podplane::cache {
 // One file of the views: either an object (hard-linked, or copied where a link fails or the
 // mode differs from the object's read-only 0444) or generated content.
 struct ViewFile {
-  std::filesystem::path path;          // absolute, under <root>/tf or <root>/vmconfig
+  std::filesystem::path path;          // absolute, under <root>/tf, <root>/vmconfig or <root>/arch
   std::string object_digest;           // non-empty: the file is this object
   std::optional<std::string> content;  // otherwise: these bytes
   std::uint32_t mode = 0444;           // object files: the mode to give a copy (module files keep theirs)
@@ -42,7 +43,7 @@ struct UnplacedRow {
 struct ViewPlan {
   std::vector<ViewFile> files;        // every view file, in a stable order
   std::vector<UnplacedRow> unplaced;  // rows left out; the rest are laid out all the same
-  // The view trees in which every file must be one of `files` (tf/providers, tf/modules, vmconfig).
+  // The view trees in which every file must be one of `files` (tf/providers, tf/modules, vmconfig, arch).
   std::vector<std::filesystem::path> directories;
 };
 
@@ -74,10 +75,30 @@ struct ViewStats {
   std::vector<std::string> skipped_rows;  // UnplacedRow::reason of every row left out
 };
 
-// Of two vmconfig artifacts that share one view path (the same name, version and file name
-// for two arches), whether `a` is the one the view and `mirror serve` hold: the platform that
-// sorts first (linux_amd64), then the older row.
+// Of two vmconfig artifacts that share one path (the same name, version and file name for
+// two arches on Podplane's plain path), whether `a` is the one the views and `mirror serve`
+// hold there: the platform that sorts first (linux_amd64), then the older row, so a path never
+// changes its bytes because of a later fill.
 bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b);
+
+// Where VMs find vmconfig artifacts (reference podplane.md §3.4, docs/mirror.md "vmconfig
+// artifacts and architecture bases"). A VM fetches
+// <deps_mirror_url>/vmconfig/artifacts/<name>/<version>/<basename(url)>, a path with no arch
+// in it, and kubelet's amd64 and arm64 builds share it. So every artifact is published twice:
+//   vmconfig/artifacts/<name>/<version>/<file>             Podplane's plain path; where two
+//                                                          arches collide, vmconfig_artifact_wins
+//   arch/<arch>/vmconfig/artifacts/<name>/<version>/<file> every artifact of that arch, never
+//                                                          another arch's
+// and a stack's userdata for <arch> gets <deps_mirror_url>/arch/<arch> as its base. Both the
+// on-disk views under the deps root and `mirror serve`/`mirror export` use these paths, and
+// `cluster check` replays VMs against them.
+inline constexpr std::string_view kVmconfigArtifactsPath = "vmconfig/artifacts";
+// "arch/<arch>": the base below a mirror's root that serves only `arch`'s artifacts.
+std::string vmconfig_arch_base(std::string_view arch);
+// '/'-separated path relative to a mirror root (no leading '/') → the artifact served there,
+// for every row of `artifacts` that is a vmconfig artifact and meets the row rules. Rows
+// without a platform appear on the plain path only.
+[[nodiscard]] std::map<std::string, Artifact> vmconfig_artifact_paths(const std::vector<Artifact>& artifacts);
 
 // The lock-file hashes of one provider package: its h1 when the row has one (a row may lack
 // it) and its zh (taken from the digest when the row has none). Never an empty hash.
@@ -113,7 +134,7 @@ struct ProviderMirrorDocuments {
 
 // Writes every view that the index implies (skipping rows that cannot be laid out and views
 // whose object is missing). Does nothing (and returns zeros) on a read-only store. Never
-// touches anything outside tf/ and vmconfig/ and never removes a file.
+// touches anything outside tf/, vmconfig/ and arch/ and never removes a file.
 ViewStats rebuild_views(Store& store);
 
 }  // namespace podplane::cache

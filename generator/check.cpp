@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
@@ -15,6 +16,8 @@
 #include "cache/views.hpp"
 #include "generator/config.hpp"
 #include "generator/engine.hpp"
+#include "generator/module_interface.hpp"
+#include "generator/render.hpp"
 #include "generator/stack.hpp"
 #include "lockfile/cli_config.hpp"
 #include "lockfile/hash.hpp"
@@ -384,6 +387,194 @@ void check_manifests(const cache::Store& store, const fs::path& stack_dir, const
   }
 }
 
+// The path part of an http(s) URL ("/a/b" of "https://host:8443/a/b?x"), or nullopt.
+std::optional<std::string> url_path(const std::string& url) {
+  auto scheme = url.find("://");
+  if (scheme == std::string::npos || scheme == 0) return std::nullopt;
+  auto slash = url.find('/', scheme + 3);
+  std::string path = slash == std::string::npos ? "" : url.substr(slash);
+  return path.substr(0, path.find_first_of("?#"));
+}
+
+// Go's path.Base of the URL's path, as the userdata takes the file name (podplane.md §3.4).
+std::string url_basename(const std::string& url) {
+  auto path = url_path(url).value_or(url);
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path.substr(path.find_last_of('/') + 1);
+}
+
+// The site entry that answers `path` when the site is hosted at the root or below a prefix:
+// the longest '/'-bounded suffix of the path the site has.
+const cache::Artifact* answer_for(const std::map<std::string, cache::Artifact>& site, const std::string& path) {
+  for (auto slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    if (auto it = site.find(path.substr(slash + 1)); it != site.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+// Replays what each VM's userdata does (podplane.md §3.4): for every podplane_userdata data
+// source of main.tf, every item of its manifest the cluster's provider installs is fetched from
+// <deps_mirror_url>/vmconfig/artifacts/<name>/<version>/<basename(url)> and checked with
+// sha256sum/sha512sum against the manifest's digest. Here the URL is looked up in the paths the
+// store publishes (what `mirror serve` and `mirror export` answer), and the object is hashed
+// with the manifest's algorithm: a VM that would receive another arch's bytes fails here.
+void check_vm_fetches(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text,
+                      const std::string& provider_kind, Reporter& out) {
+  lockfile::hcl::Body body;
+  try {
+    body = lockfile::hcl::parse(main_text, "podplane.cluster.main.tf");
+  } catch (const Error&) {
+    return;  // check_modules reports a main.tf that does not parse
+  }
+  const auto site = cache::vmconfig_artifact_paths(store.artifacts({cache::ArtifactKind::vmconfig_artifact, {}, {}, {}}));
+  std::map<std::pair<std::string, DigestAlgorithm>, std::string> hashed;  // (object, algorithm) → hex
+  const std::string rerun = "each VM flavour needs the mirror base of its own arch: rerun `podplane cluster create` "
+                            "(it writes <deps_mirror_url>/arch/<arch> into every podplane_userdata)";
+  for (const auto* block : body.blocks_of_type("data")) {
+    if (block->labels.size() != 2 || block->labels[0] != "podplane_userdata") continue;
+    const std::string item = "VM " + block->labels[1] + " fetches its artifacts";
+    const std::string at = "podplane.cluster.main.tf:" + std::to_string(block->pos.line);
+    const auto* url_attr = block->body.attribute("deps_mirror_url");
+    const auto* manifest_attr = block->body.attribute("manifest_json");
+    std::smatch match;
+    static const std::regex manifest_file(R"(podplane\.cluster\.(vmconfig_[A-Za-z0-9._-]+)\.json)");
+    const auto* manifest_expr = manifest_attr ? std::get_if<lockfile::hcl::Expression>(&manifest_attr->value.data) : nullptr;
+    if (url_attr == nullptr || !url_attr->value.is_string() || manifest_expr == nullptr ||
+        !std::regex_search(manifest_expr->text, match, manifest_file)) {
+      out.fail("-", item, "UNKNOWN: " + at + " has no literal deps_mirror_url and file(…) manifest_json to replay",
+               "regenerate the stack with `podplane cluster create --force`");
+      continue;
+    }
+    const std::string base = *url_attr->value.as_string();
+    const std::string manifest_name = match[1];
+    if (base.empty() || base == kPublicDepsUrl) {
+      out.fail("-", item, "UPSTREAM: " + at + " sends VMs to " + (base.empty() ? "the upstream URLs" : base) +
+                              ", not to this store",
+               "set cluster.deps_mirror_url (or $PODPLANE_DEPS_URL) to the site's `podplane mirror serve` and rerun "
+               "`podplane cluster create`");
+      continue;
+    }
+    json manifest;
+    try {
+      manifest = parse_json_within_limits(read_text(stack_dir / ("podplane.cluster." + manifest_name + ".json")).value(),
+                                          manifest_name).at("vmconfig");
+    } catch (const std::exception& e) {
+      out.fail("-", item, std::string("INVALID: ") + manifest_name + ": " + e.what(),
+               "regenerate the stack with `podplane cluster create --force`");
+      continue;
+    }
+    std::vector<std::pair<std::string, json>> items;
+    if (manifest.contains("os") && manifest["os"].contains("image")) items.push_back({"os-image", manifest["os"]["image"]});
+    if (manifest.contains("dependencies"))
+      for (const auto& dependency : manifest["dependencies"].items()) items.push_back({dependency.key(), dependency.value()});
+    std::vector<std::string> problems;
+    std::string remedy;
+    std::size_t count = 0;
+    for (const auto& [name, dep] : items) {
+      if (!dep.is_object()) continue;
+      std::string url = dep.value("url", ""), digest = dep.value("digest", ""), version = dep.value("version", "");
+      if (url.empty() && digest.empty()) continue;  // the unreleased stub of dev manifests
+      if (!provider_kind.empty() && !needed_by(dep, provider_kind)) continue;
+      ++count;
+      const std::string vm_url = base + "/vmconfig/artifacts/" + name + "/" + version + "/" + url_basename(url);
+      auto note = [&](std::string problem, const std::string& fix) {
+        problems.push_back(name + " " + version + ": " + std::move(problem));
+        if (remedy.empty()) remedy = fix;
+      };
+      TypedDigest wanted{DigestAlgorithm::sha256, {}};
+      try {
+        wanted = TypedDigest::parse(digest);
+      } catch (const Error& e) {
+        note("the manifest's digest: " + e.message(), "regenerate the stack with `podplane cluster create --force`");
+        continue;
+      }
+      auto path = url_path(vm_url);
+      const cache::Artifact* served = path ? answer_for(site, *path) : nullptr;
+      if (served == nullptr) {
+        note("nothing in the store answers " + vm_url,
+             "podplane deps download --kind " + manifest.value("kind", std::string("knc,knd")) + " --arch " +
+                 manifest.value("os", json::object()).value("arch", std::string("amd64,arm64")) +
+                 " (online), or import a bundle that has them");
+        continue;
+      }
+      auto key = std::make_pair(served->digest, wanted.algorithm);
+      if (!hashed.count(key)) {
+        try {
+          hashed[key] = file_digest_hex(store.object_path(served->digest), wanted.algorithm);
+        } catch (const Error& e) {
+          hashed[key] = "(unreadable: " + e.message() + ")";
+        }
+      }
+      const std::string& got = hashed[key];
+      if (got == wanted.hex) continue;
+      if (served->upstream_digest == digest) {
+        note("the object behind " + vm_url + " is damaged (it hashes to " + short_hash(got) + ")",
+             "the store's object does not match its digest: run `podplane deps verify --repair`");
+      } else {
+        note(vm_url + " answers " + served->platform + "'s " + served->filename + " (" + short_hash(served->upstream_digest) +
+                 "), the manifest wants " + short_hash(digest),
+             rerun);
+      }
+    }
+    if (problems.empty()) {
+      out.ok("-", item, "ok: " + std::to_string(count) + " artifacts of " + manifest_name + " from " + base +
+                            " match the manifest's digests");
+      continue;
+    }
+    std::string list;
+    for (std::size_t i = 0; i < problems.size() && i < 3; ++i) list += (i ? "; " : "") + problems[i];
+    if (problems.size() > 3) list += "; …";
+    out.fail("-", item, "WRONG " + std::to_string(problems.size()) + " of " + std::to_string(count) + " (" + at + "): " + list,
+             remedy);
+  }
+}
+
+// Every module call passes only what its module version declares and everything it requires,
+// read from the stored tree the call's source resolves to.
+void check_module_calls(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text, Reporter& out) {
+  lockfile::hcl::Body body;
+  try {
+    body = lockfile::hcl::parse(main_text, "podplane.cluster.main.tf");
+  } catch (const Error&) {
+    return;
+  }
+  const auto trees = store.module_trees();
+  std::map<std::string, ModuleInterface> interfaces;  // by source
+  std::vector<std::string> unreadable;
+  auto interface_of = [&](const std::string& source) -> const ModuleInterface* {
+    if (auto it = interfaces.find(source); it != interfaces.end()) return &it->second;
+    std::error_code error;
+    fs::path dir = fs::weakly_canonical(stack_dir / source, error);
+    if (error) return nullptr;
+    for (const auto& tree : trees) {
+      fs::path package = fs::weakly_canonical(module_package_dir(store, tree), error);
+      auto relative = dir.lexically_relative(package);
+      if (error || relative.empty() || *relative.begin() == "..") continue;
+      try {
+        return &(interfaces[source] = read_module_interface(store, tree, relative.generic_string()));
+      } catch (const Error& e) {
+        unreadable.push_back(e.message());
+        return nullptr;
+      }
+    }
+    return nullptr;  // check_modules reports a source that is not in the store
+  };
+  auto problems = module_call_problems(body, "podplane.cluster.main.tf", interface_of);
+  for (const auto& problem : unreadable)
+    out.fail("-", "module variables", "UNREADABLE: " + problem,
+             "the module tree in the store's views was modified: run `podplane deps verify` to repair it");
+  for (const auto& problem : problems) {
+    bool undeclared = problem.kind == ModuleCallProblem::Kind::undeclared_argument;
+    out.fail("-", "module " + problem.module + " arguments", (undeclared ? "UNDECLARED: " : "REQUIRED: ") + problem.message,
+             undeclared ? "rerun `podplane cluster create` (it passes only what the stored module version declares), "
+                          "or remove the argument from the module block"
+                        : "the module version needs an input the stack does not pass: rerun `podplane cluster create`, "
+                          "or pin a module version this podplane supports");
+  }
+  if (problems.empty() && unreadable.empty() && !interfaces.empty())
+    out.ok("-", "module calls match the " + std::to_string(interfaces.size()) + " module variable sets they call");
+}
+
 void check_tfrc(const cache::Store& store, Reporter& out) {
   fs::path tfrc = cache::layout::tfrc_file(store.root());
   fs::path expected = fs::absolute(cache::layout::providers_dir(store.root())).lexically_normal();
@@ -465,7 +656,9 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
   } catch (const Error&) {
   }
   check_modules(store, stack_dir, *main_text, cloud_package, out);
+  check_module_calls(store, stack_dir, *main_text, out);
   check_manifests(store, stack_dir, provider_kind, out);
+  check_vm_fetches(store, stack_dir, *main_text, provider_kind, out);
   check_tfrc(store, out);
   if (engine_init == EngineInit::when_present) check_engine_init(store, stack_dir, engine, out);
   return report;

@@ -1,6 +1,9 @@
 #include "generator/render.hpp"
 
+#include <functional>
+
 #include "cache/podplane_stack.hpp"
+#include "cache/views.hpp"
 #include "generator/hcl_emitter.hpp"
 
 namespace podplane::generator {
@@ -35,6 +38,36 @@ HclExpr source_of(const RenderInputs& inputs, const char* module) {
 HclExpr var(const std::string& name) { return expr("var." + name); }
 
 std::string finish(const HclFile& file) { return std::string(managed_header) + file.text(); }
+
+// The arguments of one module call: each is rendered only where the stored module version
+// declares it (a module that dropped a variable would fail `plan` on the argument).
+class ModuleArgs {
+ public:
+  ModuleArgs(HclBody& body, const std::set<std::string>* declared) : body_(body), declared_(declared) {}
+  void arg(const std::string& name, const HclExpr& value) {
+    if (declared_ == nullptr || declared_->count(name) > 0) body_.attr(name, value);
+  }
+
+ private:
+  HclBody& body_;
+  const std::set<std::string>* declared_;
+};
+
+// module "<label>" { source = <package>/modules/<submodule>, then the arguments }.
+void module_call(HclFile& f, const RenderInputs& inputs, const std::string& label, const char* submodule,
+                 const std::function<void(ModuleArgs&)>& fill) {
+  const std::set<std::string>* declared = nullptr;
+  if (inputs.declared != nullptr) {
+    auto it = inputs.declared->find(submodule);
+    static const std::set<std::string> none;
+    declared = it == inputs.declared->end() ? &none : &it->second;
+  }
+  f.block("module", {label}, [&](HclBody& b) {
+    b.attr("source", source_of(inputs, submodule));
+    ModuleArgs args(b, declared);
+    fill(args);
+  });
+}
 
 // main.tf: engine and provider requirements, provider configuration, the userdata of each VM
 // flavour, the pools, the module calls and the seed upload.
@@ -77,7 +110,7 @@ std::string render_main(const RenderInputs& inputs) {
     f.block("data", {"podplane_userdata", userdata_name(kind, arch)}, [&](HclBody& b) {
       b.attr("manifest_json",
              expr("file(" + tmpl("${path.module}/podplane.cluster." + vmconfig_manifest_name(kind, arch) + ".json").text() + ")"));
-      b.attr("deps_mirror_url", str(inputs.deps_mirror_url));
+      b.attr("deps_mirror_url", str(vm_deps_mirror_url(inputs.deps_mirror_url, arch)));
       b.attr("provider_kind", expr("local.provider_kind"));
       b.attr("runtime_env", expr("local.runtime_env"));
     });
@@ -118,40 +151,36 @@ std::string render_main(const RenderInputs& inputs) {
     });
   });
 
-  f.block("module", {"cluster"}, [&](HclBody& b) {
-    b.attr("source", source_of(inputs, "cluster"));
-    b.attr("cluster_id", expr("local.cluster_id"));
-    b.attr("name_prefix", expr("local.name_prefix"));
+  module_call(f, inputs, "cluster", "cluster", [&](ModuleArgs& m) {
+    m.arg("cluster_id", expr("local.cluster_id"));
+    m.arg("name_prefix", expr("local.name_prefix"));
   });
 
-  f.block("module", {account_module(config)}, [&](HclBody& b) {
-    b.attr("source", source_of(inputs, "account"));
-    b.attr("cluster", expr("module.cluster"));
-    if (aws) b.attr("enable_ssm", var("enable_ssm"));
-    if (!aws) b.attr("project", expr("local.provider_account"));
-    b.attr("region", expr("local.provider_region"));
-    b.attr("node_role", expr(aws ? "aws_iam_role.node.name" : "google_service_account.node.email"));
+  module_call(f, inputs, account_module(config), "account", [&](ModuleArgs& m) {
+    m.arg("cluster", expr("module.cluster"));
+    if (aws) m.arg("enable_ssm", var("enable_ssm"));
+    if (!aws) m.arg("project", expr("local.provider_account"));
+    m.arg("region", expr("local.provider_region"));
+    m.arg("node_role", expr(aws ? "aws_iam_role.node.name" : "google_service_account.node.email"));
   });
 
-  f.block("module", {network_module(config)}, [&](HclBody& b) {
-    b.attr("source", source_of(inputs, "network"));
-    b.attr("cluster", expr("module.cluster"));
-    b.attr("account", expr("module." + account_module(config)));
-    b.attr("vpc_id", var("vpc_id"));
-    b.attr("vpc_cidr_ipv4", var("vpc_cidr_ipv4"));
-    b.attr("enable_ipv6", var("enable_ipv6"));
-    b.attr("subnets", expr("local.subnets"));
-    b.attr("load_balancers", expr("local.load_balancers"));
+  module_call(f, inputs, network_module(config), "network", [&](ModuleArgs& m) {
+    m.arg("cluster", expr("module.cluster"));
+    m.arg("account", expr("module." + account_module(config)));
+    m.arg("vpc_id", var("vpc_id"));
+    m.arg("vpc_cidr_ipv4", var("vpc_cidr_ipv4"));
+    m.arg("enable_ipv6", var("enable_ipv6"));
+    m.arg("subnets", expr("local.subnets"));
+    m.arg("load_balancers", expr("local.load_balancers"));
   });
 
   for (const auto& zone : config.provider.zones) {
-    f.block("module", {shard_module(zone)}, [&](HclBody& b) {
-      b.attr("source", source_of(inputs, "shard"));
-      b.attr("cluster", expr("module.cluster"));
-      b.attr("account", expr("module." + account_module(config)));
-      b.attr("network", expr("module." + network_module(config)));
-      b.attr("zone", str(zone.name));
-      b.attr("pools", expr("local.pools"));
+    module_call(f, inputs, shard_module(zone), "shard", [&](ModuleArgs& m) {
+      m.arg("cluster", expr("module.cluster"));
+      m.arg("account", expr("module." + account_module(config)));
+      m.arg("network", expr("module." + network_module(config)));
+      m.arg("zone", str(zone.name));
+      m.arg("pools", expr("local.pools"));
     });
   }
 
@@ -457,6 +486,11 @@ std::map<std::string, std::string> render_stack_tf(const RenderInputs& inputs) {
       {"podplane.cluster.inputs.infra.tf", render_inputs_infra(inputs)},
       {"podplane.cluster.outputs.tf", render_outputs(inputs)},
   };
+}
+
+std::string vm_deps_mirror_url(const std::string& deps_mirror_url, const std::string& arch) {
+  if (deps_mirror_url == kPublicDepsUrl) return deps_mirror_url;
+  return deps_mirror_url + "/" + cache::vmconfig_arch_base(arch);
 }
 
 InputsImpact inputs_impact(const std::string& file_name) {

@@ -16,6 +16,7 @@
 #include "cache/layout.hpp"
 #include "cache/podplane_stack.hpp"
 #include "cache/views.hpp"
+#include "generator/module_interface.hpp"
 #include "generator/render.hpp"
 #include "generator/schema.hpp"
 #include "lockfile/hcl.hpp"
@@ -35,7 +36,7 @@ constexpr const char* main_tf = "podplane.cluster.main.tf";
 constexpr const char* infra_tf = "podplane.cluster.inputs.infra.tf";
 constexpr const char* schema_json = "podplane.cluster.schema.json";
 constexpr const char* lock_hcl = ".terraform.lock.hcl";
-constexpr const char* default_deps_url = "https://deps.podplane.dev";
+constexpr const char* default_deps_url = kPublicDepsUrl;
 constexpr const char* identity_message =
     "Changing these values is not supported in place; destroy the cluster, then update podplane.cluster.jsonc and "
     "recreate it.";
@@ -399,6 +400,25 @@ StackDir read_stack_dir(const fs::path& config_file) {
   return now;
 }
 
+// A module version that requires a variable podplane does not set cannot be called: the
+// stack would fail at `plan`. Refused before anything is written.
+void refuse_unset_required_variables(const std::string& main_text, const std::map<std::string, ModuleInterface>& interfaces) {
+  auto body = lockfile::hcl::parse(main_text, main_tf);
+  auto problems = module_call_problems(body, main_tf, [&](const std::string& source) -> const ModuleInterface* {
+    auto at = source.rfind("/modules/");
+    if (at == std::string::npos) return nullptr;
+    auto it = interfaces.find(source.substr(at + 1));
+    return it == interfaces.end() ? nullptr : &it->second;
+  });
+  std::string list;
+  for (const auto& problem : problems)
+    if (problem.kind == ModuleCallProblem::Kind::missing_required) list += "\n  " + problem.message;
+  if (!list.empty())
+    throw Error("the module version in the store requires input this podplane does not set:" + list +
+                "\nPin a module version this podplane supports (`podplane cluster create` keeps a pinned stack's), "
+                "or update podplane");
+}
+
 // Refusals that need no plan: they come first, whatever the store holds.
 void refuse_upgrade_without_stack(const StackDir& now, Command command) {
   if (command == Command::upgrade && !now.pinned)
@@ -528,6 +548,71 @@ std::vector<VersionChange> version_changes(const std::string& package, const Sta
   return changes;
 }
 
+// What of main.tf reaches the VMs: each pool's arch and the userdata it boots with, and the
+// deps_mirror_url of each userdata data source. Empty when the text does not parse.
+struct VmFacts {
+  std::map<std::string, std::string> pool_arch;       // pool → arch
+  std::map<std::string, std::string> pool_userdata;   // pool → userdata data source label
+  std::map<std::string, std::string> mirror_url;      // userdata label → deps_mirror_url
+};
+
+VmFacts vm_facts(const std::string& main_text) {
+  VmFacts facts;
+  lockfile::hcl::Body body;
+  try {
+    body = lockfile::hcl::parse(main_text, main_tf);
+  } catch (const Error&) {
+    return facts;
+  }
+  for (const auto* block : body.blocks_of_type("data")) {
+    if (block->labels.size() != 2 || block->labels[0] != "podplane_userdata") continue;
+    if (const auto* url = block->body.attribute("deps_mirror_url"); url && url->value.is_string())
+      facts.mirror_url[block->labels[1]] = *url->value.as_string();
+  }
+  for (const auto* block : body.blocks_of_type("locals")) {
+    const auto* pools = block->body.attribute("pools");
+    const auto* members = pools ? std::get_if<lockfile::hcl::Object>(&pools->value.data) : nullptr;
+    if (members == nullptr) continue;
+    for (const auto& pool : *members) {
+      const auto* fields = std::get_if<lockfile::hcl::Object>(&pool.value.data);
+      if (fields == nullptr) continue;
+      for (const auto& field : *fields) {
+        if (field.key == "arch" && field.value.is_string()) facts.pool_arch[pool.key] = *field.value.as_string();
+        if (const auto* ref = std::get_if<lockfile::hcl::Expression>(&field.value.data); ref && field.key == "userdata") {
+          static const std::regex label(R"(data\.podplane_userdata\.([A-Za-z0-9_-]+)\.rendered)");
+          std::smatch match;
+          if (std::regex_search(ref->text, match, label)) facts.pool_userdata[pool.key] = match[1];
+        }
+      }
+    }
+  }
+  return facts;
+}
+
+// A pool's arch and a userdata's deps_mirror_url reach the VMs only through main.tf, and
+// both replace them: reported as VM impact, like an instance type change in inputs.vm.tf.
+std::vector<std::string> main_tf_vm_impacts(const std::string& before_text, const std::string& after_text) {
+  const VmFacts before = vm_facts(before_text), after = vm_facts(after_text);
+  const std::string prefix = std::string(main_tf) + " changed: VM impact (" + inputs_impact("podplane.cluster.inputs.vm.tf").meaning + "): ";
+  std::vector<std::string> impacts;
+  for (const auto& [pool, arch] : after.pool_arch) {
+    auto old = before.pool_arch.find(pool);
+    if (old != before.pool_arch.end() && old->second != arch)
+      impacts.push_back(prefix + "pool " + pool + " arch " + old->second + " → " + arch);
+  }
+  for (const auto& [pool, label] : after.pool_userdata) {
+    auto old_label = before.pool_userdata.find(pool);
+    if (old_label == before.pool_userdata.end()) continue;
+    if (auto arch = before.pool_arch.find(pool); arch != before.pool_arch.end() && after.pool_arch.at(pool) != arch->second)
+      continue;  // reported as the arch change, which moves its mirror base with it
+    auto old_url = before.mirror_url.find(old_label->second);
+    auto new_url = after.mirror_url.find(label);
+    if (old_url == before.mirror_url.end() || new_url == after.mirror_url.end() || old_url->second == new_url->second) continue;
+    impacts.push_back(prefix + "pool " + pool + " deps_mirror_url " + old_url->second + " → " + new_url->second);
+  }
+  return impacts;
+}
+
 // The outcome of each file and the changes to make: what differs is written, generated files
 // the config no longer needs are removed unless edited, and the state records what was written.
 void plan_changes(const StackDir& now, StackPlan& plan) {
@@ -545,6 +630,8 @@ void plan_changes(const StackDir& now, StackPlan& plan) {
       auto impact = inputs_impact(name);
       if (!impact.level.empty())
         result.impacts.push_back(name + " changed: " + impact.level + " impact (" + impact.meaning + ")");
+      if (name == main_tf)
+        for (auto& line : main_tf_vm_impacts(*current, content)) result.impacts.push_back(std::move(line));
     }
     result.files.push_back(outcome);
     next.files[name] = content_hash(content);
@@ -609,7 +696,16 @@ StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, con
     result.warnings.push_back("VMs will fetch vmconfig artifacts from " + deps_url +
                               "; in an air gap set cluster.deps_mirror_url (or $PODPLANE_DEPS_URL) to your "
                               "`podplane mirror serve`");
-  plan.desired = render_stack_tf({&config, relative_source(now.dir, package_dir), deps_url});
+  // The module calls pass only what this module version declares, and it may require nothing
+  // podplane cannot set: a call that misses a required variable never plans.
+  std::map<std::string, ModuleInterface> interfaces;
+  DeclaredVariables declared;
+  for (const char* name : module_names) {
+    auto& interface = interfaces[std::string("modules/") + name] = read_module_interface(store, *tree, std::string("modules/") + name);
+    for (const auto& [variable, _] : interface.variables) declared[name].insert(variable);
+  }
+  plan.desired = render_stack_tf({&config, relative_source(now.dir, package_dir), deps_url, &declared});
+  refuse_unset_required_variables(plan.desired.at(main_tf), interfaces);
   plan.desired[schema_json] = cluster_schema_file_content();
   plan.desired[lock_hcl] = lock_text;
   add_manifests(store, config, now, options.command, plan.desired);

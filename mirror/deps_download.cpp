@@ -132,6 +132,11 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   // "url digest" that failed this run: knc and knd share artifacts, and one that already spent
   // its retry budget is not tried again for the next manifest (its failure is reported once).
   std::set<std::string> failed_this_run;
+  struct ManifestCount {
+    std::string manifest;  // knc_debian-13_amd64
+    std::size_t fetched = 0, present = 0;
+  };
+  std::vector<ManifestCount> counts;
 
   for (const auto& arch : archs) {
     for (const auto& kind : options.kinds) {
@@ -244,6 +249,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         log << "vmconfig " << kind << "_debian-13_" << arch << ": " << items.size() << " artifacts, "
             << missing.size() << " to fetch\n";
       }
+      counts.push_back({kind + "_debian-13_" + arch, missing.size(), items.size() - missing.size()});
     }
   }
   if (dry_run) return;
@@ -258,8 +264,12 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
                 json{{"items", fetched_items}, {"bytes", fetched_bytes}, {"archs", archs}, {"kinds", options.kinds}});
   });
   (void)cache::rebuild_views(store);
-  for (const auto& arch : archs) {
-    for (const auto& kind : options.kinds) out << "All dependencies for " << kind << "_debian-13_" << arch << " are up to date.\n";
+  // "Up to date" only where nothing had to come: a manifest whose items arrived in this run
+  // says so, so a fill is never mistaken for a check.
+  for (const auto& count : counts) {
+    std::string tally = "fetched " + std::to_string(count.fetched) + ", present " + std::to_string(count.present);
+    if (count.fetched == 0) out << "All dependencies for " << count.manifest << " are up to date (" << tally << ").\n";
+    else out << "vmconfig " << count.manifest << ": " << tally << ".\n";
   }
   if (fetched_items == 0) out << "No new artifacts: nothing was transferred.\n";
   else out << "Fetched " << fetched_items << " artifacts (" << fetched_bytes << " bytes).\n";

@@ -356,20 +356,16 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
     add(std::string(site_paths::vmconfig) + "manifests/" + name + ".json", manifest_resource(manifest));
     add(std::string(site_paths::deps_manifests) + name + ".json", manifest_resource(manifest));
   }
-  // Two arches of one artifact can share a path (no arch in Podplane's layout): serve the one
-  // the store's view holds, so the site and the view never disagree.
-  std::map<std::string, cache::Artifact> vmconfig_artifacts;
-  for (const auto& artifact : store.artifacts({.kind = cache::ArtifactKind::vmconfig_artifact})) {
-    if (!is_safe_segment(artifact.address) || !is_safe_segment(artifact.version) || !is_safe_segment(artifact.filename)) {
+  // Artifacts at Podplane's plain path and at each arch's base (cache/views.hpp): the site,
+  // the views and `cluster check`'s replay of a VM agree on every path.
+  for (const auto& [path, artifact] : cache::vmconfig_artifact_paths(store.artifacts({.kind = cache::ArtifactKind::vmconfig_artifact}))) {
+    auto segments = split(path, '/');
+    if (!all_safe(segments)) {
       skip("vmconfig artifact with unsafe names: " + artifact.address + " " + artifact.version + " " + artifact.filename);
       continue;
     }
-    auto path = join_path({site_paths::vmconfig, "artifacts", artifact.address, artifact.version, artifact.filename});
-    auto [it, inserted] = vmconfig_artifacts.emplace(path, artifact);
-    if (!inserted && cache::vmconfig_artifact_wins(artifact, it->second)) it->second = artifact;
+    add("/" + path, object_resource(artifact));
   }
-  for (const auto& [path, artifact] : vmconfig_artifacts) add(path, object_resource(artifact));
-
   // The catalogue describes the site built so far (what is served, and where).
   auto catalogue = std::make_shared<const Catalogue>(build_catalogue(gather_catalogue_source(store, site)));
   site.catalogue_ = catalogue;

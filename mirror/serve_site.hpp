@@ -24,6 +24,7 @@ inline constexpr std::string_view providers = "/v1/providers/";  // + host/ : pr
 inline constexpr std::string_view network_mirror = "/v1/mirror/";  // the network_mirror url
 inline constexpr std::string_view modules = "/v1/modules/";      // + host/ : module registry protocol
 inline constexpr std::string_view vmconfig = "/vmconfig/";       // deps_mirror_url = the server root
+inline constexpr std::string_view vmconfig_arch_bases = "/arch/";  // + <arch>/vmconfig/… : one arch's deps_mirror_url
 inline constexpr std::string_view deps_manifests = "/manifests/";  // PODPLANE_DEPS_URL = the server root
 inline constexpr std::string_view healthz = "/healthz";
 inline constexpr std::string_view catalogue = "/catalogue/";          // + <section>/ : one table alone

@@ -53,8 +53,16 @@ TEST(DepsDownload, FetchesBothKindsFilteredByProviderAndVerifiesEveryDigest) {
   VmconfigRun deps(upstream);
   auto result = deps.podplane({"deps", "download", "--arch", "amd64", "--providers", "aws"});
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
-  EXPECT_NE(result.out.find("All dependencies for knc_debian-13_amd64 are up to date."), std::string::npos) << result.out;
-  EXPECT_NE(result.out.find("All dependencies for knd_debian-13_amd64 are up to date."), std::string::npos) << result.out;
+  // Per manifest: what arrived and what was there. knd's shared items came with knc's.
+  EXPECT_NE(result.out.find("vmconfig knc_debian-13_amd64: fetched "), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("vmconfig knd_debian-13_amd64: fetched "), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("up to date"), std::string::npos) << "a run that fetched says so\n" << result.out;
+  auto again = deps.podplane({"deps", "download", "--arch", "amd64", "--providers", "aws"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("All dependencies for knc_debian-13_amd64 are up to date (fetched 0, present "), std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("All dependencies for knd_debian-13_amd64 are up to date (fetched 0, present "), std::string::npos)
+      << again.out;
   // knc and knd share most artifacts: each one crosses the wire once.
   std::map<std::string, int> gets;
   for (const auto& request : upstream.requests("^/artifacts/", 200)) ++gets[request.path];
@@ -164,6 +172,25 @@ TEST(DepsDownload, BothArchesAtOnce) {
   EXPECT_TRUE(fs::exists(deps.root() / "vmconfig/manifests/vmconfig_knd_debian-13_arm64.json"));
   EXPECT_TRUE(fs::exists(deps.root() / "vmconfig/artifacts/zot/2.1.17/zot-linux-arm64"));
   EXPECT_TRUE(fs::exists(deps.root() / "vmconfig/artifacts/zot/2.1.17/zot-linux-amd64"));
+  // kubelet's two builds share Podplane's plain path; each arch's base holds its own.
+  for (const char* arch : {"amd64", "arm64"}) {
+    std::string name = std::string("vmconfig_knd_debian-13_") + arch;
+    for (const auto& item : manifest_entry(upstream, name)["items"]) {
+      if (item["name"] != "kubelet") continue;
+      auto view = deps.root() / "arch" / arch / "vmconfig/artifacts/kubelet" / item["version"].get<std::string>() /
+                  item["filename"].get<std::string>();
+      ASSERT_TRUE(fs::exists(view)) << view;
+      EXPECT_EQ(file_digest_hex(view), item["sha256"]) << view;
+      if (std::string(arch) == "amd64") {
+        EXPECT_EQ(file_digest_hex(deps.root() / "vmconfig/artifacts/kubelet" / item["version"].get<std::string>() /
+                                            item["filename"].get<std::string>()),
+                  item["sha256"])
+            << "the plain path keeps amd64's build (docs/mirror.md)";
+      }
+    }
+  }
+  auto verify = deps.podplane({"deps", "verify"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
 // ---- hostile upstreams: every retry loop ends (budgets: docs/download.md) ----------------------

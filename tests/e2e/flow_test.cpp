@@ -271,6 +271,15 @@ TEST(Flow, OnlineTransferAirGapAndMirror) {
   auto init = run_offline({"cluster", "init", "--provider", "aws", "--id", "e2e-cluster"}, cluster);
   ASSERT_EQ(init.exit_code, 0) << show(init);
   ASSERT_TRUE(fs::exists(stack / "podplane.cluster.jsonc"));
+  // VMs in the air gap fetch their artifacts from the site's mirror, not the public host
+  // (`cluster check` replays them against the store).
+  {
+    std::string config = read_file(stack / "podplane.cluster.jsonc");
+    const std::string commented = "// \"deps_mirror_url\": \"http://mirror.internal:8080\",";
+    ASSERT_NE(config.find(commented), std::string::npos) << config;
+    config.replace(config.find(commented), commented.size(), "\"deps_mirror_url\": \"https://mirror.airgap.internal:8443\",");
+    write_file(stack / "podplane.cluster.jsonc", config);
+  }
   auto generated = run_offline({"cluster", "create", "--no-apply"}, cluster);
   ASSERT_EQ(generated.exit_code, 0) << show(generated);
   for (const char* name : {"podplane.cluster.main.tf", "podplane.cluster.inputs.infra.tf", ".terraform.lock.hcl",

@@ -135,3 +135,81 @@ TEST(ClusterCheck, IgnoresVmconfigItemsOfOtherProviders) {
 
 }  // namespace
 }  // namespace podplane::test
+
+namespace podplane::test {
+namespace {
+
+// The fixture's kube-apiserver has one file name for both arches, like kubelet upstream: on
+// Podplane's plain path an arm64 VM would receive the amd64 build.
+TEST(ClusterCheck, ReplaysEveryVmFetchAndCatchesAnotherArchsBytes) {
+  ClusterEnv env;
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  auto result = env.cluster({"check"});
+  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  EXPECT_NE(result.out.find("ok: 5 artifacts of vmconfig_knc_debian-13_arm64 from http://mirror.internal:8080/arch/arm64 "
+                            "match the manifest's digests"),
+            std::string::npos)
+      << result.out;
+
+  fs::path main_file = env.stack / "podplane.cluster.main.tf";
+  std::string main = read_file(main_file);
+  for (auto at = main.find("/arch/arm64\""); at != std::string::npos; at = main.find("/arch/arm64\""))
+    main.replace(at, 12, "\"");
+  write_file(main_file, main);
+  result = env.cluster({"check"});
+  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_NE(result.out.find("kube-apiserver 1.36.1: http://mirror.internal:8080/vmconfig/artifacts/kube-apiserver/1.36.1/"
+                            "kube-apiserver answers linux_amd64's kube-apiserver"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("VM knd_amd64 fetches its artifacts"), std::string::npos);
+  EXPECT_NE(result.err.find("each VM flavour needs the mirror base of its own arch"), std::string::npos) << result.err;
+}
+
+TEST(ClusterCheck, FailsWhenVmsFetchFromThePublicHost) {
+  ClusterEnv env;
+  std::string config = read_file(env.config());
+  const std::string mirror = "\"deps_mirror_url\": \"http://mirror.internal:8080\",";
+  config.erase(config.find(mirror), mirror.size());
+  write_file(env.config(), config);
+  auto options = env.options();
+  options.unset_env.push_back("PODPLANE_DEPS_URL");
+  options.env.erase("PODPLANE_DEPS_URL");
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}, options).exit_code, 0);
+  auto result = env.cluster({"check"}, options);
+  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_NE(result.out.find("UPSTREAM: podplane.cluster.main.tf:"), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("set cluster.deps_mirror_url"), std::string::npos) << result.err;
+}
+
+TEST(ClusterCheck, ReportsModuleArgumentsTheModuleDoesNotDeclareAndRequiredOnesLeftOut) {
+  StoreFixtureOptions options;
+  options.edit_module = [](const std::string&, std::map<std::string, std::string>& files) {
+    auto& shard = files.at("modules/shard/main.tf");
+    const std::string zone = "variable \"zone\" {\n  default = null\n}\n";
+    shard.replace(shard.find(zone), zone.size(), "variable \"zone\" {\n  type = string\n}\n");
+  };
+  ClusterEnv env("aws", options);
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  ASSERT_EQ(env.cluster({"check"}).exit_code, 0);
+  fs::path main_file = env.stack / "podplane.cluster.main.tf";
+  std::string main = read_file(main_file);
+  main.replace(main.find("  zone    = \"us-east-1a\"\n"), 25, "");
+  main.replace(main.find("  name_prefix = local.name_prefix\n"), 34, "  name_prefix = local.name_prefix\n  colour = \"blue\"\n");
+  write_file(main_file, main);
+  auto result = env.cluster({"check"});
+  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_NE(result.out.find("UNDECLARED: podplane.cluster.main.tf:"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("module \"cluster\" passes \"colour\", which registry.opentofu.org/nstance-dev/nstance/aws 2.0.1 "
+                            "modules/cluster does not declare"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("REQUIRED: podplane.cluster.main.tf:"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("module \"shard_us_east_1a\" leaves out \"zone\", which registry.opentofu.org/nstance-dev/nstance/aws "
+                            "2.0.1 modules/shard requires (modules/shard/main.tf:"),
+            std::string::npos)
+      << result.out;
+}
+
+}  // namespace
+}  // namespace podplane::test

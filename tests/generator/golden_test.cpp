@@ -38,7 +38,7 @@ TEST(GoldenStack, Google) {
   auto result = env.cluster({"create", "--no-apply"});
   ASSERT_EQ(result.exit_code, 0) << describe(result);
   // No deps_mirror_url in this config: $PODPLANE_DEPS_URL is written in.
-  EXPECT_NE(read_file(env.stack / "podplane.cluster.main.tf").find("\"http://deps-from-env.internal:8080\""),
+  EXPECT_NE(read_file(env.stack / "podplane.cluster.main.tf").find("\"http://deps-from-env.internal:8080/arch/"),
             std::string::npos);
   compare_with_golden("google", env);
 }

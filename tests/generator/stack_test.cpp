@@ -49,7 +49,9 @@ TEST(ClusterCreate, WritesTheStackFromTheStore) {
   const std::string& main = files["podplane.cluster.main.tf"];
   EXPECT_NE(main.find("source      = \"../deps/tf/modules/nstance/2.0.1/modules/cluster\""), std::string::npos) << main;
   EXPECT_EQ(main.find("\n  version ", main.find("module \"")), std::string::npos);  // no version on module calls
-  EXPECT_NE(main.find("deps_mirror_url = \"http://mirror.internal:8080\""), std::string::npos);
+  // Each arch's userdata gets its own base on the mirror (kubelet's builds share the plain path).
+  EXPECT_NE(main.find("deps_mirror_url = \"http://mirror.internal:8080/arch/arm64\""), std::string::npos) << main;
+  EXPECT_NE(main.find("deps_mirror_url = \"http://mirror.internal:8080/arch/amd64\""), std::string::npos) << main;
   // The new stack takes the store's lock as it is.
   EXPECT_EQ(files[".terraform.lock.hcl"], read_file(env.deps() / "tf" / ".terraform.lock.hcl"));
   // The raw stored manifest bytes.
@@ -177,6 +179,73 @@ TEST(ClusterCreate, ReportsTheImpactOfAConfigEdit) {
   ASSERT_EQ(result.exit_code, 0) << describe(result);
   EXPECT_NE(result.out.find("podplane.cluster.inputs.infra.tf changed: infrastructure impact"), std::string::npos)
       << result.out;
+}
+
+// A pool's arch and the mirror URL reach VMs through main.tf only, and both replace them.
+TEST(ClusterCreate, ReportsAnArchChangeAndAMirrorUrlChangeAsVmImpact) {
+  ClusterEnv env;
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  std::string config = read_file(env.config());
+  const std::string workers = R"("workers":       { "arch": "amd64")";
+  config.replace(config.find(workers), workers.size(), R"("workers":       { "arch": "arm64")");
+  write_file(env.config(), config);
+  auto result = env.cluster({"create", "--no-apply"});
+  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  EXPECT_NE(result.out.find("podplane.cluster.main.tf changed: VM impact (reconciles VM counts or triggers rolling VM "
+                            "replacement): pool workers arch amd64 → arm64"),
+            std::string::npos)
+      << result.out;
+  EXPECT_EQ(result.out.find("deps_mirror_url"), std::string::npos) << "the arch change says it all\n" << result.out;
+
+  config.replace(config.find("http://mirror.internal:8080"), 27, "http://mirror2.internal:8080");
+  write_file(env.config(), config);
+  result = env.cluster({"create", "--no-apply"});
+  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  for (const char* pool : {"control-plane", "ingress", "workers"})
+    EXPECT_NE(result.out.find(std::string("VM impact (reconciles VM counts or triggers rolling VM replacement): pool ") +
+                              pool + " deps_mirror_url http://mirror.internal:8080/arch/arm64 → "
+                                     "http://mirror2.internal:8080/arch/arm64"),
+              std::string::npos)
+        << pool << "\n" << result.out;
+  EXPECT_EQ(result.out.find("inputs.vm.tf changed"), std::string::npos) << result.out;
+
+  result = env.cluster({"create", "--no-apply"});
+  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  EXPECT_EQ(result.out.find("impact"), std::string::npos) << "nothing changed\n" << result.out;
+}
+
+TEST(ClusterCreate, RendersOnlyTheArgumentsTheStoredModuleDeclares) {
+  StoreFixtureOptions options;
+  options.edit_module = [](const std::string&, std::map<std::string, std::string>& files) {
+    auto& account = files.at("modules/account/main.tf");
+    const std::string enable_ssm = "variable \"enable_ssm\" {\n  default = null\n}\n\n";
+    account.erase(account.find(enable_ssm), enable_ssm.size());
+  };
+  ClusterEnv env("aws", options);
+  auto result = env.cluster({"create", "--no-apply"});
+  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  std::string main = read_file(env.stack / "podplane.cluster.main.tf");
+  EXPECT_EQ(main.find("enable_ssm = var.enable_ssm"), std::string::npos) << main;
+  EXPECT_NE(main.find("node_role = aws_iam_role.node.name"), std::string::npos) << main;
+  auto checked = env.cluster({"check"});
+  EXPECT_EQ(checked.exit_code, 0) << describe(checked);
+  EXPECT_NE(checked.out.find("module calls match the 4 module variable sets they call"), std::string::npos) << checked.out;
+}
+
+TEST(ClusterCreate, RefusesAModuleVersionThatRequiresAnInputItDoesNotSet) {
+  StoreFixtureOptions options;
+  options.edit_module = [](const std::string&, std::map<std::string, std::string>& files) {
+    files.at("modules/shard/main.tf") += "\nvariable \"tenant\" {\n  type = string\n}\n";
+  };
+  ClusterEnv env("aws", options);
+  auto result = env.cluster({"create", "--no-apply"});
+  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_NE(result.err.find("module \"shard_us_east_1a\" leaves out \"tenant\", which "
+                            "registry.opentofu.org/nstance-dev/nstance/aws 2.0.1 modules/shard requires "
+                            "(modules/shard/main.tf:"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(fs::exists(env.stack / "podplane.cluster.main.tf")) << "refused before writing anything";
 }
 
 TEST(ClusterCreate, RefusesAChangeOfIdentity) {

@@ -126,7 +126,9 @@ void StoreFixture::add_module(const std::string& kind, const std::string& versio
   tree.version = version;
   tree.upstream_url = "https://example.invalid/nstance-" + kind + "-" + version + ".tar.gz";
   std::vector<std::pair<std::string, std::string>> hashed;
-  for (const auto& [path, content] : module_files(kind, version)) {
+  auto files = module_files(kind, version);
+  if (options_.edit_module) options_.edit_module(version, files);
+  for (const auto& [path, content] : files) {
     cache::ModuleFile file;
     file.path = path;
     file.mode = 0644;

@@ -3,6 +3,7 @@
 // network): provider zips for several platforms with their real h1/zh, Nstance module trees
 // with versions.tf files, vmconfig manifests and their artifacts, a TfSelection, and views.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,6 +34,8 @@ struct StoreFixtureOptions {
   std::string selection_module = "aws";  // whose package the TfSelection names
   std::string engine = "tofu";
   PackageH1 package_h1 = PackageH1::recorded;
+  // Changes the files of each Nstance module version before it is stored (path → content).
+  std::function<void(const std::string& version, std::map<std::string, std::string>& files)> edit_module;
 };
 
 // The host of every provider address in the fixture: registry.opentofu.org (tofu).

@@ -349,6 +349,24 @@ def versions_tf(system):
     }
 
 
+# The inputs of each submodule: what the generated stack passes (generator/render.cpp), the
+# first one required (no default), the others optional, as the real modules declare them.
+MODULE_VARIABLES = {
+    "cluster": ["cluster_id", "name_prefix"],
+    "account": ["cluster", "enable_ssm", "project", "region", "node_role"],
+    "network": ["cluster", "account", "vpc_id", "vpc_cidr_ipv4", "enable_ipv6", "subnets", "load_balancers"],
+    "shard": ["cluster", "account", "network", "zone", "pools"],
+}
+
+
+def module_variables(sub):
+    names = MODULE_VARIABLES[sub]
+    text = 'variable "%s" {\n  type = any\n}\n\n' % names[0]
+    for name in names[1:]:
+        text += 'variable "%s" {\n  type    = any\n  default = null\n}\n\n' % name
+    return text
+
+
 def module_files(version, system="aws"):
     """path -> (bytes, mode) of the nstance-dev/nstance/<system> package at `version`."""
     files = {
@@ -363,8 +381,9 @@ def module_files(version, system="aws"):
                        for p, c in providers)
         files["modules/%s/versions.tf" % sub] = ('terraform {\n  required_version = ">= 1.6.0"\n'
                                                  '  required_providers {\n%s  }\n}\n' % body, 0o644)
-        files["modules/%s/main.tf" % sub] = ('# nstance %s module, version %s\n\nvariable "name" {\n  type = string\n}\n\n'
-                                             'output "module_version" {\n  value = "%s"\n}\n' % (sub, version, version), 0o644)
+        files["modules/%s/main.tf" % sub] = ('# nstance %s module, version %s\n\n%s'
+                                             'output "module_version" {\n  value = "%s"\n}\n'
+                                             % (sub, version, module_variables(sub), version), 0o644)
     files["modules/shard/scripts/bootstrap.sh"] = ("#!/bin/sh\necho nstance shard bootstrap %s\n" % version, 0o755)
     return {k: (v.encode(), m) for k, (v, m) in files.items()}
 

@@ -30,21 +30,21 @@ provider "aws" {
 
 data "podplane_userdata" "knc_arm64" {
   manifest_json   = file("${path.module}/podplane.cluster.vmconfig_knc_debian-13_arm64.json")
-  deps_mirror_url = "http://mirror.internal:8080"
+  deps_mirror_url = "http://mirror.internal:8080/arch/arm64"
   provider_kind   = local.provider_kind
   runtime_env     = local.runtime_env
 }
 
 data "podplane_userdata" "knd_amd64" {
   manifest_json   = file("${path.module}/podplane.cluster.vmconfig_knd_debian-13_amd64.json")
-  deps_mirror_url = "http://mirror.internal:8080"
+  deps_mirror_url = "http://mirror.internal:8080/arch/amd64"
   provider_kind   = local.provider_kind
   runtime_env     = local.runtime_env
 }
 
 data "podplane_userdata" "knd_arm64" {
   manifest_json   = file("${path.module}/podplane.cluster.vmconfig_knd_debian-13_arm64.json")
-  deps_mirror_url = "http://mirror.internal:8080"
+  deps_mirror_url = "http://mirror.internal:8080/arch/arm64"
   provider_kind   = local.provider_kind
   runtime_env     = local.runtime_env
 }

@@ -27,7 +27,7 @@ provider "google" {
 
 data "podplane_userdata" "knc_amd64" {
   manifest_json   = file("${path.module}/podplane.cluster.vmconfig_knc_debian-13_amd64.json")
-  deps_mirror_url = "http://deps-from-env.internal:8080"
+  deps_mirror_url = "http://deps-from-env.internal:8080/arch/amd64"
   provider_kind   = local.provider_kind
   runtime_env     = local.runtime_env
 }
