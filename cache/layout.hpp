@@ -24,4 +24,9 @@ inline fs::path current_version_file(const fs::path& root) { return nstance_modu
 inline fs::path vmconfig_manifests_dir(const fs::path& root) { return root / "vmconfig" / "manifests"; }
 inline fs::path vmconfig_artifacts_dir(const fs::path& root) { return root / "vmconfig" / "artifacts"; }
 
+// Netsy seeds as Podplane keeps them: seeds/manifests/seeds.json, seeds/snapshots/<name>/<version>/<file>.
+inline fs::path seeds_dir(const fs::path& root) { return root / "seeds"; }
+inline fs::path seeds_manifest_file(const fs::path& root) { return root / "seeds" / "manifests" / "seeds.json"; }
+inline fs::path seeds_snapshots_dir(const fs::path& root) { return root / "seeds" / "snapshots"; }
+
 }  // namespace podplane::cache::layout

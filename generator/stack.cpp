@@ -18,6 +18,7 @@
 #include "cache/views.hpp"
 #include "generator/render.hpp"
 #include "generator/schema.hpp"
+#include "generator/seed.hpp"
 #include "lockfile/hcl.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
@@ -609,7 +610,13 @@ StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, con
     result.warnings.push_back("VMs will fetch vmconfig artifacts from " + deps_url +
                               "; in an air gap set cluster.deps_mirror_url (or $PODPLANE_DEPS_URL) to your "
                               "`podplane mirror serve`");
-  plan.desired = render_stack_tf({&config, relative_source(now.dir, package_dir), deps_url});
+  // The seed resource reads the stored snapshot (path relative to the stack, digest pinned).
+  ClusterConfig rendered = config;
+  if (auto seed = stored_seed(store, config)) {
+    rendered.seed.path = relative_source(now.dir, seed->view);  // tofu runs in the stack dir
+    rendered.seed.digest = seed->digest;
+  }
+  plan.desired = render_stack_tf({&rendered, relative_source(now.dir, package_dir), deps_url});
   plan.desired[schema_json] = cluster_schema_file_content();
   plan.desired[lock_hcl] = lock_text;
   add_manifests(store, config, now, options.command, plan.desired);
