@@ -40,8 +40,14 @@ int kind_rank(cache::ArtifactKind kind) {
     case cache::ArtifactKind::provider_package: return 3;
     case cache::ArtifactKind::vmconfig_manifest: return 4;
     case cache::ArtifactKind::vmconfig_artifact: return 5;
+    case cache::ArtifactKind::seed_manifest: return 6;
+    case cache::ArtifactKind::seed_snapshot: return 7;
+    // Images top down, so that a volume holding an image's blobs usually holds its manifests.
+    case cache::ArtifactKind::image_index: return 8;
+    case cache::ArtifactKind::image_manifest: return 9;
+    case cache::ArtifactKind::image_blob: return 10;
   }
-  return 6;
+  return 11;
 }
 
 std::int64_t epoch_of(const std::string& rfc3339) {

@@ -26,4 +26,9 @@ inline fs::path vmconfig_artifacts_dir(const fs::path& root) { return root / "vm
 // arch/<arch>/vmconfig/artifacts/…: each architecture's own base for VMs (cache/views.hpp).
 inline fs::path vmconfig_arch_bases_dir(const fs::path& root) { return root / "arch"; }
 
+// Netsy seeds as Podplane keeps them: seeds/manifests/seeds.json, seeds/snapshots/<name>/<version>/<file>.
+inline fs::path seeds_dir(const fs::path& root) { return root / "seeds"; }
+inline fs::path seeds_manifest_file(const fs::path& root) { return root / "seeds" / "manifests" / "seeds.json"; }
+inline fs::path seeds_snapshots_dir(const fs::path& root) { return root / "seeds" / "snapshots"; }
+
 }  // namespace podplane::cache::layout

@@ -1,6 +1,7 @@
 #include "cache/row_rules.hpp"
 
 #include <algorithm>
+#include <regex>
 #include <set>
 
 #include "base/digest.hpp"
@@ -102,6 +103,39 @@ std::optional<std::string> provider_address_problem(std::string_view address) {
   return std::nullopt;
 }
 
+std::optional<std::string> image_address_problem(std::string_view address) {
+  // The registry host never holds '/', the repository may: split at the first '/'.
+  auto slash = address.find('/');
+  if (slash == std::string_view::npos) return "not <registry>/<repository>";
+  static const std::regex host_re(R"(^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?(:[0-9]{1,5})?$)");
+  static const std::regex repository_re(R"(^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$)");
+  std::string host(address.substr(0, slash));
+  std::string repository(address.substr(slash + 1));
+  if (!std::regex_match(host, host_re)) return "registry '" + host + "' is not a lower-case host[:port]";
+  if (repository.size() > 255 || !std::regex_match(repository, repository_re))
+    return "repository '" + repository + "' is not an OCI repository name (lower-case components separated by '/')";
+  return std::nullopt;
+}
+
+std::optional<std::string> image_tag_problem(std::string_view tag) {
+  static const std::regex re(R"(^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$)");
+  if (!std::regex_match(std::string(tag), re)) return "'" + std::string(tag) + "' is not an OCI tag";
+  return std::nullopt;
+}
+
+std::optional<std::string> image_digest_problem(std::string_view digest) {
+  if (digest.substr(0, 7) != "sha256:" || !is_sha256_hex(digest.substr(7)))
+    return "'" + std::string(digest) + "' is not a sha256:<64 lower-case hex> digest";
+  return std::nullopt;
+}
+
+std::optional<std::string> image_platform_problem(std::string_view platform) {
+  static const std::regex re(R"(^[a-z0-9]+_[a-z0-9]+(_[a-z0-9]+)?$)");
+  if (!std::regex_match(std::string(platform), re))
+    return "platform '" + std::string(platform) + "' is not os_arch or os_arch_variant (e.g. linux_arm64, linux_arm_v7)";
+  return std::nullopt;
+}
+
 std::string vmconfig_view_name(const Artifact& artifact) {
   return artifact.upstream_url.empty() ? artifact.filename : last_url_segment(artifact.upstream_url);
 }
@@ -183,6 +217,36 @@ void check_artifact_layout(const Artifact& a) {
       }
       break;
     }
+    case ArtifactKind::image_index:
+    case ArtifactKind::image_manifest:
+    case ArtifactKind::image_blob: {
+      if (auto problem = image_address_problem(a.address)) refuse(row, "address: " + *problem);
+      // The OCI digest is the object's own: what we serve under a digest is what it names.
+      if (a.filename != "sha256:" + a.digest)
+        refuse(row, mismatch_message("filename is not the object's OCI digest", "sha256:" + a.digest, a.filename));
+      if (a.upstream_digest != a.filename)
+        refuse(row, mismatch_message("upstream digest is not the object's OCI digest", a.filename, a.upstream_digest));
+      if (a.kind == ArtifactKind::image_blob) {
+        if (auto problem = image_digest_problem(a.version)) refuse(row, "version (the image manifest's digest): " + *problem);
+      } else if (image_digest_problem(a.version) && image_tag_problem(a.version)) {
+        refuse(row, "version '" + a.version + "' is neither an OCI tag nor a sha256: digest");
+      }
+      if (a.kind == ArtifactKind::image_index && !a.platform.empty()) refuse(row, "an image index has no platform");
+      if (a.kind == ArtifactKind::image_manifest || !a.platform.empty()) {
+        if (auto problem = image_platform_problem(a.platform)) refuse(row, *problem);
+      }
+      break;
+    }
+    case ArtifactKind::seed_manifest:
+      if (a.address != "seeds") refuse(row, mismatch_message("a seeds manifest's address", "seeds", a.address));
+      require_segment(row, "version", a.version);
+      break;
+    case ArtifactKind::seed_snapshot:
+      require_segment(row, "seed name (address)", a.address);
+      require_segment(row, "version", a.version);
+      if (a.upstream_digest.rfind("sha512:", 0) != 0)
+        refuse(row, "a seed snapshot needs its sha512: digest from seeds.json, got '" + a.upstream_digest + "'");
+      break;
   }
 }
 

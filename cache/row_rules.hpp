@@ -25,6 +25,15 @@ std::optional<std::string> relative_path_problem(std::string_view path);
 // A provider address as the lock file needs it: HOST/NAMESPACE/TYPE, normalised.
 std::optional<std::string> provider_address_problem(std::string_view address);
 
+// Container images (docs/images.md): an image address is <registry host[:port]>/<repository>
+// with the repository in the OCI distribution grammar (lower case, '/'-separated components);
+// a tag is [A-Za-z0-9_][A-Za-z0-9._-]{0,127}; a digest here is always "sha256:<64 hex>".
+std::optional<std::string> image_address_problem(std::string_view address);
+std::optional<std::string> image_tag_problem(std::string_view tag);
+std::optional<std::string> image_digest_problem(std::string_view digest);
+// os_arch or os_arch_variant, lower-case letters and digits (linux_amd64, linux_arm_v7).
+std::optional<std::string> image_platform_problem(std::string_view platform);
+
 // The file name a vmconfig artifact's view gets: the last segment of its upstream URL's path
 // (Podplane's layout), or its filename when it has no URL.
 std::string vmconfig_view_name(const Artifact& artifact);

@@ -143,18 +143,26 @@ std::string_view to_string(ArtifactKind kind) {
     case ArtifactKind::provider_keys: return "provider_keys";
     case ArtifactKind::vmconfig_manifest: return "vmconfig_manifest";
     case ArtifactKind::vmconfig_artifact: return "vmconfig_artifact";
+    case ArtifactKind::image_index: return "image_index";
+    case ArtifactKind::image_manifest: return "image_manifest";
+    case ArtifactKind::image_blob: return "image_blob";
+    case ArtifactKind::seed_manifest: return "seed_manifest";
+    case ArtifactKind::seed_snapshot: return "seed_snapshot";
   }
   return "unknown";
 }
 
 ArtifactKind parse_artifact_kind(std::string_view text) {
   for (auto kind : {ArtifactKind::provider_package, ArtifactKind::provider_shasums, ArtifactKind::provider_signature,
-                    ArtifactKind::provider_keys, ArtifactKind::vmconfig_manifest, ArtifactKind::vmconfig_artifact}) {
+                    ArtifactKind::provider_keys, ArtifactKind::vmconfig_manifest, ArtifactKind::vmconfig_artifact,
+                    ArtifactKind::image_index, ArtifactKind::image_manifest, ArtifactKind::image_blob,
+                    ArtifactKind::seed_manifest, ArtifactKind::seed_snapshot}) {
     if (to_string(kind) == text) return kind;
   }
   throw Error("unknown artifact kind '" + std::string(text) +
               "' (expected provider_package, provider_shasums, provider_signature, provider_keys, "
-              "vmconfig_manifest or vmconfig_artifact)");
+              "vmconfig_manifest, vmconfig_artifact, image_index, image_manifest, image_blob, seed_manifest or "
+              "seed_snapshot)");
 }
 
 std::string_view to_string(Trust trust) {

@@ -30,6 +30,14 @@ enum class ArtifactKind {
   provider_keys,       // the registry's signing_keys JSON (armored public keys)
   vmconfig_manifest,   // a vmconfig_<kind>_debian-13_<arch>.json as fetched
   vmconfig_artifact,   // a file a vmconfig manifest lists
+  // Container images (docs/images.md): address = <upstream registry>/<repository>, filename =
+  // the OCI digest "sha256:<hex>" of the object (always the object's own digest).
+  image_index,         // an image index / manifest list; version = the tag it was fetched under
+  image_manifest,      // one platform's image manifest; version = tag (or index digest), platform = os_arch[_variant]
+  image_blob,          // a config or layer; version = the digest of the image manifest that lists it
+  // Netsy seeds (podplane.md §2.2, §6).
+  seed_manifest,       // seeds.json as fetched; address "seeds", version = its sha256[:12]
+  seed_snapshot,       // <name>.netsy; address = seed name, upstream_digest = "sha512:…"
 };
 std::string_view to_string(ArtifactKind kind);
 ArtifactKind parse_artifact_kind(std::string_view text);  // Error on unknown text

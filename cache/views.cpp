@@ -148,12 +148,13 @@ class Planner {
     auto modules = module_files();
     auto tf_files = selection_files();
     auto vmconfig = vmconfig_files();
-    // The order the views have always been listed in: providers, modules, tf files, vmconfig.
-    for (auto* part : {&providers, &modules, &tf_files, &vmconfig}) {
+    auto seeds = seed_files();
+    // The order the views have always been listed in: providers, modules, tf files, vmconfig, seeds.
+    for (auto* part : {&providers, &modules, &tf_files, &vmconfig, &seeds}) {
       for (auto& file : *part) plan_.files.push_back(std::move(file));
     }
     plan_.directories = {layout::providers_dir(root_), layout::tf_dir(root_) / "modules", root_ / "vmconfig",
-                         layout::vmconfig_arch_bases_dir(root_)};
+                         layout::vmconfig_arch_bases_dir(root_), layout::seeds_dir(root_)};
     return std::move(plan_);
   }
 
@@ -310,6 +311,27 @@ class Planner {
     for (const auto& [path, a] : vmconfig_artifact_paths(rows_)) {
       (void)place({{RowRef::Kind::artifact, a.id, ""}, describe(a), {{root_ / fs::path(path), a.digest, std::nullopt, 0444}}, {}},
                   out);
+    }
+    return out;
+  }
+
+  // The newest seeds.json as seeds/manifests/seeds.json, and every snapshot at
+  // seeds/snapshots/<name>/<version>/<file> (the path a generated stack's seed resource names).
+  std::vector<ViewFile> seed_files() {
+    std::vector<ViewFile> out;
+    const Artifact* newest = nullptr;
+    for (const auto& a : rows_) {
+      if (a.kind == ArtifactKind::seed_manifest && (newest == nullptr || a.id > newest->id)) newest = &a;
+    }
+    if (newest != nullptr) {
+      (void)place({{RowRef::Kind::artifact, newest->id, ""}, describe(*newest),
+                   {{layout::seeds_manifest_file(root_), newest->digest, std::nullopt, 0444}}, {}},
+                  out);
+    }
+    for (const auto& a : rows_) {
+      if (a.kind != ArtifactKind::seed_snapshot) continue;
+      fs::path path = layout::seeds_snapshots_dir(root_) / a.address / a.version / a.filename;
+      (void)place({{RowRef::Kind::artifact, a.id, ""}, describe(a), {{path, a.digest, std::nullopt, 0444}}, {}}, out);
     }
     return out;
   }
@@ -566,6 +588,7 @@ ViewStats rebuild_views(Store& store) {
   const fs::path tf = layout::tf_dir(store.root());
   const fs::path vmconfig = store.root() / "vmconfig";
   const fs::path arch_bases = layout::vmconfig_arch_bases_dir(store.root());
+  const fs::path seeds = layout::seeds_dir(store.root());
   auto plan = plan_views(store);
   for (const auto& unplaced : plan.unplaced) stats.skipped_rows.push_back(unplaced.reason);
   for (const auto& view : plan.files) {
@@ -573,8 +596,8 @@ ViewStats rebuild_views(Store& store) {
       auto relative = view.path.lexically_relative(dir);
       return !relative.empty() && *relative.begin() != "..";
     };
-    if (!inside(tf) && !inside(vmconfig) && !inside(arch_bases))
-      throw Error("refusing to write a view outside tf/, vmconfig/ and arch/: " + view.path.string());
+    if (!inside(tf) && !inside(vmconfig) && !inside(arch_bases) && !inside(seeds))
+      throw Error("refusing to write a view outside tf/, vmconfig/, arch/ and seeds/: " + view.path.string());
     switch (publish_view(store, view)) {
       case Published::written: ++stats.files_written; break;
       case Published::present: ++stats.files_present; break;

@@ -12,6 +12,7 @@
 #include "lockfile/platform.hpp"
 #include "mirror/deps_download.hpp"
 #include "mirror/deps_tf.hpp"
+#include "mirror/images.hpp"
 
 namespace podplane::cli {
 namespace {
@@ -30,6 +31,7 @@ struct DownloadArgs {
   std::vector<std::string> kinds;
   std::vector<std::string> providers;
   bool dry_run = false;
+  bool skip_seeds = false;
   int jobs = 8;
 };
 
@@ -44,6 +46,7 @@ mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const Glo
   if (!kinds.empty()) options.kinds = kinds;
   options.providers = mirror::split_list(args.providers);
   options.mode = args.dry_run ? mirror::DepsDownloadOptions::Mode::dry_run : mirror::DepsDownloadOptions::Mode::fetch;
+  options.seeds = args.skip_seeds ? mirror::DepsDownloadOptions::Seeds::skip : mirror::DepsDownloadOptions::Seeds::fetch;
   options.download.jobs = args.jobs;
   options.download.progress = progress_of(global);
   options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
@@ -105,17 +108,43 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   });
 
   auto download_args = std::make_shared<DownloadArgs>();
-  auto* download = deps.add_subcommand("download", "Fetch vmconfig manifests (knc, knd) and the artifacts they list");
+  auto* download = deps.add_subcommand("download", "Fetch vmconfig manifests (knc, knd), the artifacts and container images they list, and the seed snapshots");
   download->add_option("--arch", download_args->archs, "amd64,arm64 (default: $PODPLANE_ARCH or this machine)");
   download->add_option("--kind", download_args->kinds, "knc,knd (default: both)");
   download->add_option("--providers", download_args->providers,
                        "Provider-specific artifacts to include: aws, google, proxmox, … or all");
   download->add_flag("--dry-run", download_args->dry_run, "Print what would be downloaded; write nothing");
+  download->add_flag("--skip-seeds", download_args->skip_seeds, "Skip the seeds manifest and snapshots");
   download->add_option("--jobs", download_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   download->callback([download_args, &global] {
     auto options = download_options(*download_args, global);
     auto store = cache::Store::open(cache::default_deps_root());
     mirror::deps_download(store, options, std::cout, std::cerr);
+  });
+
+  struct ImagesArgs {
+    std::string list_file;
+    std::vector<std::string> archs;
+    int jobs = 8;
+  };
+  auto images_args = std::make_shared<ImagesArgs>();
+  auto* images = deps.add_subcommand("images", "Fetch the container images of a list (application images) into the store");
+  images->add_option("-f,--file", images_args->list_file,
+                     "Image list: one reference a line (registry/repository:tag or @sha256:…), # comments; - for stdin")
+      ->required();
+  images->add_option("--arch", images_args->archs,
+                     "Platforms of a multi-arch image: amd64,arm64, all, or os/arch[/variant] (default: $PODPLANE_ARCH or this machine)");
+  images->add_option("--jobs", images_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
+  images->callback([images_args, &global] {
+    mirror::DepsImagesOptions options;
+    options.list_file = images_args->list_file;
+    options.archs = mirror::split_list(images_args->archs);
+    if (options.archs.empty()) options.archs = {mirror::default_vmconfig_arch()};
+    options.download.jobs = images_args->jobs;
+    options.download.progress = progress_of(global);
+    options.download.http = mirror::HttpOptions::from_environment();
+    auto store = cache::Store::open(cache::default_deps_root());
+    mirror::deps_images(store, options, std::cout, std::cerr);
   });
 
   auto status_args = std::make_shared<DownloadArgs>();

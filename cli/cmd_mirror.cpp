@@ -108,7 +108,7 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
   });
 
   auto push_args = std::make_shared<PushArgs>();
-  auto* push = group.add_subcommand("push", "Publish providers and modules to an OCI registry (OpenTofu oci_mirror layout)");
+  auto* push = group.add_subcommand("push", "Publish providers and modules (OpenTofu oci_mirror layout) and container images to an OCI registry");
   push->add_option("TARGET", push_args->target, "oci://REGISTRY[:PORT]/PREFIX")->required();
   push->add_flag("--plain-http", push_args->plain_http, "Talk plain HTTP to the registry");
   push->add_option("--ca-file", push_args->ca_file, "PEM CA bundle for the registry's TLS certificate");
@@ -126,7 +126,9 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
                                      global.quiet ? nullptr : &std::cerr);
     std::cout << "pushed " << stats.manifests_pushed << " manifests (" << stats.manifests_present
               << " already present), uploaded " << stats.blobs_uploaded << " blobs (" << stats.bytes_uploaded
-              << " bytes), skipped " << stats.blobs_present << " blobs the registry had\n";
+              << " bytes), skipped " << stats.blobs_present << " blobs the registry had";
+    if (stats.blobs_mounted > 0) std::cout << ", mounted " << stats.blobs_mounted << " from another repository";
+    std::cout << "\n";
   });
 }
 

@@ -19,6 +19,7 @@
 #include "generator/module_interface.hpp"
 #include "generator/render.hpp"
 #include "generator/schema.hpp"
+#include "generator/seed.hpp"
 #include "lockfile/hcl.hpp"
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
@@ -704,7 +705,13 @@ StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, con
     auto& interface = interfaces[std::string("modules/") + name] = read_module_interface(store, *tree, std::string("modules/") + name);
     for (const auto& [variable, _] : interface.variables) declared[name].insert(variable);
   }
-  plan.desired = render_stack_tf({&config, relative_source(now.dir, package_dir), deps_url, &declared});
+  // The seed resource reads the stored snapshot (path relative to the stack, digest pinned).
+  ClusterConfig rendered = config;
+  if (auto seed = stored_seed(store, config)) {
+    rendered.seed.path = relative_source(now.dir, seed->view);  // tofu runs in the stack dir
+    rendered.seed.digest = seed->digest;
+  }
+  plan.desired = render_stack_tf({&rendered, relative_source(now.dir, package_dir), deps_url, &declared});
   refuse_unset_required_variables(plan.desired.at(main_tf), interfaces);
   plan.desired[schema_json] = cluster_schema_file_content();
   plan.desired[lock_hcl] = lock_text;

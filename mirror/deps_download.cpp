@@ -18,6 +18,8 @@
 #include "cache/views.hpp"
 #include "mirror/http.hpp"
 #include "base/scratch_dir.hpp"
+#include "mirror/images.hpp"
+#include "mirror/seeds.hpp"
 #include "mirror/vmconfig.hpp"
 
 namespace podplane::mirror {
@@ -137,6 +139,9 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     std::size_t fetched = 0, present = 0;
   };
   std::vector<ManifestCount> counts;
+  // Container images of every manifest, once each (knc and knd list the same ones).
+  std::vector<ImageRequest> image_requests;
+  std::set<std::string> images_seen;
 
   for (const auto& arch : archs) {
     for (const auto& kind : options.kinds) {
@@ -149,6 +154,13 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       for (const auto& item : items) {
         if (!is_cached(store, item, arch)) missing.push_back(item);
       }
+      std::vector<ImageRequest> missing_images;
+      for (auto& request : vmconfig_image_requests(manifest.document, manifest.name)) {
+        std::string key = request.reference.address() + " " + request.pinned_manifest;
+        if (!images_seen.insert(key).second || image_stored(store, request)) continue;
+        missing_images.push_back(request);
+        image_requests.push_back(std::move(request));
+      }
       if (dry_run) {
         out << "VMConfig manifest: " << redact_url(fetched.url) << "\n";
         out << "VMConfig cache directory: " << (store.root() / "vmconfig").string() << "\n";
@@ -157,6 +169,12 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         } else {
           out << "VMConfig artifacts that would be downloaded:\n";
           for (const auto& item : missing) out << "  \u2022 " << item.view_path() << " (" << item.size << " bytes)\n";
+        }
+        if (!missing_images.empty()) {
+          out << "Container images that would be downloaded:\n";
+          for (const auto& request : missing_images)
+            out << "  \u2022 " << request.reference.str() << " " << request.pinned_manifest << " ("
+                << (request.platforms.empty() ? std::string("all platforms") : request.platforms.front()) << ")\n";
         }
         continue;
       }
@@ -252,7 +270,28 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       counts.push_back({kind + "_debian-13_" + arch, missing.size(), items.size() - missing.size()});
     }
   }
+  // Seeds are cross-arch: fetched once (Podplane: with the first arch).
+  std::size_t seeds_fetched = 0;
+  if (options.seeds == DepsDownloadOptions::Seeds::fetch) {
+    auto seeds = fetch_seeds(store, http, downloader, base, scratch.path(), dry_run ? SeedsMode::list_only : SeedsMode::fetch);
+    if (dry_run && !seeds.missing.empty()) {
+      out << "Seed snapshots that would be downloaded:\n";
+      for (const auto& path : seeds.missing) out << "  \u2022 " << path << "\n";
+    }
+    failures.insert(failures.end(), seeds.failures.begin(), seeds.failures.end());
+    rows.insert(rows.end(), seeds.rows.begin(), seeds.rows.end());
+    fetched_bytes += seeds.bytes;
+    seeds_fetched = seeds.fetched;
+  }
   if (dry_run) return;
+  std::size_t images_fetched = 0;
+  if (!image_requests.empty()) {
+    auto images = fetch_images(store, image_requests, options.download, log);
+    failures.insert(failures.end(), images.failures.begin(), images.failures.end());
+    rows.insert(rows.end(), images.rows.begin(), images.rows.end());
+    fetched_bytes += images.bytes;
+    images_fetched = image_requests.size();
+  }
   if (!failures.empty()) {
     std::string message = "deps download failed; nothing was indexed:";
     for (const auto& failure : failures) message += "\n" + failure;
@@ -261,7 +300,8 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   store.in_transaction([&] {
     for (const auto& row : rows) (void)store.add_artifact(row);
     store.audit("fetch", "deps download",
-                json{{"items", fetched_items}, {"bytes", fetched_bytes}, {"archs", archs}, {"kinds", options.kinds}});
+                json{{"items", fetched_items}, {"images", images_fetched}, {"seeds", seeds_fetched}, {"bytes", fetched_bytes}, {"archs", archs},
+                     {"kinds", options.kinds}});
   });
   (void)cache::rebuild_views(store);
   // "Up to date" only where nothing had to come: a manifest whose items arrived in this run
@@ -271,8 +311,10 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     if (count.fetched == 0) out << "All dependencies for " << count.manifest << " are up to date (" << tally << ").\n";
     else out << "vmconfig " << count.manifest << ": " << tally << ".\n";
   }
-  if (fetched_items == 0) out << "No new artifacts: nothing was transferred.\n";
-  else out << "Fetched " << fetched_items << " artifacts (" << fetched_bytes << " bytes).\n";
+  fetched_items += seeds_fetched;
+  if (fetched_items == 0 && images_fetched == 0) out << "No new artifacts: nothing was transferred.\n";
+  else if (images_fetched == 0) out << "Fetched " << fetched_items << " artifacts (" << fetched_bytes << " bytes).\n";
+  else out << "Fetched " << fetched_items << " artifacts and " << images_fetched << " images (" << fetched_bytes << " bytes).\n";
 }
 
 DepsStatus deps_status(const cache::Store* store, const DepsDownloadOptions& options, std::ostream& out) {

@@ -1,5 +1,6 @@
 #pragma once
-// `podplane deps download` and `podplane deps status`: vmconfig manifests from
+// `podplane deps download` and `podplane deps status`: the container images the manifests
+// pin (mirror/images.hpp), seeds.json and its snapshots (mirror/seeds.hpp), vmconfig manifests from
 // $PODPLANE_DEPS_URL/manifests/vmconfig_<kind>_debian-13_<arch>.json (knc and knd), the
 // artifacts they list (provider-filtered), each verified against its sha256:/sha512: digest
 // before it is indexed. A run indexes all or nothing: any failed item leaves the index and
@@ -26,6 +27,8 @@ struct DepsDownloadOptions {
   std::vector<std::string> kinds{"knc", "knd"};      // knc | knd
   std::vector<std::string> providers;                // aws, google, …, or "all"
   Mode mode = Mode::fetch;
+  enum class Seeds { fetch, skip };                  // --skip-seeds: no seeds.json, no snapshots
+  Seeds seeds = Seeds::fetch;
   std::string base_url;                              // deps_base_url() when empty
   DownloadOptions download;
 };

@@ -14,6 +14,7 @@
 #include "base/error.hpp"
 #include "base/remove_on_signal.hpp"
 #include "mirror/catalogue.hpp"
+#include "mirror/oci_layout.hpp"
 #include "mirror/serve_objects.hpp"
 
 namespace podplane::mirror {
@@ -94,7 +95,22 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
   StagingDir staging(dir);
   ExportStats stats;
   stats.skipped_rows = site.skipped().size();
+  auto place = [&](const fs::path& object, const std::string& digest, std::int64_t size, const fs::path& file) {
+    check(file.string(), object, digest, size);
+    std::error_code ec;
+    fs::create_hard_link(object, file, ec);
+    if (!ec) {
+      ++stats.linked;
+    } else {
+      fs::copy_file(object, file, ec);
+      if (ec) throw Error("cannot copy " + object.string() + " to " + file.string() + ": " + ec.message());
+      fs::permissions(file, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    }
+    stats.bytes += static_cast<std::uint64_t>(size);
+  };
   for (const auto& [url_path, resource] : site.resources()) {
+    // The registry API needs a registry: images go out as OCI layouts below (registry/).
+    if (resource.registry_api) continue;
     // Keys are built from safe segments only (serve_site.cpp), so this stays inside staging.
     fs::path file = staging.path() / url_path.substr(1);
     if (url_path.back() == '/') file /= "index.html";  // a page: what web servers answer for a directory
@@ -142,6 +158,11 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
       }
     }
     ++stats.files;
+  }
+  // Images: one OCI image layout per mirror name, as Podplane's registry cache lays them out.
+  for (const auto& image : site.images()) {
+    stats.files += write_oci_layout(image, staging.path() / "registry" / image.repository, place) + 2;
+    ++stats.images;
   }
   write_bytes(staging.path() / kExportMarker, "podplane mirror export\n");
   // Exported trees are world-readable like any web root, whatever the umask says.

@@ -4,7 +4,8 @@
 // sibling temp dir and swapped in with one rename, so readers see the old or the new tree,
 // never a mix. Only an empty dir or an earlier export is ever replaced. Every store object is
 // hashed on the way out; one that does not match its digest fails the export (nothing is
-// replaced). Errors: podplane::Error.
+// replaced). Container images go out as OCI image layouts under registry/mirror/<registry>/
+// <repository>/ (mirror/oci_layout.hpp), not as /v2/ files. Errors: podplane::Error.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -18,6 +19,7 @@ struct ExportStats {
   std::size_t linked = 0;        // store objects hard-linked instead of copied
   std::uint64_t bytes = 0;
   std::size_t skipped_rows = 0;  // index rows the site left out (see MirrorSite::skipped)
+  std::size_t images = 0;        // OCI image layouts written under registry/
 };
 
 // The marker file that identifies an export (so that re-export may replace the dir).

@@ -96,6 +96,14 @@ class Registry {
     return present(request(Method::head, blob_url, {}), blob_url);
   }
 
+  // Cross-repository blob mount (distribution spec): 201 when the registry linked the blob
+  // from `from` without an upload; anything else means "upload it".
+  bool mount(const std::string& repository, const std::string& digest, const std::string& from) {
+    const auto mount_url = url(repository, "blobs/uploads/?mount=" + digest + "&from=" + from);
+    auto response = request(Method::post, mount_url, {});
+    return response.status == 201;
+  }
+
   std::string start_upload(const std::string& repository) {
     const auto upload_url = url(repository, "blobs/uploads/");
     auto response = request(Method::post, upload_url, {});
@@ -218,6 +226,12 @@ class Pusher {
       ++stats.blobs_present;
       return;
     }
+    // A layer shared by two images goes up once; the second repository mounts it.
+    if (auto from = uploaded_to_.find(digest); from != uploaded_to_.end() && registry_.mount(repository, digest, from->second)) {
+      ++stats.blobs_mounted;
+      return;
+    }
+    uploaded_to_[digest] = repository;
     say("uploading " + file.filename().string() + " → " + repository + " (" + std::to_string(size) + " bytes)");
     registry_.upload_file(repository, digest, file, size);
     ++stats.blobs_uploaded;
@@ -244,6 +258,7 @@ class Pusher {
   PushStats stats;
 
  private:
+  std::map<std::string, std::string> uploaded_to_;  // digest → repository it went up to this run
   Registry& registry_;
   std::ostream* progress_;
 };
@@ -339,6 +354,26 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
     };
     push.manifest(repository, tag, oci_media::manifest, image.dump());
     push.stats.references.push_back(target.registry + "/" + repository + ":" + tag);
+  }
+
+  // Container images under their mirror names (PREFIX/mirror/<registry>/<repository>:<tag>),
+  // byte for byte as stored, so every digest stays the upstream's.
+  for (const auto& image : site.images()) {
+    std::string repository = repository_path(target, image.repository);
+    if (!valid_repository(repository)) {
+      push.say("skipped image " + image.address + ": " + repository + " is not a valid OCI repository name");
+      continue;
+    }
+    for (const auto& blob : image.blobs)
+      push.blob_file(repository, blob.digest, blob.object, static_cast<std::uint64_t>(blob.size));
+    for (const auto& manifest : image.manifests) {
+      std::string bytes = store.read_object(manifest.digest.substr(7));
+      push.manifest(repository, "", manifest.media_type.c_str(), bytes);
+    }
+    for (const auto& tag : image.tags) {
+      push.manifest(repository, tag.tag, tag.media_type.c_str(), store.read_object(tag.digest.substr(7)));
+      push.stats.references.push_back(target.registry + "/" + repository + ":" + tag.tag);
+    }
   }
   return push.stats;
 }

@@ -38,6 +38,7 @@ struct PushOptions {
 struct PushStats {
   std::size_t blobs_uploaded = 0;
   std::size_t blobs_present = 0;      // HEAD said the registry has it: not sent
+  std::size_t blobs_mounted = 0;      // linked from another repository of this push: not sent
   std::size_t manifests_pushed = 0;
   std::size_t manifests_present = 0;  // same digest already there (under that tag)
   std::uint64_t bytes_uploaded = 0;
@@ -47,6 +48,7 @@ struct PushStats {
 // Where things go below oci://REGISTRY/PREFIX (lower-case repository names):
 //   PREFIX/providers/<host>/<namespace>/<type>:<version>        (index → one manifest per platform)
 //   PREFIX/modules/<host>/<namespace>/<name>/<system>:<version> (image manifest, zip layer)
+//   PREFIX/mirror/<registry>/<repository>:<tag>                 (container images, as stored)
 // Versions become tags with '+' written as '_' (OpenTofu's rule).
 struct OciTarget {
   std::string registry;  // host[:port]

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
 #include "cache/layout.hpp"
@@ -197,12 +198,34 @@ struct MirrorServer::Impl final : RequestHandler {
     return url;
   }
 
+  // A path of the OCI distribution API that the store does not have: the registry error body
+  // clients show (MANIFEST_UNKNOWN, BLOB_UNKNOWN, NAME_UNKNOWN), saying how to get it.
+  void registry_not_found(const httplib::Request& req, httplib::Response& res) {
+    const std::string& path = req.path;
+    std::string code = "NAME_UNKNOWN";
+    std::string message = "repository name not known to this mirror";
+    if (path.find("/manifests/") != std::string::npos) {
+      code = "MANIFEST_UNKNOWN";
+      message = "manifest unknown: " + path.substr(path.rfind('/') + 1) +
+                " is not in this mirror's store (only images and platforms downloaded in advance are served; fetch it online "
+                "with podplane deps download --arch … or podplane deps images, then carry it over)";
+    } else if (path.find("/blobs/") != std::string::npos) {
+      code = "BLOB_UNKNOWN";
+      message = "blob unknown to this mirror: " + path.substr(path.rfind('/') + 1);
+    }
+    res.status = 404;
+    res.set_content(nlohmann::json{{"errors", {{{"code", code}, {"message", message}}}}}.dump() + "\n", "application/json");
+  }
+
   void handle(const httplib::Request& req, httplib::Response& res) {
     answered_by_handler = true;
-    if (hostile_target(req.target)) return not_found(res);
+    bool registry = req.path == "/v2" || req.path.rfind(site_paths::registry_api, 0) == 0;
+    if (registry) res.set_header("Docker-Distribution-API-Version", "registry/2.0");
+    if (hostile_target(req.target)) return registry ? registry_not_found(req, res) : not_found(res);
     auto snapshot = current();
-    const SiteResource* resource = snapshot->find(req.path);
-    if (resource == nullptr) return not_found(res);
+    const SiteResource* resource = snapshot->find(req.path == "/v2" ? std::string(site_paths::registry_api) : req.path);
+    if (resource == nullptr) return registry ? registry_not_found(req, res) : not_found(res);
+    if (!resource->oci_digest.empty()) res.set_header("Docker-Content-Digest", resource->oci_digest);
     switch (resource->kind) {
       case ResourceKind::document:
         answer_bytes(req, res, resource->body.size(), resource->content_type, "",

@@ -366,6 +366,25 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
     }
     add("/" + path, object_resource(artifact));
   }
+  // Seeds: the newest seeds.json where deps.podplane.dev publishes it (/manifests/seeds.json,
+  // what `deps download` asks $PODPLANE_DEPS_URL for) and where the cache keeps it, and every
+  // snapshot at its view path.
+  std::optional<cache::Artifact> seeds_manifest;
+  for (auto& row : store.artifacts({.kind = cache::ArtifactKind::seed_manifest}))
+    if (!seeds_manifest || seeds_manifest->id < row.id) seeds_manifest = std::move(row);
+  if (seeds_manifest) {
+    add(std::string(site_paths::deps_manifests) + "seeds.json", manifest_resource(*seeds_manifest));
+    add("/seeds/manifests/seeds.json", manifest_resource(*seeds_manifest));
+  }
+  for (const auto& snapshot : store.artifacts({.kind = cache::ArtifactKind::seed_snapshot})) {
+    if (!is_safe_segment(snapshot.address) || !is_safe_segment(snapshot.version) || !is_safe_segment(snapshot.filename)) {
+      skip("seed snapshot with unsafe names: " + snapshot.address + " " + snapshot.version + " " + snapshot.filename);
+      continue;
+    }
+    add(join_path({"/seeds/snapshots", snapshot.address, snapshot.version, snapshot.filename}), object_resource(snapshot));
+  }
+  add_image_resources(store, site);
+
   // The catalogue describes the site built so far (what is served, and where).
   auto catalogue = std::make_shared<const Catalogue>(build_catalogue(gather_catalogue_source(store, site)));
   site.catalogue_ = catalogue;

@@ -29,6 +29,7 @@ inline constexpr std::string_view deps_manifests = "/manifests/";  // PODPLANE_D
 inline constexpr std::string_view healthz = "/healthz";
 inline constexpr std::string_view catalogue = "/catalogue/";          // + <section>/ : one table alone
 inline constexpr std::string_view catalogue_json = "/catalogue.json";
+inline constexpr std::string_view registry_api = "/v2/";          // OCI distribution read API (docs/images.md)
 inline constexpr std::string_view module_package_name = "package.tar.gz";
 }  // namespace site_paths
 
@@ -69,6 +70,30 @@ struct SiteResource {
   std::shared_ptr<const ModulePackage> module;  // module_package
   std::shared_ptr<const Catalogue> catalogue;   // catalogue_page
   std::string catalogue_section;                // catalogue_page: "" for the whole catalogue
+  // OCI distribution API answers (under /v2/): the Docker-Content-Digest they carry, "" for
+  // other paths. They are not files of a static export (mirror export writes an OCI layout).
+  std::string oci_digest;
+  bool registry_api = false;
+};
+
+// One stored image as published under its mirror name (input for `mirror export` and `mirror push`).
+struct PublishedImage {
+  std::string address;     // registry.k8s.io/pause
+  std::string repository;  // mirror/registry.k8s.io/pause
+  // tag → the digest ("sha256:…") and media type of what the tag resolves to.
+  struct Tag {
+    std::string tag, digest, media_type;
+    std::int64_t size = 0;
+  };
+  std::vector<Tag> tags;
+  // Every stored manifest, index and blob of the image by OCI digest: what a layout or a push carries.
+  struct Content {
+    std::string digest, media_type;  // media_type empty for blobs
+    std::filesystem::path object;
+    std::int64_t size = 0;
+  };
+  std::vector<Content> manifests;  // indexes and manifests, children before the indexes that list them
+  std::vector<Content> blobs;
 };
 
 // One provider version as published (input for `mirror push`).
@@ -94,6 +119,7 @@ class MirrorSite {
   const std::map<std::string, SiteResource>& resources() const { return resources_; }
   const std::vector<PublishedProviderRelease>& provider_releases() const { return provider_releases_; }
   const std::vector<std::shared_ptr<const ModulePackage>>& module_packages() const { return module_packages_; }
+  const std::vector<PublishedImage>& images() const { return images_; }
   // Index rows left out, each with the reason (unsafe names, missing objects, …).
   const std::vector<std::string>& skipped() const { return skipped_; }
   const std::string& primary_host() const { return primary_host_; }
@@ -103,7 +129,10 @@ class MirrorSite {
   std::map<std::string, SiteResource> resources_;
   std::vector<PublishedProviderRelease> provider_releases_;
   std::vector<std::shared_ptr<const ModulePackage>> module_packages_;
+  std::vector<PublishedImage> images_;
   std::vector<std::string> skipped_;
+
+  friend void add_image_resources(const cache::Store& store, MirrorSite& site);
   std::string primary_host_;
   std::shared_ptr<const Catalogue> catalogue_;
 };
@@ -111,6 +140,9 @@ class MirrorSite {
 // A name that may appear as one path segment of the site: non-empty, at most 255 bytes,
 // not "." or "..", only [A-Za-z0-9._+~@=,-].
 bool is_safe_segment(std::string_view segment);
+
+// The /v2/ paths of the store's images (mirror/serve_images.cpp): part of MirrorSite::build.
+void add_image_resources(const cache::Store& store, MirrorSite& site);
 
 using ByteSink = std::function<void(const char* data, std::size_t size)>;
 

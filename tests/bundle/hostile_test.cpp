@@ -237,6 +237,28 @@ TEST_F(HostileBundle, RowsTheViewsCannotLayOutAreRefused) {
                    m.module_trees.push_back(tree);
                  }),
                  "nstance");
+  // Image rows: a digest that is not the object's (serving other bytes under an OCI digest),
+  // and names that are not OCI names.
+  expect_refused(with("image-digest", [](BundleManifest& m) {
+                   cache::Artifact a = vm_row(m.objects[0].digest, "");
+                   a.kind = cache::ArtifactKind::image_blob;
+                   a.address = "registry.k8s.io/pause";
+                   a.version = "sha256:" + std::string(64, 'a');
+                   a.filename = "sha256:" + std::string(64, 'b');
+                   a.upstream_digest = a.filename;
+                   m.artifacts.push_back({a, {}});
+                 }),
+                 "OCI digest");
+  expect_refused(with("image-name", [](BundleManifest& m) {
+                   cache::Artifact a = vm_row(m.objects[0].digest, "");
+                   a.kind = cache::ArtifactKind::image_index;
+                   a.address = "registry.k8s.io/Upper_Case";
+                   a.version = "latest";
+                   a.filename = "sha256:" + m.objects[0].digest;
+                   a.upstream_digest = a.filename;
+                   m.artifacts.push_back({a, {}});
+                 }),
+                 "OCI repository name");
   expect_refused(with("selection", [](BundleManifest& m) {
                    cache::TfSelection s;
                    s.providers = {{"registry.opentofu.org/hashicorp", "1.0.0", ""}};

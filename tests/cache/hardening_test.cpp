@@ -328,7 +328,7 @@ TEST(Migration, AStoreOfSchemaVersionOneIsReadAsItIsAndMigratedByAWritableOpen) 
   // What an older podplane left: no quarantine or bundle_signers table, version 1 recorded.
   sqlite(healthy.root,
          "DROP TABLE store_identity; DROP TABLE quarantine; DROP TABLE bundle_signers;"
-         " DELETE FROM schema_migrations WHERE version >= 2;");
+         " DROP INDEX artifacts_by_kind_address_filename; DELETE FROM schema_migrations WHERE version >= 2;");
   {
     Store store = Store::open(healthy.root, Store::Access::read_only);
     EXPECT_TRUE(store.quarantine().empty());
@@ -345,7 +345,7 @@ TEST(Migration, AStoreOfSchemaVersionOneIsReadAsItIsAndMigratedByAWritableOpen) 
     EXPECT_EQ(store.bundle_signer("unsigned")->created_at, "2026-01-01T00:00:00Z") << "the mark only moves forward";
   }
   auto versions = test::run({"sqlite3", layout::index_db(healthy.root).string(), "SELECT group_concat(version) FROM schema_migrations"});
-  EXPECT_EQ(versions.out, "1,2,3\n");
+  EXPECT_EQ(versions.out, "1,2,3,4\n");
 }
 
 TEST(Migration, AStoreKeepsTheIdentityItsAuditLogHeldBeforeSchemaVersionThree) {
@@ -354,7 +354,8 @@ TEST(Migration, AStoreKeepsTheIdentityItsAuditLogHeldBeforeSchemaVersionThree) {
   // (a racing process could add a second one; the oldest always won).
   const std::string old_id = "0123456789abcdef0123456789abcdef";
   sqlite(healthy.root,
-         "DROP TABLE store_identity; DELETE FROM schema_migrations WHERE version = 3;"
+         "DROP TABLE store_identity; DROP INDEX artifacts_by_kind_address_filename;"
+         " DELETE FROM schema_migrations WHERE version >= 3;"
          " INSERT INTO audit_log (at, action, subject) VALUES"
          " ('2026-01-01T00:00:00Z', 'store-identity', '" + old_id + "'),"
          " ('2026-01-01T00:00:01Z', 'store-identity', 'fedcba9876543210fedcba9876543210');");

@@ -59,8 +59,9 @@ TEST(Store, OpenCreatesTheLayoutAndRecordsTheMigration) {
   sqlite3_stmt* stmt = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 3) << "001_initial, 002_rollback_and_quarantine and 003_store_identity, once each";
-  EXPECT_EQ(sqlite3_column_int(stmt, 1), 3);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 4)
+      << "001_initial, 002_rollback_and_quarantine, 003_store_identity and 004_images_and_seeds, once each";
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), 4);
   sqlite3_finalize(stmt);
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
@@ -395,6 +396,72 @@ TEST(Store, KindAndTrustRoundTripAsText) {
   for (auto trust : {Trust::signed_upstream, Trust::checksum, Trust::unverified}) EXPECT_EQ(parse_trust(to_string(trust)), trust);
   EXPECT_THROW(parse_artifact_kind("zip"), Error);
   EXPECT_THROW(parse_trust("maybe"), Error);
+}
+
+// Image and seed rows: the OCI digest is the object's own, names are OCI names, nothing can
+// climb out of a view or serve another object under a digest.
+TEST(Store, ImageAndSeedRowsFollowTheirRules) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string digest = store.add_bytes("layer bytes");
+  auto image = [&](ArtifactKind kind) {
+    Artifact a;
+    a.kind = kind;
+    a.address = "registry.k8s.io/pause";
+    a.version = kind == ArtifactKind::image_blob ? "sha256:" + std::string(64, 'a') : "3.10.2";
+    a.platform = kind == ArtifactKind::image_index ? "" : "linux_arm64";
+    a.filename = "sha256:" + digest;
+    a.upstream_digest = a.filename;
+    a.digest = digest;
+    a.size = 11;
+    a.trust = Trust::checksum;
+    return a;
+  };
+  auto expect_error = [&](Artifact a, const std::string& fragment) {
+    try {
+      (void)store.add_artifact(a);
+      ADD_FAILURE() << "accepted an image row that should fail with: " << fragment;
+    } catch (const Error& error) {
+      EXPECT_THAT(error.what(), HasSubstr(fragment));
+    }
+  };
+  Artifact other_digest = image(ArtifactKind::image_blob);
+  other_digest.filename = "sha256:" + std::string(64, 'b');
+  expect_error(other_digest, "not the object's OCI digest");
+  Artifact climbing = image(ArtifactKind::image_manifest);
+  climbing.address = "registry.k8s.io/../../etc";
+  expect_error(climbing, "not an OCI repository name");
+  Artifact no_repository = image(ArtifactKind::image_index);
+  no_repository.address = "registry.k8s.io";
+  expect_error(no_repository, "not <registry>/<repository>");
+  Artifact upper = image(ArtifactKind::image_index);
+  upper.address = "Registry.k8s.io/Pause";
+  expect_error(upper, "lower-case");
+  Artifact bad_tag = image(ArtifactKind::image_manifest);
+  bad_tag.version = "../x";
+  expect_error(bad_tag, "neither an OCI tag");
+  Artifact no_platform = image(ArtifactKind::image_manifest);
+  no_platform.platform = "";
+  expect_error(no_platform, "not os_arch");
+  Artifact seed;
+  seed.kind = ArtifactKind::seed_snapshot;
+  seed.address = "netsy";
+  seed.version = "1.0.0";
+  seed.filename = "../netsy.netsy";
+  seed.digest = digest;
+  seed.size = 11;
+  seed.upstream_digest = "sha256:" + digest;
+  seed.trust = Trust::checksum;
+  expect_error(seed, "not a plain path segment");
+  seed.filename = "netsy.netsy";
+  expect_error(seed, "sha512");
+  EXPECT_TRUE(store.artifacts().empty());
+
+  for (auto kind : {ArtifactKind::image_index, ArtifactKind::image_manifest, ArtifactKind::image_blob})
+    EXPECT_GT(store.add_artifact(image(kind)), 0);
+  EXPECT_EQ(store.artifacts().size(), 3u);
+  EXPECT_EQ(parse_artifact_kind("image_blob"), ArtifactKind::image_blob);
+  EXPECT_EQ(parse_artifact_kind("seed_snapshot"), ArtifactKind::seed_snapshot);
 }
 
 }  // namespace

@@ -145,6 +145,58 @@ TEST(DepsDownload, DigestMismatchIndexesNothingAndSaysExpectedAndGot) {
   EXPECT_FALSE(fs::exists(deps.root() / "vmconfig"));
 }
 
+// Seeds (podplane.md §2.2, §6): seeds.json and every snapshot, sha512-checked, laid out where
+// Podplane keeps them; the fixture image the manifests pin is stored with them.
+TEST(DepsDownload, SeedsAndPinnedImagesAreStoredAndLaidOutAsPodplaneDoes) {
+  FixtureUpstream upstream;
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "arm64", "--kind", "knc"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const auto& seeds = upstream.fixture()["seeds"];
+  std::string version = seeds["version"];
+  for (const auto& [name, snapshot] : seeds["snapshots"].items()) {
+    auto view = deps.root() / "seeds" / "snapshots" / name / version / (name + ".netsy");
+    ASSERT_TRUE(fs::exists(view)) << view;
+    EXPECT_EQ("sha512:" + file_digest_hex(view, DigestAlgorithm::sha512), snapshot["digest"]);
+  }
+  EXPECT_TRUE(fs::exists(deps.root() / "seeds" / "manifests" / "seeds.json"));
+  EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::seed_snapshot).size(), seeds["snapshots"].size());
+  // The arm64 manifest pins the fixture image's arm64 platform: that manifest and its blobs only.
+  auto manifests = stored(deps.root(), cache::ArtifactKind::image_manifest);
+  ASSERT_EQ(manifests.size(), 1u);
+  EXPECT_EQ(manifests[0].platform, "linux_arm64");
+  EXPECT_EQ(manifests[0].filename, upstream.fixture()["image"]["manifests"]["linux/arm64"]["digest"]);
+  EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::image_blob).size(), 3u) << "config, shared layer, own layer";
+  // A warm rerun asks for neither again.
+  auto before = upstream.requests("^/(seeds|v2)/").size();
+  auto again = deps.podplane({"deps", "download", "--arch", "arm64", "--kind", "knc"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(upstream.requests("^/(seeds|v2)/").size(), before);
+}
+
+TEST(DepsDownload, ATamperedSeedIsRefusedInPodplanesWordsAndSkipSeedsSkipsThem) {
+  FixtureOptions fixture;
+  fixture.sharing = FixtureOptions::Sharing::private_copy;
+  FixtureUpstream upstream(fixture);
+  std::string version = upstream.fixture()["seeds"]["version"];
+  auto file = upstream.www() / "seeds" / "minimal" / version / "minimal.netsy";
+  auto bytes = read_file(file);
+  bytes[10] ^= 0x01;
+  write_file(file, bytes);
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  std::string want = upstream.fixture()["seeds"]["snapshots"]["minimal"]["digest"];
+  EXPECT_NE(result.err.find("podplane seed file digest is sha512:"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(", want " + want), std::string::npos) << result.err;
+  EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::seed_snapshot).empty());
+
+  auto skipped = deps.podplane({"deps", "download", "--arch", "amd64", "--kind", "knc", "--skip-seeds"});
+  EXPECT_EQ(skipped.exit_code, 0) << skipped.out << skipped.err;
+  EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::seed_snapshot).empty());
+  EXPECT_FALSE(fs::exists(deps.root() / "seeds"));
+}
+
 TEST(DepsDownload, StatusSeesANewUpstreamManifest) {
   FixtureOptions fixture;
   fixture.sharing = FixtureOptions::Sharing::private_copy;

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "generator/stack.hpp"
+#include "base/digest.hpp"
 #include "lockfile/lock_file.hpp"
 #include "tests/generator/cluster_env.hpp"
 #include "tests/generator/failing_disk.hpp"
@@ -62,6 +63,50 @@ TEST(ClusterCreate, WritesTheStackFromTheStore) {
       << result.out;
   EXPECT_NE(result.out.find("init -lockfile=readonly"), std::string::npos);
   expect_user_files_intact(env, "create");
+}
+
+// A seed named without a path: the stack's seed resource reads the stored snapshot and pins its
+// digest, so apply never downloads it; without a stored snapshot create says how to get one.
+TEST(ClusterCreate, SeedResourcePointsAtTheStoredSnapshot) {
+  ClusterEnv env;
+  std::string config = read_file(env.config());
+  auto at = config.find("\"path\": \"/srv/podplane/seeds/recommended.netsy\"");
+  ASSERT_NE(at, std::string::npos) << config;
+  config.erase(at - 2, std::string("\"path\": \"/srv/podplane/seeds/recommended.netsy\"").size() + 2);
+  write_file(env.config(), config);
+
+  auto missing = env.cluster({"create", "--no-apply"});
+  EXPECT_EQ(missing.exit_code, 1) << describe(missing);
+  EXPECT_NE(missing.err.find("seed snapshot recommended v1.2.3-1 is not in the store"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("podplane deps download"), std::string::npos) << missing.err;
+
+  // What deps download stores: the snapshot (sha512-pinned) and its view.
+  std::string bytes = "netsy snapshot bytes";
+  Hasher hasher(DigestAlgorithm::sha512);
+  hasher.update(bytes);
+  std::string sha512 = "sha512:" + hasher.finish_hex();
+  {
+    auto& store = env.fixture->store();
+    cache::Artifact row;
+    row.kind = cache::ArtifactKind::seed_snapshot;
+    row.address = "recommended";
+    row.version = "v1.2.3-1";
+    row.filename = "recommended.netsy";
+    row.digest = store.add_bytes(bytes);
+    row.size = static_cast<std::int64_t>(bytes.size());
+    row.upstream_digest = sha512;
+    row.upstream_url = "https://deps.podplane.dev/seeds/recommended.netsy";
+    row.trust = cache::Trust::checksum;
+    (void)store.add_artifact(row);
+    env.fixture->rebuild_views();
+  }
+  auto created = env.cluster({"create", "--no-apply"});
+  ASSERT_EQ(created.exit_code, 0) << describe(created);
+  std::string main = read_file(env.stack / "podplane.cluster.main.tf");
+  std::string path = "../deps/seeds/snapshots/recommended/v1.2.3-1/recommended.netsy";
+  EXPECT_NE(main.find("seed_path    = \"" + path + "\""), std::string::npos) << main;
+  EXPECT_NE(main.find("seed_digest  = \"" + sha512 + "\""), std::string::npos) << main;
+  EXPECT_EQ(read_file(env.stack / path), bytes) << "the path resolves, from the stack dir, to the stored snapshot";
 }
 
 TEST(ClusterCreate, SecondCreateRewritesNothing) {

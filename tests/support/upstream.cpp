@@ -95,6 +95,8 @@ void FixtureUpstream::start(const ServeOptions& serve) {
   for (const auto& spec : serve.lie_length) argv.insert(argv.end(), {"--lie-length", spec});
   for (const auto& spec : serve.hold_until) argv.insert(argv.end(), {"--hold-until", spec});
   if (!serve.proxy_to.empty()) argv.insert(argv.end(), {"--proxy-to", serve.proxy_to});
+  if (!serve.registry_to.empty()) argv.insert(argv.end(), {"--registry-to", serve.registry_to});
+  if (serve.registry_token) argv.push_back("--registry-token");
 
   const fs::path stderr_file = run_dir_->path() / "serve.stderr";
   int out_pipe[2];

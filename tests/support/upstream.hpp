@@ -1,6 +1,6 @@
 #pragma once
-// The fixture upstream for tests: a registry, module registry, git server, network mirror and
-// vmconfig host on one HTTPS loopback port (tests/tools/upstream/{build_fixture,serve}.py).
+// The fixture upstream for tests: a registry, module registry, git server, network mirror,
+// vmconfig host and OCI registry (read side) on one HTTPS loopback port (tests/tools/upstream/{build_fixture,serve}.py).
 // A FixtureUpstream builds the tree (cached per test binary for equal FixtureOptions), starts
 // serve.py, waits for its readiness line, and kills it when destroyed. Not thread-safe.
 #include <sys/types.h>
@@ -47,6 +47,8 @@ struct ServeOptions {
   // waiting they are answered anyway and logged with fault "hold-timeout".
   std::vector<std::string> hold_until;
   std::string proxy_to;                   // "http://HOST:PORT": forward every unfaulted request there
+  std::string registry_to;                // "http://HOST:PORT": forward /v2/ there (a docker-registry), serve the rest
+  bool registry_token = false;            // /v2/ wants a Bearer token from /token (401 + WWW-Authenticate otherwise)
 };
 
 struct AccessLogEntry {

@@ -93,3 +93,4 @@ CREATE TABLE store_identity (
   store_id   TEXT NOT NULL,               -- 32 lower-case hex digits (16 random bytes)
   created_at TEXT NOT NULL
 );
+CREATE INDEX artifacts_by_kind_address_filename ON artifacts (kind, address, filename);

@@ -18,6 +18,11 @@ OUT_DIR gets:
     mirror/<host>/<ns>/<type>/{index.json,<ver>.json,*.zip}   provider network mirror
     manifests/vmconfig_<kind>_debian-13_<arch>.json.tmpl      vmconfig manifests ({{BASE}} filled at serve time)
     artifacts/<name>/<ver>/<file>                the files the manifests list
+    v2/podplane-fixture/pause/{manifests,blobs}/…  a static OCI registry (read side) holding one
+                                                 multi-arch image (linux/amd64, linux/arm64, linux/arm/v7)
+                                                 that the manifests' `images` pin as {{HOST}}/podplane-fixture/pause:3.10.2
+                                                 (--images FILE: that JSON list instead, {{HOST}} allowed)
+    manifests/seeds.json.tmpl, seeds/<name>/<ver>/<name>.netsy   Netsy seed snapshots (sha512-pinned)
   fixture.json                                   what was made (see docs/download.md)
 
 Zips, archives and git commits are deterministic; keys are made once and reused when OUT_DIR is
@@ -39,6 +44,9 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "images"))
+import make_image  # noqa: E402  (tests/tools/images: the same image maker the image tests use)
 
 ZIP_TIME = (2025, 1, 1, 0, 0, 0)
 EPOCH = 1735689600  # 2025-01-01T00:00:00Z
@@ -513,7 +521,59 @@ def vmconfig_items(kind, arch, vm_version):
     return items
 
 
-def build_vmconfig(www, config, fixture):
+FIXTURE_IMAGE = "podplane-fixture/pause"
+FIXTURE_IMAGE_TAG = "3.10.2"
+
+
+def build_registry(www, fixture):
+    """A static registry under www/v2/: one multi-arch image, each file with its OCI headers."""
+    layout = tempfile.mkdtemp()
+    try:
+        summary = make_image.make_image(layout, FIXTURE_IMAGE_TAG, ["linux/amd64", "linux/arm64", "linux/arm/v7"],
+                                        seed="fixture-pause", shared_seed="fixture-shared")
+        repo = os.path.join(www, "v2", FIXTURE_IMAGE)
+        blobs = os.path.join(layout, "blobs", "sha256")
+        for hex_digest in sorted(os.listdir(blobs)):
+            with open(os.path.join(blobs, hex_digest), "rb") as f:
+                data = f.read()
+            digest = "sha256:" + hex_digest
+            media_type = summary["media_types"].get(digest)
+            names = [os.path.join(repo, "blobs", digest)]
+            if media_type:
+                names = [os.path.join(repo, "manifests", digest)]
+                if digest == summary["index"]:
+                    names.append(os.path.join(repo, "manifests", FIXTURE_IMAGE_TAG))
+            for name in names:
+                write_if_changed(name, data)
+                write_if_changed(name + ".headers", ("Content-Type: %s\nDocker-Content-Digest: %s\n" % (
+                    media_type or "application/octet-stream", digest)).encode())
+    finally:
+        shutil.rmtree(layout, ignore_errors=True)
+    fixture["image"] = {"name": FIXTURE_IMAGE, "tag": FIXTURE_IMAGE_TAG, "index": summary["index"],
+                        "manifests": summary["manifests"], "blobs": sorted(set(summary["blobs"]))}
+    return [{"image": "{{HOST}}/%s:%s" % (FIXTURE_IMAGE, FIXTURE_IMAGE_TAG), "digest": m["digest"], "size": m["size"],
+             "platform": platform, "index": summary["index"]}
+            for platform, m in summary["manifests"].items() if platform in ("linux/amd64", "linux/arm64")]
+
+
+SEEDS_VERSION = "2026.11.1"
+
+
+def build_seeds(www, fixture):
+    """seeds.json (served with {{BASE}} filled) and the Netsy snapshots it pins by sha512."""
+    snapshots, listed = {}, {}
+    for name, size in (("recommended", 24 * 1024), ("minimal", 8 * 1024)):
+        data = pseudo_random("seeds/" + name, size)
+        path = "seeds/%s/%s/%s.netsy" % (name, SEEDS_VERSION, name)
+        write_if_changed(os.path.join(www, path), data)
+        digest = "sha512:" + hashlib.sha512(data).hexdigest()
+        snapshots[name] = {"url": "{{BASE}}/" + path, "digest": digest, "size": size}
+        listed[name] = {"path": "/" + path, "digest": digest, "size": size, "sha256": sha256_hex(data)}
+    write_json(os.path.join(www, "manifests", "seeds.json.tmpl"), {"seeds": {"version": SEEDS_VERSION, "snapshots": snapshots}})
+    fixture["seeds"] = {"version": SEEDS_VERSION, "snapshots": listed}
+
+
+def build_vmconfig(www, config, fixture, images):
     vm_version = config["vmconfig_version"]
     fixture["vmconfig"] = {"version": vm_version, "manifests": []}
     for kind in ("knc", "knd"):
@@ -543,8 +603,7 @@ def build_vmconfig(www, config, fixture):
                 "version": vm_version, "kind": kind,
                 "os": {"name": "debian-13", "arch": arch, "image": image, "boot": boot},
                 "dependencies": deps,
-                "images": [{"image": "registry.k8s.io/pause:3.10.2", "digest": "sha256:" + sha256_hex(b"pause " + arch.encode()),
-                            "size": 318043, "platform": "linux/" + arch, "index": "sha256:" + sha256_hex(b"pause index")}]}}
+                "images": [i for i in images if i["platform"] == "linux/" + arch]}}
             path = "/manifests/%s.json" % name
             # serve.py fills {{BASE}} in *.tmpl files, so artifact urls are absolute like the real ones.
             write_json(os.path.join(www, path.lstrip("/") + ".tmpl"), manifest)
@@ -603,6 +662,8 @@ def main():
                         help="build only these providers (e.g. for large --zip-size benchmarks)")
     parser.add_argument("--add-version", action="append", default=[], metavar="WHAT=VERSION",
                         help="add a provider (aws=6.3.0), module (module=2.2.0) or vmconfig (vmconfig=1.0.0) version")
+    parser.add_argument("--images", metavar="FILE",
+                        help="JSON list of vmconfig image entries ({{HOST}} allowed) for the manifests, instead of the fixture image")
     args = parser.parse_args()
     out = os.path.abspath(args.out_dir)
     os.makedirs(out, exist_ok=True)
@@ -622,7 +683,12 @@ def main():
     finally:
         gpg.close()
     build_modules(www, config, fixture)
-    build_vmconfig(www, config, fixture)
+    images = build_registry(www, fixture)
+    if args.images:
+        with open(args.images) as f:
+            images = json.load(f)
+    build_vmconfig(www, config, fixture, images)
+    build_seeds(www, fixture)
     write_json(os.path.join(out, "fixture.json"), fixture)
 
 

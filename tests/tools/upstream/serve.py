@@ -4,7 +4,7 @@
     serve.py --root OUT_DIR [--port 0] [--tls|--plain] [--delay-ms N]
              [--fail-first N:REGEX:STATUS[:RETRY_AFTER]]... [--cut-after BYTES:REGEX]...
              [--ignore-range REGEX]... [--drip BYTES_PER_SEC:REGEX]...
-             [--lie-length CLAIMED:SENT:REGEX]... [--hold-until N:REGEX]... [--proxy-to URL]
+             [--lie-length CLAIMED:SENT:REGEX]... [--hold-until N:REGEX]... [--proxy-to URL] [--registry-to URL [--registry-token]]
              [--log FILE]
 
 Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts connections.
@@ -30,6 +30,13 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
 - --proxy-to URL: a fault-injecting reverse proxy: every request (any method, with its body)
   that no fault answers is forwarded to URL (plain http), with X-Forwarded-Proto and
   X-Forwarded-Host, and its answer is passed back. --root then only supplies tls/.
+- --registry-to URL: requests below /v2/ (an OCI registry's API) are forwarded to URL (plain
+  http, e.g. a docker-registry on loopback); everything else is served from OUT_DIR as usual.
+  With --registry-token, /v2/ wants `Authorization: Bearer <token>` and otherwise answers 401
+  with `WWW-Authenticate: Bearer realm="<base>/token",service="fixture",scope="repository:<name>:pull"`;
+  GET /token?service=fixture&scope=… answers {"token": …} (anonymous, as public registries do).
+- Without --registry-to, /v2/ is the static registry build_fixture.py writes (www/v2/).
+- `{{HOST}}` in *.tmpl files is replaced by 127.0.0.1:PORT (image references in vmconfig manifests).
 - --delay-ms N: every request waits N ms before it is answered.
 - --log FILE: one JSON object per request and line: method, path, status, bytes (body bytes
   sent), range (the Range header or null), fault (null, "fail-first", "cut", "ignore-range",
@@ -99,6 +106,8 @@ class State:
         if self.proxy and self.proxy.scheme != "http":
             raise SystemExit("--proxy-to wants an http:// URL, got " + args.proxy_to)
         self.base = ""
+        self.registry = urllib.parse.urlsplit(args.registry_to) if args.registry_to else None
+        self.token = "fixture-token-" + str(os.getpid())
 
     def log(self, **entry):
         if self.log_file:
@@ -231,6 +240,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.finish_request(status, b"injected failure\n", headers, path=path, fault="fail-first")
         if self.state.proxy:
             return self.forward(path, body)
+        if path == "/token" and (self.state.registry or self.state.args.registry_token):
+            return self.issue_token(split.query)
+        if path == "/v2" or path.startswith("/v2/"):
+            if self.state.args.registry_token and self.headers.get("Authorization") != "Bearer " + self.state.token:
+                name = path[len("/v2/"):].split("/manifests/")[0].split("/blobs/")[0].split("/tags/")[0]
+                challenge = 'Bearer realm="%s/token",service="fixture",scope="repository:%s:pull"' % (self.state.base, name)
+                return self.finish_request(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}',
+                                           {"Content-Type": "application/json", "WWW-Authenticate": challenge}, path=path)
+            if self.state.registry:
+                return self.forward(path, body, self.state.registry)
         if self.command == "GET":
             rate = self.state.drip_for(path)
             if rate is not None:
@@ -275,8 +294,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.finish_request(200, body[:sent], {"Content-Type": "application/octet-stream"}, path=path,
                             fault="lie-length", cut=sent, content_length=claimed)
 
-    def forward(self, path, body):
-        proxy = self.state.proxy
+    def issue_token(self, query):
+        params = urllib.parse.parse_qs(query)
+        if params.get("service") != ["fixture"] or not params.get("scope", [""])[0].endswith(":pull"):
+            return self.finish_request(400, b'{"errors":[{"code":"DENIED"}]}', {"Content-Type": "application/json"}, path="/token")
+        self.finish_request(200, json.dumps({"token": self.state.token}).encode(), {"Content-Type": "application/json"},
+                            path="/token")
+
+    def forward(self, path, body, target=None):
+        proxy = target or self.state.proxy
         connection = http.client.HTTPConnection(proxy.hostname, proxy.port or 80, timeout=60)
         headers = {name: value for name, value in self.headers.items()
                    if name.lower() not in ("connection", "keep-alive", "transfer-encoding", "content-length", "expect")}
@@ -323,6 +349,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif os.path.isfile(file + ".tmpl"):
             with open(file + ".tmpl", "rb") as f:
                 body = f.read().replace(b"{{BASE}}", self.state.base.encode())
+                body = body.replace(b"{{HOST}}", self.state.base.split("://", 1)[1].encode())
         elif not os.path.isfile(sidecar):
             return self.finish_request(404, b"not found\n", {"Content-Type": "text/plain"}, path=path)
         body = body or b""
@@ -441,6 +468,8 @@ def main():
     parser.add_argument("--lie-length", action="append", default=[])
     parser.add_argument("--hold-until", action="append", default=[])
     parser.add_argument("--proxy-to")
+    parser.add_argument("--registry-to")
+    parser.add_argument("--registry-token", action="store_true")
     parser.add_argument("--log")
     args = parser.parse_args()
 

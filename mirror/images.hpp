@@ -1,0 +1,66 @@
+#pragma once
+// Container images into the store (docs/images.md): from an index (or a single manifest) to
+// the selected platforms' manifests, their configs and layers. Manifests are checked against
+// the digest they were asked by (and against the vmconfig manifest's pins); every blob streams
+// through the download engine into the store, hashed as it comes and committed only when it
+// matches its digest; a blob already stored (any image, any repository) is not fetched again.
+// Rows (cache::ArtifactKind::image_*) are returned, not indexed: the caller indexes them with
+// the rest of its run, all or nothing. Errors are podplane::Error; per-image failures are
+// collected so that one bad image names itself and the others are still tried.
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "cache/store.hpp"
+#include "mirror/download.hpp"
+#include "mirror/oci_registry.hpp"
+
+namespace podplane::mirror {
+
+struct ImageRequest {
+  ImageReference reference;
+  std::vector<std::string> platforms;  // "linux/amd64"; empty: every platform of the index
+  std::string pinned_manifest;         // vmconfig "digest": the selected platform manifest must be this
+  std::string pinned_index;            // vmconfig "index": the index must be this
+  std::string source;                  // where the request came from, for messages
+};
+
+struct ImageFetch {
+  std::vector<cache::Artifact> rows;
+  std::vector<std::string> failures;  // one message per image that failed
+  std::size_t blobs_fetched = 0;
+  std::size_t blobs_present = 0;      // already in the store: not transferred
+  std::uint64_t bytes = 0;
+};
+
+// "amd64" → "linux/amd64"; "all" → {} (every platform).
+std::vector<std::string> image_platforms_of_archs(const std::vector<std::string>& archs);
+
+// `images` of a vmconfig manifest (podplane.md §3.2): each entry's image, digest, platform and
+// index. `source` names the manifest. Error naming the entry when one is malformed.
+[[nodiscard]] std::vector<ImageRequest> vmconfig_image_requests(const nlohmann::json& document, const std::string& source);
+
+// An image list: one reference a line (tag or digest); '#' comments and blank lines allowed.
+[[nodiscard]] std::vector<ImageRequest> parse_image_list(std::string_view text, const std::string& source,
+                                                         const std::vector<std::string>& platforms);
+
+[[nodiscard]] ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests,
+                                      const DownloadOptions& options, std::ostream& log);
+
+// Whether every row an image request needs is in the store with its object (no network).
+[[nodiscard]] bool image_stored(const cache::Store& store, const ImageRequest& request);
+
+struct DepsImagesOptions {
+  std::string list_file;               // -f FILE ("-" is stdin)
+  std::vector<std::string> archs;      // amd64, arm64, all
+  DownloadOptions download;
+};
+
+// `podplane deps images -f images.txt`: fetches every listed image, indexes the rows in one
+// transaction, prints a summary. Error listing every image that failed (nothing indexed then).
+void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ostream& out, std::ostream& log);
+
+}  // namespace podplane::mirror

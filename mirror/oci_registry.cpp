@@ -1,0 +1,226 @@
+#include "mirror/oci_registry.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/row_rules.hpp"
+#include "base/error.hpp"
+#include "base/digest.hpp"
+
+namespace podplane::mirror {
+
+using nlohmann::json;
+
+std::string ImageReference::str() const {
+  std::string text = address();
+  if (!tag.empty()) text += ":" + tag;
+  if (!digest.empty()) text += "@" + digest;
+  return text;
+}
+
+ImageReference ImageReference::parse(std::string_view input) {
+  std::string text(input);
+  auto fail = [&](const std::string& why) -> ImageReference {
+    throw Error("image reference '" + text + "': " + why);
+  };
+  if (text.empty()) return fail("empty");
+  ImageReference image;
+  std::string name = text;
+  if (auto at = name.find('@'); at != std::string::npos) {
+    image.digest = name.substr(at + 1);
+    name = name.substr(0, at);
+    if (auto problem = cache::image_digest_problem(image.digest)) return fail("digest " + *problem);
+  }
+  auto last_slash = name.rfind('/');
+  auto colon = name.rfind(':');
+  if (colon != std::string::npos && (last_slash == std::string::npos || colon > last_slash)) {
+    image.tag = name.substr(colon + 1);
+    name = name.substr(0, colon);
+    if (auto problem = cache::image_tag_problem(image.tag)) return fail("tag " + *problem);
+  }
+  // Docker's rule: the first component is a registry when it looks like a host.
+  auto slash = name.find('/');
+  std::string first = name.substr(0, slash);
+  if (slash != std::string::npos &&
+      (first.find('.') != std::string::npos || first.find(':') != std::string::npos || first == "localhost")) {
+    image.registry = first;
+    image.repository = name.substr(slash + 1);
+  } else {
+    image.registry = "docker.io";
+    image.repository = slash == std::string::npos ? "library/" + name : name;
+  }
+  std::transform(image.registry.begin(), image.registry.end(), image.registry.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (image.registry == "index.docker.io" || image.registry == "registry-1.docker.io") image.registry = "docker.io";
+  if (auto problem = cache::image_address_problem(image.address())) return fail(*problem);
+  if (image.tag.empty() && image.digest.empty()) image.tag = "latest";
+  return image;
+}
+
+std::string mirror_repository(const std::string& address) {
+  std::string name = address;
+  auto slash = name.find('/');
+  std::replace(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(std::min(slash, name.size())), ':', '_');
+  return "mirror/" + name;
+}
+
+std::string address_of_mirror_repository(const std::string& repository) {
+  if (repository.rfind("mirror/", 0) != 0) return "";
+  std::string address = repository.substr(7);
+  auto slash = address.find('/');
+  if (slash == std::string::npos) return "";
+  std::replace(address.begin(), address.begin() + static_cast<std::ptrdiff_t>(slash), '_', ':');
+  return address;
+}
+
+namespace {
+
+bool plain_http_registry(const std::string& registry) {
+  const char* env = std::getenv("PODPLANE_PLAIN_HTTP_REGISTRIES");
+  if (env == nullptr) return false;
+  std::stringstream list(env);
+  for (std::string item; std::getline(list, item, ',');) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item == registry) return true;
+  }
+  return false;
+}
+
+// key="value" pairs of a WWW-Authenticate challenge after its scheme.
+std::map<std::string, std::string> challenge_parameters(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    while (at < text.size() && (text[at] == ' ' || text[at] == ',')) ++at;
+    auto equals = text.find('=', at);
+    if (equals == std::string::npos) break;
+    std::string key = text.substr(at, equals - at);
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::string value;
+    at = equals + 1;
+    if (at < text.size() && text[at] == '"') {
+      for (++at; at < text.size() && text[at] != '"'; ++at) {
+        if (text[at] == '\\' && at + 1 < text.size()) ++at;
+        value += text[at];
+      }
+      ++at;
+    } else {
+      auto end = text.find(',', at);
+      value = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      at = end == std::string::npos ? text.size() : end;
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+std::string url_encode(const std::string& text) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string media_type_of(const std::string& bytes, const std::string& content_type) {
+  auto document = json::parse(bytes, nullptr, false);
+  if (document.is_object() && document.contains("mediaType") && document["mediaType"].is_string())
+    return document["mediaType"].get<std::string>();
+  if (document.is_object() && document.contains("manifests")) return image_media::oci_index;
+  if (!content_type.empty() && content_type != "application/json" && content_type != "text/plain") return content_type;
+  return image_media::oci_manifest;
+}
+
+}  // namespace
+
+OciPuller::OciPuller(HttpOptions options) : http_(std::move(options)) {}
+
+std::string OciPuller::base(const ImageReference& image) const {
+  return (plain_http_registry(image.registry) ? "http://" : "https://") +
+         (image.registry == "docker.io" ? std::string("registry-1.docker.io") : image.registry);
+}
+
+std::string OciPuller::blob_url(const ImageReference& image, const std::string& digest) const {
+  return base(image) + "/v2/" + image.repository + "/blobs/" + digest;
+}
+
+std::vector<std::string> OciPuller::auth_headers(const ImageReference& image) const {
+  auto it = tokens_.find(image.address());
+  if (it == tokens_.end()) return {};
+  return {"Authorization: Bearer " + it->second};
+}
+
+void OciPuller::authenticate(const ImageReference& image, const std::string& challenge, const std::string& url) {
+  auto space = challenge.find(' ');
+  std::string scheme = challenge.substr(0, space);
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (scheme != "bearer") {
+    throw Error("the registry " + image.registry + " wants credentials (" + (scheme.empty() ? "no challenge" : scheme) +
+                ") for " + redact_url(url) + "; podplane fetches images anonymously (docs/images.md)");
+  }
+  auto parameters = challenge_parameters(space == std::string::npos ? "" : challenge.substr(space + 1));
+  if (parameters["realm"].empty()) throw Error("the registry " + image.registry + " sent a Bearer challenge without a realm");
+  std::string scope = parameters.count("scope") ? parameters["scope"] : "repository:" + image.repository + ":pull";
+  std::string token_url = parameters["realm"];
+  token_url += token_url.find('?') == std::string::npos ? "?" : "&";
+  if (!parameters["service"].empty()) token_url += "service=" + url_encode(parameters["service"]) + "&";
+  token_url += "scope=" + url_encode(scope);
+  auto answer = http_.get(token_url, {"Accept: application/json"});
+  if (answer.status != 200)
+    throw Error("cannot get a pull token for " + image.address() + " from " + redact_url(parameters["realm"]) + ": " +
+                answer.status_text());
+  auto document = json::parse(answer.body, nullptr, false);
+  std::string token;
+  if (document.is_object()) {
+    for (const char* key : {"token", "access_token"})
+      if (document.contains(key) && document[key].is_string() && token.empty()) token = document[key].get<std::string>();
+  }
+  if (token.empty() || token.find_first_of("\r\n") != std::string::npos)
+    throw Error("the token service " + redact_url(parameters["realm"]) + " answered no usable token for " + image.address());
+  tokens_[image.address()] = token;
+}
+
+HttpResponse OciPuller::get(const ImageReference& image, const std::string& url, const std::string& accept) {
+  for (int attempt = 0;; ++attempt) {
+    auto headers = auth_headers(image);
+    headers.push_back("Accept: " + accept);
+    auto response = http_.get(url, headers);
+    if (response.status != 401 || attempt > 0) {
+      if (response.status == 401)
+        throw Error("the registry " + image.registry + " refused the token it issued for " + redact_url(url) + " (HTTP 401)");
+      return response;
+    }
+    authenticate(image, response.header("www-authenticate"), url);
+  }
+}
+
+FetchedManifest OciPuller::manifest(const ImageReference& image, const std::string& reference) {
+  FetchedManifest fetched;
+  fetched.url = base(image) + "/v2/" + image.repository + "/manifests/" + reference;
+  auto response = get(image, fetched.url, image_media::accept_all);
+  if (response.status == 404)
+    throw Error("image " + image.address() + ":" + reference + " not found (" + redact_url(fetched.url) + ")");
+  if (response.status != 200)
+    throw Error("cannot fetch the manifest " + image.address() + ":" + reference + " (" + redact_url(fetched.url) +
+                "): " + response.status_text());
+  fetched.bytes = std::move(response.body);
+  fetched.digest = "sha256:" + sha256_hex(fetched.bytes);
+  std::string expected = reference.rfind("sha256:", 0) == 0 ? reference : response.header("docker-content-digest");
+  if (!expected.empty() && expected != fetched.digest)
+    throw Error(mismatch_message("manifest digest mismatch for " + image.address() + ":" + reference, expected, fetched.digest));
+  fetched.media_type = media_type_of(fetched.bytes, response.content_type());
+  return fetched;
+}
+
+}  // namespace podplane::mirror

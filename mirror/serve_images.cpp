@@ -1,0 +1,130 @@
+// The read side of the OCI distribution API over the store's images, as paths of the site map:
+//   /v2/                                                  {} + Docker-Distribution-API-Version
+//   /v2/mirror/<registry>/<repository>/manifests/<tag>    the newest index (or manifest) of that tag
+//   /v2/mirror/<registry>/<repository>/manifests/sha256:… every stored index and manifest
+//   /v2/mirror/<registry>/<repository>/blobs/sha256:…     every stored config and layer
+//   /v2/mirror/<registry>/<repository>/tags/list
+// Only the rows of that repository answer under its name: a blob of another image, or any other
+// store object, is never reachable through it.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/row_rules.hpp"
+#include "mirror/oci_registry.hpp"
+#include "mirror/serve_site.hpp"
+
+namespace podplane::mirror {
+
+namespace {
+
+using nlohmann::json;
+
+std::string media_type_of(const cache::Store& store, const cache::Artifact& row) {
+  json document;
+  try {
+    document = json::parse(store.read_object(row.digest), nullptr, false);
+  } catch (const std::exception&) {
+    return "";
+  }
+  if (document.is_object() && document.contains("mediaType") && document["mediaType"].is_string())
+    return document["mediaType"].get<std::string>();
+  if (document.is_object() && document.contains("manifests")) return image_media::oci_index;
+  if (document.is_object()) return image_media::oci_manifest;
+  return "";
+}
+
+}  // namespace
+
+void add_image_resources(const cache::Store& store, MirrorSite& site) {
+  struct Rows {
+    std::vector<cache::Artifact> indexes, manifests, blobs;
+  };
+  std::map<std::string, Rows> images;
+  for (auto kind : {cache::ArtifactKind::image_index, cache::ArtifactKind::image_manifest, cache::ArtifactKind::image_blob}) {
+    for (auto& row : store.artifacts({.kind = kind})) {
+      try {
+        cache::check_artifact_layout(row);
+      } catch (const std::exception& error) {
+        site.skipped_.push_back(std::string("image row: ") + error.what());
+        continue;
+      }
+      auto& rows = images[row.address];
+      (kind == cache::ArtifactKind::image_index ? rows.indexes
+       : kind == cache::ArtifactKind::image_manifest ? rows.manifests
+                                                      : rows.blobs)
+          .push_back(std::move(row));
+    }
+  }
+  if (images.empty()) return;
+
+  auto add = [&site](const std::string& path, SiteResource resource) {
+    resource.registry_api = true;
+    site.resources_[path] = std::move(resource);
+  };
+  {
+    SiteResource base;
+    base.content_type = "application/json";
+    base.body = "{}";
+    add(std::string(site_paths::registry_api), std::move(base));
+  }
+  auto object = [&store](const cache::Artifact& row, const std::string& media_type) {
+    SiteResource resource;
+    resource.kind = ResourceKind::object;
+    resource.content_type = media_type;
+    resource.object = store.object_path(row.digest);
+    resource.size = row.size;
+    resource.digest = row.digest;
+    resource.oci_digest = row.filename;
+    return resource;
+  };
+
+  for (auto& [address, rows] : images) {
+    PublishedImage image;
+    image.address = address;
+    image.repository = mirror_repository(address);
+    std::string prefix = std::string(site_paths::registry_api) + image.repository + "/";
+    // The newest row of a tag wins (a later fetch of a moved tag), indexes before manifests.
+    std::map<std::string, std::pair<const cache::Artifact*, std::string>> tags;
+    std::set<std::string> seen;
+    auto publish_manifest = [&](const cache::Artifact& row, bool index) {
+      std::string media_type = media_type_of(store, row);
+      if (media_type.empty()) {
+        site.skipped_.push_back("image " + address + ": the manifest " + row.filename + " is not readable JSON");
+        return;
+      }
+      if (cache::image_tag_problem(row.version) == std::nullopt) {
+        auto it = tags.find(row.version);
+        bool wins = it == tags.end() || (index && it->second.first->kind != cache::ArtifactKind::image_index) ||
+                    ((it->second.first->kind == cache::ArtifactKind::image_index) == index && it->second.first->id < row.id);
+        if (wins) tags[row.version] = {&row, media_type};
+      }
+      if (!seen.insert(row.filename).second) return;
+      add(prefix + "manifests/" + row.filename, object(row, media_type));
+      image.manifests.push_back({row.filename, media_type, store.object_path(row.digest), row.size});
+    };
+    for (const auto& row : rows.manifests) publish_manifest(row, false);
+    for (const auto& row : rows.indexes) publish_manifest(row, true);
+    std::set<std::string> blob_seen;
+    for (const auto& row : rows.blobs) {
+      if (!blob_seen.insert(row.filename).second) continue;
+      add(prefix + "blobs/" + row.filename, object(row, "application/octet-stream"));
+      image.blobs.push_back({row.filename, "", store.object_path(row.digest), row.size});
+    }
+    json tag_list = json::array();
+    for (const auto& [tag, chosen] : tags) {
+      add(prefix + "manifests/" + tag, object(*chosen.first, chosen.second));
+      image.tags.push_back({tag, chosen.first->filename, chosen.second, chosen.first->size});
+      tag_list.push_back(tag);
+    }
+    SiteResource list;
+    list.content_type = "application/json";
+    list.body = json{{"name", image.repository}, {"tags", tag_list}}.dump();
+    add(prefix + "tags/list", std::move(list));
+    site.images_.push_back(std::move(image));
+  }
+}
+
+}  // namespace podplane::mirror
