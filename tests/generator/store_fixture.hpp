@@ -33,6 +33,7 @@ struct StoreFixtureOptions {
   std::string selection_module = "aws";  // whose package the TfSelection names
   std::string engine = "tofu";
   PackageH1 package_h1 = PackageH1::recorded;
+  bool nstance_server = false;  // the manifests list an nstance-server (providers: proxmox) too
 };
 
 // The host of every provider address in the fixture: registry.opentofu.org (tofu).
