@@ -151,10 +151,8 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
   if (std::any_of(result.files.begin(), result.files.end(),
                   [](const gen::FileOutcome& file) { return file.name == gen::proxmox_node_init_file; })) {
     std::cout << "Next, on every Proxmox VE node (as root): bash " << gen::proxmox_node_init_file
-              << " [--shard ZONE]
-and upload each podplane.cluster.proxmox.shard.<zone>.jsonc to "
-                 "s3://<bucket>/shard/<zone>/config.jsonc (docs/cluster.md).
-";
+              << " [--shard ZONE]\nand upload each podplane.cluster.proxmox.shard.<zone>.jsonc to "
+                 "s3://<bucket>/shard/<zone>/config.jsonc (docs/cluster.md).\n";
     return;
   }
   auto engine = options.no_apply ? std::nullopt : gen::find_engine();

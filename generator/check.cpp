@@ -318,6 +318,16 @@ bool CheckReport::ok() const {
 
 CheckReport check_stack(const cache::Store& store, const fs::path& config_file, const std::vector<std::string>& platforms) {
   const fs::path stack_dir = fs::absolute(config_file).parent_path();
+  // A Proxmox stack has no OpenTofu root: its check is that every artifact the nodes and VMs
+  // fetch (the image and nstance-server among them) is in the store with the manifest's digest.
+  if (load_cluster_config(config_file).provider.kind == ProviderKind::proxmox) {
+    if (!read_text(stack_dir / "podplane.cluster.proxmox.node-init.sh"))
+      throw Error("no generated Proxmox stack in " + stack_dir.string() + "; run `podplane cluster create` first");
+    CheckReport report;
+    Reporter out(report);
+    check_manifests(store, stack_dir, "proxmox", out);
+    return report;
+  }
   auto main_text = read_text(stack_dir / "podplane.cluster.main.tf");
   if (!main_text || !pinned_module_version(*main_text))
     throw Error("no generated stack in " + stack_dir.string() + "; run `podplane cluster create` first");

@@ -28,6 +28,9 @@ TEST(GoldenStack, Proxmox) {
   files.erase("podplane.cluster.jsonc");
   EXPECT_FALSE(files.count(".terraform.lock.hcl"));
   expect_golden_dir(fs::path("generator") / "proxmox" / "expected", files);
+  auto check = env.cluster({"check"});
+  EXPECT_EQ(check.exit_code, 0) << describe(check);
+  EXPECT_NE(check.out.find("vmconfig_knc_debian-13_amd64 (6 artifacts)  ok"), std::string::npos) << check.out;  // with nstance-server
   // A second create changes nothing.
   auto again = env.cluster({"create", "--no-apply"});
   ASSERT_EQ(again.exit_code, 0) << describe(again);
@@ -56,7 +59,7 @@ TEST(ProxmoxStack, InitWritesAConfigThatCreates) {
 
 // qm keeps one file per VM in $SHIM_STATE (name, description, template flag); every call of
 // qm, pvesh and systemctl is appended to $SHIM_LOG.
-constexpr const char* qm_shim = R"(#!/bin/bash
+constexpr const char* qm_shim = R"SH(#!/bin/bash
 set -euo pipefail
 echo "qm $*" >>"${SHIM_LOG}"
 state="${SHIM_STATE}"
@@ -79,10 +82,10 @@ case "$1" in
   importdisk|set) ;;
   *) echo "qm shim: unexpected $1" >&2; exit 2 ;;
 esac
-)";
+)SH";
 
 // VMID 9100 belongs to a VM on another node: the template must take the next free one.
-constexpr const char* pvesh_shim = R"(#!/bin/bash
+constexpr const char* pvesh_shim = R"SH(#!/bin/bash
 set -euo pipefail
 echo "pvesh $*" >>"${SHIM_LOG}"
 printf '[{"vmid":9100,"node":"pve2"}'
@@ -90,11 +93,11 @@ for f in "${SHIM_STATE}"/vm-*; do
   if [[ -e "$f" ]]; then printf ',{"vmid":%s,"node":"pve1"}' "${f##*/vm-}"; fi
 done
 printf ']\n'
-)";
+)SH";
 
-constexpr const char* systemctl_shim = R"(#!/bin/bash
+constexpr const char* systemctl_shim = R"SH(#!/bin/bash
 echo "systemctl $*" >>"${SHIM_LOG}"
-)";
+)SH";
 
 class ProxmoxNodeInit : public ::testing::Test {
  protected:
@@ -103,7 +106,7 @@ class ProxmoxNodeInit : public ::testing::Test {
       GTEST_SKIP() << "curl or sha512sum is not installed";
     env_ = std::make_unique<ClusterEnv>("proxmox", proxmox_store());
     serve_ = std::make_unique<Background>(
-        std::vector<std::string>{podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0"},
+        std::vector<std::string>{podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--plain-http"},
         std::map<std::string, std::string>{{"PODPLANE_DEPS_CACHE_DIR", env_->deps().string()}}, env_->dir / "serve.err");
     base_ = serve_->first_line();
     ASSERT_FALSE(base_.empty()) << read_file(env_->dir / "serve.err");
