@@ -153,7 +153,8 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
     std::cout << "Next, on every Proxmox VE node (as root): bash " << gen::proxmox_node_init_file
               << " [--shard ZONE]\nand upload each podplane.cluster.proxmox.shard.<zone>.jsonc to "
                  "s3://<bucket>/shard/<zone>/config.jsonc (docs/cluster.md).\n";
-    return;
+    // Only with proxmox.manage_api_token is there an OpenTofu root (and its lock) to apply.
+    if (!fs::exists(result.stack_dir / ".terraform.lock.hcl")) return;
   }
   auto engine = options.no_apply ? std::nullopt : gen::find_engine();
   if (!engine) {

@@ -151,6 +151,7 @@ ClusterConfig parse_cluster_config(std::string_view text, std::string_view sourc
     proxmox.memory_mb = integer(document, source_name, at + "memory_mb", proxmox.memory_mb);
     proxmox.disk_size = str(x, "disk_size", proxmox.disk_size);
     proxmox.vip = str(x, "vip");
+    proxmox.manage_api_token = boolean(x, "manage_api_token", false);
     proxmox.object_storage_endpoint = str(x["object_storage"], "endpoint");
     while (!proxmox.object_storage_endpoint.empty() && proxmox.object_storage_endpoint.back() == '/')
       proxmox.object_storage_endpoint.pop_back();

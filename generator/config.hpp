@@ -64,6 +64,7 @@ struct ProxmoxConfig {
   int memory_mb = 4096;
   std::string disk_size = "20G";
   std::string vip;
+  bool manage_api_token = false;                 // podplane.cluster.proxmox.tf creates role, user, token
   std::string object_storage_endpoint;
   std::string bucket;
 };

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/podplane_stack.hpp"
+#include "generator/hcl_emitter.hpp"
+#include "generator/render.hpp"
 #include "lockfile/error.hpp"
 #include "lockfile/input_limits.hpp"
 
@@ -430,6 +433,63 @@ std::string shard_config(const ClusterConfig& config, const ZoneConfig& zone) {
          "/config.jsonc; edit podplane.cluster.jsonc, not this file.\n" + doc.dump(2) + "\n";
 }
 
+// The OpenTofu root of a Proxmox stack: the role, user and API token nstance-server uses,
+// with the privileges cloning and managing VMs needs. The provider reads the site's admin
+// credentials from its environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD).
+std::string proxmox_root(const ClusterConfig& config) {
+  const ProxmoxConfig& p = config.provider.proxmox;
+  const cache::PodplaneStack stack = cache::podplane_stack(ProviderKind::proxmox);
+  std::string endpoint = p.api_url;
+  if (auto at = endpoint.find("/api2/json"); at != std::string::npos) endpoint.erase(at);
+  const std::string role = "PodplaneNstance";
+  HclFile file;
+  file.block("terraform", [&](HclBody& b) {
+    b.attr("required_version", str(stack.required_engine_version));
+    b.block("required_providers", [&](HclBody& r) {
+      for (const auto& provider : stack.providers)
+        r.object(provider.local_name, [&](HclBody& o) {
+          o.attr("source", str(provider.source));
+          o.attr("version", str(provider.constraints));
+        });
+    });
+  });
+  file.block("provider", {"proxmox"}, [&](HclBody& b) {
+    b.attr("endpoint", str(endpoint));
+    b.attr("insecure", boolean(p.insecure_tls));
+  });
+  file.heading("What nstance-server needs to clone, configure, start and remove VMs.");
+  file.block("resource", {"proxmox_virtual_environment_role", "nstance"}, [&](HclBody& b) {
+    b.attr("role_id", str(role + "-" + config.id));
+    b.attr("privileges", str_list({"Datastore.AllocateSpace", "Datastore.Audit", "SDN.Use", "Sys.Audit", "VM.Allocate",
+                                   "VM.Audit", "VM.Clone", "VM.Config.CDROM", "VM.Config.CPU", "VM.Config.Cloudinit",
+                                   "VM.Config.Disk", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options",
+                                   "VM.PowerMgmt"}));
+  });
+  file.block("resource", {"proxmox_virtual_environment_user", "nstance"}, [&](HclBody& b) {
+    b.attr("user_id", str("podplane-" + config.id + "@pve"));
+    b.attr("comment", str("nstance-server of podplane cluster " + config.id));
+    b.block("acl", [&](HclBody& acl) {
+      acl.attr("path", str("/"));
+      acl.attr("propagate", boolean(true));
+      acl.attr("role_id", expr("proxmox_virtual_environment_role.nstance.role_id"));
+    });
+  });
+  file.block("resource", {"proxmox_virtual_environment_user_token", "nstance"}, [&](HclBody& b) {
+    b.attr("user_id", expr("proxmox_virtual_environment_user.nstance.user_id"));
+    b.attr("token_name", str("nstance"));
+    b.attr("privileges_separation", boolean(false));
+    b.attr("comment", str("PROXMOX_TOKEN_ID and PROXMOX_TOKEN_SECRET of /etc/nstance/server.env"));
+  });
+  file.block("output", {"proxmox_token_id"}, [&](HclBody& b) {
+    b.attr("value", expr("proxmox_virtual_environment_user_token.nstance.id"));
+  });
+  file.block("output", {"proxmox_token_secret"}, [&](HclBody& b) {
+    b.attr("value", expr("proxmox_virtual_environment_user_token.nstance.value"));
+    b.attr("sensitive", boolean(true));
+  });
+  return std::string(managed_header) + file.text();
+}
+
 }  // namespace
 
 std::string proxmox_template_name(const ClusterConfig& config, const std::string& arch) {
@@ -446,6 +506,7 @@ std::map<std::string, std::string> render_proxmox_stack(const cache::Store& stor
   files[proxmox_node_init_file] = node_init_script(config, inputs.deps_url, artifacts);
   for (const auto& zone : config.provider.zones)
     files["podplane.cluster.proxmox.shard." + zone.name + ".jsonc"] = shard_config(config, zone);
+  if (config.provider.proxmox.manage_api_token) files[proxmox_root_file] = proxmox_root(config);
   return files;
 }
 

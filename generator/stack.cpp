@@ -140,6 +140,7 @@ lockfile::LockFile newest_lock(const cache::Store& store, ProviderKind kind, con
     wanted[address].push_back(lockfile::Constraints::parse(requirement.constraints));
   }
   for (const char* name : module_names) {
+    if (package_dir.empty()) break;  // a stack without a module package (proxmox)
     auto requirements = lockfile::read_module_requirements(package_dir / "modules" / name);
     for (const auto& provider : requirements.providers) {
       std::string source = provider.source.empty() ? "hashicorp/" + provider.local_name : provider.source;
@@ -595,6 +596,23 @@ StackPlan plan_proxmox_stack(const cache::Store& store, const ClusterConfig& con
     inputs.manifests[manifest] = plan.desired.at("podplane.cluster." + manifest + ".json");
   }
   for (auto& [name, content] : render_proxmox_stack(store, inputs)) plan.desired[name] = std::move(content);
+  if (plan.desired.count(proxmox_root_file)) {
+    // The OpenTofu root gets its lock from the store like the other stacks: create keeps the
+    // stack's own, a new stack or upgrade takes the newest bpg/proxmox held for every platform.
+    const auto selection = store.tf_selection();
+    const auto platforms = store_platforms(store, selection);
+    if (platforms.empty())
+      throw Error("the store at " + fs::absolute(store.root()).string() +
+                  " holds no provider packages; run `podplane deps tf -f " + now.config_file.string() +
+                  "` while online, or import a bundle");
+    const auto* kept = options.command == Command::create ? now.file(lock_hcl) : nullptr;
+    std::string lock_text = kept ? *kept
+                                 : lockfile::render_lock_file(newest_lock(store, ProviderKind::proxmox, {},
+                                                                          engine_host(selection), platforms),
+                                                              engine_of(selection));
+    require_lock_packages(store, lockfile::parse_lock_file(lock_text, (now.dir / lock_hcl).string()), platforms);
+    plan.desired[lock_hcl] = lock_text;
+  }
   plan_changes(now, plan);
   return plan;
 }

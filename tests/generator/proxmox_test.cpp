@@ -57,6 +57,45 @@ TEST(ProxmoxStack, InitWritesAConfigThatCreates) {
   EXPECT_TRUE(fs::exists(env.stack / "podplane.cluster.proxmox.shard.site-a-1.jsonc"));
 }
 
+// With proxmox.manage_api_token the stack has an OpenTofu root using bpg/proxmox from the store,
+// with its lock built from the store as for the other stacks, and `cluster check` covers it.
+TEST(ProxmoxStack, ManagedApiTokenRootUsesBpgProxmoxFromTheStore) {
+  StoreFixtureOptions options = proxmox_store();
+  options.providers.push_back({"bpg/proxmox", "0.66.0"});
+  ClusterEnv env("proxmox", options);
+  std::string config = read_file(env.config());
+  config.replace(config.find("\"vip\""), 5, "\"manage_api_token\": true, \"vip\"");
+  write_file(env.config(), config);
+  auto result = env.cluster({"create", "--no-apply"});
+  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  std::string root = read_file(env.stack / "podplane.cluster.proxmox.tf");
+  expect_golden("generator/proxmox/podplane.cluster.proxmox.tf", root);
+  std::string lock = read_file(env.stack / ".terraform.lock.hcl");
+  EXPECT_NE(lock.find("provider \"registry.opentofu.org/bpg/proxmox\" {\n  version     = \"0.66.0\""), std::string::npos)
+      << lock;
+  EXPECT_EQ(lock.find("hashicorp/"), std::string::npos) << lock;
+  EXPECT_NE(result.out.find("tofu init -lockfile=readonly"), std::string::npos) << result.out;
+  auto check = env.cluster({"check"});
+  EXPECT_EQ(check.exit_code, 0) << describe(check);
+  EXPECT_NE(check.out.find("registry.opentofu.org/bpg/proxmox"), std::string::npos) << check.out;
+  // The real engine agrees with the formatting.
+  if (run({"sh", "-c", "command -v terraform"}).exit_code == 0) {
+    auto fmt = run({"terraform", "fmt", "-check", "-diff", (env.stack / "podplane.cluster.proxmox.tf").string()});
+    EXPECT_EQ(fmt.exit_code, 0) << fmt.out << fmt.err;
+  }
+}
+
+TEST(ProxmoxStack, ManagedApiTokenWithoutBpgProxmoxInTheStoreIsRefused) {
+  ClusterEnv env("proxmox", proxmox_store());
+  std::string config = read_file(env.config());
+  config.replace(config.find("\"vip\""), 5, "\"manage_api_token\": true, \"vip\"");
+  write_file(env.config(), config);
+  auto result = env.cluster({"create", "--no-apply"});
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("no version of registry.opentofu.org/bpg/proxmox"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(env.stack / "podplane.cluster.proxmox.node-init.sh"));
+}
+
 // qm keeps one file per VM in $SHIM_STATE (name, description, template flag); every call of
 // qm, pvesh and systemctl is appended to $SHIM_LOG.
 constexpr const char* qm_shim = R"SH(#!/bin/bash
