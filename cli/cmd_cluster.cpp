@@ -142,7 +142,10 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
                                                   : "Upgraded Podplane OpenTofu/Terraform dependencies in ")
               << result.stack_dir.string() << "\n";
   } else if (result.changed()) {
-    std::cout << "Generated Podplane OpenTofu/Terraform files in " << result.stack_dir.string() << "\n";
+    bool proxmox = std::any_of(result.files.begin(), result.files.end(),
+                               [](const gen::FileOutcome& file) { return file.name == gen::proxmox_node_init_file; });
+    std::cout << (proxmox ? "Generated the Podplane Proxmox VE stack in " : "Generated Podplane OpenTofu/Terraform files in ")
+              << result.stack_dir.string() << "\n";
   } else {
     std::cout << "No changes: the stack in " << result.stack_dir.string() << " matches the config and the store\n";
   }
