@@ -10,7 +10,7 @@
 namespace podplane::cache {
 
 // The cloud a cluster runs on: the cluster config's provider.kind.
-enum class ProviderKind { aws, google };
+enum class ProviderKind { aws, google, proxmox };
 
 struct PodplaneStack {
   struct Provider {
@@ -19,7 +19,7 @@ struct PodplaneStack {
     std::string constraints;  // >= 6.0
   };
   std::vector<Provider> providers;          // the root module's required_providers
-  std::string module_package;               // nstance-dev/nstance/aws
+  std::string module_package;               // nstance-dev/nstance/aws; empty: none (proxmox)
   std::string module_constraints;           // ~> 2.0
   std::string required_engine_version;      // the root module's required_version
 };

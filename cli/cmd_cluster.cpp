@@ -1,6 +1,7 @@
 // podplane cluster init|create|upgrade|check: generate and check stacks from the store alone.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "generator/check.hpp"
 #include "generator/config.hpp"
 #include "generator/engine.hpp"
+#include "generator/proxmox_stack.hpp"
 #include "generator/schema.hpp"
 #include "generator/stack.hpp"
 
@@ -81,21 +83,29 @@ std::string ask(const std::string& question, const std::string& fallback) {
   return answer.empty() ? fallback : answer;
 }
 
+gen::ProviderKind provider_kind(const std::string& name) {
+  if (name == "aws") return gen::ProviderKind::aws;
+  if (name == "google") return gen::ProviderKind::google;
+  if (name == "proxmox") return gen::ProviderKind::proxmox;
+  throw UsageError("--provider must be aws, google or proxmox, not \"" + name + "\"");
+}
+
 // No config yet: ask on a terminal, refuse elsewhere.
 void ensure_config(const fs::path& config_file) {
   if (fs::exists(config_file)) return;
   if (!interactive())
     throw UsageError("no cluster config at " + config_file.string() +
-                     "; write one with `podplane cluster init [--provider aws|google] [--id ID]`, edit it, then rerun");
+                     "; write one with `podplane cluster init [--provider aws|google|proxmox] [--id ID]`, edit it, then rerun");
   std::cout << "No " << config_file.filename().string() << " here yet; a few questions to write one.\n";
   gen::InitOptions init;
-  std::string provider = ask("Provider (aws, google)", "aws");
-  if (provider != "aws" && provider != "google") throw UsageError("unsupported provider \"" + provider + "\"");
-  init.provider = provider == "aws" ? gen::ProviderKind::aws : gen::ProviderKind::google;
+  std::string provider = ask("Provider (aws, google, proxmox)", "aws");
+  init.provider = provider_kind(provider);
   init.id = ask("Cluster id", "example-cluster");
-  init.region = ask("Region", provider == "aws" ? "us-east-1" : "europe-west1");
-  init.account = ask(provider == "aws" ? "AWS account ID" : "Google Cloud project ID",
-                     provider == "aws" ? "123456789012" : "example-project");
+  init.region = ask(provider == "proxmox" ? "Site name" : "Region",
+                    provider == "aws" ? "us-east-1" : provider == "proxmox" ? "site-a" : "europe-west1");
+  if (provider != "proxmox")
+    init.account = ask(provider == "aws" ? "AWS account ID" : "Google Cloud project ID",
+                       provider == "aws" ? "123456789012" : "example-project");
   init.arch = ask("VM architecture (amd64, arm64)", "arm64");
   init.api_hostname = ask("Kubernetes API host name", "k8s.example.com");
   init.issuer_url = ask("OIDC issuer URL", "https://auth.example.com");
@@ -132,11 +142,23 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
                                                   : "Upgraded Podplane OpenTofu/Terraform dependencies in ")
               << result.stack_dir.string() << "\n";
   } else if (result.changed()) {
-    std::cout << "Generated Podplane OpenTofu/Terraform files in " << result.stack_dir.string() << "\n";
+    bool proxmox = std::any_of(result.files.begin(), result.files.end(),
+                               [](const gen::FileOutcome& file) { return file.name == gen::proxmox_node_init_file; });
+    std::cout << (proxmox ? "Generated the Podplane Proxmox VE stack in " : "Generated Podplane OpenTofu/Terraform files in ")
+              << result.stack_dir.string() << "\n";
   } else {
     std::cout << "No changes: the stack in " << result.stack_dir.string() << " matches the config and the store\n";
   }
 
+  // A Proxmox stack has no OpenTofu files: the nodes run the generated script instead.
+  if (std::any_of(result.files.begin(), result.files.end(),
+                  [](const gen::FileOutcome& file) { return file.name == gen::proxmox_node_init_file; })) {
+    std::cout << "Next, on every Proxmox VE node (as root): bash " << gen::proxmox_node_init_file
+              << " [--shard ZONE]\nand upload each podplane.cluster.proxmox.shard.<zone>.jsonc to "
+                 "s3://<bucket>/shard/<zone>/config.jsonc (docs/cluster.md).\n";
+    // Only with proxmox.manage_api_token is there an OpenTofu root (and its lock) to apply.
+    if (!fs::exists(result.stack_dir / ".terraform.lock.hcl")) return;
+  }
   // The lock names the registry host of the engine the stack is for.
   std::ifstream lock(result.stack_dir / ".terraform.lock.hcl");
   std::string lock_text((std::istreambuf_iterator<char>(lock)), std::istreambuf_iterator<char>());
@@ -182,11 +204,9 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
 }
 
 void run_init(const ClusterOptions& options) {
-  if (options.provider != "aws" && options.provider != "google")
-    throw UsageError("--provider must be aws or google, not \"" + options.provider + "\"");
   fs::path config_file = fs::absolute(options.config);
   gen::InitOptions init;
-  init.provider = options.provider == "aws" ? gen::ProviderKind::aws : gen::ProviderKind::google;
+  init.provider = provider_kind(options.provider);
   init.id = options.id;
   std::string text = gen::starter_config(init);
   (void)gen::parse_cluster_config(text, config_file.filename().string());  // --id must be valid
@@ -217,7 +237,7 @@ void register_cluster_commands(CLI::App& group, const GlobalOptions& global) {
   auto options = std::make_shared<ClusterOptions>();
 
   auto* init = group.add_subcommand("init", "Write a commented starting podplane.cluster.jsonc and its schema");
-  init->add_option("--provider", options->provider, "Infrastructure provider: aws or google")->capture_default_str();
+  init->add_option("--provider", options->provider, "Infrastructure provider: aws, google or proxmox")->capture_default_str();
   init->add_option("--id", options->id, "Cluster id")->capture_default_str();
   init->add_option("-f,--cluster-config", options->config, "Config file to write")->capture_default_str();
   init->callback([options] { run_init(*options); });

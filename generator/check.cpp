@@ -614,17 +614,10 @@ bool CheckReport::ok() const {
   return std::all_of(rows.begin(), rows.end(), [](const CheckRow& row) { return row.ok; });
 }
 
-CheckReport check_stack(const cache::Store& store, const fs::path& config_file, const std::vector<std::string>& platforms,
-                        EngineInit engine_init) {
-  const fs::path stack_dir = fs::absolute(config_file).parent_path();
-  auto main_text = read_text(stack_dir / "podplane.cluster.main.tf");
-  if (!main_text || !pinned_module_version(*main_text))
-    throw Error("no generated stack in " + stack_dir.string() + "; run `podplane cluster create` first");
-  auto lock_text = read_text(stack_dir / ".terraform.lock.hcl");
-  if (!lock_text)
-    throw Error("the stack in " + stack_dir.string() + " has no .terraform.lock.hcl; run `podplane cluster create`");
-  lockfile::LockFile lock = lockfile::parse_lock_file(*lock_text, (stack_dir / ".terraform.lock.hcl").string());
+namespace {
 
+// The platforms asked for, else the store selection's, else every platform the store holds.
+std::vector<std::string> check_platforms(const cache::Store& store, const std::vector<std::string>& platforms) {
   std::vector<std::string> wanted = platforms;
   if (wanted.empty()) {
     auto selection = store.tf_selection();
@@ -637,6 +630,41 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
     }
   }
   for (const auto& platform : wanted) (void)lockfile::Platform::parse(platform);
+  return wanted;
+}
+
+}  // namespace
+
+CheckReport check_stack(const cache::Store& store, const fs::path& config_file, const std::vector<std::string>& platforms,
+                        EngineInit engine_init) {
+  const fs::path stack_dir = fs::absolute(config_file).parent_path();
+  // A Proxmox stack has no OpenTofu root: its check is that every artifact the nodes and VMs
+  // fetch (the image and nstance-server among them) is in the store with the manifest's digest.
+  if (load_cluster_config(config_file).provider.kind == ProviderKind::proxmox) {
+    if (!read_text(stack_dir / "podplane.cluster.proxmox.node-init.sh"))
+      throw Error("no generated Proxmox stack in " + stack_dir.string() + "; run `podplane cluster create` first");
+    CheckReport report;
+    Reporter out(report);
+    if (auto lock_text = read_text(stack_dir / ".terraform.lock.hcl")) {  // manage_api_token: the OpenTofu root
+      lockfile::LockFile lock = lockfile::parse_lock_file(*lock_text, (stack_dir / ".terraform.lock.hcl").string());
+      const lockfile::Engine engine = stack_engine(*lock_text);
+      check_lock_covers_requirements(stack_dir, lock, engine, out);
+      for (const auto& platform : check_platforms(store, platforms)) check_providers(store, lock, platform, engine, out);
+      check_tfrc(store, out);
+      if (engine_init == EngineInit::when_present) check_engine_init(store, stack_dir, engine, out);
+    }
+    check_manifests(store, stack_dir, "proxmox", out);
+    return report;
+  }
+  auto main_text = read_text(stack_dir / "podplane.cluster.main.tf");
+  if (!main_text || !pinned_module_version(*main_text))
+    throw Error("no generated stack in " + stack_dir.string() + "; run `podplane cluster create` first");
+  auto lock_text = read_text(stack_dir / ".terraform.lock.hcl");
+  if (!lock_text)
+    throw Error("the stack in " + stack_dir.string() + " has no .terraform.lock.hcl; run `podplane cluster create`");
+  lockfile::LockFile lock = lockfile::parse_lock_file(*lock_text, (stack_dir / ".terraform.lock.hcl").string());
+
+  std::vector<std::string> wanted = check_platforms(store, platforms);
 
   CheckReport report;
   Reporter out(report);

@@ -1,6 +1,7 @@
 #include "generator/config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -65,7 +66,14 @@ int integer(const JsoncDocument& document, std::string_view source, const std::s
 
 }  // namespace
 
-std::string_view to_string(ProviderKind kind) { return kind == ProviderKind::aws ? "aws" : "google"; }
+std::string_view to_string(ProviderKind kind) {
+  switch (kind) {
+    case ProviderKind::aws: return "aws";
+    case ProviderKind::google: return "google";
+    case ProviderKind::proxmox: return "proxmox";
+  }
+  return "?";
+}
 
 std::vector<std::pair<std::string, std::string>> ClusterConfig::vm_flavours() const {
   std::set<std::pair<std::string, std::string>> flavours;
@@ -110,18 +118,44 @@ ClusterConfig parse_cluster_config(std::string_view text, std::string_view sourc
 
   const json& p = c["providers"][0];
   ProviderConfig& provider = config.provider;
-  provider.kind = p["kind"] == "aws" ? ProviderKind::aws : ProviderKind::google;
+  provider.kind = p["kind"] == "aws" ? ProviderKind::aws : p["kind"] == "google" ? ProviderKind::google : ProviderKind::proxmox;
   provider.region = p["region"].get<std::string>();
+  auto only_for = [&](const char* key, const char* kinds) {
+    if (p.contains(key)) fail(document, source_name, std::string("/cluster/providers/0/") + key, std::string("is for ") + kinds + " providers only");
+  };
   if (provider.kind == ProviderKind::aws) {
     if (!p.contains("account")) fail(document, source_name, "/cluster/providers/0", "an aws provider needs \"account\"");
-    if (p.contains("project")) fail(document, source_name, "/cluster/providers/0/project", "is for google providers only");
+    only_for("project", "google");
+    only_for("proxmox", "proxmox");
     provider.account = p["account"].get<std::string>();
-  } else {
+  } else if (provider.kind == ProviderKind::google) {
     if (!p.contains("project")) fail(document, source_name, "/cluster/providers/0", "a google provider needs \"project\"");
-    for (const char* key : {"account", "profile", "enable_ssm"}) {
-      if (p.contains(key)) fail(document, source_name, std::string("/cluster/providers/0/") + key, "is for aws providers only");
-    }
+    for (const char* key : {"account", "profile", "enable_ssm"}) only_for(key, "aws");
+    only_for("proxmox", "proxmox");
     provider.account = p["project"].get<std::string>();
+  } else {
+    if (!p.contains("proxmox")) fail(document, source_name, "/cluster/providers/0", "a proxmox provider needs \"proxmox\"");
+    for (const char* key : {"account", "profile", "enable_ssm", "load_balancers", "dns"}) only_for(key, "aws and google");
+    only_for("project", "google");
+    const json& x = p["proxmox"];
+    ProxmoxConfig& proxmox = provider.proxmox;
+    const std::string at = "/cluster/providers/0/proxmox/";
+    proxmox.api_url = str(x, "api_url");
+    proxmox.insecure_tls = boolean(x, "insecure_tls", false);
+    proxmox.storage = str(x, "storage");
+    proxmox.cloud_init_iso_storage = str(x, "cloud_init_iso_storage", proxmox.cloud_init_iso_storage);
+    proxmox.bridge = str(x, "bridge");
+    proxmox.vlan = integer(document, source_name, at + "vlan", 0);
+    proxmox.template_vmid = integer(document, source_name, at + "template_vmid", proxmox.template_vmid);
+    proxmox.cores = integer(document, source_name, at + "cores", proxmox.cores);
+    proxmox.memory_mb = integer(document, source_name, at + "memory_mb", proxmox.memory_mb);
+    proxmox.disk_size = str(x, "disk_size", proxmox.disk_size);
+    proxmox.vip = str(x, "vip");
+    proxmox.manage_api_token = boolean(x, "manage_api_token", false);
+    proxmox.object_storage_endpoint = str(x["object_storage"], "endpoint");
+    while (!proxmox.object_storage_endpoint.empty() && proxmox.object_storage_endpoint.back() == '/')
+      proxmox.object_storage_endpoint.pop_back();
+    proxmox.bucket = str(x["object_storage"], "bucket");
   }
   provider.profile = str(p, "profile");
   provider.enable_ssm = provider.kind == ProviderKind::aws && boolean(p, "enable_ssm", true);
@@ -130,7 +164,7 @@ ClusterConfig parse_cluster_config(std::string_view text, std::string_view sourc
     provider.vpc_v4cidr = str(p["vpc"], "v4cidr");
     provider.vpc_v6cidr = str(p["vpc"], "v6cidr");
   }
-  if (provider.vpc_id.empty() && provider.vpc_v4cidr.empty())
+  if (provider.kind != ProviderKind::proxmox && provider.vpc_id.empty() && provider.vpc_v4cidr.empty())
     fail(document, source_name, "/cluster/providers/0", "needs \"vpc\" with \"id\" (an existing VPC) or \"v4cidr\"");
   for (const auto& zone : p["zones"].items()) {
     ZoneConfig zone_config{zone.key(), {}};
@@ -147,6 +181,16 @@ ClusterConfig parse_cluster_config(std::string_view text, std::string_view sourc
     provider.zones.push_back(std::move(zone_config));
   }
   if (provider.zones.empty()) fail(document, source_name, "/cluster/providers/0/zones", "needs at least one zone");
+  if (provider.kind == ProviderKind::proxmox) {
+    // A Proxmox zone is an Nstance shard: its name becomes a file name and a shard id.
+    for (const auto& zone : provider.zones) {
+      bool plain = !zone.name.empty() && zone.name.size() <= 63 && std::isalnum(static_cast<unsigned char>(zone.name[0])) &&
+                   zone.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+      if (!plain)
+        fail(document, source_name, "/cluster/providers/0/zones/" + json_pointer_token(zone.name),
+             "is not a valid shard name (expected lower-case letters, digits and '-', up to 63, e.g. site-a-1)");
+    }
+  }
   if (p.contains("load_balancers")) {
     for (const auto& lb : p["load_balancers"].items()) {
       LoadBalancerConfig balancer{lb.key(), boolean(lb.value(), "public", false), str(lb.value(), "subnets", "private"), {}};
@@ -191,12 +235,43 @@ ClusterConfig load_cluster_config(const std::filesystem::path& file) {
   return parse_cluster_config(read_file_within_limits(file, "cluster config"), file.filename().string());
 }
 
+namespace {
+
+// The providers[0] of a starter Proxmox config: one shard (zone) with the site's settings.
+std::string proxmox_starter_provider(const std::string& region) {
+  std::string out;
+  out += "      {\n";
+  out += "        \"kind\": \"proxmox\",\n";
+  out += "        \"region\": \"" + region + "\",\n";
+  out += "        // What the site provides: the Proxmox API (an API token goes in /etc/nstance/server.env on each\n";
+  out += "        // node), a storage pool, a bridge, a free VIP and S3-compatible object storage (docs/cluster.md).\n";
+  out += "        \"proxmox\": {\n";
+  out += "          \"api_url\": \"https://pve1.internal:8006/api2/json\",\n";
+  out += "          \"storage\": \"local-lvm\",\n";
+  out += "          \"bridge\": \"vmbr0\",\n";
+  out += "          \"vip\": \"10.0.0.100\",\n";
+  out += "          \"object_storage\": { \"endpoint\": \"http://s3.internal:8333\", \"bucket\": \"nstance\" }\n";
+  out += "        },\n";
+  out += "        // One Nstance shard per zone; the zone name is the shard id.\n";
+  out += "        \"zones\": {\n";
+  out += "          \"" + region + "-1\": [\n";
+  out += "            { \"v4cidr\": \"10.0.1.0/24\", \"pool\": \"control-plane\" },\n";
+  out += "            { \"v4cidr\": \"10.0.2.0/24\", \"pool\": \"ingress\" }\n";
+  out += "          ]\n";
+  out += "        }\n";
+  out += "      }\n";
+  return out;
+}
+
+}  // namespace
+
 std::string starter_config(const InitOptions& options) {
   const bool aws = options.provider == ProviderKind::aws;
-  std::string region = !options.region.empty() ? options.region : aws ? "us-east-1" : "europe-west1";
+  const bool proxmox = options.provider == ProviderKind::proxmox;
+  std::string region = !options.region.empty() ? options.region : aws ? "us-east-1" : proxmox ? "site-a" : "europe-west1";
   std::string account = !options.account.empty() ? options.account : aws ? "123456789012" : "example-project";
   std::string zone = aws ? region + "a" : region + "-b";
-  std::string instance = aws ? (options.arch == "arm64" ? "t4g.medium" : "t3.medium")
+  std::string instance = proxmox ? "standard" : aws ? (options.arch == "arm64" ? "t4g.medium" : "t3.medium")
                              : (options.arch == "arm64" ? "t2a-standard-2" : "e2-standard-2");
   std::string hostname = options.api_hostname.empty() ? "k8s.example.com" : options.api_hostname;
   std::string issuer = options.issuer_url.empty() ? "https://auth.example.com" : options.issuer_url;
@@ -220,28 +295,32 @@ std::string starter_config(const InitOptions& options) {
   out += "      \"ingress\": { \"arch\": \"" + options.arch + "\", \"instance_type\": \"" + instance + "\", \"size\": 1 }\n";
   out += "    },\n";
   out += "    \"providers\": [\n";
-  out += "      {\n";
-  out += "        \"kind\": \"" + std::string(to_string(options.provider)) + "\",\n";
-  out += "        \"region\": \"" + region + "\",\n";
-  if (aws) {
-    out += "        \"account\": \"" + account + "\",\n";
-    out += "        \"profile\": \"default\",\n";
+  if (options.provider == ProviderKind::proxmox) {
+    out += proxmox_starter_provider(region);
   } else {
-    out += "        \"project\": \"" + account + "\",\n";
+    out += "      {\n";
+    out += "        \"kind\": \"" + std::string(to_string(options.provider)) + "\",\n";
+    out += "        \"region\": \"" + region + "\",\n";
+    if (aws) {
+      out += "        \"account\": \"" + account + "\",\n";
+      out += "        \"profile\": \"default\",\n";
+    } else {
+      out += "        \"project\": \"" + account + "\",\n";
+    }
+    out += "        \"vpc\": { \"v4cidr\": \"172.18.0.0/16\" },\n";
+    out += "        \"zones\": {\n";
+    out += "          \"" + zone + "\": [\n";
+    out += "            { \"v4cidr\": \"172.18.10.0/28\", \"services\": [\"nat\", \"nlb\"], \"public\": true },\n";
+    out += "            { \"v4cidr\": \"172.18.20.0/28\", \"services\": [\"nstance\"] },\n";
+    out += "            { \"v4cidr\": \"172.18.1.0/24\", \"pool\": \"control-plane\" },\n";
+    out += "            { \"v4cidr\": \"172.18.2.0/24\", \"pool\": \"ingress\" }\n";
+    out += "          ]\n";
+    out += "        },\n";
+    out += "        \"load_balancers\": {\n";
+    out += "          \"main\": { \"public\": true, \"subnets\": \"public\", \"listeners\": [{ \"port\": 443, \"pool\": \"ingress\" }] }\n";
+    out += "        }\n";
+    out += "      }\n";
   }
-  out += "        \"vpc\": { \"v4cidr\": \"172.18.0.0/16\" },\n";
-  out += "        \"zones\": {\n";
-  out += "          \"" + zone + "\": [\n";
-  out += "            { \"v4cidr\": \"172.18.10.0/28\", \"services\": [\"nat\", \"nlb\"], \"public\": true },\n";
-  out += "            { \"v4cidr\": \"172.18.20.0/28\", \"services\": [\"nstance\"] },\n";
-  out += "            { \"v4cidr\": \"172.18.1.0/24\", \"pool\": \"control-plane\" },\n";
-  out += "            { \"v4cidr\": \"172.18.2.0/24\", \"pool\": \"ingress\" }\n";
-  out += "          ]\n";
-  out += "        },\n";
-  out += "        \"load_balancers\": {\n";
-  out += "          \"main\": { \"public\": true, \"subnets\": \"public\", \"listeners\": [{ \"port\": 443, \"pool\": \"ingress\" }] }\n";
-  out += "        }\n";
-  out += "      }\n";
   out += "    ],\n";
   out += "    \"kubernetes\": {\n";
   out += "      \"api_hostname\": \"" + hostname + "\",\n";

@@ -14,7 +14,7 @@
 
 namespace podplane::generator {
 
-using cache::ProviderKind;  // aws | google, owned with the stack it selects
+using cache::ProviderKind;  // aws | google | proxmox, owned with the stack it selects
 std::string_view to_string(ProviderKind kind);
 
 struct PoolConfig {
@@ -51,6 +51,24 @@ struct LoadBalancerConfig {
   std::vector<ListenerConfig> listeners;
 };
 
+// Proxmox VE (provider kind proxmox): what the node-init script and the shard configs need.
+struct ProxmoxConfig {
+  std::string api_url;
+  bool insecure_tls = false;
+  std::string storage;                           // VM templates and VM disks
+  std::string cloud_init_iso_storage = "local";
+  std::string bridge;
+  int vlan = 0;                                  // 0: untagged
+  int template_vmid = 9000;                      // lowest VMID a template gets
+  int cores = 2;
+  int memory_mb = 4096;
+  std::string disk_size = "20G";
+  std::string vip;
+  bool manage_api_token = false;                 // podplane.cluster.proxmox.tf creates role, user, token
+  std::string object_storage_endpoint;
+  std::string bucket;
+};
+
 struct ProviderConfig {
   ProviderKind kind = ProviderKind::aws;
   std::string region;
@@ -61,6 +79,7 @@ struct ProviderConfig {
   std::vector<ZoneConfig> zones;                 // sorted by name
   std::vector<LoadBalancerConfig> load_balancers;  // sorted by name
   std::string dns_zone;
+  ProxmoxConfig proxmox;                         // proxmox only
 };
 
 struct ClusterConfig {

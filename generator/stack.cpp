@@ -17,6 +17,7 @@
 #include "cache/podplane_stack.hpp"
 #include "cache/views.hpp"
 #include "generator/module_interface.hpp"
+#include "generator/proxmox_stack.hpp"
 #include "generator/render.hpp"
 #include "generator/schema.hpp"
 #include "generator/seed.hpp"
@@ -145,6 +146,7 @@ lockfile::LockFile newest_lock(const cache::Store& store, ProviderKind kind, con
     wanted[address].push_back(lockfile::Constraints::parse(requirement.constraints));
   }
   for (const char* name : module_names) {
+    if (package_dir.empty()) break;  // a stack without a module package (proxmox)
     auto requirements = lockfile::read_module_requirements(package_dir / "modules" / name);
     for (const auto& provider : requirements.providers) {
       std::string source = provider.source.empty() ? "hashicorp/" + provider.local_name : provider.source;
@@ -421,8 +423,10 @@ void refuse_unset_required_variables(const std::string& main_text, const std::ma
 }
 
 // Refusals that need no plan: they come first, whatever the store holds.
-void refuse_upgrade_without_stack(const StackDir& now, Command command) {
-  if (command == Command::upgrade && !now.pinned)
+void refuse_upgrade_without_stack(const StackDir& now, const ClusterConfig& config, Command command) {
+  // A Proxmox stack has no main.tf to pin: its state file says it was generated.
+  bool generated = config.provider.kind == ProviderKind::proxmox ? now.state_text.has_value() : now.pinned.has_value();
+  if (command == Command::upgrade && !generated)
     throw Error("cluster infrastructure has not been generated in " + now.dir.string() +
                 "; run `podplane cluster create` first");
 }
@@ -653,8 +657,61 @@ void plan_changes(const StackDir& now, StackPlan& plan) {
   if (now.state_text != state_text) plan.changes.push_back({state_file_name, state_text});
 }
 
+// Where VMs (and Proxmox nodes) fetch vmconfig artifacts: the config's deps_mirror_url, else
+// $PODPLANE_DEPS_URL, else the public default (with a warning: it is not reachable in an air gap).
+std::string site_mirror_url(const ClusterConfig& config, const StackOptions& options, std::vector<std::string>& warnings) {
+  std::string deps_url = !config.deps_mirror_url.empty() ? config.deps_mirror_url
+                         : !options.env_deps_url.empty() ? options.env_deps_url
+                                                         : default_deps_url;
+  while (deps_url.size() > 1 && deps_url.back() == '/') deps_url.pop_back();
+  if (deps_url == default_deps_url)
+    warnings.push_back("VMs will fetch vmconfig artifacts from " + deps_url +
+                       "; in an air gap set cluster.deps_mirror_url (or $PODPLANE_DEPS_URL) to your "
+                       "`podplane mirror serve`");
+  return deps_url;
+}
+
+// A Proxmox stack: the node-init script, the shard configs and the vmconfig manifests they
+// come from; no OpenTofu files, so no module or lock (generator/proxmox_stack.hpp).
+StackPlan plan_proxmox_stack(const cache::Store& store, const ClusterConfig& config, const StackDir& now,
+                             const StackOptions& options) {
+  StackPlan plan;
+  StackResult& result = plan.result;
+  result.stack_dir = now.dir;
+  result.tfrc = cache::layout::tfrc_file(fs::absolute(store.root()));
+  result.new_stack = !now.state_text.has_value();
+  ProxmoxInputs inputs{&config, site_mirror_url(config, options, result.warnings), {}};
+  plan.desired[schema_json] = cluster_schema_file_content();
+  add_manifests(store, config, now, options.command, plan.desired);
+  for (const auto& [kind, arch] : config.vm_flavours()) {
+    std::string manifest = vmconfig_manifest_name(kind, arch);
+    inputs.manifests[manifest] = plan.desired.at("podplane.cluster." + manifest + ".json");
+  }
+  for (auto& [name, content] : render_proxmox_stack(store, inputs)) plan.desired[name] = std::move(content);
+  if (plan.desired.count(proxmox_root_file)) {
+    // The OpenTofu root gets its lock from the store like the other stacks: create keeps the
+    // stack's own, a new stack or upgrade takes the newest bpg/proxmox held for every platform.
+    const auto selection = store.tf_selection();
+    const auto platforms = store_platforms(store, selection);
+    if (platforms.empty())
+      throw Error("the store at " + fs::absolute(store.root()).string() +
+                  " holds no provider packages; run `podplane deps tf -f " + now.config_file.string() +
+                  "` while online, or import a bundle");
+    const auto* kept = options.command == Command::create ? now.file(lock_hcl) : nullptr;
+    std::string lock_text = kept ? *kept
+                                 : lockfile::render_lock_file(newest_lock(store, ProviderKind::proxmox, {},
+                                                                          engine_host(selection), platforms),
+                                                              engine_of(selection));
+    require_lock_packages(store, lockfile::parse_lock_file(lock_text, (now.dir / lock_hcl).string()), platforms);
+    plan.desired[lock_hcl] = lock_text;
+  }
+  plan_changes(now, plan);
+  return plan;
+}
+
 StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, const StackDir& now,
                      const StackOptions& options) {
+  if (config.provider.kind == ProviderKind::proxmox) return plan_proxmox_stack(store, config, now, options);
   const fs::path deps_root = fs::absolute(store.root());
   const cache::PodplaneStack podplane = cache::podplane_stack(config.provider.kind);
   const std::string& package = podplane.module_package;
@@ -689,14 +746,7 @@ StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, con
   require_lock_packages(store, lock, platforms);
 
   // Everything the stack should hold.
-  std::string deps_url = !config.deps_mirror_url.empty() ? config.deps_mirror_url
-                         : !options.env_deps_url.empty() ? options.env_deps_url
-                                                         : default_deps_url;
-  while (deps_url.size() > 1 && deps_url.back() == '/') deps_url.pop_back();
-  if (deps_url == default_deps_url)
-    result.warnings.push_back("VMs will fetch vmconfig artifacts from " + deps_url +
-                              "; in an air gap set cluster.deps_mirror_url (or $PODPLANE_DEPS_URL) to your "
-                              "`podplane mirror serve`");
+  std::string deps_url = site_mirror_url(config, options, result.warnings);
   // The module calls pass only what this module version declares, and it may require nothing
   // podplane cannot set: a call that misses a required variable never plans.
   std::map<std::string, ModuleInterface> interfaces;
@@ -747,7 +797,7 @@ StackResult generate_stack(const cache::Store& store, const StackOptions& option
   const ClusterConfig config = load_cluster_config(config_file);
   const StackDir now = read_stack_dir(config_file);
   // Check, plan, check the plan, and only then write: every refusal comes before the first write.
-  refuse_upgrade_without_stack(now, options.command);
+  refuse_upgrade_without_stack(now, config, options.command);
   refuse_identity_change(now, config);
   refuse_hand_edits(now, options.force);
   StackPlan plan = plan_stack(store, config, now, options);

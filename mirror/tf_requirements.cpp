@@ -81,6 +81,7 @@ RootRequirements read_podplane_stack(const cache::PodplaneStack& stack, const st
   for (const auto& provider : stack.providers) {
     root.want(ProviderAddress::parse(provider.source, registry_host), provider.constraints, root.name);
   }
+  if (stack.module_package.empty()) return root;  // proxmox: providers only
   auto called = packages.call({ModuleSource::parse(stack.module_package, registry_host), stack.module_constraints,
                                root.name + ": module " + stack.module_package});
   root.stack_module = called.package;

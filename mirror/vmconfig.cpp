@@ -37,6 +37,33 @@ VmconfigItem item_of(const std::string& name, const json& entry, const std::stri
   return item;
 }
 
+bool valid_digest(const std::string& digest) {
+  auto colon = digest.find(':');
+  std::string algorithm = colon == std::string::npos ? "" : digest.substr(0, colon);
+  std::string hex = colon == std::string::npos ? "" : digest.substr(colon + 1);
+  std::size_t want = algorithm == "sha256" ? 64 : algorithm == "sha512" ? 128 : 0;
+  return want != 0 && hex.size() == want && is_hex(hex);
+}
+
+// os.boot names the kernel and initrd inside the image by partition, path and digest. They
+// cannot be checked without reading the image's file system, which podplane does not do; a
+// digest that is not one is refused here, so no stack or node is ever given it.
+void check_boot(const json& os, const std::string& manifest) {
+  auto boot = os.find("boot");
+  if (boot == os.end()) return;
+  if (!boot->is_object()) throw Error("vmconfig manifest " + manifest + ": os.boot is not an object");
+  for (const char* part : {"kernel", "initrd"}) {
+    auto entry = boot->find(part);
+    if (entry == boot->end()) continue;
+    std::string where = "vmconfig manifest " + manifest + ": os.boot." + part;
+    if (!entry->is_object()) throw Error(where + " is not an object");
+    std::string digest = text_of(*entry, "digest");
+    if (entry->contains("digest") && !valid_digest(digest))
+      throw Error(where + ".digest must be sha256:<64 hex> or sha512:<128 hex>, got \"" + digest + "\"");
+    if (text_of(*entry, "path").empty()) throw Error(where + ".path is empty");
+  }
+}
+
 bool valid_segment(std::string_view text) {
   return !text.empty() && text != "." && text != ".." && text.find('/') == std::string_view::npos &&
          text.find('\\') == std::string_view::npos;
@@ -77,6 +104,7 @@ VmconfigManifest parse_vmconfig_manifest(std::string_view bytes, std::string_vie
     if (auto image = os->find("image"); image != os->end() && image->is_object()) {
       manifest.items.push_back(item_of("os-image", *image, label));
     }
+    check_boot(*os, label);
   }
   manifest.name = vmconfig_manifest_name(manifest.kind, manifest.arch);
   if (!expected_name.empty() && manifest.name != expected_name) {
@@ -113,12 +141,7 @@ std::vector<VmconfigItem> select_vmconfig_items(const VmconfigManifest& manifest
 void validate_vmconfig_items(const VmconfigManifest& manifest, const std::vector<VmconfigItem>& items) {
   for (const auto& item : items) {
     std::string where = "vmconfig manifest " + manifest.name + " item " + item.name;
-    auto colon = item.digest.find(':');
-    std::string algorithm = colon == std::string::npos ? "" : item.digest.substr(0, colon);
-    std::string hex = colon == std::string::npos ? "" : item.digest.substr(colon + 1);
-    std::size_t want = algorithm == "sha256" ? 64 : algorithm == "sha512" ? 128 : 0;
-    bool hex_ok = want != 0 && hex.size() == want && is_hex(hex);
-    if (!hex_ok) throw Error(where + ": digest must be sha256:<64 hex> or sha512:<128 hex>, got \"" + item.digest + "\"");
+    if (!valid_digest(item.digest)) throw Error(where + ": digest must be sha256:<64 hex> or sha512:<128 hex>, got \"" + item.digest + "\"");
     if (item.url.empty()) throw Error(where + ": url is empty");
     if (item.size == 0) throw Error(where + ": size must be greater than 0");
     if (!valid_segment(item.name) || !valid_segment(item.version) || !valid_segment(item.basename())) {

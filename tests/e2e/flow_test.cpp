@@ -341,5 +341,59 @@ TEST(Flow, OnlineTransferAirGapAndMirror) {
   EXPECT_LT(seconds, 90) << "the flow should stay well under the 2-minute budget of a test binary";
 }
 
+
+// Proxmox VE in the air gap (docs/cluster.md): `deps download --providers proxmox` fetches the
+// image and nstance-server online, a signed bundle carries them, and init, create and check of a
+// Proxmox stack run offline from the imported store alone.
+TEST(Flow, ProxmoxStackFromABundleOffline) {
+  TempDir dir;
+  const fs::path a = dir / "online-A";
+  const fs::path b = dir / "airgap-B";
+  std::map<std::string, std::string> published;  // "<name> <arch>" → sha256 of the fixture's file
+  {
+    test::FixtureUpstream upstream;
+    upstream.write_cli_config(dir / "upstream.tfrc");
+    ProcessOptions online;
+    online.env = upstream.env(a, dir / "upstream.tfrc");
+    online.unset_env = kProxyVariables;
+    auto download = run_podplane({"deps", "download", "--arch", "amd64,arm64", "--providers", "proxmox"}, online);
+    ASSERT_EQ(download.exit_code, 0) << show(download);
+    for (const auto& manifest : upstream.fixture()["vmconfig"]["manifests"])
+      for (const auto& item : manifest["items"])
+        published[item["name"].get<std::string>() + " " + manifest["arch"].get<std::string>()] = item["sha256"];
+  }
+  const std::string rows = content_rows(a);
+  for (const char* arch : {"amd64", "arm64"}) {
+    for (const char* name : {"os-image", "nstance-server"}) {
+      std::string key = std::string(name) + " " + arch;
+      ASSERT_TRUE(published.count(key)) << key << " is not in the fixture";
+      EXPECT_EQ(count_rows(rows, "vmconfig_artifact", std::string(name) + " "), 2u) << rows;
+      EXPECT_NE(rows.find(published[key]), std::string::npos) << key << "\n" << rows;
+    }
+  }
+  EXPECT_EQ(rows.find("vmconfig_artifact nstance-agent "), std::string::npos) << "an aws-only item was fetched\n" << rows;
+
+  ASSERT_EQ(run_podplane({"bundle", "keygen", (dir / "site").string()}).exit_code, 0);
+  auto create = run_podplane({"bundle", "create", (dir / "proxmox.bundle").string(), "--sign", (dir / "site.key").string()}, at(a));
+  ASSERT_EQ(create.exit_code, 0) << show(create);
+  auto import = run_offline({"bundle", "import", (dir / "proxmox.bundle").string(), "--trust", (dir / "site.pub").string()}, at(b));
+  ASSERT_EQ(import.exit_code, 0) << show(import);
+
+  fs::create_directories(dir / "stack");
+  ProcessOptions offline = at(b);
+  offline.cwd = dir / "stack";
+  offline.env["PODPLANE_DEPS_URL"] = "http://mirror.site.internal:8080";
+  auto init = run_offline({"cluster", "init", "--provider", "proxmox", "--id", "edge-site"}, offline);
+  ASSERT_EQ(init.exit_code, 0) << show(init);
+  auto generated = run_offline({"cluster", "create", "--no-apply"}, offline);
+  ASSERT_EQ(generated.exit_code, 0) << show(generated);
+  auto check = run_offline({"cluster", "check"}, offline);
+  ASSERT_EQ(check.exit_code, 0) << show(check);
+  // The starter config's pools are arm64: the script names the fixture's arm64 files by digest.
+  std::string script = read_file(dir / "stack" / "podplane.cluster.proxmox.node-init.sh");
+  EXPECT_NE(script.find("readonly SERVER_DIGEST='sha256:" + published["nstance-server arm64"] + "'"), std::string::npos);
+  EXPECT_NE(script.find("MIRROR_URL='http://mirror.site.internal:8080'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace podplane::e2e

@@ -167,6 +167,12 @@ void StoreFixture::add_vmconfig(const std::string& kind, const std::string& arch
   dependencies["containerd"] =
       add_item("containerd", "2.3.1", "https://github.example/containerd-2.3.1-linux-" + arch + ".tar.gz");
   dependencies["netsy"] = add_item("netsy", "1.1.0", "https://github.example/netsy_1.1.0_linux_" + arch + ".tar.gz");
+  if (options_.nstance_server) {
+    dependencies["nstance-server"] = add_item("nstance-server", "1.2.3",
+                                              "https://github.example/nstance-server_1.2.3_linux_" + arch);
+    dependencies["nstance-server"]["type"] = "binary";
+    dependencies["nstance-server"]["providers"] = nlohmann::ordered_json::array({"proxmox"});
+  }
   if (kind == "knc")
     dependencies["kube-apiserver"] = add_item("kube-apiserver", "1.36.1", "https://dl.example/" + arch + "/kube-apiserver");
   dependencies["vmconfig"] = add_item("vmconfig", version, "https://github.example/vmconfig_" + version + "_" + kind +

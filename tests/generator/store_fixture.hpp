@@ -36,6 +36,7 @@ struct StoreFixtureOptions {
   PackageH1 package_h1 = PackageH1::recorded;
   // Changes the files of each Nstance module version before it is stored (path → content).
   std::function<void(const std::string& version, std::map<std::string, std::string>& files)> edit_module;
+  bool nstance_server = false;  // the manifests list an nstance-server (providers: proxmox) too
 };
 
 // The host of every provider address in the fixture: registry.opentofu.org (tofu).

@@ -511,6 +511,9 @@ def vmconfig_items(kind, arch, vm_version):
         ("google-guest-agent", "google-guest-agent", "20260101.00",
          "google-guest-agent/20260101.00/google-guest-agent_20260101.00_%s.deb" % arch, "deb", "sha256", 8 * 1024, ["google"]),
         ("openbao", "openbao", "2.4.0", "openbao/2.4.0/bao_2.4.0_linux_%s" % arch, "binary", "sha512", 8 * 1024, ["proxmox"]),
+        # What every Proxmox VE node runs (generator/proxmox_stack.cpp): a stand-in binary.
+        ("nstance-server", "nstance-server", "1.2.3", "nstance-server/1.2.3/nstance-server_linux_%s" % arch, "binary", "sha256",
+         8 * 1024, ["proxmox"]),
         ("vmconfig", "vmconfig", vm_version, "vmconfig/%s/vmconfig_%s_%s_debian-13_%s.tar.gz" % (vm_version, vm_version, kind, arch),
          "tar.gz", "sha256", 4 * 1024, None),
     ]

@@ -1,0 +1,513 @@
+#include "generator/proxmox_stack.hpp"
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/podplane_stack.hpp"
+#include "generator/hcl_emitter.hpp"
+#include "generator/render.hpp"
+#include "base/error.hpp"
+#include "base/input_limits.hpp"
+
+namespace podplane::generator {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+// One artifact a node fetches: where the site mirror serves it and the digest it must have.
+struct NodeArtifact {
+  std::string path;    // vmconfig/artifacts/<name>/<version>/<file>, relative to the mirror root
+  std::string digest;  // sha256:<hex> | sha512:<hex>, as the manifest gives it
+  std::string file;    // the file name on the node
+};
+
+struct ArchArtifacts {
+  std::string arch;
+  std::string image_version;
+  NodeArtifact image;
+  NodeArtifact server;
+};
+
+std::string text_of(const json& object, const char* name) {
+  auto it = object.find(name);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string url_basename(const std::string& url) {
+  std::string path = url.substr(0, url.find_first_of("?#"));
+  return path.substr(path.rfind('/') + 1);
+}
+
+// The manifest item must be in the store (so `mirror serve` has it) with the digest the
+// manifest names; returns where the mirror serves it.
+NodeArtifact stored_item(const cache::Store& store, const std::string& manifest, const std::string& arch,
+                         const std::string& name, const json& entry) {
+  std::string version = text_of(entry, "version");
+  std::string digest = text_of(entry, "digest");
+  std::string file = url_basename(text_of(entry, "url"));
+  std::string fetch = "run `podplane deps download --providers proxmox --arch " + arch +
+                      "` while online, or import a bundle that has it";
+  if (version.empty() || digest.empty() || file.empty())
+    throw Error("vmconfig manifest " + manifest + ": item " + name + " lacks a version, digest or url");
+  auto row = store.find_artifact(cache::ArtifactKind::vmconfig_artifact, name, version, "linux_" + arch, file);
+  if (!row || row->upstream_digest != digest || !store.has_object(row->digest))
+    throw Error(name + " " + version + " for linux_" + arch + " (" + file + ") is not in the store; " + fetch);
+  for (const std::string& part : {name, version, file}) {
+    if (part.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+-") != std::string::npos)
+      throw Error("vmconfig manifest " + manifest + ": item " + name + " has an unsafe path segment \"" + part + "\"");
+  }
+  return {"vmconfig/artifacts/" + name + "/" + version + "/" + file, digest, file};
+}
+
+// The image and nstance-server of one arch, from the knc manifest of the arch if the stack has
+// it, else the knd one (both list the same image).
+ArchArtifacts arch_artifacts(const cache::Store& store, const ProxmoxInputs& inputs, const std::string& arch) {
+  for (const char* kind : {"knc", "knd"}) {
+    std::string name = vmconfig_manifest_name(kind, arch);
+    auto found = inputs.manifests.find(name);
+    if (found == inputs.manifests.end()) continue;
+    json document = parse_json_within_limits(found->second, "vmconfig manifest " + name);
+    const json& root = document.at("vmconfig");
+    const json image = root.value("os", json::object()).value("image", json::object());
+    if (!image.is_object() || image.empty()) throw Error("vmconfig manifest " + name + " has no os.image");
+    const json dependencies = root.value("dependencies", json::object());
+    if (!dependencies.contains(proxmox_server_item))
+      throw Error("vmconfig manifest " + name + " lists no " + proxmox_server_item +
+                  "; a Proxmox stack needs a vmconfig release that has it (run `podplane deps download "
+                  "--providers proxmox` while online)");
+    ArchArtifacts out;
+    out.arch = arch;
+    out.image_version = text_of(image, "version");
+    out.image = stored_item(store, name, arch, proxmox_image_item, image);
+    out.server = stored_item(store, name, arch, proxmox_server_item, dependencies.at(proxmox_server_item));
+    return out;
+  }
+  throw Error("no vmconfig manifest for " + arch + " in the stack");
+}
+
+// Single-quoted for bash: the value reads back exactly.
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+}
+
+// The script, with @NAME@ placeholders. Values are filled in shell-quoted; everything the node
+// fetches is named by path and digest here, so a node never asks anything but the site mirror.
+constexpr const char* node_init_template = R"SCRIPT(#!/usr/bin/env bash
+# Podplane node init for Proxmox VE, cluster @CLUSTER_ID@.
+# Generated by `podplane cluster create` from podplane.cluster.jsonc: edit that file, not this one.
+#
+# Run it as root on every Proxmox VE node of the cluster. It:
+#   1. downloads the Debian cloud image and nstance-server of this node's arch from the site
+#      mirror and checks each against the digest written below, before anything uses them;
+#   2. keeps the VM template of that image when one with the same image digest exists, else
+#      creates it (qm create, qm importdisk, qm set, qm template), replacing an older one;
+#   3. installs nstance-server as the systemd unit nstance-server.service.
+# Nothing comes from the internet: only from MIRROR_URL (cluster.deps_mirror_url).
+#
+# Usage: podplane.cluster.proxmox.node-init.sh [options]
+#   --shard NAME        The Nstance shard (zone) of this node; needed when the cluster has several.
+#   --mirror-url URL    Fetch from this mirror instead of @MIRROR_URL_TEXT@.
+#   --work-dir DIR      Where downloads are kept (default /var/lib/podplane/node-init).
+#   --install-dir DIR   Where nstance-server is installed (default /usr/local/bin).
+#   --unit-dir DIR      Where the systemd unit is written (default /etc/systemd/system).
+#   --config-dir DIR    nstance-server's configuration directory (default /etc/nstance).
+#   --dry-run           Say what would be done; change nothing (no download, no qm, no install).
+#   --help              Show this help.
+#
+# The site provides, on each node, <config-dir>/server.env with PROXMOX_TOKEN_ID,
+# PROXMOX_TOKEN_SECRET, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and <config-dir>/encryption.key
+# (32 bytes, the same on every node); the service starts once server.env exists.
+set -euo pipefail
+
+MIRROR_URL=@MIRROR_URL@
+readonly CLUSTER_ID=@CLUSTER_ID_Q@
+readonly STORAGE=@STORAGE@
+readonly BRIDGE=@BRIDGE@
+readonly VLAN=@VLAN@
+readonly TEMPLATE_VMID_MIN=@TEMPLATE_VMID@
+readonly TEMPLATE_CORES=@CORES@
+readonly TEMPLATE_MEMORY_MB=@MEMORY_MB@
+readonly BUCKET=@BUCKET@
+readonly S3_ENDPOINT=@S3_ENDPOINT@
+readonly API_URL=@API_URL@
+readonly SHARDS=(@SHARDS@)
+
+SHARD=""
+WORK_DIR=/var/lib/podplane/node-init
+INSTALL_DIR=/usr/local/bin
+UNIT_DIR=/etc/systemd/system
+CONFIG_DIR=/etc/nstance
+DRY_RUN=false
+
+log() { printf '[podplane node-init] %s\n' "$*"; }
+fatal() { printf '[podplane node-init] error: %s\n' "$*" >&2; exit 1; }
+usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --shard) [[ $# -ge 2 ]] || fatal "--shard needs a value"; SHARD="$2"; shift 2 ;;
+    --mirror-url) [[ $# -ge 2 ]] || fatal "--mirror-url needs a value"; MIRROR_URL="${2%/}"; shift 2 ;;
+    --work-dir) [[ $# -ge 2 ]] || fatal "--work-dir needs a value"; WORK_DIR="$2"; shift 2 ;;
+    --install-dir) [[ $# -ge 2 ]] || fatal "--install-dir needs a value"; INSTALL_DIR="$2"; shift 2 ;;
+    --unit-dir) [[ $# -ge 2 ]] || fatal "--unit-dir needs a value"; UNIT_DIR="$2"; shift 2 ;;
+    --config-dir) [[ $# -ge 2 ]] || fatal "--config-dir needs a value"; CONFIG_DIR="$2"; shift 2 ;;
+    --dry-run) DRY_RUN=true; shift ;;
+    --help|-h) usage; exit 0 ;;
+    *) fatal "unknown option: $1 (see --help)" ;;
+  esac
+done
+
+if [[ -z "${SHARD}" ]]; then
+  [[ ${#SHARDS[@]} -eq 1 ]] || fatal "this cluster has several shards (${SHARDS[*]}); name this node's with --shard"
+  SHARD="${SHARDS[0]}"
+fi
+known=false
+for s in "${SHARDS[@]}"; do
+  if [[ "${s}" == "${SHARD}" ]]; then known=true; fi
+done
+[[ "${known}" == true ]] || fatal "unknown shard \"${SHARD}\"; expected one of: ${SHARDS[*]}"
+
+case "$(uname -m)" in
+  x86_64|amd64) ARCH=amd64 ;;
+  aarch64|arm64) ARCH=arm64 ;;
+  *) fatal "unsupported machine $(uname -m); expected x86_64 or aarch64" ;;
+esac
+
+# Per arch: the image and nstance-server (path under the mirror, digest) and the template name.
+case "${ARCH}" in
+@ARCH_CASES@  *) fatal "this cluster's pools use no ${ARCH} VMs; nothing for this node to do" ;;
+esac
+
+for tool in curl sha256sum sha512sum qm pvesh systemctl; do
+  command -v "${tool}" >/dev/null 2>&1 || fatal "${tool} not found: run this on a Proxmox VE node"
+done
+
+# digest_ok FILE ALGORITHM:HEX: whether FILE has that digest.
+digest_ok() {
+  local file="$1" algorithm="${2%%:*}" want="${2#*:}" got
+  [[ -f "${file}" ]] || return 1
+  case "${algorithm}" in
+    sha256) got="$(sha256sum -- "${file}")" ;;
+    sha512) got="$(sha512sum -- "${file}")" ;;
+    *) fatal "unsupported digest ${2}" ;;
+  esac
+  [[ "${got%% *}" == "${want}" ]]
+}
+
+# fetch PATH DIGEST FILE: FILE under WORK_DIR with DIGEST, downloaded from the mirror unless a
+# checked copy is there. A download that does not match is removed and refused.
+fetch() {
+  local path="$1" digest="$2" target="${WORK_DIR}/$3"
+  if digest_ok "${target}" "${digest}"; then
+    log "have ${3} (${digest%%:*} checked)"
+    return 0
+  fi
+  if [[ "${DRY_RUN}" == true ]]; then
+    log "(dry-run) would download ${MIRROR_URL}/${path} and check ${digest%%:*}"
+    return 0
+  fi
+  mkdir -p -- "${WORK_DIR}"
+  log "downloading ${MIRROR_URL}/${path}"
+  curl --fail --silent --show-error --location --proto '=http,https,file' --retry 3 \
+    --output "${target}.part" -- "${MIRROR_URL}/${path}" || { rm -f -- "${target}.part"; fatal "cannot download ${MIRROR_URL}/${path}"; }
+  if ! digest_ok "${target}.part" "${digest}"; then
+    rm -f -- "${target}.part"
+    fatal "${path} from ${MIRROR_URL} does not have the expected ${digest}; refusing to use it"
+  fi
+  mv -f -- "${target}.part" "${target}"
+  log "downloaded ${3} (${digest%%:*} checked)"
+}
+
+fetch "${IMAGE_PATH}" "${IMAGE_DIGEST}" "${IMAGE_FILE}"
+fetch "${SERVER_PATH}" "${SERVER_DIGEST}" "${SERVER_FILE}"
+
+# The VM template: recognised by name on this node, kept when its description records the
+# same image digest.
+readonly TEMPLATE_MARK="podplane image ${IMAGE_DIGEST}"
+existing=""
+while read -r vmid name _; do
+  if [[ "${name}" == "${TEMPLATE_NAME}" ]]; then existing="${vmid}"; fi
+done < <(qm list | tail -n +2)
+
+create_template=true
+if [[ -n "${existing}" ]]; then
+  config="$(qm config "${existing}")"
+  if grep -qF -- "${TEMPLATE_MARK}" <<<"${config}" && grep -q '^template: 1' <<<"${config}"; then
+    log "template ${TEMPLATE_NAME} (VMID ${existing}) already has image ${IMAGE_VERSION}; kept"
+    create_template=false
+  elif grep -qF -- "podplane image " <<<"${config}"; then
+    log "template ${TEMPLATE_NAME} (VMID ${existing}) has another image; replacing it"
+    if [[ "${DRY_RUN}" == true ]]; then
+      log "(dry-run) would run: qm destroy ${existing}"
+    else
+      qm destroy "${existing}" --purge
+    fi
+  else
+    fatal "VM ${existing} is named ${TEMPLATE_NAME} but was not made by podplane; rename or remove it"
+  fi
+fi
+
+if [[ "${create_template}" == true ]]; then
+  # VMIDs are unique across the Proxmox cluster: take the first free one from TEMPLATE_VMID_MIN.
+  resources="$(pvesh get /cluster/resources --type vm --output-format json)"
+  used=" $(grep -o '"vmid": *[0-9]*' <<<"${resources}" | tr -dc '0-9\n' | tr '\n' ' ' || true) "
+  vmid="${existing:-${TEMPLATE_VMID_MIN}}"
+  if [[ -z "${existing}" ]]; then
+    while [[ "${used}" == *" ${vmid} "* ]]; do vmid=$((vmid + 1)); done
+  fi
+  net="virtio,bridge=${BRIDGE}"
+  if [[ -n "${VLAN}" ]]; then net="${net},tag=${VLAN}"; fi
+  if [[ "${DRY_RUN}" == true ]]; then
+    log "(dry-run) would create template ${TEMPLATE_NAME} as VMID ${vmid} on ${STORAGE} from ${IMAGE_FILE}"
+  else
+    trap 'log "removing the unfinished VM ${vmid}"; qm destroy "${vmid}" --purge || true' ERR
+    qm create "${vmid}" --name "${TEMPLATE_NAME}" --description "${TEMPLATE_MARK}" --tags podplane \
+      --ostype l26 --cores "${TEMPLATE_CORES}" --memory "${TEMPLATE_MEMORY_MB}" --net0 "${net}" \
+      --scsihw virtio-scsi-pci --serial0 socket --vga serial0 --agent enabled=1
+    qm importdisk "${vmid}" "${WORK_DIR}/${IMAGE_FILE}" "${STORAGE}"
+    qm set "${vmid}" --scsi0 "${STORAGE}:vm-${vmid}-disk-0" --boot order=scsi0 --ide2 "${STORAGE}:cloudinit"
+    qm template "${vmid}"
+    trap - ERR
+    log "created template ${TEMPLATE_NAME} (VMID ${vmid}) from image ${IMAGE_VERSION}"
+  fi
+fi
+
+# nstance-server and its unit: written only when they differ from what is installed.
+unit="[Unit]
+Description=Nstance server (podplane cluster ${CLUSTER_ID}, shard ${SHARD})
+Wants=network-online.target
+After=network-online.target
+ConditionPathExists=${CONFIG_DIR}/server.env
+
+[Service]
+EnvironmentFile=${CONFIG_DIR}/server.env
+Environment=PROXMOX_API_URL=${API_URL}
+Environment=AWS_ENDPOINT_URL=${S3_ENDPOINT}
+Environment=AWS_S3_USE_PATH_STYLE=true
+Environment=AWS_REGION=${SHARD}
+ExecStart=${INSTALL_DIR}/nstance-server --storage s3 --bucket ${BUCKET} --shard ${SHARD}
+Restart=on-failure
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target"
+changed=false
+if ! digest_ok "${INSTALL_DIR}/nstance-server" "${SERVER_DIGEST}"; then
+  if [[ "${DRY_RUN}" == true ]]; then
+    log "(dry-run) would install nstance-server to ${INSTALL_DIR}"
+  else
+    mkdir -p -- "${INSTALL_DIR}"
+    install -m 0755 -- "${WORK_DIR}/${SERVER_FILE}" "${INSTALL_DIR}/nstance-server"
+    log "installed nstance-server to ${INSTALL_DIR}"
+  fi
+  changed=true
+fi
+if [[ ! -f "${UNIT_DIR}/nstance-server.service" || "$(cat -- "${UNIT_DIR}/nstance-server.service")" != "${unit}" ]]; then
+  if [[ "${DRY_RUN}" == true ]]; then
+    log "(dry-run) would write ${UNIT_DIR}/nstance-server.service"
+  else
+    mkdir -p -- "${UNIT_DIR}"
+    printf '%s\n' "${unit}" >"${UNIT_DIR}/nstance-server.service"
+    log "wrote ${UNIT_DIR}/nstance-server.service"
+  fi
+  changed=true
+fi
+if [[ "${changed}" == true && "${DRY_RUN}" == false ]]; then
+  systemctl daemon-reload
+  systemctl enable nstance-server.service
+  if [[ -f "${CONFIG_DIR}/server.env" ]]; then
+    systemctl restart nstance-server.service
+  else
+    log "nstance-server starts once ${CONFIG_DIR}/server.env exists (API token and object storage keys)"
+  fi
+fi
+log "node ready for cluster ${CLUSTER_ID}, shard ${SHARD} (${ARCH})"
+)SCRIPT";
+
+std::string arch_case(const ClusterConfig& config, const ArchArtifacts& a) {
+  std::string out;
+  out += "  " + a.arch + ")\n";
+  out += "    readonly IMAGE_VERSION=" + shell_quote(a.image_version) + "\n";
+  out += "    readonly IMAGE_PATH=" + shell_quote(a.image.path) + "\n";
+  out += "    readonly IMAGE_DIGEST=" + shell_quote(a.image.digest) + "\n";
+  out += "    readonly IMAGE_FILE=" + shell_quote(a.image.file) + "\n";
+  out += "    readonly SERVER_PATH=" + shell_quote(a.server.path) + "\n";
+  out += "    readonly SERVER_DIGEST=" + shell_quote(a.server.digest) + "\n";
+  out += "    readonly SERVER_FILE=" + shell_quote("nstance-server-" + a.server.digest.substr(a.server.digest.find(':') + 1, 12)) + "\n";
+  out += "    readonly TEMPLATE_NAME=" + shell_quote(proxmox_template_name(config, a.arch)) + "\n";
+  out += "    ;;\n";
+  return out;
+}
+
+std::string node_init_script(const ClusterConfig& config, const std::string& deps_url,
+                             const std::vector<ArchArtifacts>& archs) {
+  const ProxmoxConfig& p = config.provider.proxmox;
+  std::string shards;
+  for (const auto& zone : config.provider.zones) shards += (shards.empty() ? "" : " ") + shell_quote(zone.name);
+  std::string cases;
+  for (const auto& a : archs) cases += arch_case(config, a);
+  std::string script = node_init_template;
+  replace_all(script, "@ARCH_CASES@", cases);
+  replace_all(script, "@SHARDS@", shards);
+  replace_all(script, "@MIRROR_URL_TEXT@", deps_url);
+  replace_all(script, "@MIRROR_URL@", shell_quote(deps_url));
+  replace_all(script, "@CLUSTER_ID_Q@", shell_quote(config.id));
+  replace_all(script, "@CLUSTER_ID@", config.id);
+  replace_all(script, "@STORAGE@", shell_quote(p.storage));
+  replace_all(script, "@BRIDGE@", shell_quote(p.bridge));
+  replace_all(script, "@VLAN@", shell_quote(p.vlan > 0 ? std::to_string(p.vlan) : ""));
+  replace_all(script, "@TEMPLATE_VMID@", std::to_string(p.template_vmid));
+  replace_all(script, "@CORES@", std::to_string(p.cores));
+  replace_all(script, "@MEMORY_MB@", std::to_string(p.memory_mb));
+  replace_all(script, "@BUCKET@", shell_quote(p.bucket));
+  replace_all(script, "@S3_ENDPOINT@", shell_quote(p.object_storage_endpoint));
+  replace_all(script, "@API_URL@", shell_quote(p.api_url));
+  return script;
+}
+
+// The shard config Nstance reads for one zone (JSONC; uploaded to
+// s3://<bucket>/shard/<zone>/config.jsonc): VMs are clones of the node templates by name.
+std::string shard_config(const ClusterConfig& config, const ZoneConfig& zone) {
+  const ProxmoxConfig& p = config.provider.proxmox;
+  ordered_json doc;
+  doc["cluster"] = {{"id", config.id},
+                    {"secrets",
+                     {{"provider", "object-storage"},
+                      {"prefix", "secret/"},
+                      {"encryption_key", {{"provider", "file"}, {"source", "/etc/nstance/encryption.key"}}}}}};
+  ordered_json shard;
+  shard["id"] = zone.name;
+  shard["infra"] = {{"provider", "proxmox"},
+                    {"region", config.provider.region},
+                    {"zone", zone.name},
+                    {"options",
+                     {{"api_url", p.api_url},
+                      {"cloud_init_iso_storage", p.cloud_init_iso_storage},
+                      {"insecure_tls", p.insecure_tls}}}};
+  shard["bind"] = {{"health_addr", "0.0.0.0:8990"},   {"election_addr", "0.0.0.0:8991"},
+                   {"registration_addr", "0.0.0.0:8992"}, {"operator_addr", "0.0.0.0:8993"},
+                   {"agent_addr", "0.0.0.0:8994"}};
+  shard["advertise"] = {{"health_addr", ":8990"},
+                        {"election_addr", ":8991"},
+                        {"registration_addr", p.vip + ":8992"},
+                        {"operator_addr", p.vip + ":8993"},
+                        {"agent_addr", p.vip + ":8994"}};
+  // Every pool with a subnet in this zone: on Proxmox a subnet pool is the bridge.
+  std::set<std::string> zone_pools;
+  for (const auto& subnet : zone.subnets)
+    if (!subnet.pool.empty()) zone_pools.insert(subnet.pool);
+  ordered_json subnet_pools = ordered_json::object();
+  for (const auto& pool : zone_pools) subnet_pools[pool] = ordered_json::array({p.bridge});
+  shard["subnet_pools"] = subnet_pools;
+  doc["shard"] = shard;
+  ordered_json args = {{"StoragePool", p.storage}, {"Bridge", p.bridge}};
+  if (p.vlan > 0) args["VLAN"] = p.vlan;
+  args["Cores"] = p.cores;
+  args["Memory"] = p.memory_mb;
+  args["DiskSize"] = p.disk_size;
+  args["StartOnBoot"] = true;
+  doc["defaults"] = {{"args", args}, {"vars", {{"ClusterID", config.id}}}};
+  ordered_json templates = ordered_json::object();
+  ordered_json groups = ordered_json::object();
+  for (const auto& pool : config.pools) {
+    if (!zone_pools.count(pool.name)) continue;
+    templates[pool.name] = {{"kind", pool.vm_kind()},
+                            {"arch", pool.arch},
+                            {"args", {{"TemplateName", proxmox_template_name(config, pool.arch)}}},
+                            {"vars", {{"InstanceType", pool.instance_type}}},
+                            {"subnet_pool", pool.name}};
+    groups[pool.name] = {{"template", pool.name}, {"size", pool.size}, {"subnet_pool", pool.name}};
+  }
+  doc["templates"] = templates;
+  doc["groups"] = {{"default", groups}};
+  return "// Nstance shard config for shard " + zone.name + " of cluster " + config.id +
+         ", generated by `podplane cluster create`.\n// Upload it to s3://" + p.bucket + "/shard/" + zone.name +
+         "/config.jsonc; edit podplane.cluster.jsonc, not this file.\n" + doc.dump(2) + "\n";
+}
+
+// The OpenTofu root of a Proxmox stack: the role, user and API token nstance-server uses,
+// with the privileges cloning and managing VMs needs. The provider reads the site's admin
+// credentials from its environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD).
+std::string proxmox_root(const ClusterConfig& config) {
+  const ProxmoxConfig& p = config.provider.proxmox;
+  const cache::PodplaneStack stack = cache::podplane_stack(ProviderKind::proxmox);
+  std::string endpoint = p.api_url;
+  if (auto at = endpoint.find("/api2/json"); at != std::string::npos) endpoint.erase(at);
+  const std::string role = "PodplaneNstance";
+  HclFile file;
+  file.block("terraform", [&](HclBody& b) {
+    b.attr("required_version", str(stack.required_engine_version));
+    b.block("required_providers", [&](HclBody& r) {
+      for (const auto& provider : stack.providers)
+        r.object(provider.local_name, [&](HclBody& o) {
+          o.attr("source", str(provider.source));
+          o.attr("version", str(provider.constraints));
+        });
+    });
+  });
+  file.block("provider", {"proxmox"}, [&](HclBody& b) {
+    b.attr("endpoint", str(endpoint));
+    b.attr("insecure", boolean(p.insecure_tls));
+  });
+  file.heading("What nstance-server needs to clone, configure, start and remove VMs.");
+  file.block("resource", {"proxmox_virtual_environment_role", "nstance"}, [&](HclBody& b) {
+    b.attr("role_id", str(role + "-" + config.id));
+    b.attr("privileges", str_list({"Datastore.AllocateSpace", "Datastore.Audit", "SDN.Use", "Sys.Audit", "VM.Allocate",
+                                   "VM.Audit", "VM.Clone", "VM.Config.CDROM", "VM.Config.CPU", "VM.Config.Cloudinit",
+                                   "VM.Config.Disk", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options",
+                                   "VM.PowerMgmt"}));
+  });
+  file.block("resource", {"proxmox_virtual_environment_user", "nstance"}, [&](HclBody& b) {
+    b.attr("user_id", str("podplane-" + config.id + "@pve"));
+    b.attr("comment", str("nstance-server of podplane cluster " + config.id));
+    b.block("acl", [&](HclBody& acl) {
+      acl.attr("path", str("/"));
+      acl.attr("propagate", boolean(true));
+      acl.attr("role_id", expr("proxmox_virtual_environment_role.nstance.role_id"));
+    });
+  });
+  file.block("resource", {"proxmox_virtual_environment_user_token", "nstance"}, [&](HclBody& b) {
+    b.attr("user_id", expr("proxmox_virtual_environment_user.nstance.user_id"));
+    b.attr("token_name", str("nstance"));
+    b.attr("privileges_separation", boolean(false));
+    b.attr("comment", str("PROXMOX_TOKEN_ID and PROXMOX_TOKEN_SECRET of /etc/nstance/server.env"));
+  });
+  file.block("output", {"proxmox_token_id"}, [&](HclBody& b) {
+    b.attr("value", expr("proxmox_virtual_environment_user_token.nstance.id"));
+  });
+  file.block("output", {"proxmox_token_secret"}, [&](HclBody& b) {
+    b.attr("value", expr("proxmox_virtual_environment_user_token.nstance.value"));
+    b.attr("sensitive", boolean(true));
+  });
+  return std::string(managed_header) + file.text();
+}
+
+}  // namespace
+
+std::string proxmox_template_name(const ClusterConfig& config, const std::string& arch) {
+  return "podplane-" + config.id + "-debian-13-" + arch;
+}
+
+std::map<std::string, std::string> render_proxmox_stack(const cache::Store& store, const ProxmoxInputs& inputs) {
+  const ClusterConfig& config = *inputs.config;
+  std::set<std::string> archs;
+  for (const auto& pool : config.pools) archs.insert(pool.arch);
+  std::vector<ArchArtifacts> artifacts;
+  for (const auto& arch : archs) artifacts.push_back(arch_artifacts(store, inputs, arch));
+  std::map<std::string, std::string> files;
+  files[proxmox_node_init_file] = node_init_script(config, inputs.deps_url, artifacts);
+  for (const auto& zone : config.provider.zones)
+    files["podplane.cluster.proxmox.shard." + zone.name + ".jsonc"] = shard_config(config, zone);
+  if (config.provider.proxmox.manage_api_token) files[proxmox_root_file] = proxmox_root(config);
+  return files;
+}
+
+}  // namespace podplane::generator
