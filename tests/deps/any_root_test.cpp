@@ -20,7 +20,12 @@ namespace {
 // lists. Set to true when that lands: every lock must then equal terraform's byte for byte.
 constexpr bool kLockHasEveryShasumsLine = false;
 
-const std::vector<std::string> kUserProviders = {"bpg/proxmox=0.66.0,0.70.0", "cloudflare/cloudflare=4.40.0,4.52.0"};
+// The fixture upstream with the shop's providers beside the default ones.
+FixtureOptions with_user_providers() {
+  FixtureOptions options;
+  options.add_provider = {"bpg/proxmox=0.66.0,0.70.0", "cloudflare/cloudflare=4.40.0,4.52.0"};
+  return options;
+}
 
 class Repo {
  public:
@@ -138,7 +143,7 @@ std::string selection_text(const fs::path& root) {
 // Roots that lock one provider at different versions are normal: one run fills them all, and
 // neither that run nor a later plain `deps tf` touches what the other relies on.
 TEST(AnyRoot, RootsWithDifferentPinsFillTogetherAndLeavePodplanesSelection) {
-  FixtureUpstream upstream(FixtureOptions{.add_provider = kUserProviders});
+  FixtureUpstream upstream(with_user_providers());
   Repo repo(upstream);
   auto plain = repo.podplane({"deps", "tf", "--platform", "linux_amd64"});
   ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err;
@@ -181,7 +186,7 @@ TEST(AnyRoot, RootsWithDifferentPinsFillTogetherAndLeavePodplanesSelection) {
 // platforms, keeping a committed lock's version and hashes.
 TEST(AnyRoot, WrittenLocksEqualTerraformProvidersLock) {
   if (!have_program("terraform")) GTEST_SKIP() << "no terraform on PATH: the machine image provides it, Debian does not";
-  FixtureUpstream upstream(FixtureOptions{.add_provider = kUserProviders});
+  FixtureUpstream upstream(with_user_providers());
   Repo repo(upstream);
   const std::string host = "registry.terraform.io";
   write_shop(repo);
