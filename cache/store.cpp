@@ -823,6 +823,28 @@ std::vector<AuditEntry> Store::audit_log() const {
 
 void Store::in_transaction(const std::function<void()>& body) { write(body); }
 
+void Store::read_snapshot(const std::function<void()>& body) const {
+  if (impl_->transaction_depth > 0) throw Error("internal: read_snapshot inside a write transaction");
+  // A deferred BEGIN takes its WAL read mark at the first SELECT and keeps it to the end, so
+  // commits by other processes in between stay invisible to `body`.
+  impl_->db.exec("BEGIN DEFERRED");
+  try {
+    body();
+  } catch (...) {
+    try {
+      impl_->db.exec("ROLLBACK");
+    } catch (...) {
+    }
+    throw;
+  }
+  impl_->db.exec("COMMIT");
+}
+
+std::int64_t Store::index_generation() const {
+  sqlite::Statement statement(impl_->db, "PRAGMA data_version");
+  return statement.step() ? statement.integer(0) : 0;
+}
+
 void Store::write(const std::function<void()>& body) {
   const bool outermost = impl_->transaction_depth == 0;
   impl_->transact([&] {

@@ -236,6 +236,16 @@ class Store {
   // the lock (SQLITE_BUSY). Calls to add_* inside join it.
   void in_transaction(const std::function<void()>& body);
 
+  // Runs `body` in one read transaction: every query in it sees the index as one commit left
+  // it, never half of a later one (what `mirror serve` builds its site from). Not inside a
+  // write transaction.
+  void read_snapshot(const std::function<void()>& body) const;
+
+  // A number that changes whenever another connection commits to the index (SQLite's
+  // data_version): cheap enough to poll every second. Equal numbers from one handle mean no
+  // commit in between; the value itself means nothing.
+  [[nodiscard]] std::int64_t index_generation() const;
+
   struct Impl;
  private:
   friend struct StoreInternals;  // cache/ internals: verify, gc, views (cache/store_impl.hpp)

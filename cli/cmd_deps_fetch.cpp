@@ -24,6 +24,8 @@ struct TfArgs {
   std::string cluster_config;
   int jobs = 8;
   bool allow_unverified = false;
+  bool write_lock = false;
+  bool upgrade = false;
 };
 
 struct DownloadArgs {
@@ -66,6 +68,13 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
       ->check(CLI::IsMember({"tofu", "terraform"}));
   tf->add_option("--stack", tf_args->stacks, "Root module directory to fetch for instead of Podplane's stack (repeatable)")
       ->check(CLI::ExistingDirectory);
+  tf->add_flag("--write-lock", tf_args->write_lock,
+               "Write or update each --stack root's .terraform.lock.hcl for the platforms asked for, as "
+               "`providers lock` would")
+      ->needs("--stack");
+  tf->add_flag("--upgrade", tf_args->upgrade,
+               "Choose each --stack root's versions afresh within its constraints instead of keeping its lock's")
+      ->needs("--stack");
   tf->add_option("-f,--cluster-config", tf_args->cluster_config,
                  "Fetch what this cluster config's provider kind needs (aws or google) instead of the AWS default")
       ->check(CLI::ExistingFile)
@@ -92,6 +101,8 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
       options.engine_reason = "--engine";
     }
     for (const auto& stack : tf_args->stacks) options.stacks.emplace_back(stack);
+    if (tf_args->write_lock) options.root_locks = mirror::RootLocks::write;
+    if (tf_args->upgrade) options.locked_versions = mirror::LockedVersions::upgrade;
     // The stack of the config's provider kind, as the generator writes it (cache/podplane_stack.hpp).
     if (!tf_args->cluster_config.empty()) {
       options.default_stack = generator::load_cluster_config(tf_args->cluster_config).provider.kind;

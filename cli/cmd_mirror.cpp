@@ -24,6 +24,7 @@ struct ServeArgs {
   std::size_t threads = 64;
   std::size_t per_client = 64;
   std::size_t header_timeout = 60;
+  std::size_t watch_ms = 1000;
   std::string registry_host;
   std::string public_url;
 };
@@ -67,9 +68,15 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
                     "Origin registry that /.well-known/terraform.json answers for (default: by the engine of deps tf)");
   serve->add_option("--public-url", serve_args->public_url,
                     "URL clients reach this mirror at, for the catalogue's snippets (default: the request's Host)");
+  serve->add_option("--watch-interval", serve_args->watch_ms,
+                    "Milliseconds between checks of the index for a new fill or import, whose site then replaces the "
+                    "old one whole (0: only on SIGHUP)")
+      ->capture_default_str()
+      ->transform(whole_number(0, 3600000));
   serve->callback([serve_args] {
     mirror::ServeOptions options;
     options.listen = serve_args->listen;
+    options.index_poll = std::chrono::milliseconds(serve_args->watch_ms);
     options.limits.workers = serve_args->threads;
     options.limits.per_client = serve_args->per_client;
     options.limits.head_timeout = std::chrono::seconds(serve_args->header_timeout);

@@ -19,6 +19,7 @@
 #include "mirror/module_source.hpp"
 #include "mirror/registry.hpp"
 #include "base/scratch_dir.hpp"
+#include "mirror/root_lock.hpp"
 #include "mirror/tf_metadata.hpp"
 #include "mirror/tf_modules.hpp"
 #include "mirror/tf_package_job.hpp"
@@ -68,29 +69,21 @@ class TfRun {
   DepsTfSummary run() {
     const auto previous = store_.tf_selection();
     const auto platforms = platforms_of(options_.platforms, previous);
-    const auto root = requirements(previous);
-    const auto selection = resolve(root);
-    auto plan = plan_package_jobs(selection, platforms, host_, [&](const PackageJob& job) { return in_store(job); });
+    const auto roots = requirements();
+    const auto selections = resolve(roots);
+    std::vector<cache::TfSelection::Provider> wanted;  // every root's selection: the packages to hold
+    for (const auto& selection : selections) wanted.insert(wanted.end(), selection.begin(), selection.end());
+    auto plan = plan_package_jobs(wanted, platforms, host_, [&](const PackageJob& job) { return in_store(job); });
     check(plan.jobs);
     DepsTfSummary summary;
     fetch(plan.jobs, summary);
 
     summary.packages_present = plan.present;
     summary.packages_fetched = plan.jobs.size() - summary.packages_reused;
-    cache::TfSelection next;
-    next.providers = selection;
-    next.platforms = platforms;
-    next.engine = engine_name(options_.engine);
-    if (root.stack_module) {
-      next.module_address = root.stack_module->address;
-      next.module_version = root.stack_module->version;
-    } else if (previous) {  // a --stack run keeps the stack's module package
-      next.module_address = previous->module_address;
-      next.module_version = previous->module_version;
-    }
-    commit(next, plan.jobs, summary);
+    commit(next_selection(roots, selections, platforms, previous), plan.jobs, summary);
     (void)cache::rebuild_views(store_);
-    report(selection, platforms, summary);
+    write_root_locks(roots, selections, platforms);
+    report(roots, selections, platforms, summary);
     return summary;
   }
 
@@ -100,29 +93,84 @@ class TfRun {
   }
 
   // ---- requirements ---------------------------------------------------------------------
-  // Podplane's stack, or every --stack root for one shared lock that keeps what the store
-  // selected before.
-  RootRequirements requirements(const std::optional<cache::TfSelection>& previous) {
-    if (options_.stacks.empty()) return read_podplane_stack(cache::podplane_stack(options_.default_stack), host_, modules_);
-    RootRequirements all;
-    for (const auto& stack : options_.stacks) combine(all, read_root(stack, host_, modules_));
-    if (previous && previous->engine == engine_name(options_.engine)) {
-      keep_others(all, selection_requirements(*previous, host_));
+  // Podplane's stack, or each --stack root on its own: its constraints and its own lock's pins
+  // (none with --upgrade).
+  std::vector<RootRequirements> requirements() {
+    if (options_.stacks.empty()) {
+      return {read_podplane_stack(cache::podplane_stack(options_.default_stack), host_, modules_)};
     }
-    return all;
+    std::vector<RootRequirements> roots;
+    for (const auto& stack : options_.stacks) {
+      roots.push_back(read_root(stack, host_, modules_));
+      if (options_.locked_versions == LockedVersions::upgrade) {
+        for (auto& [address, want] : roots.back().providers) want.pinned.reset();
+      }
+    }
+    return roots;
   }
 
   // ---- resolution -------------------------------------------------------------------------
-  // One shared lock today: the roots were combined into one requirement set before this.
-  std::vector<cache::TfSelection::Provider> resolve(const RootRequirements& root) {
-    const std::vector<RootRequirements> roots{root};
+  // One selection per root, each on its own constraints and pins: roots may disagree.
+  std::vector<std::vector<cache::TfSelection::Provider>> resolve(const std::vector<RootRequirements>& roots) {
     const auto addresses = offered_addresses(roots);
     auto listed = metadata_.versions(addresses);
     std::map<std::string, std::vector<Version>> offered;
     for (std::size_t i = 0; i < addresses.size(); ++i) offered[addresses[i].str()] = installable_versions(listed[i]);
-    auto selection = std::move(resolve_roots(roots, offered).front());
-    for (const auto& provider : selection) note("provider " + provider.address + ": " + provider.version);
-    return selection;
+    auto selections = resolve_roots(roots, offered);
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+      for (const auto& provider : selections[i]) {
+        note("provider " + provider.address + ": " + provider.version +
+             (options_.stacks.empty() ? "" : " (" + roots[i].name + ")"));
+      }
+    }
+    return selections;
+  }
+
+  // The store's selection after this run. Podplane's stack replaces it; --stack roots leave
+  // Podplane's providers, module package and engine as they were (tf/.terraform.lock.hcl is
+  // that stack's lock, and each root's lock is its own) and add only their platforms.
+  cache::TfSelection next_selection(const std::vector<RootRequirements>& roots,
+                                    const std::vector<std::vector<cache::TfSelection::Provider>>& selections,
+                                    const std::vector<std::string>& platforms,
+                                    const std::optional<cache::TfSelection>& previous) const {
+    cache::TfSelection next;
+    next.platforms = platforms;
+    next.engine = engine_name(options_.engine);
+    if (options_.stacks.empty()) {
+      next.providers = selections.front();
+      if (roots.front().stack_module) {
+        next.module_address = roots.front().stack_module->address;
+        next.module_version = roots.front().stack_module->version;
+      }
+      return next;
+    }
+    if (previous) {
+      next.providers = previous->providers;
+      next.module_address = previous->module_address;
+      next.module_version = previous->module_version;
+      next.engine = previous->engine;
+    }
+    return next;
+  }
+
+  // ---- root locks (--write-lock) -----------------------------------------------------------
+  // For the platforms asked for (the run's when none were), after the commit: the packages
+  // they hash are in the store by then.
+  void write_root_locks(const std::vector<RootRequirements>& roots,
+                        const std::vector<std::vector<cache::TfSelection::Provider>>& selections,
+                        const std::vector<std::string>& run_platforms) {
+    if (options_.stacks.empty() || options_.root_locks != RootLocks::write) return;
+    std::vector<std::string> platforms;
+    for (const auto& text : split_list(options_.platforms)) platforms.push_back(Platform::parse(text).str());
+    if (platforms.empty()) platforms = run_platforms;
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+      const fs::path dir = options_.stacks[i];
+      std::optional<lockfile::LockFile> committed;
+      if (fs::exists(dir / ".terraform.lock.hcl")) committed = lockfile::read_lock_file(dir / ".terraform.lock.hcl");
+      auto lock = root_lock(store_, selections[i], platforms, committed);
+      bool changed = write_root_lock(dir, lock, options_.engine);
+      out_ << "lock " << (dir / ".terraform.lock.hcl").string() << (changed ? " written" : " unchanged") << "\n";
+    }
   }
 
   bool in_store(const PackageJob& job) const {
@@ -319,11 +367,18 @@ class TfRun {
   }
 
   // ---- report -----------------------------------------------------------------------------
-  void report(const std::vector<cache::TfSelection::Provider>& selection, const std::vector<std::string>& platforms,
-              const DepsTfSummary& summary) {
+  void report(const std::vector<RootRequirements>& roots,
+              const std::vector<std::vector<cache::TfSelection::Provider>>& selections,
+              const std::vector<std::string>& platforms, const DepsTfSummary& summary) {
     std::string platform_list;
     for (const auto& platform : platforms) platform_list += (platform_list.empty() ? "" : ", ") + platform;
-    for (const auto& provider : selection) out_ << "provider " << provider.address << " " << provider.version << "\n";
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+      for (const auto& provider : selections[i]) {
+        out_ << "provider " << provider.address << " " << provider.version;
+        if (!options_.stacks.empty()) out_ << " (" << roots[i].name << ")";
+        out_ << "\n";
+      }
+    }
     for (const auto& [key, module] : modules_.packages()) {
       out_ << "module " << module.package.address << " " << module.package.version
            << (module.in_store ? " (already in the store)" : " (fetched)") << "\n";

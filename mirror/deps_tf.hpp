@@ -24,11 +24,22 @@
 
 namespace podplane::mirror {
 
+// --write-lock: whether a --stack run writes each root's own .terraform.lock.hcl.
+enum class RootLocks { leave, write };
+// --upgrade: whether the versions a root's committed lock selects are kept (as `init` keeps
+// them) or chosen afresh within the constraints (as `init -upgrade`).
+enum class LockedVersions { keep, upgrade };
+
 struct DepsTfOptions {
   std::vector<std::string> platforms;             // OS_ARCH; the host platform when none here nor in the store
   lockfile::Engine engine = lockfile::Engine::tofu;
   std::string engine_reason = "--engine";       // why this engine, for the report ("found on PATH", …)
-  std::vector<std::filesystem::path> stacks;      // empty: Podplane's stack of `default_stack`
+  // empty: Podplane's stack of `default_stack`, whose selection is the store's (tf/.terraform.lock.hcl).
+  // Otherwise each root is resolved on its own constraints and its own lock; the store keeps
+  // every version any root needs and Podplane's selection is left as it was.
+  std::vector<std::filesystem::path> stacks;
+  RootLocks root_locks = RootLocks::leave;
+  LockedVersions locked_versions = LockedVersions::keep;
   cache::ProviderKind default_stack = cache::ProviderKind::aws;  // `deps tf -f CONFIG`: the config's kind
   Verification verification = Verification::required;
   DownloadOptions download;

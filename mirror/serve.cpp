@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <httplib.h>
@@ -92,6 +94,15 @@ struct MirrorServer::Impl final : RequestHandler {
   std::mutex log_mutex;
   std::mutex site_mutex;
   std::shared_ptr<const MirrorSite> site;
+  // The index watch: one read-only handle whose generation is read before each load, so a
+  // commit during a load is seen by the next poll. load_mutex makes loads one at a time.
+  std::mutex load_mutex;
+  std::optional<cache::Store> watch_store;
+  std::int64_t loaded_generation = 0;
+  std::mutex watch_mutex;
+  std::condition_variable watch_wake;
+  bool watching = false;
+  std::thread watcher;
   HttpAnswers http;
   CheckedObjects objects;
   ListenAddress address;
@@ -113,12 +124,53 @@ struct MirrorServer::Impl final : RequestHandler {
   }
 
   void load() {
+    std::lock_guard loading(load_mutex);
+    if (!watch_store) watch_store.emplace(cache::Store::open(deps_root, cache::Store::Access::read_only));
+    loaded_generation = watch_store->index_generation();
     auto store = cache::Store::open(deps_root, cache::Store::Access::read_only);
-    auto fresh = std::make_shared<const MirrorSite>(MirrorSite::build(store, options.site));
+    std::shared_ptr<const MirrorSite> fresh;
+    store.read_snapshot([&] { fresh = std::make_shared<const MirrorSite>(MirrorSite::build(store, options.site)); });
     for (const auto& reason : fresh->skipped()) write_log("podplane: mirror serve: skipped " + reason);
     write_log("podplane: mirror serve: " + std::to_string(fresh->resources().size()) + " paths from " + deps_root.string());
     std::lock_guard lock(site_mutex);
     site = std::move(fresh);
+  }
+
+  // Reloads when the index has a new generation (a fill or an import committed), checking
+  // every options.index_poll until stop_watching(). A failed reload is logged and retried.
+  void watch() {
+    std::unique_lock lock(watch_mutex);
+    while (watching) {
+      watch_wake.wait_for(lock, options.index_poll, [this] { return !watching; });
+      if (!watching) break;
+      lock.unlock();
+      try {
+        bool changed = false;
+        {
+          std::lock_guard loading(load_mutex);
+          changed = watch_store && watch_store->index_generation() != loaded_generation;
+        }
+        if (changed) load();
+      } catch (const std::exception& error) {
+        write_log(std::string("podplane: mirror serve: reload failed, still serving the previous view: ") + error.what());
+      }
+      lock.lock();
+    }
+  }
+
+  void start_watching() {
+    if (options.index_poll.count() <= 0 || watcher.joinable()) return;
+    watching = true;
+    watcher = std::thread([this] { watch(); });
+  }
+
+  void stop_watching() {
+    {
+      std::lock_guard lock(watch_mutex);
+      watching = false;
+    }
+    watch_wake.notify_all();
+    if (watcher.joinable() && watcher.get_id() != std::this_thread::get_id()) watcher.join();
   }
 
   bool answer(httplib::Stream& stream, bool last, bool& client_closes) override {
@@ -356,7 +408,7 @@ MirrorServer::MirrorServer(const fs::path& deps_root, ServeOptions options, std:
   http.set_logger([self](const httplib::Request& req, const httplib::Response& res) { self->access_log(req, res); });
 }
 
-MirrorServer::~MirrorServer() = default;
+MirrorServer::~MirrorServer() { impl_->stop_watching(); }
 
 std::string MirrorServer::bind() {
   int port = impl_->connections->listen(impl_->address);
@@ -369,7 +421,9 @@ std::string MirrorServer::bind() {
 
 void MirrorServer::run() {
   impl_->http.set_serving(true);
+  impl_->start_watching();
   impl_->connections->run();
+  impl_->stop_watching();
 }
 
 void MirrorServer::stop() {

@@ -7,6 +7,7 @@
 // digest before its first byte goes out (serve_objects.hpp). One access-log line per request
 // goes to the log stream. bind(), run() and stop() are for one owner; stop() and reload()
 // may be called from any thread while run() serves.
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -29,6 +30,9 @@ struct ServeOptions {
   std::optional<std::filesystem::path> tls_key;   // PEM private key; required for https
   ConnectionLimits limits;                         // workers, per-client cap, deadlines
   SiteOptions site;
+  // How often run() checks the index for a new generation (a fill or an import) and rebuilds
+  // the site when there is one; zero: only reload() (SIGHUP) rebuilds it.
+  std::chrono::milliseconds index_poll{1000};
 };
 
 class MirrorServer {
@@ -45,7 +49,9 @@ class MirrorServer {
   [[nodiscard]] std::string bind();
   void run();     // serves until stop()
   void stop();
-  void reload();  // rebuilds the site from the index; requests in flight keep the old one
+  // Rebuilds the site from one snapshot of the index and swaps it in whole; requests in
+  // flight keep the one they started with. run() also calls it when the index changes.
+  void reload();
   std::size_t skipped_rows() const;
 
  private:
@@ -53,7 +59,8 @@ class MirrorServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Runs a server until SIGINT or SIGTERM, reloading the site on SIGHUP. `on_ready` gets the
+// Runs a server until SIGINT or SIGTERM; it reloads the site by itself when the index changes,
+// and on SIGHUP. `on_ready` gets the
 // URL once the socket listens (the CLI prints it on stdout).
 void serve_until_signalled(const std::filesystem::path& deps_root, const ServeOptions& options,
                            const std::function<void(const std::string& url)>& on_ready);

@@ -95,38 +95,4 @@ RootRequirements read_podplane_stack(const cache::PodplaneStack& stack, const st
   return root;
 }
 
-RootRequirements selection_requirements(const cache::TfSelection& selection, const std::string& registry_host) {
-  RootRequirements root;
-  root.name = "the store's previous selection";
-  for (const auto& provider : selection.providers) {
-    auto address = ProviderAddress::parse(provider.address, registry_host);
-    root.want(address, provider.constraints, root.name);
-    if (auto it = root.providers.find(address.str()); it != root.providers.end()) {
-      it->second.pinned = Version::parse(provider.version);
-    }
-  }
-  return root;
-}
-
-void combine(RootRequirements& into, const RootRequirements& root) {
-  for (const auto& [address, want] : root.providers) {
-    auto [it, inserted] = into.providers.try_emplace(address, want);
-    if (inserted) continue;
-    ProviderWant& merged = it->second;
-    merged.constraints.insert(merged.constraints.end(), want.constraints.begin(), want.constraints.end());
-    if (!want.pinned) continue;
-    if (merged.pinned && !(*merged.pinned == *want.pinned)) {
-      throw Error(mismatch_message("stacks lock " + address + " at different versions", merged.pinned->str(),
-                                   want.pinned->str() + " (" + want.pinned_by + ")"));
-    }
-    merged.pinned = want.pinned;
-    merged.pinned_by = want.pinned_by;
-  }
-  if (!into.stack_module) into.stack_module = root.stack_module;
-}
-
-void keep_others(RootRequirements& into, const RootRequirements& kept) {
-  for (const auto& [address, want] : kept.providers) into.providers.try_emplace(address, want);
-}
-
 }  // namespace podplane::mirror

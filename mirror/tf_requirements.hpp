@@ -4,8 +4,8 @@
 // the versions the root's own .terraform.lock.hcl pins. Reading is pure; a remote module call
 // is handed to a ModulePackages, which answers where the called package lies on disk
 // (resolution chooses and fetches it; a test points at fixture directories). Each root gets
-// its own RootRequirements, so roots can be resolved each on its own; combine() merges them
-// into one for a single shared lock. Errors are podplane::Error naming the file, UsageError
+// its own RootRequirements, and roots are resolved each on its own (two roots may lock one
+// provider at different versions). Errors are podplane::Error naming the file, UsageError
 // for a --stack that is not a directory.
 #include <filesystem>
 #include <map>
@@ -74,17 +74,5 @@ struct RootRequirements {
 // modules/{cluster,account,network,shard} ask for.
 [[nodiscard]] RootRequirements read_podplane_stack(const cache::PodplaneStack& stack, const std::string& registry_host,
                                                    ModulePackages& packages);
-
-// The store's previous selection, every provider pinned at its selected version.
-[[nodiscard]] RootRequirements selection_requirements(const cache::TfSelection& selection,
-                                                      const std::string& registry_host);
-
-// Merges `root` into `into` for one shared lock: constraints add up per provider, and two
-// roots that pin one provider at different versions are an Error.
-void combine(RootRequirements& into, const RootRequirements& root);
-
-// Adds the providers of `kept` that `into` does not want yet, with their pins: a --stack run
-// adds to what the store selected before instead of replacing it.
-void keep_others(RootRequirements& into, const RootRequirements& kept);
 
 }  // namespace podplane::mirror

@@ -143,41 +143,23 @@ TEST(TfRequirements, PodplaneStackReadsItsModulePackage) {
   EXPECT_NE(message.find("lacks modules/shard"), std::string::npos) << message;
 }
 
-TEST(TfRequirements, RootsCombineForOneLockAndPinsMustAgree) {
+// Two roots that lock one provider at different versions are normal: each keeps its own pin.
+TEST(TfResolution, RootsThatLockOneProviderAtDifferentVersionsResolveEachOnItsOwn) {
   RootRequirements a, b, c;
   auto random = lockfile::ProviderAddress::parse("hashicorp/random", kHost);
   a.want(random, "~> 3.6", "a/main.tf");
   b.want(random, ">= 3.0", "b/main.tf");
   b.providers.at(random.str()).pinned = Version::parse("3.6.0");
-  b.providers.at(random.str()).pinned_by = "b/.terraform.lock.hcl";
   c.want(random, "", "c/main.tf");
   c.providers.at(random.str()).pinned = Version::parse("3.7.2");
-  c.providers.at(random.str()).pinned_by = "c/.terraform.lock.hcl";
-
-  RootRequirements all;
-  combine(all, a);
-  combine(all, b);
-  const auto& merged = all.providers.at(random.str());
-  EXPECT_EQ(canonical_constraints(merged).size(), 2u);
-  EXPECT_EQ(merged.declared_in, "a/main.tf");
-  EXPECT_EQ(merged.pinned->str(), "3.6.0");
-  auto message = error_of([&] { combine(all, c); });
-  EXPECT_NE(message.find("stacks lock " + random.str() + " at different versions"), std::string::npos) << message;
-  EXPECT_NE(message.find("expected: 3.6.0"), std::string::npos) << message;
-  EXPECT_NE(message.find("got:      3.7.2 (c/.terraform.lock.hcl)"), std::string::npos) << message;
-}
-
-TEST(TfRequirements, KeptSelectionAddsOnlyWhatNoRootWants) {
-  cache::TfSelection previous;
-  previous.providers = {{kHost + "/hashicorp/aws", "6.2.0", ">= 6.0.0"}, {kHost + "/hashicorp/null", "3.2.4", ">= 3.0.0"}};
-  auto kept = selection_requirements(previous, kHost);
-  EXPECT_EQ(kept.providers.at(kHost + "/hashicorp/null").pinned->str(), "3.2.4");
-
-  RootRequirements root;
-  root.want(lockfile::ProviderAddress::parse("hashicorp/aws", kHost), "~> 6.1", "main.tf");
-  keep_others(root, kept);
-  EXPECT_FALSE(root.providers.at(kHost + "/hashicorp/aws").pinned) << "a root's own want is not pinned by the old selection";
-  EXPECT_EQ(root.providers.at(kHost + "/hashicorp/null").pinned->str(), "3.2.4");
+  const std::map<std::string, std::vector<Version>> offered = {
+      {random.str(), {Version::parse("3.6.0"), Version::parse("3.7.2")}}};
+  auto selections = resolve_roots({a, b, c}, offered);
+  ASSERT_EQ(selections.size(), 3u);
+  EXPECT_EQ(selections[0].at(0).version, "3.7.2");
+  EXPECT_EQ(selections[1].at(0).version, "3.6.0");
+  EXPECT_EQ(selections[2].at(0).version, "3.7.2");
+  EXPECT_EQ(selections[1].at(0).constraints, ">= 3.0.0");
 }
 
 // ---- resolution from given offers -----------------------------------------------------------

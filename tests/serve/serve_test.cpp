@@ -478,7 +478,7 @@ TEST_F(ServerTest, ServesAReadOnlyStore) {
 }
 
 TEST_F(ServerTest, SighupReloadsTheSiteFromTheIndex) {
-  std::string base = start();
+  std::string base = start({"--watch-interval", "0"});
   ASSERT_FALSE(base.empty());
   CurlSession http;
   const std::string added = "/vmconfig/artifacts/runc/1.4.2/runc.amd64";

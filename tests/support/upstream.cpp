@@ -28,6 +28,7 @@ std::vector<std::string> build_args_of(const FixtureOptions& options) {
   for (const auto& name : options.corrupt_zip) args.insert(args.end(), {"--corrupt-zip", name});
   for (const auto& name : options.wrong_key) args.insert(args.end(), {"--wrong-key", name});
   for (const auto& name : options.shasums_mismatch) args.insert(args.end(), {"--shasums-mismatch", name});
+  for (const auto& spec : options.add_provider) args.insert(args.end(), {"--add-provider", spec});
   for (const auto& spec : options.add_version) args.insert(args.end(), {"--add-version", spec});
   if (options.zip_size) args.insert(args.end(), {"--zip-size", std::to_string(*options.zip_size)});
   return args;

@@ -24,6 +24,7 @@ struct FixtureOptions {
   std::vector<std::string> corrupt_zip;       // zip file names whose bytes change after SHA256SUMS
   std::vector<std::string> wrong_key;         // providers ("aws", "hashicorp/aws") signed by an unlisted key
   std::vector<std::string> shasums_mismatch;  // zip file names with a wrong (signed) SHA256SUMS line
+  std::vector<std::string> add_provider;      // "bpg/proxmox=0.66.0,0.70.0": a provider of any namespace
   std::vector<std::string> add_version;       // "aws=6.3.0", "module=2.2.0", "vmconfig=1.0.0"
   std::optional<std::uint64_t> zip_size;      // bytes per provider zip (default 16 KiB)
   // shared: built once per test binary and reused by every FixtureUpstream with equal options;

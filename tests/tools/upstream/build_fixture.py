@@ -2,7 +2,7 @@
 """Builds the fixture upstream: a complete, local copy of everything `podplane deps` fetches.
 
     build_fixture.py OUT_DIR [--corrupt-zip NAME] [--wrong-key PROVIDER] [--shasums-mismatch NAME]
-                             [--zip-size BYTES] [--add-version WHAT=VERSION]...
+                             [--zip-size BYTES] [--add-provider NS/TYPE=V1,V2]... [--add-version WHAT=VERSION]...
 
 OUT_DIR gets:
   tls/ca.pem, tls/server.pem, tls/server.key   test CA and a server cert for 127.0.0.1/localhost (openssl CLI)
@@ -631,6 +631,14 @@ def load_config(out, args):
         config["providers"] = [p for p in config["providers"] if any(provider_matches(o, p) for o in args.only)]
         if not config["providers"]:
             raise SystemExit("--only matched no provider")
+    for spec in args.add_provider:
+        name, _, versions = spec.partition("=")
+        ns, _, ptype = name.partition("/")
+        if not versions or not ptype:
+            raise SystemExit("--add-provider wants NAMESPACE/TYPE=V1,V2, got " + spec)
+        if not any(p["namespace"] == ns and p["type"] == ptype for p in config["providers"]):
+            config["providers"].append({"namespace": ns, "type": ptype, "key": "rsa", "protocols": ["5.0"],
+                                        "versions": versions.split(",")})
     for spec in args.add_version:
         what, _, version = spec.partition("=")
         if not version:
@@ -663,6 +671,8 @@ def main():
                         help="give every provider all four platforms (cloudinit normally lacks darwin_arm64)")
     parser.add_argument("--only", action="append", default=[], metavar="PROVIDER",
                         help="build only these providers (e.g. for large --zip-size benchmarks)")
+    parser.add_argument("--add-provider", action="append", default=[], metavar="NS/TYPE=V1,V2",
+                        help="add a provider of any namespace (bpg/proxmox=0.66.0,0.70.0), signed by the rsa key")
     parser.add_argument("--add-version", action="append", default=[], metavar="WHAT=VERSION",
                         help="add a provider (aws=6.3.0), module (module=2.2.0) or vmconfig (vmconfig=1.0.0) version")
     parser.add_argument("--images", metavar="FILE",

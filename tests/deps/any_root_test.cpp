@@ -1,0 +1,208 @@
+// `podplane deps tf --stack` for roots we did not generate, shaped like the users' repos: a
+// Proxmox + Cloudflare shop (tofu/proxmox/environments/prod with modules under
+// tofu/proxmox/modules/…) and a homelab (terraform/, clusters/<site>/{bootstrap,talos}) whose
+// roots pin one provider at different versions. Each root resolves on its own; --write-lock
+// writes what `terraform providers lock` writes (the real terraform is the judge).
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+
+#include "cache/store.hpp"
+#include "tests/support/test_support.hpp"
+#include "tests/support/upstream.hpp"
+
+namespace podplane::test {
+namespace {
+
+// The fixture upstream with the shop's providers beside the default ones.
+FixtureOptions with_user_providers() {
+  FixtureOptions options;
+  options.add_provider = {"bpg/proxmox=0.66.0,0.70.0", "cloudflare/cloudflare=4.40.0,4.52.0"};
+  return options;
+}
+
+class Repo {
+ public:
+  explicit Repo(const FixtureUpstream& upstream) : upstream_(upstream) {
+    upstream.write_cli_config(dir_ / "cli.tfrc");
+  }
+  fs::path root() const { return dir_ / "deps"; }
+  fs::path path(const std::string& relative) const { return dir_ / "repo" / relative; }
+  const TempDir& dir() const { return dir_; }
+  ProcessResult podplane(const std::vector<std::string>& args) const {
+    ProcessOptions options;
+    options.env = upstream_.env(root(), dir_ / "cli.tfrc");
+    options.unset_env = {"TF_TOKEN_registry_opentofu_org", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+    return run_podplane(args, options);
+  }
+  // The real terraform against the fixture upstream (the same host blocks and CA as podplane).
+  ProcessResult terraform(const std::vector<std::string>& args, const fs::path& cwd) const {
+    ProcessOptions options;
+    options.cwd = cwd;
+    options.env = {{"TF_CLI_CONFIG_FILE", (dir_ / "cli.tfrc").string()},
+                   {"SSL_CERT_FILE", upstream_.ca_file().string()},
+                   {"HOME", (dir_ / "home").string()},
+                   {"CHECKPOINT_DISABLE", "1"}};
+    options.unset_env = {"TF_PLUGIN_CACHE_DIR", "TF_DATA_DIR", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+    std::vector<std::string> argv{"terraform"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, options);
+  }
+
+ private:
+  TempDir dir_;
+  const FixtureUpstream& upstream_;
+};
+
+std::string required(const std::vector<std::pair<std::string, std::string>>& providers) {
+  std::string text = "terraform {\n  required_providers {\n";
+  for (const auto& [source, constraint] : providers) {
+    auto name = source.substr(source.rfind('/') + 1);
+    text += "    " + name + " = {\n      source  = \"" + source + "\"\n      version = \"" + constraint + "\"\n    }\n";
+  }
+  return text + "  }\n}\n";
+}
+
+// The shop: one root that calls three local modules, each with its own versions.tf.
+void write_shop(const Repo& repo) {
+  write_file(repo.path("tofu/proxmox/environments/prod/main.tf"),
+             required({{"bpg/proxmox", ">= 0.66.0"}, {"cloudflare/cloudflare", "~> 4.40"}}) +
+                 "module \"vm\" {\n  source = \"../../modules/vm\"\n}\n"
+                 "module \"vlan\" {\n  source = \"../../modules/node-vlan\"\n}\n"
+                 "module \"dns\" {\n  source = \"../../modules/cloudflare-dns-record\"\n}\n");
+  write_file(repo.path("tofu/proxmox/modules/vm/versions.tf"), required({{"bpg/proxmox", ">= 0.60"}}));
+  write_file(repo.path("tofu/proxmox/modules/node-vlan/versions.tf"), required({{"bpg/proxmox", "~> 0.66"}}));
+  write_file(repo.path("tofu/proxmox/modules/cloudflare-dns-record/versions.tf"),
+             required({{"cloudflare/cloudflare", ">= 4.0, < 5.0"}}));
+}
+
+// The homelab: three roots, two of them locking hashicorp/random at different versions.
+void write_homelab(const Repo& repo, const std::string& host, const std::string& random_360_h1) {
+  write_file(repo.path("terraform/main.tf"), required({{"hashicorp/random", "~> 3.6"}, {"hashicorp/null", ">= 3.2"}}));
+  write_file(repo.path("clusters/home/bootstrap/main.tf"), required({{"hashicorp/random", "~> 3.6"}}));
+  // Committed by an earlier `init` on linux_amd64: kept at 3.6.0 (no --upgrade), its hash kept.
+  write_file(repo.path("clusters/home/bootstrap/.terraform.lock.hcl"),
+             "# This file is maintained automatically by \"terraform init\".\n"
+             "# Manual edits may be lost in future updates.\n\n"
+             "provider \"" + host + "/hashicorp/random\" {\n"
+             "  version     = \"3.6.0\"\n"
+             "  constraints = \"~> 3.6\"\n"
+             "  hashes = [\n"
+             "    \"" + random_360_h1 + "\",\n"
+             "  ]\n"
+             "}\n");
+  write_file(repo.path("clusters/home/talos/main.tf"), required({{"hashicorp/random", ">= 3.7"}, {"bpg/proxmox", "0.66.0"}}));
+}
+
+const nlohmann::json& package_of(const FixtureUpstream& upstream, const std::string& type, const std::string& version,
+                                 const std::string& platform) {
+  for (const auto& provider : upstream.fixture()["providers"]) {
+    if (provider["type"] != type) continue;
+    for (const auto& entry : provider["versions"]) {
+      if (entry["version"] == version) return entry["packages"][platform];
+    }
+  }
+  throw std::runtime_error("fixture has no " + type + " " + version + " " + platform);
+}
+
+void copy_tree(const fs::path& from, const fs::path& to) {
+  fs::create_directories(to);
+  fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+}
+
+std::string selection_text(const fs::path& root) {
+  auto store = cache::Store::open(root, cache::Store::Access::read_only);
+  auto selection = store.tf_selection();
+  std::string text;
+  if (!selection) return text;
+  for (const auto& p : selection->providers) text += p.address + " " + p.version + "\n";
+  return text + selection->module_address + " " + selection->module_version + " " + selection->engine + "\n";
+}
+
+// Roots that lock one provider at different versions are normal: one run fills them all, and
+// neither that run nor a later plain `deps tf` touches what the other relies on.
+TEST(AnyRoot, RootsWithDifferentPinsFillTogetherAndLeavePodplanesSelection) {
+  FixtureUpstream upstream(with_user_providers());
+  Repo repo(upstream);
+  auto plain = repo.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  const auto store_lock = read_file(repo.root() / "tf" / ".terraform.lock.hcl");
+  const auto selection = selection_text(repo.root());
+
+  write_homelab(repo, "registry.opentofu.org", package_of(upstream, "random", "3.6.0", "linux_amd64")["h1"]);
+  write_file(repo.path("clusters/home/bootstrap/.terraform.lock.hcl"),
+             "provider \"registry.opentofu.org/hashicorp/random\" {\n  version     = \"3.6.0\"\n"
+             "  constraints = \"~> 3.6\"\n}\n");
+  auto roots = repo.podplane({"deps", "tf", "--platform", "linux_amd64", "--stack", repo.path("terraform").string(),
+                              "--stack", repo.path("clusters/home/bootstrap").string(), "--stack",
+                              repo.path("clusters/home/talos").string()});
+  ASSERT_EQ(roots.exit_code, 0) << roots.out << roots.err;
+  EXPECT_NE(roots.out.find("provider registry.opentofu.org/hashicorp/random 3.6.0 (" +
+                           repo.path("clusters/home/bootstrap").string() + ")"),
+            std::string::npos)
+      << roots.out;
+  EXPECT_NE(roots.out.find("provider registry.opentofu.org/hashicorp/random 3.7.2 (" + repo.path("terraform").string() + ")"),
+            std::string::npos)
+      << roots.out;
+  auto providers = repo.root() / "tf" / "providers" / "registry.opentofu.org";
+  EXPECT_TRUE(fs::exists(providers / "hashicorp/random/terraform-provider-random_3.6.0_linux_amd64.zip"));
+  EXPECT_TRUE(fs::exists(providers / "hashicorp/random/terraform-provider-random_3.7.2_linux_amd64.zip"));
+  EXPECT_TRUE(fs::exists(providers / "bpg/proxmox/terraform-provider-proxmox_0.66.0_linux_amd64.zip"));
+  // Podplane's stack's lock and selection are its own: the roots' run leaves them.
+  EXPECT_EQ(read_file(repo.root() / "tf" / ".terraform.lock.hcl"), store_lock);
+  EXPECT_EQ(selection_text(repo.root()), selection);
+  EXPECT_FALSE(fs::exists(repo.path("terraform/.terraform.lock.hcl"))) << "no lock is written without --write-lock";
+
+  // A plain run again: every package the roots rely on stays, in the index and the views.
+  auto again = repo.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_TRUE(fs::exists(providers / "hashicorp/random/terraform-provider-random_3.6.0_linux_amd64.zip"));
+  EXPECT_TRUE(fs::exists(providers / "bpg/proxmox/terraform-provider-proxmox_0.66.0_linux_amd64.zip"));
+  EXPECT_EQ(read_file(repo.root() / "tf" / ".terraform.lock.hcl"), store_lock);
+}
+
+// Every root's written lock equals what `terraform providers lock` writes for it, for two
+// platforms, keeping a committed lock's version and hashes.
+TEST(AnyRoot, WrittenLocksEqualTerraformProvidersLock) {
+  if (!have_program("terraform")) GTEST_SKIP() << "no terraform on PATH: the machine image provides it, Debian does not";
+  FixtureUpstream upstream(with_user_providers());
+  Repo repo(upstream);
+  const std::string host = "registry.terraform.io";
+  write_shop(repo);
+  write_homelab(repo, host, package_of(upstream, "random", "3.6.0", "linux_amd64")["h1"]);
+  const std::vector<std::string> roots = {"tofu/proxmox/environments/prod", "terraform", "clusters/home/bootstrap",
+                                          "clusters/home/talos"};
+  const std::vector<std::string> platforms = {"linux_amd64", "linux_arm64"};
+  copy_tree(repo.path(""), repo.dir() / "by-terraform");
+
+  std::vector<std::string> args{"deps", "tf", "--engine", "terraform", "--write-lock"};
+  for (const auto& platform : platforms) args.insert(args.end(), {"--platform", platform});
+  for (const auto& root : roots) args.insert(args.end(), {"--stack", repo.path(root).string()});
+  auto result = repo.podplane(args);
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+
+  for (const auto& root : roots) {
+    SCOPED_TRACE(root);
+    const fs::path theirs = repo.dir() / "by-terraform" / root;
+    auto get = repo.terraform({"get", "-no-color"}, theirs);  // `providers lock` wants the local modules installed
+    ASSERT_EQ(get.exit_code, 0) << get.out << get.err;
+    auto lock = repo.terraform({"providers", "lock", "-no-color", "-platform=linux_amd64", "-platform=linux_arm64"}, theirs);
+    ASSERT_EQ(lock.exit_code, 0) << lock.out << lock.err;
+    const std::string expected = read_file(theirs / ".terraform.lock.hcl");
+    const std::string written = read_file(repo.path(root) / ".terraform.lock.hcl");
+    EXPECT_EQ(written, expected);  // a zh for every SHA256SUMS line, as terraform writes
+  }
+  const std::string bootstrap = read_file(repo.path("clusters/home/bootstrap/.terraform.lock.hcl"));
+  EXPECT_NE(bootstrap.find("version     = \"3.6.0\""), std::string::npos) << bootstrap;
+
+  // --upgrade chooses afresh within the constraints, as `init -upgrade` does.
+  auto upgraded = repo.podplane({"deps", "tf", "--engine", "terraform", "--write-lock", "--upgrade", "--platform",
+                                 "linux_amd64", "--stack", repo.path("clusters/home/bootstrap").string()});
+  ASSERT_EQ(upgraded.exit_code, 0) << upgraded.out << upgraded.err;
+  const std::string after = read_file(repo.path("clusters/home/bootstrap/.terraform.lock.hcl"));
+  EXPECT_NE(after.find("version     = \"3.7.2\""), std::string::npos) << after;
+}
+
+}  // namespace
+}  // namespace podplane::test
