@@ -8,7 +8,7 @@
 #include <random>
 
 #include "cache/views.hpp"
-#include "lockfile/error.hpp"
+#include "base/error.hpp"
 
 namespace podplane::mirror {
 namespace {
