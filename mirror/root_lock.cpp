@@ -45,7 +45,7 @@ void write_fully(int fd, const std::string& bytes, const fs::path& file) {
 lockfile::LockFile root_lock(const cache::Store& store, const std::vector<cache::TfSelection::Provider>& selection,
                              const std::vector<std::string>& platforms,
                              const std::optional<lockfile::LockFile>& committed) {
-  auto lock = cache::selection_lock(selection, platforms, store.artifacts({.kind = cache::ArtifactKind::provider_package}));
+  auto lock = cache::selection_lock(store, selection, platforms, store.artifacts({.kind = cache::ArtifactKind::provider_package}));
   if (!committed) return lock;
   for (auto& entry : lock.providers) {
     const auto* before = committed->find(entry.address);
