@@ -3,8 +3,13 @@
 //   engine:  a cold fetch of 6 providers x 4 platforms by the Downloader (--jobs 8) vs a
 //            sequential `curl` loop over the same URLs, fixture server adding 50 ms per request
 //            (target >= 4x)
-//   deps tf: cold `podplane deps tf` for 4 platforms vs a sequential `curl` loop over every URL
-//            it fetched (from the server's access log) (target >= 4x); warm re-run (< 1 s, no zip bytes)
+//   deps tf: cold `podplane deps tf` for 4 platforms, at 0 ms and at 50 ms per request, vs
+//            `curl --parallel --parallel-max 8` over every URL it fetched (from the server's access
+//            log), the wire's limit (target: deps tf <= 1.5x that time), and vs a sequential curl
+//            loop; warm re-run (< 1 s, no zip bytes)
+//   engine peer: where terraform is installed, `terraform providers mirror` + `providers lock`
+//            for the same providers and platforms vs `podplane deps tf --engine terraform
+//            --stack` of a root requiring them (target >= 10x)
 //   memory:  peak RSS (ru_maxrss) of a Downloader fetch of N MiB provider zips (target < 100 MiB)
 // Run by hand (not by ctest).
 #include <fcntl.h>
@@ -154,6 +159,23 @@ double curl_loop(const std::vector<std::string>& urls, const fs::path& ca, const
   return since(start);
 }
 
+// curl as users run it for many files: one process, --parallel, 8 transfers at once, each URL
+// to its own file, read from a config file (the URL list can be long).
+double curl_parallel(const std::vector<std::string>& urls, const fs::path& ca, const fs::path& dir) {
+  fs::create_directories(dir);
+  const fs::path config = dir / "urls.curlrc";
+  {
+    std::ofstream out(config);
+    int n = 0;
+    for (const auto& url : urls) out << "url = \"" << url << "\"\noutput = \"" << (dir / std::to_string(n++)).string() << "\"\n";
+  }
+  const auto start = Clock::now();
+  auto exit = run({"curl", "-sS", "-f", "--parallel", "--parallel-max", "8", "--cacert", ca.string(), "-K", config.string()});
+  const double seconds = since(start);
+  if (exit.status != 0) die("curl --parallel failed");
+  return seconds;
+}
+
 double fetch_with_engine(const std::vector<podplane::mirror::DownloadItem>& items, const fs::path& ca, const fs::path& root) {
   auto store = podplane::cache::Store::open(root);
   podplane::mirror::DownloadOptions options;
@@ -169,6 +191,122 @@ double fetch_with_engine(const std::vector<podplane::mirror::DownloadItem>& item
     if (!outcome.ok) die(outcome.error);
   }
   return seconds;
+}
+
+// The CLI config that points registry.opentofu.org and registry.terraform.io at the fixture.
+fs::path write_tfrc(const fs::path& file, const std::string& base) {
+  std::ofstream out(file);
+  for (const char* host : {"registry.opentofu.org", "registry.terraform.io"}) {
+    out << "host \"" << host << "\" {\n  services = {\n    \"providers.v1\" = \"" << base
+        << "/v1/providers/\"\n    \"modules.v1\" = \"" << base << "/v1/modules/\"\n  }\n}\n";
+  }
+  return file;
+}
+
+const std::vector<std::string> kPlatforms{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"};
+
+// Cold and warm `deps tf` of Podplane's stack for 4 platforms, the fixture adding `delay_ms`
+// to every answer; the peers fetch exactly the URLs deps tf fetched.
+void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
+  const std::string tag = "delay" + std::to_string(delay_ms);
+  Server server(work / "small", delay_ms, work / (tag + "-access.log"));
+  std::vector<std::pair<std::string, std::string>> env{{"TF_CLI_CONFIG_FILE", write_tfrc(work / (tag + ".tfrc"), server.base()).string()},
+                                                       {"SSL_CERT_FILE", ca.string()},
+                                                       {"PODPLANE_DEPS_URL", server.base()},
+                                                       {"PODPLANE_DEPS_CACHE_DIR", (work / ("deps-tf-" + tag)).string()}};
+  std::vector<std::string> command{PODPLANE_BINARY, "--quiet", "deps", "tf", "--engine", "tofu"};
+  for (const auto& platform : kPlatforms) command.insert(command.end(), {"--platform", platform});
+  const fs::path log = work / ("deps-tf-" + tag + ".log");
+  auto start = Clock::now();
+  auto cold = run(command, env, log.string());
+  const double cold_s = since(start);
+  if (cold.status != 0) {
+    std::printf("deps tf (%d ms): cold run failed (exit %d), see %s\n", delay_ms, cold.status, log.c_str());
+    return;
+  }
+  auto entries = read_log(work / (tag + "-access.log"));
+  std::vector<std::string> fetched;
+  for (const auto& entry : entries) {
+    const std::string path = entry["path"];
+    if (entry["method"] == "GET" && path.rfind("/git/", 0) != 0 && entry["status"].get<int>() < 300) {
+      fetched.push_back(server.base() + path);
+    }
+  }
+  const std::size_t warm_mark = entries.size();
+  start = Clock::now();
+  auto warm = run(command, env, log.string());
+  const double warm_s = since(start);
+  std::uint64_t warm_zip_bytes = 0;
+  auto after = read_log(work / (tag + "-access.log"));
+  for (std::size_t i = warm_mark; i < after.size(); ++i) {
+    const std::string path = after[i]["path"];
+    if (path.ends_with(".zip")) warm_zip_bytes += after[i]["bytes"].get<std::uint64_t>();
+  }
+  const double parallel = curl_parallel(fetched, ca, work / ("curl-parallel-" + tag));
+  const double sequential = curl_loop(fetched, ca, work / ("curl-loop-" + tag));
+  std::printf("deps tf (%2d ms/request): cold %.2f s for %zu requests; curl --parallel-max 8 %.2f s: %.2fx the wire "
+              "(target <= 1.5x); sequential curl %.2f s\n",
+              delay_ms, cold_s, fetched.size(), parallel, cold_s / parallel, sequential);
+  std::printf("deps tf (%2d ms/request): warm re-run %.2f s (target < 1 s), exit %d, zip bytes transferred %llu (target 0)\n",
+              delay_ms, warm_s, warm.status, static_cast<unsigned long long>(warm_zip_bytes));
+}
+
+// The real consumer's own way to fill a mirror: `terraform providers mirror` then `providers
+// lock`, for the fixture's providers (first versions) and 4 platforms, against `deps tf --stack`
+// of the same root. Skipped, saying why, where terraform is not installed.
+void bench_terraform_peer(const fs::path& work, const nlohmann::json& fixture, const fs::path& ca) {
+  const fs::path terraform = fs::exists("/usr/local/bin/terraform") ? "/usr/local/bin/terraform" : "";
+  if (terraform.empty()) {
+    std::printf("terraform peer: skipped, no terraform in /usr/local/bin\n");
+    return;
+  }
+  Server server(work / "small", 50, work / "terraform-access.log");
+  const fs::path tfrc = write_tfrc(work / "terraform.tfrc", server.base());
+  auto write_root = [&](const fs::path& root) {
+    fs::create_directories(root);
+    std::ofstream out(root / "main.tf");
+    out << "terraform {\n  required_providers {\n";
+    for (const auto& provider : fixture["providers"]) {
+      const std::string type = provider["type"];
+      out << "    " << type << " = {\n      source  = \"" << provider["namespace"].get<std::string>() << "/" << type
+          << "\"\n      version = \"" << provider["versions"][0]["version"].get<std::string>() << "\"\n    }\n";
+    }
+    out << "  }\n}\n";
+  };
+  std::vector<std::pair<std::string, std::string>> env{{"TF_CLI_CONFIG_FILE", tfrc.string()},
+                                                       {"SSL_CERT_FILE", ca.string()},
+                                                       {"CHECKPOINT_DISABLE", "1"},
+                                                       {"PODPLANE_DEPS_CACHE_DIR", (work / "deps-tf-terraform").string()}};
+  const fs::path theirs = work / "terraform-root", ours = work / "podplane-root";
+  write_root(theirs);
+  write_root(ours);
+  std::vector<std::string> mirror{terraform.string(), "-chdir=" + theirs.string(), "providers", "mirror"};
+  std::vector<std::string> lock{terraform.string(), "-chdir=" + theirs.string(), "providers", "lock"};
+  std::vector<std::string> deps{PODPLANE_BINARY, "--quiet", "deps", "tf", "--engine", "terraform", "--stack", ours.string(),
+                                "--write-lock"};
+  for (const auto& platform : kPlatforms) {
+    mirror.push_back("-platform=" + platform);
+    lock.push_back("-platform=" + platform);
+    deps.insert(deps.end(), {"--platform", platform});
+  }
+  mirror.push_back((work / "terraform-mirror").string());
+  auto start = Clock::now();
+  const bool terraform_ok = run(mirror, env, (work / "terraform.log").string()).status == 0 &&
+                            run(lock, env, (work / "terraform.log").string()).status == 0;
+  const double terraform_s = since(start);
+  start = Clock::now();
+  const bool podplane_ok = run(deps, env, (work / "deps-tf-terraform.log").string()).status == 0;
+  const double podplane_s = since(start);
+  if (!terraform_ok || !podplane_ok) {
+    std::printf("terraform peer: a run failed (terraform %s, podplane %s); see terraform.log and deps-tf-terraform.log\n",
+                terraform_ok ? "ok" : "failed", podplane_ok ? "ok" : "failed");
+    return;
+  }
+  std::ifstream a(theirs / ".terraform.lock.hcl"), b(ours / ".terraform.lock.hcl");
+  const std::string their_lock((std::istreambuf_iterator<char>(a)), {}), our_lock((std::istreambuf_iterator<char>(b)), {});
+  std::printf("terraform peer (50 ms/request): providers mirror + lock %.2f s, deps tf --stack --write-lock %.2f s: %.1fx "
+              "(target >= 10x); locks %s\n",
+              terraform_s, podplane_s, terraform_s / podplane_s, their_lock == our_lock ? "identical" : "DIFFER");
 }
 
 }  // namespace
@@ -211,53 +349,16 @@ int main(int argc, char** argv) {
     for (const auto& item : items) urls.push_back(item.url);
     const double engine = fetch_with_engine(items, ca, work / "deps-engine");
     const double curl = curl_loop(urls, ca, work / "curl-engine");
-    std::printf("engine:  %zu zips, Downloader --jobs 8 %.2f s, sequential curl %.2f s: %.1fx (target >= 4x)\n",
-                items.size(), engine, curl, curl / engine);
+    const double parallel = curl_parallel(urls, ca, work / "curl-parallel-engine");
+    std::printf("engine:  %zu zips, Downloader --jobs 8 %.2f s, sequential curl %.2f s: %.1fx (target >= 4x); "
+                "curl --parallel-max 8 %.2f s: %.2fx the wire\n",
+                items.size(), engine, curl, curl / engine, parallel, engine / parallel);
+  }
 
-    // 2. The whole `podplane deps tf`, cold and warm, against curl over the URLs it fetched.
-    if (deps_tf) {
-      const fs::path tfrc = work / "cli.tfrc";
-      std::ofstream(tfrc) << "host \"registry.opentofu.org\" {\n  services = {\n    \"providers.v1\" = \"" << server.base()
-                          << "/v1/providers/\"\n    \"modules.v1\" = \"" << server.base() << "/v1/modules/\"\n  }\n}\n";
-      std::vector<std::pair<std::string, std::string>> env{{"TF_CLI_CONFIG_FILE", tfrc.string()},
-                                                           {"SSL_CERT_FILE", ca.string()},
-                                                           {"PODPLANE_DEPS_URL", server.base()},
-                                                           {"PODPLANE_DEPS_CACHE_DIR", (work / "deps-tf").string()}};
-      const std::vector<std::string> command{PODPLANE_BINARY, "--quiet", "deps", "tf", "--platform", "linux_amd64",
-                                             "--platform", "linux_arm64", "--platform", "darwin_amd64",
-                                             "--platform", "darwin_arm64"};
-      const std::size_t mark = read_log(work / "small-access.log").size();
-      auto start = Clock::now();
-      auto cold = run(command, env, (work / "deps-tf.log").string());
-      const double cold_s = since(start);
-      if (cold.status != 0) {
-        std::printf("deps tf: cold run failed (exit %d), see %s\n", cold.status, (work / "deps-tf.log").c_str());
-      } else {
-        auto entries = read_log(work / "small-access.log");
-        std::vector<std::string> fetched;
-        for (std::size_t i = mark; i < entries.size(); ++i) {
-          const std::string path = entries[i]["path"];
-          if (entries[i]["method"] == "GET" && path.rfind("/git/", 0) != 0 && entries[i]["status"].get<int>() < 300) {
-            fetched.push_back(server.base() + path);
-          }
-        }
-        const std::size_t warm_mark = entries.size();
-        start = Clock::now();
-        auto warm = run(command, env, (work / "deps-tf.log").string());
-        const double warm_s = since(start);
-        std::uint64_t warm_zip_bytes = 0;
-        auto after = read_log(work / "small-access.log");
-        for (std::size_t i = warm_mark; i < after.size(); ++i) {
-          const std::string path = after[i]["path"];
-          if (path.size() > 4 && path.substr(path.size() - 4) == ".zip") warm_zip_bytes += after[i]["bytes"].get<std::uint64_t>();
-        }
-        const double curl_all = curl_loop(fetched, ca, work / "curl-deps-tf");
-        std::printf("deps tf: cold %.2f s for %zu requests, sequential curl over them %.2f s: %.1fx (target >= 4x)\n",
-                    cold_s, fetched.size(), curl_all, curl_all / cold_s);
-        std::printf("deps tf: warm re-run %.2f s (target < 1 s), exit %d, zip bytes transferred %llu (target 0)\n", warm_s,
-                    warm.status, static_cast<unsigned long long>(warm_zip_bytes));
-      }
-    }
+  // 2. The whole `podplane deps tf`, cold and warm, against curl over the URLs it fetched.
+  if (deps_tf) {
+    for (int delay_ms : {0, 50}) bench_deps_tf(work, ca, delay_ms);
+    bench_terraform_peer(work, fixture, ca);
   }
 
   // 3. Peak memory with big zips, in a child so its ru_maxrss is the fetch's alone.

@@ -1,17 +1,19 @@
 // serve_bench: requests/s and latency of `podplane mirror serve` against Debian's nginx serving
 // `podplane mirror export` of the same store, measured in the same run on loopback, plain HTTP
-// and HTTPS. Workloads: a network-mirror <version>.json (many small answers) and a 100 MiB
-// provider zip. Prints one table; the goal is podplane ≥ 0.5× nginx. mirror serve hashes each
-// object once before its first byte goes out, so the first download of the zip is timed on its
-// own (it includes that check) and the timed loops measure the steady state.
-//   usage: serve_bench [--json-clients N] [--json-requests N] [--zip-clients N] [--zip-requests N] [--zip-mib N]
+// and HTTPS. The peer runs as sites run it (a master process, `worker_processes auto`, sendfile,
+// keep-alive, a shared TLS session cache) and the client is `wrk`, the standard HTTP load tool,
+// with keep-alive connections (32 by default). Workloads: a network-mirror <version>.json (many
+// small answers) and a 100 MiB provider zip. Prints req/s, MiB/s and wrk's p50/p99 latency per
+// server and the podplane/nginx ratio; the goal (issue "speed of the wire") is >= 1.0x.
+// mirror serve hashes each object once before its first byte goes out, so the first download
+// of the zip is timed on its own (it includes that check) and the wrk runs measure the steady
+// state.
+//   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N]
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <mutex>
-#include <thread>
+#include <sstream>
 #include <tuple>
 
 #include "tests/serve/serve_fixture.hpp"
@@ -28,53 +30,77 @@ struct Result {
   double p50_ms = 0, p99_ms = 0;
 };
 
-Result load(const std::string& url, int clients, int per_client, const std::optional<fs::path>& ca) {
-  std::vector<double> latencies;
-  std::mutex mutex;
-  std::atomic<std::size_t> errors{0};
-  std::atomic<std::uint64_t> bytes{0};
+// One request with libcurl: the first download, which for podplane includes the object's check.
+Result fetch_once(const std::string& url, const std::optional<fs::path>& ca) {
+  ps::CurlSession http;
+  ps::HttpRequest request;
+  request.ca_file = ca;
   auto start = Clock::now();
-  std::vector<std::thread> threads;
-  for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&] {
-      ps::CurlSession http;
-      ps::HttpRequest request;
-      request.ca_file = ca;
-      std::vector<double> mine;
-      for (int i = 0; i < per_client; ++i) {
-        auto t0 = Clock::now();
-        auto answer = http.fetch(url, request);
-        mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-        if (answer.status != 200) ++errors;
-        bytes += answer.body.size();
-      }
-      std::lock_guard lock(mutex);
-      latencies.insert(latencies.end(), mine.begin(), mine.end());
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  auto answer = http.fetch(url, request);
   Result result;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  result.requests = latencies.size();
-  result.errors = errors;
-  result.bytes = bytes;
-  std::sort(latencies.begin(), latencies.end());
-  if (!latencies.empty()) {
-    result.p50_ms = latencies[latencies.size() / 2];
-    result.p99_ms = latencies[std::min(latencies.size() - 1, latencies.size() * 99 / 100)];
+  result.requests = 1;
+  result.errors = answer.status == 200 ? 0 : 1;
+  result.bytes = answer.body.size();
+  result.p50_ms = result.p99_ms = result.seconds * 1000;
+  return result;
+}
+
+// wrk prints durations as 812.00us, 1.53ms or 2.01s.
+double wrk_duration_ms(const std::string& text) {
+  std::size_t end = 0;
+  double value = std::stod(text, &end);
+  std::string unit = text.substr(end);
+  if (unit == "us") return value / 1000;
+  if (unit == "s") return value * 1000;
+  if (unit == "m") return value * 60000;
+  return value;  // ms
+}
+
+// `wrk --latency` against `url` with `clients` keep-alive connections for `seconds`.
+Result load(const std::string& url, int clients, int seconds) {
+  auto run = podplane::test::run({"wrk", "--threads", "2", "--connections", std::to_string(clients), "--duration",
+                                  std::to_string(seconds) + "s", "--timeout", "30s", "--latency", url});
+  if (run.exit_code != 0) {
+    std::cerr << "wrk failed (exit " << run.exit_code << "):\n" << run.out << run.err;
+    std::exit(1);
+  }
+  Result result;
+  result.seconds = seconds;
+  std::istringstream lines(run.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first, second, third, fourth, fifth;
+    words >> first >> second >> third >> fourth >> fifth;
+    if (first == "50%") result.p50_ms = wrk_duration_ms(second);
+    if (first == "99%") result.p99_ms = wrk_duration_ms(second);
+    // "  120345 requests in 10.00s, 1.23GB read"
+    if (second == "requests" && third == "in") {
+      result.requests = std::stoull(first);
+      result.seconds = wrk_duration_ms(fourth.substr(0, fourth.size() - 1)) / 1000;
+    }
+    // "  Non-2xx or 3xx responses: 12"
+    if (first == "Non-2xx") result.errors += std::stoull(fifth);
+    // "  Socket errors: connect 0, read 0, write 0, timeout 0"
+    if (first == "Socket" && second == "errors:") result.errors += 1;
+  }
+  if (result.requests == 0) {
+    std::cerr << "cannot read wrk's output:\n" << run.out;
+    std::exit(1);
   }
   return result;
 }
 
 std::string nginx_config(const fs::path& prefix, const fs::path& root, int port, int tls_port, const fs::path& tls) {
   std::string p = prefix.string();
-  return "daemon off;\nmaster_process off;\nworker_processes 1;\npid " + p + "/nginx.pid;\nerror_log " + p +
+  return "daemon off;\nworker_processes auto;\npid " + p + "/nginx.pid;\nerror_log " + p +
          "/error.log warn;\nevents { worker_connections 1024; }\nhttp {\n  access_log off;\n"
          "  client_body_temp_path " + p + "/tmp/body;\n  proxy_temp_path " + p + "/tmp/proxy;\n"
          "  fastcgi_temp_path " + p + "/tmp/fastcgi;\n  uwsgi_temp_path " + p + "/tmp/uwsgi;\n"
          "  scgi_temp_path " + p + "/tmp/scgi;\n"
          "  types { text/html html; application/json json; application/zip zip; application/gzip gz; }\n"
-         "  default_type application/octet-stream;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 100000;\n"
+         "  default_type application/octet-stream;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_timeout 65;\n"
+         "  keepalive_requests 100000;\n  ssl_session_cache shared:SSL:10m;\n"
          "  server {\n    listen 127.0.0.1:" + std::to_string(port) + ";\n"
          "    listen 127.0.0.1:" + std::to_string(tls_port) + " ssl;\n"
          "    ssl_certificate " + (tls / "cert.pem").string() + ";\n    ssl_certificate_key " + (tls / "key.pem").string() + ";\n"
@@ -82,19 +108,21 @@ std::string nginx_config(const fs::path& prefix, const fs::path& root, int port,
 }
 
 int main(int argc, char** argv) {
-  int json_clients = 16, json_requests = 500, zip_clients = 2, zip_requests = 4, zip_mib = 100;
+  int clients = 32, seconds = 8, zip_mib = 100;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     int value = std::stoi(argv[i + 1]);
-    if (flag == "--json-clients") json_clients = value;
-    else if (flag == "--json-requests") json_requests = value;
-    else if (flag == "--zip-clients") zip_clients = value;
-    else if (flag == "--zip-requests") zip_requests = value;
+    if (flag == "--clients") clients = value;
+    else if (flag == "--seconds") seconds = value;
     else if (flag == "--zip-mib") zip_mib = value;
     else {
       std::cerr << "unknown option " << flag << "\n";
       return 2;
     }
+  }
+  if (podplane::test::run({"wrk", "--version"}).out.find("wrk") == std::string::npos) {
+    std::cerr << "serve_bench needs wrk (apt-get install wrk; scripts/setup installs it)\n";
+    return 1;
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);
   podplane::test::TempDir temp;
@@ -167,17 +195,25 @@ int main(int argc, char** argv) {
            {"http", plain_url, "http://127.0.0.1:" + std::to_string(port), false},
            {"https", tls_url, "https://127.0.0.1:" + std::to_string(tls_port), true}}) {
     auto verify = use_ca ? ca : std::nullopt;
-    load(ours + json_path, 2, 20, verify);  // warm-up: page cache, TLS session setup paths
-    load(theirs + json_path, 2, 20, verify);
     // The first download: for podplane it includes the one-time sha256 check of the object.
-    rows.push_back({scheme + " first zip", "podplane", load(ours + zip_path, 1, 1, verify)});
-    rows.push_back({scheme + " first zip", "nginx", load(theirs + zip_path, 1, 1, verify)});
-    rows.push_back({scheme + " JSON", "podplane", load(ours + json_path, json_clients, json_requests, verify)});
-    rows.push_back({scheme + " JSON", "nginx", load(theirs + json_path, json_clients, json_requests, verify)});
-    rows.push_back({scheme + " zip " + std::to_string(zip_mib) + " MiB", "podplane", load(ours + zip_path, zip_clients, zip_requests, verify)});
-    rows.push_back({scheme + " zip " + std::to_string(zip_mib) + " MiB", "nginx", load(theirs + zip_path, zip_clients, zip_requests, verify)});
+    rows.push_back({scheme + " first zip", "podplane", fetch_once(ours + zip_path, verify)});
+    rows.push_back({scheme + " first zip", "nginx", fetch_once(theirs + zip_path, verify)});
+    load(ours + json_path, 2, 1);  // warm-up: page cache, TLS session setup paths
+    load(theirs + json_path, 2, 1);
+    rows.push_back({scheme + " JSON", "podplane", load(ours + json_path, clients, seconds)});
+    rows.push_back({scheme + " JSON", "nginx", load(theirs + json_path, clients, seconds)});
+    const std::string zip_label = scheme + " zip " + std::to_string(zip_mib) + " MiB";
+    rows.push_back({zip_label, "podplane", load(ours + zip_path, clients, seconds)});
+    rows.push_back({zip_label, "nginx", load(theirs + zip_path, clients, seconds)});
+  }
+  // wrk counts requests, not bytes: every answer of a workload has the same body.
+  const std::uint64_t json_bytes = fetch_once(plain_url + json_path, std::nullopt).bytes;
+  for (auto& row : rows) {
+    if (row.workload.ends_with(" JSON")) row.result.bytes = row.result.requests * json_bytes;
+    if (row.workload.ends_with(" MiB")) row.result.bytes = row.result.requests * (std::uint64_t(zip_mib) << 20);
   }
 
+  std::printf("wrk: %d connections, %d s per row; nginx: worker_processes auto, sendfile, keep-alive\n", clients, seconds);
   std::printf("%-20s %-9s %9s %10s %9s %9s %7s %7s\n", "workload", "server", "requests", "req/s", "p50 ms", "p99 ms",
               "MiB/s", "errors");
   for (std::size_t i = 0; i < rows.size(); ++i) {
