@@ -125,7 +125,8 @@ std::string selection_text(const fs::path& root) {
 TEST(AnyRoot, RootsWithDifferentPinsFillTogetherAndLeavePodplanesSelection) {
   FixtureUpstream upstream(with_user_providers());
   Repo repo(upstream);
-  auto plain = repo.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  // The roots' locks name registry.opentofu.org: tofu's, whatever engine this machine has.
+  auto plain = repo.podplane({"deps", "tf", "--engine", "tofu", "--platform", "linux_amd64"});
   ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err;
   const auto store_lock = read_file(repo.root() / "tf" / ".terraform.lock.hcl");
   const auto selection = selection_text(repo.root());
@@ -134,7 +135,7 @@ TEST(AnyRoot, RootsWithDifferentPinsFillTogetherAndLeavePodplanesSelection) {
   write_file(repo.path("clusters/home/bootstrap/.terraform.lock.hcl"),
              "provider \"registry.opentofu.org/hashicorp/random\" {\n  version     = \"3.6.0\"\n"
              "  constraints = \"~> 3.6\"\n}\n");
-  auto roots = repo.podplane({"deps", "tf", "--platform", "linux_amd64", "--stack", repo.path("terraform").string(),
+  auto roots = repo.podplane({"deps", "tf", "--engine", "tofu", "--platform", "linux_amd64", "--stack", repo.path("terraform").string(),
                               "--stack", repo.path("clusters/home/bootstrap").string(), "--stack",
                               repo.path("clusters/home/talos").string()});
   ASSERT_EQ(roots.exit_code, 0) << roots.out << roots.err;
@@ -155,7 +156,7 @@ TEST(AnyRoot, RootsWithDifferentPinsFillTogetherAndLeavePodplanesSelection) {
   EXPECT_FALSE(fs::exists(repo.path("terraform/.terraform.lock.hcl"))) << "no lock is written without --write-lock";
 
   // A plain run again: every package the roots rely on stays, in the index and the views.
-  auto again = repo.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  auto again = repo.podplane({"deps", "tf", "--engine", "tofu", "--platform", "linux_amd64"});
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_TRUE(fs::exists(providers / "hashicorp/random/terraform-provider-random_3.6.0_linux_amd64.zip"));
   EXPECT_TRUE(fs::exists(providers / "bpg/proxmox/terraform-provider-proxmox_0.66.0_linux_amd64.zip"));
