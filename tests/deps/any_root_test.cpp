@@ -205,5 +205,94 @@ TEST(AnyRoot, WrittenLocksEqualTerraformProvidersLock) {
   EXPECT_NE(after.find("version     = \"3.7.2\""), std::string::npos) << after;
 }
 
+// The four roots of the shop and the homelab, filled for terraform on linux_amd64 with their
+// locks written: what the readiness and offline tests start from.
+const std::vector<std::string> kRoots = {"tofu/proxmox/environments/prod", "terraform", "clusters/home/bootstrap",
+                                         "clusters/home/talos"};
+
+ProcessResult fill_roots(const Repo& repo, const std::vector<std::string>& platforms = {"linux_amd64"},
+                         const std::vector<std::string>& roots = kRoots) {
+  std::vector<std::string> args{"deps", "tf", "--engine", "terraform", "--write-lock"};
+  for (const auto& platform : platforms) args.insert(args.end(), {"--platform", platform});
+  for (const auto& root : roots) args.insert(args.end(), {"--stack", repo.path(root).string()});
+  return repo.podplane(args);
+}
+
+ProcessResult stack_check(const Repo& repo, const std::vector<std::string>& roots, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{"stack", "check"};
+  for (const auto& root : roots) args.push_back(repo.path(root).string());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return repo.podplane(args);
+}
+
+// The lines of a check table whose PLATFORM column is `platform` and whose CHECK has `item`.
+std::size_t rows_with(const std::string& table, const std::string& platform, const std::string& item) {
+  std::size_t count = 0, at = 0;
+  while (at < table.size()) {
+    auto end = table.find('\n', at);
+    std::string line = table.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (line.rfind(platform + " ", 0) == 0 && line.find(item) != std::string::npos) ++count;
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return count;
+}
+
+// `stack check`, offline, on roots we did not generate: passes after a fill (and the engine
+// itself agrees where it is installed), and names the command that fixes a missing platform or
+// a module the store does not have.
+TEST(AnyRoot, StackCheckPassesAfterAFillAndNamesTheFix) {
+  FixtureUpstream upstream(with_user_providers());
+  Repo repo(upstream);
+  write_shop(repo);
+  write_homelab(repo, "registry.terraform.io", package_of(upstream, "random", "3.6.0", "linux_amd64")["h1"]);
+  auto fill = fill_roots(repo);
+  ASSERT_EQ(fill.exit_code, 0) << fill.out << fill.err;
+
+  auto passed = stack_check(repo, kRoots);
+  ASSERT_EQ(passed.exit_code, 0) << passed.out << passed.err;
+  EXPECT_NE(passed.out.find("All checks passed"), std::string::npos) << passed.out;
+  EXPECT_EQ(rows_with(passed.out, "linux_amd64", "provider registry.terraform.io/bpg/proxmox 0.66.0"), 1u) << passed.out;
+  EXPECT_EQ(rows_with(passed.out, "linux_amd64", "provider registry.terraform.io/bpg/proxmox 0.70.0"), 1u) << passed.out;
+  EXPECT_EQ(rows_with(passed.out, "linux_amd64", "provider registry.terraform.io/cloudflare/cloudflare 4.52.0"), 1u)
+      << passed.out;
+  EXPECT_EQ(rows_with(passed.out, "linux_amd64", "provider registry.terraform.io/hashicorp/random 3.6.0"), 1u) << passed.out;
+  EXPECT_EQ(rows_with(passed.out, "linux_arm64", "provider"), 0u) << "only the platforms the store holds:\n" << passed.out;
+  if (have_program("terraform")) {
+    EXPECT_EQ(rows_with(passed.out, "-", "terraform init -lockfile=readonly (offline)"), kRoots.size()) << passed.out;
+    EXPECT_EQ(passed.out.find("FAILED"), std::string::npos) << passed.out;
+  }
+
+  // A platform the store lacks: every provider row of it fails, and the fix is the fill command.
+  const std::string talos = repo.path("clusters/home/talos").string();
+  auto arm = stack_check(repo, {"clusters/home/talos"}, {"--platform", "linux_amd64,linux_arm64"});
+  EXPECT_EQ(arm.exit_code, 1) << arm.out << arm.err;
+  EXPECT_EQ(rows_with(arm.out, "linux_arm64", "MISSING: no package in the store"), 2u) << arm.out;
+  EXPECT_EQ(rows_with(arm.out, "linux_amd64", "MISSING"), 0u) << arm.out;
+  EXPECT_NE(arm.err.find("podplane deps tf --engine terraform --stack " + talos + " --platform linux_arm64 (online)"),
+            std::string::npos)
+      << arm.err;
+
+  // A module version the store does not have: its row fails with the fill command of that root.
+  write_file(repo.path("clusters/home/talos/network.tf"),
+             "module \"network\" {\n  source  = \"nstance-dev/nstance/aws//modules/network\"\n  version = \"9.9.9\"\n}\n");
+  auto module = stack_check(repo, {"clusters/home/talos"});
+  EXPECT_EQ(module.exit_code, 1) << module.out << module.err;
+  EXPECT_EQ(rows_with(module.out, "-", "module registry.terraform.io/nstance-dev/nstance/aws 9.9.9"), 1u) << module.out;
+  EXPECT_NE(module.out.find("MISSING: the store has no version that \"9.9.9\" allows"), std::string::npos) << module.out;
+  EXPECT_NE(module.err.find("podplane deps tf --engine terraform --stack " + talos +
+                            " (online), or import a bundle that has module registry.terraform.io/nstance-dev/nstance/aws"),
+            std::string::npos)
+      << module.err;
+
+  // A root without a lock: `init -lockfile=readonly` cannot pass; the fix writes the lock.
+  fs::remove(repo.path("terraform/.terraform.lock.hcl"));
+  auto unlocked = stack_check(repo, {"terraform"});
+  EXPECT_EQ(unlocked.exit_code, 1) << unlocked.out << unlocked.err;
+  EXPECT_NE(unlocked.err.find("podplane deps tf --stack " + repo.path("terraform").string() + " --write-lock"),
+            std::string::npos)
+      << unlocked.err;
+}
+
 }  // namespace
 }  // namespace podplane::test
