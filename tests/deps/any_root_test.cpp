@@ -5,10 +5,19 @@
 // writes what `terraform providers lock` writes (the real terraform is the judge).
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <optional>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include "cache/store.hpp"
+#include "tests/support/background.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 
@@ -292,6 +301,147 @@ TEST(AnyRoot, StackCheckPassesAfterAFillAndNamesTheFix) {
   EXPECT_NE(unlocked.err.find("podplane deps tf --stack " + repo.path("terraform").string() + " --write-lock"),
             std::string::npos)
       << unlocked.err;
+}
+
+// Moves this test process, and so every program it starts, into a network namespace of its own
+// with only loopback up (what `unshare -n` plus `ip link set lo up` do): the fixture upstream and
+// `mirror serve` answer on 127.0.0.1, and nothing else is reachable. Returns why not, or "".
+std::string leave_the_network() {
+  if (::unshare(CLONE_NEWNET) != 0) return std::string("unshare(CLONE_NEWNET) refused: ") + std::strerror(errno);
+  auto up = run({"ip", "link", "set", "lo", "up"});
+  if (up.exit_code != 0) return "ip link set lo up failed in the new network namespace: " + up.err;
+  return "";
+}
+
+// The real terraform in `root`, through `tfrc` alone: `init -lockfile=readonly`, its data dir
+// fresh (TF_DATA_DIR), this machine's HOME, plugin caches and proxies out of reach.
+ProcessResult terraform_init(const fs::path& root, const fs::path& tfrc, const fs::path& data_dir,
+                             const std::optional<fs::path>& ca_file = std::nullopt) {
+  ProcessOptions options;
+  options.cwd = root;
+  options.env = {{"TF_CLI_CONFIG_FILE", tfrc.string()},
+                 {"TF_DATA_DIR", data_dir.string()},
+                 {"HOME", (data_dir.parent_path() / "home").string()},
+                 {"CHECKPOINT_DISABLE", "1"}};
+  if (ca_file) options.env["SSL_CERT_FILE"] = ca_file->string();
+  options.unset_env = {"TF_PLUGIN_CACHE_DIR", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+  if (!ca_file) options.unset_env.push_back("SSL_CERT_FILE");
+  return run({"terraform", "init", "-backend=false", "-lockfile=readonly", "-input=false", "-no-color"}, options);
+}
+
+// The whole day of the users' repos, with the real terraform as the judge and no network but
+// loopback: every root inits offline from the store's tfrc, and through `mirror serve` (host
+// blocks and its CA); a version bump on a branch is filled online, carried as a delta bundle,
+// imported while the mirror runs, and the next init on the branch gets the new version from it
+// without any signal to the server.
+TEST(AnyRoot, TerraformInitsEveryRootOfflineFromTheStoreAndThroughMirrorServeWhichPicksUpADelta) {
+  if (!have_program("terraform")) GTEST_SKIP() << "no terraform on PATH: the machine image provides it, Debian does not";
+  if (!have_program("ip")) GTEST_SKIP() << "no ip (iproute2) to bring loopback up in an offline network namespace";
+  if (auto why = leave_the_network(); !why.empty()) GTEST_SKIP() << why;
+  FixtureOptions options = with_user_providers();
+  options.sharing = FixtureOptions::Sharing::private_copy;  // rebuilt below with a new release
+  FixtureUpstream upstream(options);
+  Repo repo(upstream);
+  write_shop(repo);
+  write_homelab(repo, "registry.terraform.io", package_of(upstream, "random", "3.6.0", "linux_amd64")["h1"]);
+  auto fill = fill_roots(repo);
+  ASSERT_EQ(fill.exit_code, 0) << fill.out << fill.err;
+  std::map<std::string, std::string> locks;
+  for (const auto& root : kRoots) locks[root] = read_file(repo.path(root) / ".terraform.lock.hcl");
+
+  // The site's store, filled from a bundle of the online one.
+  const fs::path site = repo.dir() / "site";
+  ProcessOptions at_site;
+  at_site.env["PODPLANE_DEPS_CACHE_DIR"] = site.string();
+  auto full = repo.podplane({"bundle", "create", (repo.dir() / "full.bundle").string()});
+  ASSERT_EQ(full.exit_code, 0) << full.out << full.err;
+  auto imported = run_podplane({"bundle", "import", (repo.dir() / "full.bundle").string(), "--allow-unsigned"}, at_site);
+  ASSERT_EQ(imported.exit_code, 0) << imported.out << imported.err;
+
+  int run_number = 0;
+  auto data_dir = [&] { return repo.dir() / "tfdata" / std::to_string(++run_number); };
+  for (const auto& root : kRoots) {
+    SCOPED_TRACE("store's tfrc: " + root);
+    auto init = terraform_init(repo.path(root), site / "tf" / "podplane.tfrc", data_dir());
+    EXPECT_EQ(init.exit_code, 0) << init.out << init.err;
+    EXPECT_EQ(read_file(repo.path(root) / ".terraform.lock.hcl"), locks[root]) << "the lock is accepted as it is";
+  }
+
+  // The site's mirror over TLS; terraform reaches it by host blocks, trusting its CA.
+  auto cert = run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+                   "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout",
+                   (repo.dir() / "key.pem").string(), "-out", (repo.dir() / "cert.pem").string()});
+  ASSERT_EQ(cert.exit_code, 0) << cert.err;
+  Background serve({podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--tls-cert",
+                    (repo.dir() / "cert.pem").string(), "--tls-key", (repo.dir() / "key.pem").string(), "--watch-interval",
+                    "50"},
+                   {{"PODPLANE_DEPS_CACHE_DIR", site.string()}}, repo.dir() / "serve.err");
+  const std::string base = serve.first_line();
+  ASSERT_EQ(base.rfind("https://127.0.0.1:", 0), 0u) << base << read_file(repo.dir() / "serve.err");
+  const fs::path mirror_tfrc = repo.dir() / "mirror.tfrc";
+  write_file(mirror_tfrc, mirror_serve_host_blocks(base));
+  ProcessOptions against_mirror;
+  against_mirror.env = {{"SSL_CERT_FILE", (repo.dir() / "cert.pem").string()}, {"PODPLANE_DEPS_CACHE_DIR", "/nonexistent"}};
+  auto mirror_check = [&](const std::vector<fs::path>& roots) {
+    std::vector<std::string> args{"stack", "check", "--mirror", base};
+    for (const auto& root : roots) args.push_back(root.string());
+    return run_podplane(args, against_mirror);
+  };
+  std::vector<fs::path> all_roots;
+  for (const auto& root : kRoots) all_roots.push_back(repo.path(root));
+  auto checked = mirror_check(all_roots);
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  EXPECT_EQ(rows_with(checked.out, "linux_amd64", "ok: " + base.substr(0, base.size() - 1)), 7u) << checked.out;
+  for (const auto& root : kRoots) {
+    SCOPED_TRACE("mirror serve: " + root);
+    auto init = terraform_init(repo.path(root), mirror_tfrc, data_dir(), repo.dir() / "cert.pem");
+    EXPECT_EQ(init.exit_code, 0) << init.out << init.err;
+    EXPECT_EQ(read_file(repo.path(root) / ".terraform.lock.hcl"), locks[root]);
+  }
+
+  // Renovate's bump on a branch: hashicorp/random 3.8.0 is released, the branch asks for it and
+  // is filled online (its lock rewritten), then carried to the site as a delta.
+  upstream.rebuild({"--add-version", "random=3.8.0"});
+  const fs::path branch = repo.dir() / "branch";
+  copy_tree(repo.path(""), branch);
+  write_file(branch / "terraform/main.tf", required({{"hashicorp/random", "~> 3.8"}, {"hashicorp/null", ">= 3.2"}}));
+  auto bump = repo.podplane({"deps", "tf", "--engine", "terraform", "--write-lock", "--upgrade", "--platform", "linux_amd64",
+                             "--stack", (branch / "terraform").string()});
+  ASSERT_EQ(bump.exit_code, 0) << bump.out << bump.err;
+  ASSERT_NE(read_file(branch / "terraform/.terraform.lock.hcl").find("version     = \"3.8.0\""), std::string::npos);
+  auto before = terraform_init(branch / "terraform", mirror_tfrc, data_dir(), repo.dir() / "cert.pem");
+  EXPECT_NE(before.exit_code, 0) << "the site cannot have 3.8.0 before the delta:\n" << before.out;
+  auto missing = mirror_check({branch / "terraform"});
+  EXPECT_EQ(missing.exit_code, 1) << missing.out << missing.err;
+  EXPECT_EQ(rows_with(missing.out, "linux_amd64", "provider registry.terraform.io/hashicorp/random 3.8.0"), 1u) << missing.out;
+  EXPECT_NE(missing.err.find("podplane deps tf --engine terraform --stack " + (branch / "terraform").string()),
+            std::string::npos)
+      << missing.err;
+
+  auto inventory = run_podplane({"bundle", "inventory", "-o", (repo.dir() / "inventory.json").string()}, at_site);
+  ASSERT_EQ(inventory.exit_code, 0) << inventory.err;
+  auto delta = repo.podplane({"bundle", "create", (repo.dir() / "delta.bundle").string(), "--since",
+                              (repo.dir() / "inventory.json").string()});
+  ASSERT_EQ(delta.exit_code, 0) << delta.out << delta.err;
+  auto import = run_podplane({"bundle", "import", (repo.dir() / "delta.bundle").string(), "--allow-unsigned"}, at_site);
+  ASSERT_EQ(import.exit_code, 0) << import.out << import.err;
+
+  // Readiness probe (bounded): the running server lists 3.8.0 once it has noticed the import.
+  const std::string versions = base + "v1/providers/registry.terraform.io/hashicorp/random/versions";
+  bool listed = false;
+  for (int i = 0; i < 1500 && !listed; ++i) {
+    auto answer = run({"curl", "-sf", "--cacert", (repo.dir() / "cert.pem").string(), versions});
+    listed = answer.exit_code == 0 && answer.out.find("\"3.8.0\"") != std::string::npos;
+    if (!listed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(listed) << read_file(repo.dir() / "serve.err");
+  const fs::path after_dir = data_dir();
+  auto after = terraform_init(branch / "terraform", mirror_tfrc, after_dir, repo.dir() / "cert.pem");
+  EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
+  EXPECT_TRUE(fs::exists(after_dir / "providers/registry.terraform.io/hashicorp/random/3.8.0/linux_amd64")) << after.out;
+  auto found = mirror_check({branch / "terraform"});
+  EXPECT_EQ(found.exit_code, 0) << found.out << found.err;
+  EXPECT_EQ(serve.stop(), 0) << "the server ran throughout, no signal but the final stop";
 }
 
 }  // namespace
