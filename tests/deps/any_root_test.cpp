@@ -14,6 +14,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cache/store.hpp"
@@ -39,12 +40,14 @@ class Repo {
   fs::path root() const { return dir_ / "deps"; }
   fs::path path(const std::string& relative) const { return dir_ / "repo" / relative; }
   const TempDir& dir() const { return dir_; }
-  ProcessResult podplane(const std::vector<std::string>& args) const {
+  // How podplane runs against the fixture: its CLI config, CA and this repo's deps root.
+  ProcessOptions options() const {
     ProcessOptions options;
     options.env = upstream_.env(root(), dir_ / "cli.tfrc");
     options.unset_env = {"TF_TOKEN_registry_opentofu_org", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
-    return run_podplane(args, options);
+    return options;
   }
+  ProcessResult podplane(const std::vector<std::string>& args) const { return run_podplane(args, options()); }
   // The real terraform against the fixture upstream (the same host blocks and CA as podplane).
   ProcessResult terraform(const std::vector<std::string>& args, const fs::path& cwd) const {
     ProcessOptions options;
@@ -442,6 +445,72 @@ TEST(AnyRoot, TerraformInitsEveryRootOfflineFromTheStoreAndThroughMirrorServeWhi
   auto found = mirror_check({branch / "terraform"});
   EXPECT_EQ(found.exit_code, 0) << found.out << found.err;
   EXPECT_EQ(serve.stop(), 0) << "the server ran throughout, no signal but the final stop";
+}
+
+// No secret is read: a terraform.tfvars and a .env beside every root hold a marker. Under
+// strace, neither file is opened by `deps tf --stack` or `stack check` (the engine's own init
+// included, -f follows it), and the marker is in no store file, written lock, bundle or output.
+TEST(AnyRoot, NoSecretBesideTheRootsIsOpenedOrCopied) {
+  if (!have_program("strace")) GTEST_SKIP() << "no strace on PATH (scripts/setup installs it)";
+  FixtureUpstream upstream(with_user_providers());
+  Repo repo(upstream);
+  write_shop(repo);
+  write_homelab(repo, "registry.terraform.io", package_of(upstream, "random", "3.6.0", "linux_amd64")["h1"]);
+  const std::string marker = "MARKER-secret-5e0c1d7a";
+  for (const auto& root : kRoots) {
+    write_file(repo.path(root) / "terraform.tfvars", "proxmox_api_token = \"" + marker + "\"\n");
+    write_file(repo.path(root) / ".env", "CLOUDFLARE_API_TOKEN=" + marker + "\n");
+  }
+  write_file(repo.path(".env"), "TOKEN=" + marker + "\n");
+
+  std::vector<ProcessResult> results;
+  auto traced = [&](const std::string& name, std::vector<std::string> args) {
+    const fs::path trace = repo.dir() / ("trace-" + name + ".txt");
+    std::vector<std::string> argv{"strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", trace.string(),
+                                  podplane_binary().string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    results.push_back(run(argv, repo.options()));
+    return read_file(trace);
+  };
+  std::vector<std::string> fill{"deps", "tf", "--engine", "terraform", "--write-lock", "--platform", "linux_amd64"};
+  std::vector<std::string> check{"stack", "check"};
+  for (const auto& root : kRoots) {
+    fill.insert(fill.end(), {"--stack", repo.path(root).string()});
+    check.push_back(repo.path(root).string());
+  }
+  const std::string fill_trace = traced("deps-tf", fill);
+  ASSERT_EQ(results.back().exit_code, 0) << results.back().out << results.back().err;
+  const std::string check_trace = traced("stack-check", check);
+  ASSERT_EQ(results.back().exit_code, 0) << results.back().out << results.back().err;
+
+  for (const auto& [name, trace] : {std::pair{"deps tf", fill_trace}, std::pair{"stack check", check_trace}}) {
+    SCOPED_TRACE(name);
+    // The trace is real: it shows the roots' own files being read.
+    EXPECT_NE(trace.find(repo.path("clusters/home/talos/main.tf").string()), std::string::npos);
+    EXPECT_NE(trace.find("/.terraform.lock.hcl\""), std::string::npos);
+    std::istringstream lines(trace);
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_EQ(line.find("terraform.tfvars"), std::string::npos) << line;
+      EXPECT_EQ(line.find("/.env\""), std::string::npos) << line;
+    }
+  }
+  if (have_program("terraform")) {
+    EXPECT_NE(check_trace.find("terraform"), std::string::npos) << "the engine's init ran under the trace too";
+  }
+
+  auto bundle = repo.podplane({"bundle", "create", (repo.dir() / "all.bundle").string()});
+  ASSERT_EQ(bundle.exit_code, 0) << bundle.err;
+  results.push_back(bundle);
+  for (const auto& result : results) {
+    EXPECT_EQ(result.out.find(marker), std::string::npos) << result.out;
+    EXPECT_EQ(result.err.find(marker), std::string::npos) << result.err;
+  }
+  std::vector<fs::path> files{repo.dir() / "all.bundle"};
+  for (const auto& entry : fs::recursive_directory_iterator(repo.root()))
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  for (const auto& root : kRoots) files.push_back(repo.path(root) / ".terraform.lock.hcl");
+  EXPECT_GT(files.size(), 20u);
+  for (const auto& file : files) EXPECT_EQ(read_file(file).find(marker), std::string::npos) << file;
 }
 
 }  // namespace
