@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
 #include "generator/check.hpp"
+#include "lockfile/tf_config.hpp"
 #include "mirror/root_check.hpp"
 
 namespace podplane::cli {
@@ -20,6 +21,16 @@ struct StackCheckOptions {
   std::vector<std::string> platforms;
   std::string mirror_url;
 };
+
+// Whether the root (or a local module it calls) calls a registry, git or archive module: the
+// engine's offline init would have to fetch it, so only podplane's own rows can speak for it.
+bool calls_remote_modules(const fs::path& root) {
+  try {
+    return !lockfile::read_module_requirements(root).remote_modules.empty();
+  } catch (const Error&) {
+    return false;  // check_root reports a root it cannot read; the engine run shows its own error
+  }
+}
 
 void run_stack_check(const StackCheckOptions& options) {
   std::optional<cache::Store> store;
@@ -42,8 +53,14 @@ void run_stack_check(const StackCheckOptions& options) {
     CheckReporter out(report);
     mirror::check_root(source, root, options.platforms, out);
     // The engine is the judge where it is installed; through the store's tfrc, as `init` on the site runs.
-    if (store && fs::exists(root / ".terraform.lock.hcl"))
-      generator::check_engine_init(*store, root, mirror::root_engine(root), out, "podplane stack check " + root.string());
+    if (store && fs::exists(root / ".terraform.lock.hcl")) {
+      if (calls_remote_modules(root))
+        out.ok("-", "engine init -lockfile=readonly (offline)",
+               "not run: the root calls remote modules, which the engine would fetch from their registry; the module "
+               "rows above are podplane's reading of the store");
+      else
+        generator::check_engine_init(*store, root, mirror::root_engine(root), out, "podplane stack check " + root.string());
+    }
     std::cout << "Root " << root.string() << "\n" << render_check_table(report) << "\n";
     all.rows.insert(all.rows.end(), report.rows.begin(), report.rows.end());
     for (const auto& remedy : report.remedies)
