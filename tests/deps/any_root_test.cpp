@@ -76,7 +76,8 @@ std::string required(const std::vector<std::pair<std::string, std::string>>& pro
   return text + "  }\n}\n";
 }
 
-// The shop: one root that calls three local modules, each with its own versions.tf.
+// The shop: one root that calls three local modules, each with its own versions.tf (one of
+// them versions.tf.json).
 void write_shop(const Repo& repo) {
   write_file(repo.path("tofu/proxmox/environments/prod/main.tf"),
              required({{"bpg/proxmox", ">= 0.66.0"}, {"cloudflare/cloudflare", "~> 4.40"}}) +
@@ -85,8 +86,10 @@ void write_shop(const Repo& repo) {
                  "module \"dns\" {\n  source = \"../../modules/cloudflare-dns-record\"\n}\n");
   write_file(repo.path("tofu/proxmox/modules/vm/versions.tf"), required({{"bpg/proxmox", ">= 0.60"}}));
   write_file(repo.path("tofu/proxmox/modules/node-vlan/versions.tf"), required({{"bpg/proxmox", "~> 0.66"}}));
-  write_file(repo.path("tofu/proxmox/modules/cloudflare-dns-record/versions.tf"),
-             required({{"cloudflare/cloudflare", ">= 4.0, < 5.0"}}));
+  // Written by a generator in terraform's JSON syntax: a root that mixes .tf and .tf.json.
+  write_file(repo.path("tofu/proxmox/modules/cloudflare-dns-record/versions.tf.json"),
+             R"({"terraform": [{"required_providers": [{"cloudflare": {"source": "cloudflare/cloudflare",)"
+             R"( "version": ">= 4.0, < 4.50"}}]}], "//": "generated"})");
 }
 
 // The homelab: three roots, two of them locking hashicorp/random at different versions.
@@ -266,7 +269,7 @@ TEST(AnyRoot, StackCheckPassesAfterAFillAndNamesTheFix) {
   EXPECT_NE(passed.out.find("All checks passed"), std::string::npos) << passed.out;
   EXPECT_EQ(rows_with(passed.out, "linux_amd64", "provider registry.terraform.io/bpg/proxmox 0.66.0"), 1u) << passed.out;
   EXPECT_EQ(rows_with(passed.out, "linux_amd64", "provider registry.terraform.io/bpg/proxmox 0.70.0"), 1u) << passed.out;
-  EXPECT_EQ(rows_with(passed.out, "linux_amd64", "provider registry.terraform.io/cloudflare/cloudflare 4.52.0"), 1u)
+  EXPECT_EQ(rows_with(passed.out, "linux_amd64", "provider registry.terraform.io/cloudflare/cloudflare 4.40.0"), 1u)
       << passed.out;
   EXPECT_EQ(rows_with(passed.out, "linux_amd64", "provider registry.terraform.io/hashicorp/random 3.6.0"), 1u) << passed.out;
   EXPECT_EQ(rows_with(passed.out, "linux_arm64", "provider"), 0u) << "only the platforms the store holds:\n" << passed.out;
