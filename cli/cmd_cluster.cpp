@@ -13,6 +13,7 @@
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "cli/open_store.hpp"
 #include "generator/check.hpp"
 #include "generator/config.hpp"
 #include "generator/engine.hpp"
@@ -65,17 +66,6 @@ void write_schema_beside(const fs::path& config_file) {
   write_new_file(schema, content);
 }
 
-// The store, read-only when the media (or the user's permissions) do not allow writes.
-cache::Store open_store() {
-  fs::path root = cache::default_deps_root();
-  std::error_code error;
-  if (!fs::exists(cache::layout::index_db(root), error))
-    throw Error("no dependency store at " + root.string() +
-                " (set PODPLANE_DEPS_CACHE_DIR); run `podplane deps tf` while online, or import a bundle");
-  bool writable = ::access(root.c_str(), W_OK) == 0 && ::access(cache::layout::store_dir(root).c_str(), W_OK) == 0;
-  return cache::Store::open(root, writable ? cache::Store::Access::read_write : cache::Store::Access::read_only);
-}
-
 std::string ask(const std::string& question, const std::string& fallback) {
   std::cout << question << " [" << fallback << "]: " << std::flush;
   std::string answer;
@@ -119,7 +109,7 @@ void ensure_config(const fs::path& config_file) {
 void run_generation(const ClusterOptions& options, const GlobalOptions& global, gen::Command command) {
   fs::path config_file = fs::absolute(options.config);
   ensure_config(config_file);
-  cache::Store store = open_store();
+  cache::Store store = open_existing_store();
   gen::StackOptions stack_options;
   stack_options.config_file = config_file;
   stack_options.command = command;
@@ -219,7 +209,7 @@ void run_init(const ClusterOptions& options) {
 
 void run_check(const ClusterOptions& options) {
   fs::path config_file = fs::absolute(options.config);
-  cache::Store store = open_store();
+  cache::Store store = open_existing_store();
   gen::CheckReport report = gen::check_stack(store, config_file, options.platforms);
   std::cout << gen::render_check_table(report);
   if (report.ok()) {

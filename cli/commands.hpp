@@ -16,5 +16,6 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global); 
 void register_bundle_commands(CLI::App& bundle, const GlobalOptions& global);
 void register_cluster_commands(CLI::App& cluster, const GlobalOptions& global);
 void register_mirror_commands(CLI::App& mirror, const GlobalOptions& global);
+void register_stack_commands(CLI::App& stack, const GlobalOptions& global);  // check
 
 }  // namespace podplane::cli

@@ -125,7 +125,8 @@ int run(int argc, char** argv) {
   auto* bundle = app.add_subcommand("bundle", "Carry the store across an air gap")->require_subcommand(1);
   auto* cluster = app.add_subcommand("cluster", "Generate and check cluster stacks from the store")->require_subcommand(1);
   auto* mirror = app.add_subcommand("mirror", "Serve, export or push the store for the site")->require_subcommand(1);
-  for (auto* group : {deps, lock, bundle, cluster, mirror}) group->fallthrough();
+  auto* stack = app.add_subcommand("stack", "Check any OpenTofu/Terraform root against the store (offline)")->require_subcommand(1);
+  for (auto* group : {deps, lock, bundle, cluster, mirror, stack}) group->fallthrough();
 
   podplane::cli::register_deps_fetch_commands(*deps, global);
   podplane::cli::register_deps_store_commands(*deps, global);
@@ -133,6 +134,7 @@ int run(int argc, char** argv) {
   podplane::cli::register_bundle_commands(*bundle, global);
   podplane::cli::register_cluster_commands(*cluster, global);
   podplane::cli::register_mirror_commands(*mirror, global);
+  podplane::cli::register_stack_commands(*stack, global);
 
   try {
     app.parse(argc, argv);

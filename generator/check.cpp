@@ -40,23 +40,7 @@ std::optional<std::string> read_text(const fs::path& file) {
   return read_file_within_limits(file, "stack file");
 }
 
-class Reporter {
- public:
-  explicit Reporter(CheckReport& report) : report_(report) {}
-  void ok(std::string platform, std::string item, std::string detail = "ok") {
-    report_.rows.push_back({std::move(platform), std::move(item), true, std::move(detail)});
-  }
-  void fail(std::string platform, std::string item, std::string detail, const std::string& remedy) {
-    report_.rows.push_back({std::move(platform), std::move(item), false, std::move(detail)});
-    if (std::find(report_.remedies.begin(), report_.remedies.end(), remedy) == report_.remedies.end())
-      report_.remedies.push_back(remedy);
-  }
-
- private:
-  CheckReport& report_;
-};
-
-std::string short_hash(const std::string& hash) { return hash.size() > 15 ? hash.substr(0, 15) + "…" : hash; }
+using Reporter = CheckReporter;
 
 std::string engine_name(lockfile::Engine engine) { return engine == lockfile::Engine::terraform ? "terraform" : "tofu"; }
 
@@ -256,9 +240,9 @@ void check_engine_served(const cache::Store& store, const lockfile::LockFile& lo
 }
 
 // Local module sources ("./…", "../…") of a stack file made absolute, so a copy elsewhere
-// calls the same module trees.
+// calls the same module trees: `source = "…"` in .tf files, `"source": "…"` in .tf.json files.
 std::string with_absolute_module_sources(const std::string& text, const fs::path& stack_dir) {
-  static const std::regex source(R"re((\bsource\s*=\s*")(\.\.?/[^"]*)")re");
+  static const std::regex source(R"re(((?:\bsource\s*=\s*|"source"\s*:\s*)")(\.\.?/[^"]*)")re");
   std::string out;
   auto begin = std::sregex_iterator(text.begin(), text.end(), source);
   std::size_t at = 0;
@@ -274,7 +258,10 @@ std::string with_absolute_module_sources(const std::string& text, const fs::path
 // The engine itself as the judge: `<engine> init -backend=false -lockfile=readonly` in a scratch
 // copy of the stack, from the store's tfrc alone (HOME, plugin caches and credentials of this
 // machine out of reach), so any network use fails. Where the engine is absent the row says so.
-void check_engine_init(const cache::Store& store, const fs::path& stack_dir, lockfile::Engine engine, Reporter& out) {
+}  // namespace
+
+void check_engine_init(const cache::Store& store, const fs::path& stack_dir, lockfile::Engine engine, Reporter& out,
+                       const std::string& recheck) {
   const std::string name = engine_name(engine);
   std::string item = name + " init -lockfile=readonly (offline)";
   std::optional<fs::path> binary;
@@ -293,10 +280,13 @@ void check_engine_init(const cache::Store& store, const fs::path& stack_dir, loc
   for (const auto& entry : fs::directory_iterator(stack_dir, error)) {
     if (!entry.is_regular_file()) continue;  // .terraform/ and the like stay behind
     std::string file = entry.path().filename().string();
+    // Only what `init` reads, and the files podplane generated: a root's terraform.tfvars, .env
+    // and the like may hold secrets, and are never opened.
+    const bool configuration = file.ends_with(".tf") || file.ends_with(".tf.json");
+    if (!configuration && file != ".terraform.lock.hcl" && !file.starts_with("podplane.cluster.")) continue;
     auto text = read_text(entry.path());
     if (!text) continue;
-    std::ofstream(copy / file, std::ios::binary) << (file.ends_with(".tf") ? with_absolute_module_sources(*text, stack_dir)
-                                                                            : *text);
+    std::ofstream(copy / file, std::ios::binary) << (configuration ? with_absolute_module_sources(*text, stack_dir) : *text);
   }
   const fs::path tfrc = fs::absolute(cache::layout::tfrc_file(store.root()));
   const std::vector<std::string> env = {
@@ -311,7 +301,7 @@ void check_engine_init(const cache::Store& store, const fs::path& stack_dir, loc
     std::string tail = run.output;
     if (tail.size() > 600) tail = "…" + tail.substr(tail.size() - 600);
     out.fail("-", item, "FAILED (exit " + std::to_string(run.exit_code) + ", " + binary->string() + "):\n" + tail,
-             "`" + name + " init` refuses the stack offline: fix what it reports above, then rerun `podplane cluster check`");
+             "`" + name + " init` refuses the stack offline: fix what it reports above, then rerun `" + recheck + "`");
     return;
   }
   if (lock_after != lock_before) {
@@ -322,6 +312,8 @@ void check_engine_init(const cache::Store& store, const fs::path& stack_dir, loc
   }
   out.ok("-", item, "ok (" + binary->string() + ", from the store's tfrc alone)");
 }
+
+namespace {
 
 // Items with a `providers` list are installed only on VMs of those providers (reference §1.2,
 // §3.4), so a cluster needs only its own provider's items and the unrestricted ones.
@@ -610,10 +602,6 @@ void check_tfrc(const cache::Store& store, Reporter& out) {
 
 }  // namespace
 
-bool CheckReport::ok() const {
-  return std::all_of(rows.begin(), rows.end(), [](const CheckRow& row) { return row.ok; });
-}
-
 namespace {
 
 // The platforms asked for, else the store selection's, else every platform the store holds.
@@ -690,18 +678,6 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
   check_tfrc(store, out);
   if (engine_init == EngineInit::when_present) check_engine_init(store, stack_dir, engine, out);
   return report;
-}
-
-std::string render_check_table(const CheckReport& report) {
-  std::size_t platform_width = 8, item_width = 5;
-  for (const auto& row : report.rows) {
-    platform_width = std::max(platform_width, row.platform.size());
-    item_width = std::max(item_width, row.item.size());
-  }
-  auto pad = [](const std::string& text, std::size_t width) { return text + std::string(width - text.size() + 2, ' '); };
-  std::string out = pad("PLATFORM", platform_width) + pad("CHECK", item_width) + "RESULT\n";
-  for (const auto& row : report.rows) out += pad(row.platform, platform_width) + pad(row.item, item_width) + row.detail + "\n";
-  return out;
 }
 
 }  // namespace podplane::generator

@@ -11,22 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "base/check_report.hpp"
 #include "cache/store.hpp"
+#include "lockfile/platform.hpp"
 
 namespace podplane::generator {
 
-struct CheckRow {
-  std::string platform;  // "-" when not platform-specific
-  std::string item;
-  bool ok = false;
-  std::string detail;    // "ok" or what is wrong
-};
-
-struct CheckReport {
-  std::vector<CheckRow> rows;
-  std::vector<std::string> remedies;  // unique, in order of first need
-  bool ok() const;
-};
+using CheckRow = podplane::CheckRow;
+using CheckReport = podplane::CheckReport;
+using podplane::render_check_table;
 
 // Whether the check also runs the stack's engine (`init -backend=false -lockfile=readonly`,
 // offline, in a scratch copy) where that engine is on PATH.
@@ -38,7 +31,11 @@ enum class EngineInit { when_present, skip };
                                       const std::vector<std::string>& platforms,
                                       EngineInit engine_init = EngineInit::when_present);
 
-// A fixed-width table: PLATFORM, CHECK, RESULT.
-std::string render_check_table(const CheckReport& report);
+// The engine itself as the judge, for any root: `<engine> init -backend=false -lockfile=readonly`
+// in a scratch copy of `root_dir` (local module sources made absolute), with the store's tfrc
+// alone and this machine's HOME, caches and credentials out of reach. One row; where the engine
+// is not on PATH the row says so and passes. `recheck` is the command to run after a fix.
+void check_engine_init(const cache::Store& store, const std::filesystem::path& root_dir, lockfile::Engine engine,
+                       CheckReporter& out, const std::string& recheck = "podplane cluster check");
 
 }  // namespace podplane::generator

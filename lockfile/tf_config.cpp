@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "lockfile/hcl.hpp"
@@ -50,18 +52,117 @@ void read_required_providers(const hcl::Block& block, const std::string& file, M
   }
 }
 
+void read_directory(const fs::path& dir, ModuleRequirements& out, std::set<fs::path>& visited);
+
+// A local call is followed into its directory; any other is a remote call for the caller.
+// `where` ("file:line:col: ") prefixes the error of a local source that does not exist.
+void add_module_call(const fs::path& dir, ModuleCall call, const std::string& where, ModuleRequirements& out,
+                     std::set<fs::path>& visited) {
+  if (is_local_source(call.source)) {
+    std::error_code ec;
+    fs::path child = dir / call.source;
+    if (!fs::is_directory(child, ec)) {
+      throw Error(where + "local module \"" + call.name + "\" not found: " + child.string());
+    }
+    read_directory(child, out, visited);
+  } else {
+    out.remote_modules.push_back(std::move(call));
+  }
+}
+
+// The JSON syntax (a .tf.json file): a block type's value is an object or an array of
+// objects, each label one more level of object keys; "//" keys are comments. Only literal
+// strings are read where a literal is needed: "${…}" is an interpolation, refused as in HCL.
+using json = nlohmann::json;
+
+std::vector<const json*> json_bodies(const json& value, const std::string& what, const std::string& file) {
+  std::vector<const json*> bodies;
+  if (value.is_object()) {
+    bodies.push_back(&value);
+  } else if (value.is_array()) {
+    for (const auto& element : value) {
+      if (!element.is_object()) throw Error(file + ": " + what + " must be an object or an array of objects");
+      bodies.push_back(&element);
+    }
+  } else {
+    throw Error(file + ": " + what + " must be an object or an array of objects, got " + value.type_name());
+  }
+  return bodies;
+}
+
+std::string json_literal(const json& value, const std::string& what, const std::string& file) {
+  if (!value.is_string()) throw Error(file + ": " + what + " must be a literal string, got " + value.type_name());
+  std::string text = value.get<std::string>();
+  if (text.find("${") != std::string::npos || text.find("%{") != std::string::npos)
+    throw Error(file + ": " + what + " must be a literal string, got the template \"" + text + "\"");
+  return text;
+}
+
+void read_json_file(const fs::path& dir, const fs::path& path, ModuleRequirements& out, std::set<fs::path>& visited) {
+  const std::string file = path.string();
+  json document = parse_json_within_limits(read_file_within_limits(path, "configuration file"), file);
+  if (!document.is_object()) throw Error(file + ": a .tf.json file must hold one JSON object");
+  if (auto terraform = document.find("terraform"); terraform != document.end()) {
+    for (const json* block : json_bodies(*terraform, "\"terraform\"", file)) {
+      for (const auto& [key, value] : block->items()) {
+        if (key == "required_version") out.required_versions.push_back(json_literal(value, "required_version", file));
+        if (key != "required_providers") continue;
+        for (const json* providers : json_bodies(value, "\"required_providers\"", file)) {
+          for (const auto& [name, entry] : providers->items()) {
+            if (name == "//") continue;
+            ProviderRequirement requirement;
+            requirement.local_name = name;
+            requirement.declared_in = file;
+            if (entry.is_string()) {
+              requirement.constraints = json_literal(entry, "\"version\" of provider " + name, file);
+            } else if (entry.is_object()) {
+              if (entry.contains("source")) requirement.source = json_literal(entry["source"], "\"source\" of provider " + name, file);
+              if (entry.contains("version"))
+                requirement.constraints = json_literal(entry["version"], "\"version\" of provider " + name, file);
+            } else {
+              throw Error(file + ": required_providers entry \"" + name +
+                          "\" must be an object such as {\"source\": \"hashicorp/aws\", \"version\": \">= 6.0\"}");
+            }
+            out.providers.push_back(std::move(requirement));
+          }
+        }
+      }
+    }
+  }
+  if (auto modules = document.find("module"); modules != document.end()) {
+    for (const json* by_name : json_bodies(*modules, "\"module\"", file)) {
+      for (const auto& [name, value] : by_name->items()) {
+        if (name == "//") continue;
+        for (const json* block : json_bodies(value, "module \"" + name + "\"", file)) {
+          ModuleCall call;
+          call.name = name;
+          call.declared_in = file;
+          if (!block->contains("source")) throw Error(file + ": module \"" + name + "\" has no source");
+          call.source = json_literal((*block)["source"], "module source", file);
+          if (block->contains("version")) call.version = json_literal((*block)["version"], "module version", file);
+          add_module_call(dir, std::move(call), file + ": ", out, visited);
+        }
+      }
+    }
+  }
+}
+
 void read_directory(const fs::path& dir, ModuleRequirements& out, std::set<fs::path>& visited) {
   std::error_code ec;
   fs::path canonical = fs::canonical(dir, ec);
   if (ec) throw Error("cannot read module directory " + dir.string() + ": " + ec.message());
   if (!visited.insert(canonical).second) return;
 
-  std::vector<fs::path> files;
+  std::vector<fs::path> files, json_files;  // the native syntax's and the JSON syntax's
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() == ".tf" && it->is_regular_file()) files.push_back(it->path());
+    const std::string name = it->path().filename().string();
+    if (!it->is_regular_file()) continue;
+    if (name.ends_with(".tf")) files.push_back(it->path());
+    if (name.ends_with(".tf.json")) json_files.push_back(it->path());
   }
   if (ec) throw Error("cannot list module directory " + dir.string() + ": " + ec.message());
   std::sort(files.begin(), files.end());
+  std::sort(json_files.begin(), json_files.end());
 
   for (const auto& path : files) {
     const std::string file = path.string();
@@ -85,17 +186,10 @@ void read_directory(const fs::path& dir, ModuleRequirements& out, std::set<fs::p
       if (const hcl::Attribute* version = module->body.attribute("version")) {
         call.version = literal_string(version->value, "module version", file);
       }
-      if (is_local_source(call.source)) {
-        fs::path child = dir / call.source;
-        if (!fs::is_directory(child, ec)) {
-          throw Error(at(file, source->value.pos) + "local module \"" + call.name + "\" not found: " + child.string());
-        }
-        read_directory(child, out, visited);
-      } else {
-        out.remote_modules.push_back(std::move(call));
-      }
+      add_module_call(dir, std::move(call), at(file, source->value.pos), out, visited);
     }
   }
+  for (const auto& path : json_files) read_json_file(dir, path, out, visited);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #pragma once
 // What a root module asks for: terraform { required_version, required_providers } and
-// module { source, version } blocks, read from the .tf files of one directory. Every other
-// construct is skipped. Local module calls ("./x", "../y") are followed recursively.
+// module { source, version } blocks, read from the .tf files (native syntax) and .tf.json files
+// (JSON syntax: "terraform", "required_providers", "module" as objects or arrays of objects) of
+// one directory. Every other construct is skipped. Local module calls ("./x", "../y") are followed recursively.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -28,7 +29,7 @@ struct ModuleRequirements {
   std::vector<ModuleCall> remote_modules;  // every non-local call, across followed local modules
 };
 
-// Reads every *.tf file in `dir`, and follows local module sources. Errors name the file.
+// Reads every *.tf and *.tf.json file in `dir`, and follows local module sources. Errors name the file.
 [[nodiscard]] ModuleRequirements read_module_requirements(const std::filesystem::path& dir);
 
 }  // namespace podplane::lockfile

@@ -50,6 +50,7 @@ struct ServeOptions {
   std::string proxy_to;                   // "http://HOST:PORT": forward every unfaulted request there
   std::string registry_to;                // "http://HOST:PORT": forward /v2/ there (a docker-registry), serve the rest
   bool registry_token = false;            // /v2/ wants a Bearer token from /token (401 + WWW-Authenticate otherwise)
+  std::string api_token;                  // /v1/providers/ and /v1/modules/ want `Authorization: Bearer <api_token>`
 };
 
 struct AccessLogEntry {

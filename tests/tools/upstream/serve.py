@@ -5,7 +5,7 @@
              [--fail-first N:REGEX:STATUS[:RETRY_AFTER]]... [--cut-after BYTES:REGEX]...
              [--ignore-range REGEX]... [--drip BYTES_PER_SEC:REGEX]...
              [--lie-length CLAIMED:SENT:REGEX]... [--hold-until N:REGEX]... [--proxy-to URL] [--registry-to URL [--registry-token]]
-             [--log FILE]
+             [--api-token TOKEN] [--log FILE]
 
 Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts connections.
 - Static files from OUT_DIR/www; registry JSON (/.well-known/, /v1/, *.json) as application/json.
@@ -35,6 +35,9 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
   With --registry-token, /v2/ wants `Authorization: Bearer <token>` and otherwise answers 401
   with `WWW-Authenticate: Bearer realm="<base>/token",service="fixture",scope="repository:<name>:pull"`;
   GET /token?service=fixture&scope=… answers {"token": …} (anonymous, as public registries do).
+- --api-token TOKEN: the provider and module registry APIs (/v1/providers/, /v1/modules/) want
+  `Authorization: Bearer TOKEN` (a private registry, as TF_TOKEN_<host> or a credentials block
+  supply it) and answer 401 otherwise; package downloads and discovery stay open.
 - Without --registry-to, /v2/ is the static registry build_fixture.py writes (www/v2/).
 - `{{HOST}}` in *.tmpl files is replaced by 127.0.0.1:PORT (image references in vmconfig manifests).
 - --delay-ms N: every request waits N ms before it is answered.
@@ -240,6 +243,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.finish_request(status, b"injected failure\n", headers, path=path, fault="fail-first")
         if self.state.proxy:
             return self.forward(path, body)
+        if self.state.args.api_token and (path.startswith("/v1/providers/") or path.startswith("/v1/modules/")):
+            if self.headers.get("Authorization") != "Bearer " + self.state.args.api_token:
+                return self.finish_request(401, b'{"errors":["not authorized"]}', {"Content-Type": "application/json"},
+                                           path=path)
         if path == "/token" and (self.state.registry or self.state.args.registry_token):
             return self.issue_token(split.query)
         if path == "/v2" or path.startswith("/v2/"):
@@ -470,6 +477,7 @@ def main():
     parser.add_argument("--proxy-to")
     parser.add_argument("--registry-to")
     parser.add_argument("--registry-token", action="store_true")
+    parser.add_argument("--api-token")
     parser.add_argument("--log")
     args = parser.parse_args()
 

@@ -1,0 +1,25 @@
+#pragma once
+// The store of the commands that only read it (`cluster *`, `stack check`): it must exist
+// already, and it is opened read-only when the media (or the user's permissions) do not allow
+// writes. Throws podplane::Error naming the deps root and how to fill it.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/error.hpp"
+#include "cache/layout.hpp"
+#include "cache/store.hpp"
+
+namespace podplane::cli {
+
+inline cache::Store open_existing_store() {
+  std::filesystem::path root = cache::default_deps_root();
+  std::error_code error;
+  if (!std::filesystem::exists(cache::layout::index_db(root), error))
+    throw Error("no dependency store at " + root.string() +
+                " (set PODPLANE_DEPS_CACHE_DIR); run `podplane deps tf` while online, or import a bundle");
+  bool writable = ::access(root.c_str(), W_OK) == 0 && ::access(cache::layout::store_dir(root).c_str(), W_OK) == 0;
+  return cache::Store::open(root, writable ? cache::Store::Access::read_write : cache::Store::Access::read_only);
+}
+
+}  // namespace podplane::cli
