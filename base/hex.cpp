@@ -63,4 +63,32 @@ std::string base64_encode(std::string_view raw) {
   return out;
 }
 
+std::optional<std::string> base64_decode(std::string_view text) {
+  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+  if (text.size() % 4 == 1) return std::nullopt;
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size() / 4 * 3 + 2);
+  unsigned bits = 0;
+  int count = 0;
+  for (char c : text) {
+    int v = value(c);
+    if (v < 0) return std::nullopt;
+    bits = (bits << 6) | static_cast<unsigned>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out += static_cast<char>((bits >> count) & 0xff);
+    }
+  }
+  return out;
+}
+
 }  // namespace podplane

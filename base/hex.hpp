@@ -1,5 +1,6 @@
 #pragma once
 // Hex and base64 text of raw bytes. Pure functions; from_hex throws podplane::Error.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,5 +14,7 @@ namespace podplane {
 [[nodiscard]] bool is_sha256_hex(std::string_view text);   // 64 lower-case hex digits: how we write every sha256
 
 [[nodiscard]] std::string base64_encode(std::string_view raw);  // standard alphabet, '=' padding
+// Standard alphabet, '=' padding optional; nullopt when `text` is not base64.
+[[nodiscard]] std::optional<std::string> base64_decode(std::string_view text);
 
 }  // namespace podplane

@@ -35,6 +35,7 @@ struct DownloadArgs {
   bool dry_run = false;
   bool skip_seeds = false;
   int jobs = 8;
+  std::string authfile;
 };
 
 mirror::Progress progress_of(const GlobalOptions& global) {
@@ -52,6 +53,7 @@ mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const Glo
   options.download.jobs = args.jobs;
   options.download.progress = progress_of(global);
   options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
+  if (!args.authfile.empty()) options.registry_auth.authfile = args.authfile;
   return options;
 }
 
@@ -127,6 +129,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   download->add_flag("--dry-run", download_args->dry_run, "Print what would be downloaded; write nothing");
   download->add_flag("--skip-seeds", download_args->skip_seeds, "Skip the seeds manifest and snapshots");
   download->add_option("--jobs", download_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
+  add_authfile_option(*download, download_args->authfile);
   download->callback([download_args, &global] {
     auto options = download_options(*download_args, global);
     auto store = cache::Store::open(cache::default_deps_root());
@@ -137,6 +140,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     std::string list_file;
     std::vector<std::string> archs;
     int jobs = 8;
+    std::string authfile;
   };
   auto images_args = std::make_shared<ImagesArgs>();
   auto* images = deps.add_subcommand("images", "Fetch the container images of a list (application images) into the store");
@@ -146,6 +150,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   images->add_option("--arch", images_args->archs,
                      "Platforms of a multi-arch image: amd64,arm64, all, or os/arch[/variant] (default: $PODPLANE_ARCH or this machine)");
   images->add_option("--jobs", images_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
+  add_authfile_option(*images, images_args->authfile);
   images->callback([images_args, &global] {
     mirror::DepsImagesOptions options;
     options.list_file = images_args->list_file;
@@ -154,6 +159,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     options.download.jobs = images_args->jobs;
     options.download.progress = progress_of(global);
     options.download.http = mirror::HttpOptions::from_environment();
+    if (!images_args->authfile.empty()) options.registry_auth.authfile = images_args->authfile;
     auto store = cache::Store::open(cache::default_deps_root());
     mirror::deps_images(store, options, std::cout, std::cerr);
   });

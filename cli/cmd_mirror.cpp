@@ -40,6 +40,8 @@ struct PushArgs {
   bool plain_http = false;
   std::string ca_file;
   std::size_t chunk_size = 16 * 1024 * 1024;
+  std::string authfile;
+  std::string creds_file;
 };
 
 }  // namespace
@@ -123,12 +125,18 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
                    "Blobs larger than SIZE go up in chunks of SIZE (bytes, or with a K, M or G suffix)")
       ->capture_default_str()
       ->transform(size_in_bytes(1024, std::uint64_t{1} << 32));
+  push->add_option("--creds-file", push_args->creds_file,
+                   "File holding user:password for the registry (never give credentials on the command line)")
+      ->check(CLI::ExistingFile);
+  add_authfile_option(*push, push_args->authfile);
   push->callback([push_args, &global] {
     mirror::PushOptions options;
     options.transport = push_args->plain_http ? mirror::Transport::plain_http : mirror::Transport::https;
     if (!push_args->ca_file.empty()) options.ca_file = push_args->ca_file;
     options.chunk_size = push_args->chunk_size;
     options.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
+    if (!push_args->authfile.empty()) options.registry_auth.authfile = push_args->authfile;
+    if (!push_args->creds_file.empty()) options.registry_auth.creds_file = push_args->creds_file;
     auto stats = mirror::push_to_oci(cache::default_deps_root(), push_args->target, options,
                                      global.quiet ? nullptr : &std::cerr);
     std::cout << "pushed " << stats.manifests_pushed << " manifests (" << stats.manifests_present

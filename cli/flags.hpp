@@ -63,4 +63,13 @@ inline CLI::Validator duration() {
       "DURATION");
 }
 
+// --authfile FILE of every command that talks to a container registry, as skopeo spells it.
+inline CLI::Option* add_authfile_option(CLI::App& command, std::string& file) {
+  return command
+      .add_option("--authfile", file,
+                  "Registry logins: an auths file as `skopeo login`/`docker login` write it (default: $REGISTRY_AUTH_FILE, "
+                  "$XDG_RUNTIME_DIR/containers/auth.json, ~/.docker/config.json)")
+      ->check(CLI::ExistingFile);
+}
+
 }  // namespace podplane::cli

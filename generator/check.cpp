@@ -315,6 +315,18 @@ void check_engine_init(const cache::Store& store, const fs::path& stack_dir, loc
 
 namespace {
 
+// The stack's pinned vmconfig manifests, sorted by file name.
+std::vector<fs::path> stack_manifests(const fs::path& stack_dir) {
+  std::vector<fs::path> manifests;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(stack_dir, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("podplane.cluster.vmconfig_", 0) == 0 && name.ends_with(".json")) manifests.push_back(entry.path());
+  }
+  std::sort(manifests.begin(), manifests.end());
+  return manifests;
+}
+
 // Items with a `providers` list are installed only on VMs of those providers (reference §1.2,
 // §3.4), so a cluster needs only its own provider's items and the unrestricted ones.
 bool needed_by(const json& item, const std::string& provider_kind) {
@@ -329,14 +341,7 @@ bool needed_by(const json& item, const std::string& provider_kind) {
 
 void check_manifests(const cache::Store& store, const fs::path& stack_dir, const std::string& provider_kind,
                      Reporter& out) {
-  std::vector<fs::path> manifests;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(stack_dir, error)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind("podplane.cluster.vmconfig_", 0) == 0 && name.ends_with(".json")) manifests.push_back(entry.path());
-  }
-  std::sort(manifests.begin(), manifests.end());
-  for (const auto& file : manifests) {
+  for (const auto& file : stack_manifests(stack_dir)) {
     std::string name = file.filename().string();
     std::string item = name.substr(17, name.size() - 17 - 5);
     json manifest;
@@ -376,6 +381,183 @@ void check_manifests(const cache::Store& store, const fs::path& stack_dir, const
       out.fail("-", item, "MISSING " + std::to_string(missing.size()) + " of " + std::to_string(count) + ": " + list,
                "podplane deps download --kind " + kind + " --arch " + arch + " (online), or import a bundle that has them");
     }
+  }
+}
+
+// sha256 of a stored object, each object hashed once per check.
+class ObjectHashes {
+ public:
+  explicit ObjectHashes(const cache::Store& store) : store_(store) {}
+  // Whether the object `hex` is indexed, on disk and still hashes to its name.
+  std::optional<std::string> problem(const std::string& hex) {
+    if (!store_.has_object(hex)) return "not in the store";
+    auto [it, fresh] = results_.try_emplace(hex);
+    if (fresh) {
+      try {
+        auto got = file_digest_hex(store_.object_path(hex), DigestAlgorithm::sha256);
+        if (got != hex) it->second = "damaged (it hashes to sha256:" + short_hash(got) + ")";
+      } catch (const Error& e) {
+        it->second = "unreadable: " + e.message();
+      }
+    }
+    if (it->second.empty()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  const cache::Store& store_;
+  std::map<std::string, std::string> results_;  // hex → problem ("" when fine)
+};
+
+// Every container image the stack's manifests pin (vmconfig.images; knc and knd list the same
+// ones, so each once): its index, its platform manifest and every blob that manifest names are
+// in the store with the rows `mirror serve` answers from, each object hashing to its digest.
+// Without them the nodes' containerd would pull from the internet.
+void check_images(const cache::Store& store, const fs::path& stack_dir, Reporter& out) {
+  const auto manifest_rows = store.artifacts({.kind = cache::ArtifactKind::image_manifest});
+  const auto index_rows = store.artifacts({.kind = cache::ArtifactKind::image_index});
+  ObjectHashes hashes(store);
+  const std::string repair = "the store's object does not match its digest: run `podplane deps verify --repair`";
+  std::set<std::string> seen;
+  for (const auto& file : stack_manifests(stack_dir)) {
+    json images;
+    try {
+      auto document = parse_json_within_limits(read_text(file).value(), file.string());
+      images = document.at("vmconfig").value("images", json::array());
+    } catch (const std::exception&) {
+      continue;  // check_manifests reports a manifest that does not parse
+    }
+    if (!images.is_array()) continue;
+    for (const auto& entry : images) {
+      if (!entry.is_object()) continue;
+      std::string image = entry.value("image", ""), digest = entry.value("digest", ""), index = entry.value("index", "");
+      std::string platform = entry.value("platform", "");
+      if (image.empty() || !seen.insert(image + "@" + digest).second) continue;
+      const std::string item = "image " + image + (platform.empty() ? "" : " " + platform);
+      std::string arch = platform.substr(platform.rfind('/') + 1);
+      if (arch.empty()) arch = "amd64,arm64";
+      const std::string fetch = "podplane deps download --arch " + arch + " (online), or import a bundle that has the image";
+      const cache::Artifact* manifest = nullptr;
+      for (const auto& row : manifest_rows)
+        if (row.filename == digest && (manifest == nullptr || store.has_object(row.digest))) manifest = &row;
+      if (manifest == nullptr || !store.has_object(manifest->digest)) {
+        out.fail("-", item, "MISSING: its manifest " + short_hash(digest) + " is not in the store", fetch);
+        continue;
+      }
+      if (auto problem = hashes.problem(manifest->digest)) {
+        out.fail("-", item, "CORRUPT: its manifest " + short_hash(digest) + " is " + *problem, repair);
+        continue;
+      }
+      if (!index.empty()) {
+        bool stored = false;
+        for (const auto& row : index_rows)
+          stored = stored || (row.filename == index && row.address == manifest->address && store.has_object(row.digest));
+        if (!stored) {
+          out.fail("-", item, "MISSING: its index " + short_hash(index) + " is not in the store", fetch);
+          continue;
+        }
+      }
+      // The blobs the manifest itself names (config and layers), not only what the rows say.
+      std::vector<std::string> blobs;
+      auto document = json::parse(store.read_object(manifest->digest), nullptr, false);
+      if (document.is_object() && document.contains("config") && document["config"].is_object())
+        blobs.push_back(document["config"].value("digest", ""));
+      if (document.is_object() && document.contains("layers") && document["layers"].is_array())
+        for (const auto& layer : document["layers"])
+          if (layer.is_object()) blobs.push_back(layer.value("digest", ""));
+      std::set<std::string> rows;
+      for (const auto& row : store.artifacts({.kind = cache::ArtifactKind::image_blob, .address = manifest->address, .version = digest}))
+        rows.insert(row.filename);
+      std::vector<std::string> missing, damaged;
+      for (const auto& blob : blobs) {
+        std::string hex = blob.rfind("sha256:", 0) == 0 ? blob.substr(7) : "";
+        if (hex.empty() || !rows.count(blob)) {
+          missing.push_back(short_hash(blob.empty() ? "(no digest)" : blob));
+        } else if (auto problem = hashes.problem(hex)) {
+          (problem->rfind("not in", 0) == 0 ? missing : damaged).push_back(short_hash(blob));
+        }
+      }
+      auto list = [](const std::vector<std::string>& items) {
+        std::string text;
+        for (std::size_t i = 0; i < items.size() && i < 3; ++i) text += (i ? ", " : "") + items[i];
+        return text + (items.size() > 3 ? ", …" : "");
+      };
+      if (!missing.empty()) {
+        out.fail("-", item, "MISSING " + std::to_string(missing.size()) + " of " + std::to_string(blobs.size()) + " blobs: " +
+                                list(missing), fetch);
+      } else if (!damaged.empty()) {
+        out.fail("-", item, "CORRUPT " + std::to_string(damaged.size()) + " of " + std::to_string(blobs.size()) + " blobs: " +
+                                list(damaged), repair);
+      } else {
+        out.ok("-", item, "ok: " + short_hash(digest) + " and its " + std::to_string(blobs.size()) + " blobs, digests ok");
+      }
+    }
+  }
+}
+
+// The Netsy seed of the stack's seed resource: the snapshot it reads at apply (seed_path,
+// relative to the stack) exists and has the digest seeds.json pinned, so apply downloads
+// nothing. A stack without a seed_path would download the seed during apply.
+void check_seed(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text, Reporter& out) {
+  lockfile::hcl::Body body;
+  try {
+    body = lockfile::hcl::parse(main_text, "podplane.cluster.main.tf");
+  } catch (const Error&) {
+    return;
+  }
+  for (const auto* block : body.blocks_of_type("resource")) {
+    if (block->labels.size() != 2 || block->labels[0].rfind("podplane_netsy_seed_", 0) != 0) continue;
+    auto text = [&](const char* name) {
+      const auto* attribute = block->body.attribute(name);
+      return attribute && attribute->value.is_string() ? *attribute->value.as_string() : std::string();
+    };
+    const std::string name = text("seed_name"), version = text("seed_version"), digest = text("seed_digest");
+    const std::string path = text("seed_path");
+    const std::string item = "seed " + name + " " + version;
+    const std::string fetch = "podplane deps download --arch <arch> (online, without --skip-seeds; it fetches seeds.json and "
+                              "the snapshots), or import a bundle that has the seed; then rerun `podplane cluster create`";
+    if (path.empty()) {
+      out.fail("-", item, "UPSTREAM: the seed resource has no seed_path, so apply would download the snapshot", fetch);
+      continue;
+    }
+    fs::path file = fs::path(path).is_absolute() ? fs::path(path) : stack_dir / path;
+    std::error_code error;
+    if (!fs::is_regular_file(file, error)) {
+      bool from_store = false;
+      for (const auto& row : store.artifacts({.kind = cache::ArtifactKind::seed_snapshot, .address = name, .version = version}))
+        from_store = from_store || store.has_object(row.digest);
+      if (fs::path(path).is_absolute() && !from_store) {
+        // An operator's own file (cluster.seed.path), read on the host that applies.
+        out.ok("-", item, "ok: cluster.seed.path " + path + " (the operator's file, not on this host: not checked)");
+      } else {
+        out.fail("-", item, "MISSING: " + path + " (what apply reads) does not exist", fetch);
+      }
+      continue;
+    }
+    if (digest.empty()) {
+      out.ok("-", item, "ok: " + path + " (no digest pinned)");
+      continue;
+    }
+    TypedDigest wanted{DigestAlgorithm::sha512, {}};
+    try {
+      wanted = TypedDigest::parse(digest);
+    } catch (const Error& e) {
+      out.fail("-", item, "INVALID: seed_digest " + e.message(), "regenerate the stack with `podplane cluster create --force`");
+      continue;
+    }
+    std::string got;
+    try {
+      got = file_digest_hex(file, wanted.algorithm);
+    } catch (const Error& e) {
+      out.fail("-", item, "UNREADABLE: " + e.message(), "run `podplane deps verify --repair`");
+      continue;
+    }
+    if (got != wanted.hex) {
+      out.fail("-", item, "CORRUPT: " + path + " hashes to " + short_hash(got) + ", the stack pins " + short_hash(digest),
+               "run `podplane deps verify --repair`, or rerun `podplane cluster create` after `podplane deps download`");
+      continue;
+    }
+    out.ok("-", item, "ok: " + path + ", " + short_hash(digest));
   }
 }
 
@@ -642,6 +824,7 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
       if (engine_init == EngineInit::when_present) check_engine_init(store, stack_dir, engine, out);
     }
     check_manifests(store, stack_dir, "proxmox", out);
+    check_images(store, stack_dir, out);
     return report;
   }
   auto main_text = read_text(stack_dir / "podplane.cluster.main.tf");
@@ -674,6 +857,8 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
   check_modules(store, stack_dir, *main_text, cloud_package, out);
   check_module_calls(store, stack_dir, *main_text, out);
   check_manifests(store, stack_dir, provider_kind, out);
+  check_images(store, stack_dir, out);
+  check_seed(store, stack_dir, *main_text, out);
   check_vm_fetches(store, stack_dir, *main_text, provider_kind, out);
   check_tfrc(store, out);
   if (engine_init == EngineInit::when_present) check_engine_init(store, stack_dir, engine, out);

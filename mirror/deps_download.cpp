@@ -286,7 +286,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   if (dry_run) return;
   std::size_t images_fetched = 0;
   if (!image_requests.empty()) {
-    auto images = fetch_images(store, image_requests, options.download, log);
+    auto images = fetch_images(store, image_requests, options.download, RegistryCredentials::load(options.registry_auth), log);
     failures.insert(failures.end(), images.failures.begin(), images.failures.end());
     rows.insert(rows.end(), images.rows.begin(), images.rows.end());
     fetched_bytes += images.bytes;

@@ -11,6 +11,7 @@
 
 #include "cache/store.hpp"
 #include "mirror/download.hpp"
+#include "mirror/oci_auth.hpp"
 
 namespace podplane::mirror {
 
@@ -31,6 +32,7 @@ struct DepsDownloadOptions {
   Seeds seeds = Seeds::fetch;
   std::string base_url;                              // deps_base_url() when empty
   DownloadOptions download;
+  RegistryAuthOptions registry_auth;                 // logins for the registries of the images
 };
 
 // Fetches (or, in dry-run, lists) what is missing; then rebuilds the views.

@@ -165,9 +165,9 @@ bool image_stored(const cache::Store& store, const ImageRequest& request) {
 }
 
 ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests, const DownloadOptions& options,
-                        std::ostream& log) {
+                        const RegistryCredentials& credentials, std::ostream& log) {
   ImageFetch result;
-  OciPuller puller(options.http);
+  OciPuller puller(options.http, credentials);
   bool quiet = options.progress == Progress::quiet;
   std::vector<DownloadItem> downloads;
   std::vector<std::pair<std::string, std::int64_t>> download_sizes;  // what each download must be
@@ -328,7 +328,7 @@ void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ost
       throw UsageError("unsupported arch \"" + arch + "\" (amd64, arm64, all, or an os/arch[/variant] platform)");
   auto requests = parse_image_list(text, options.list_file, image_platforms_of_archs(options.archs));
   if (requests.empty()) throw Error("the image list " + options.list_file + " names no image");
-  auto fetched = fetch_images(store, requests, options.download, log);
+  auto fetched = fetch_images(store, requests, options.download, RegistryCredentials::load(options.registry_auth), log);
   if (!fetched.failures.empty()) {
     std::string message = "deps images failed; nothing was indexed:";
     for (const auto& failure : fetched.failures) message += "\n" + failure;

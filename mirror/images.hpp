@@ -47,8 +47,11 @@ std::vector<std::string> image_platforms_of_archs(const std::vector<std::string>
 [[nodiscard]] std::vector<ImageRequest> parse_image_list(std::string_view text, const std::string& source,
                                                          const std::vector<std::string>& platforms);
 
+// `credentials` answer the registries' 401s (mirror/oci_auth.hpp); an image whose registry
+// wants a login that is not there fails with a message that says how to give one.
 [[nodiscard]] ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests,
-                                      const DownloadOptions& options, std::ostream& log);
+                                      const DownloadOptions& options, const RegistryCredentials& credentials,
+                                      std::ostream& log);
 
 // Whether every row an image request needs is in the store with its object (no network).
 [[nodiscard]] bool image_stored(const cache::Store& store, const ImageRequest& request);
@@ -57,6 +60,7 @@ struct DepsImagesOptions {
   std::string list_file;               // -f FILE ("-" is stdin)
   std::vector<std::string> archs;      // amd64, arm64, all
   DownloadOptions download;
+  RegistryAuthOptions registry_auth;   // --authfile (else the standard auth files)
 };
 
 // `podplane deps images -f images.txt`: fetches every listed image, indexes the rows in one

@@ -56,21 +56,33 @@ class Registry {
  public:
   // Every request goes through the one HTTP client: SSL_CERT_FILE (or --ca-file), protocol
   // limits, proxies, timeouts and the retry budget, as for every other transfer.
-  Registry(OciTarget target, const PushOptions& options)
+  Registry(OciTarget target, const PushOptions& options, RegistryCredentials credentials)
       : target_(std::move(target)), options_(options), http_(http_options(options)),
+        auth_(std::move(credentials), RegistryAccess::push),
         base_((options.transport == Transport::https ? "https://" : "http://") + target_.registry) {}
 
-  HttpResponse request(Method method, const std::string& url, std::vector<std::string> headers,
-                       RequestBody body = {}) {
+  // One request for `repository`, with the Authorization its last challenge asked for; a 401
+  // is answered once (mirror/oci_auth.hpp) and the request sent again.
+  HttpResponse request(Method method, const std::string& repository, const std::string& url,
+                       const std::vector<std::string>& headers, RequestBody body = {}) {
     HttpRequest request;
     request.method = method;
     request.url = url;
-    request.headers = std::move(headers);
     request.body = std::move(body);
-    auto response = http_.send(request);
-    if (response.status == 401 || response.status == 403)
-      throw Error(describe(method, url) + ": the registry wants credentials (" + response.status_text() +
-                  "); mirror push supports registries open to push on the site network (docs/mirror.md)");
+    auto send = [&] {
+      request.headers = auth_.headers(target_.registry, repository);
+      request.headers.insert(request.headers.end(), headers.begin(), headers.end());
+      return http_.send(request);
+    };
+    auto response = send();
+    if (response.status == 401) {
+      auth_.answer(http_, target_.registry, repository, url, response);
+      response = send();
+      if (response.status == 401) throw auth_.refused(target_.registry, repository, url);
+    }
+    if (response.status == 403)
+      throw Error(describe(method, url) + ": the registry denied this login the push to " + repository + " (" +
+                  response.status_text() + ")");
     return response;
   }
 
@@ -93,20 +105,20 @@ class Registry {
 
   bool has_blob(const std::string& repository, const std::string& digest) {
     const auto blob_url = url(repository, "blobs/" + digest);
-    return present(request(Method::head, blob_url, {}), blob_url);
+    return present(request(Method::head, repository, blob_url, {}), blob_url);
   }
 
   // Cross-repository blob mount (distribution spec): 201 when the registry linked the blob
   // from `from` without an upload; anything else means "upload it".
   bool mount(const std::string& repository, const std::string& digest, const std::string& from) {
     const auto mount_url = url(repository, "blobs/uploads/?mount=" + digest + "&from=" + from);
-    auto response = request(Method::post, mount_url, {});
+    auto response = request(Method::post, repository, mount_url, {});
     return response.status == 201;
   }
 
   std::string start_upload(const std::string& repository) {
     const auto upload_url = url(repository, "blobs/uploads/");
-    auto response = request(Method::post, upload_url, {});
+    auto response = request(Method::post, repository, upload_url, {});
     if (response.status != 202 || response.header("location").empty())
       throw Error("cannot start an upload to " + repository + " (POST " + upload_url + "): " +
                   response.status_text() + " " + brief(response.body));
@@ -123,7 +135,7 @@ class Registry {
   void upload_bytes(const std::string& repository, const std::string& digest, std::string_view bytes) {
     std::string location = start_upload(repository);
     const auto put_url = with_digest(location, digest);
-    finish(request(Method::put, put_url, {"Content-Type: application/octet-stream"}, RequestBody::bytes(bytes)),
+    finish(request(Method::put, repository, put_url, {"Content-Type: application/octet-stream"}, RequestBody::bytes(bytes)),
            repository, digest, put_url);
   }
 
@@ -131,7 +143,7 @@ class Registry {
     std::string location = start_upload(repository);
     if (size <= options_.chunk_size) {
       const auto put_url = with_digest(location, digest);
-      finish(request(Method::put, put_url, {"Content-Type: application/octet-stream"},
+      finish(request(Method::put, repository, put_url, {"Content-Type: application/octet-stream"},
                      RequestBody::file_range(file, 0, size)),
              repository, digest, put_url);
       return;
@@ -141,7 +153,7 @@ class Registry {
     std::uint64_t offset = 0;
     while (offset < size) {
       std::uint64_t length = std::min<std::uint64_t>(options_.chunk_size, size - offset);
-      auto response = request(Method::patch, location,
+      auto response = request(Method::patch, repository, location,
                               {"Content-Type: application/octet-stream",
                                "Content-Range: " + std::to_string(offset) + "-" + std::to_string(offset + length - 1)},
                               RequestBody::file_range(file, offset, length));
@@ -152,20 +164,20 @@ class Registry {
       offset += length;
     }
     const auto put_url = with_digest(location, digest);
-    finish(request(Method::put, put_url, {}), repository, digest, put_url);
+    finish(request(Method::put, repository, put_url, {}), repository, digest, put_url);
   }
 
   // The digest the registry has under `reference`, if any.
   std::string manifest_digest(const std::string& repository, const std::string& reference) {
     const auto manifest_url = url(repository, "manifests/" + reference);
-    auto response = request(Method::head, manifest_url, {std::string("Accept: ") + oci_media::index + ", " + oci_media::manifest});
+    auto response = request(Method::head, repository, manifest_url, {std::string("Accept: ") + oci_media::index + ", " + oci_media::manifest});
     return present(response, manifest_url) ? response.header("docker-content-digest") : std::string();
   }
 
   void put_manifest(const std::string& repository, const std::string& reference, const std::string& media_type,
                     const std::string& bytes) {
     const auto manifest_url = url(repository, "manifests/" + reference);
-    auto response = request(Method::put, manifest_url, {"Content-Type: " + media_type}, RequestBody::bytes(bytes));
+    auto response = request(Method::put, repository, manifest_url, {"Content-Type: " + media_type}, RequestBody::bytes(bytes));
     if (response.status != 201)
       throw Error("the registry refused the manifest " + repository + ":" + reference + " (PUT " + manifest_url +
                   "): " + response.status_text() + " " + brief(response.body));
@@ -204,6 +216,7 @@ class Registry {
   OciTarget target_;
   PushOptions options_;
   HttpClient http_;
+  RegistryAuth auth_;
   std::string base_;
 };
 
@@ -283,7 +296,9 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
 
   auto store = cache::Store::open(deps_root, cache::Store::Access::read_only);
   auto site = MirrorSite::build(store);
-  Registry registry(target, options);
+  auto auth_options = options.registry_auth;
+  auth_options.creds_registry = target.registry;
+  Registry registry(target, options, RegistryCredentials::load(auth_options));
   Pusher push(registry, progress);
 
   for (const auto& release : site.provider_releases()) {

@@ -3,7 +3,8 @@
 // OCI provider-mirror layout (oci_mirror, OpenTofu >= 1.10) and its modules as OpenTofu OCI
 // module packages, through the OCI distribution HTTP API (mirror/http.hpp: the same TLS trust,
 // proxies, timeouts and retry budget as every other request). Idempotent: blobs and manifests
-// the registry already has are counted, not sent. Talks only to that registry.
+// the registry already has are counted, not sent. Talks only to that registry (and the token
+// realm it names), logging in with --creds-file or an auth file (mirror/oci_auth.hpp).
 // Layout and sources: docs/mirror.md "mirror push". Errors: podplane::Error.
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "mirror/http.hpp"
+#include "mirror/oci_auth.hpp"
 #include "mirror/serve.hpp"
 
 namespace podplane::mirror {
@@ -33,6 +35,7 @@ struct PushOptions {
   std::optional<std::filesystem::path> ca_file;  // else SSL_CERT_FILE / the system store
   std::size_t chunk_size = 16 * 1024 * 1024;     // larger blobs go up in PATCH chunks
   HttpOptions http;                              // retry budget and timeouts (ca_file above wins)
+  RegistryAuthOptions registry_auth;             // --creds-file / --authfile (creds_registry: the target's)
 };
 
 struct PushStats {

@@ -90,49 +90,6 @@ bool plain_http_registry(const std::string& registry) {
   return false;
 }
 
-// key="value" pairs of a WWW-Authenticate challenge after its scheme.
-std::map<std::string, std::string> challenge_parameters(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    while (at < text.size() && (text[at] == ' ' || text[at] == ',')) ++at;
-    auto equals = text.find('=', at);
-    if (equals == std::string::npos) break;
-    std::string key = text.substr(at, equals - at);
-    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    std::string value;
-    at = equals + 1;
-    if (at < text.size() && text[at] == '"') {
-      for (++at; at < text.size() && text[at] != '"'; ++at) {
-        if (text[at] == '\\' && at + 1 < text.size()) ++at;
-        value += text[at];
-      }
-      ++at;
-    } else {
-      auto end = text.find(',', at);
-      value = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
-      at = end == std::string::npos ? text.size() : end;
-    }
-    out[key] = value;
-  }
-  return out;
-}
-
-std::string url_encode(const std::string& text) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string media_type_of(const std::string& bytes, const std::string& content_type) {
   auto document = json::parse(bytes, nullptr, false);
   if (document.is_object() && document.contains("mediaType") && document["mediaType"].is_string())
@@ -144,7 +101,8 @@ std::string media_type_of(const std::string& bytes, const std::string& content_t
 
 }  // namespace
 
-OciPuller::OciPuller(HttpOptions options) : http_(std::move(options)) {}
+OciPuller::OciPuller(HttpOptions options, RegistryCredentials credentials)
+    : http_(std::move(options)), auth_(std::move(credentials), RegistryAccess::pull) {}
 
 std::string OciPuller::base(const ImageReference& image) const {
   return (plain_http_registry(image.registry) ? "http://" : "https://") +
@@ -156,53 +114,21 @@ std::string OciPuller::blob_url(const ImageReference& image, const std::string& 
 }
 
 std::vector<std::string> OciPuller::auth_headers(const ImageReference& image) const {
-  auto it = tokens_.find(image.address());
-  if (it == tokens_.end()) return {};
-  return {"Authorization: Bearer " + it->second};
-}
-
-void OciPuller::authenticate(const ImageReference& image, const std::string& challenge, const std::string& url) {
-  auto space = challenge.find(' ');
-  std::string scheme = challenge.substr(0, space);
-  std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (scheme != "bearer") {
-    throw Error("the registry " + image.registry + " wants credentials (" + (scheme.empty() ? "no challenge" : scheme) +
-                ") for " + redact_url(url) + "; podplane fetches images anonymously (docs/images.md)");
-  }
-  auto parameters = challenge_parameters(space == std::string::npos ? "" : challenge.substr(space + 1));
-  if (parameters["realm"].empty()) throw Error("the registry " + image.registry + " sent a Bearer challenge without a realm");
-  std::string scope = parameters.count("scope") ? parameters["scope"] : "repository:" + image.repository + ":pull";
-  std::string token_url = parameters["realm"];
-  token_url += token_url.find('?') == std::string::npos ? "?" : "&";
-  if (!parameters["service"].empty()) token_url += "service=" + url_encode(parameters["service"]) + "&";
-  token_url += "scope=" + url_encode(scope);
-  auto answer = http_.get(token_url, {"Accept: application/json"});
-  if (answer.status != 200)
-    throw Error("cannot get a pull token for " + image.address() + " from " + redact_url(parameters["realm"]) + ": " +
-                answer.status_text());
-  auto document = json::parse(answer.body, nullptr, false);
-  std::string token;
-  if (document.is_object()) {
-    for (const char* key : {"token", "access_token"})
-      if (document.contains(key) && document[key].is_string() && token.empty()) token = document[key].get<std::string>();
-  }
-  if (token.empty() || token.find_first_of("\r\n") != std::string::npos)
-    throw Error("the token service " + redact_url(parameters["realm"]) + " answered no usable token for " + image.address());
-  tokens_[image.address()] = token;
+  return auth_.headers(image.registry, image.repository);
 }
 
 HttpResponse OciPuller::get(const ImageReference& image, const std::string& url, const std::string& accept) {
-  for (int attempt = 0;; ++attempt) {
+  auto send = [&] {
     auto headers = auth_headers(image);
     headers.push_back("Accept: " + accept);
-    auto response = http_.get(url, headers);
-    if (response.status != 401 || attempt > 0) {
-      if (response.status == 401)
-        throw Error("the registry " + image.registry + " refused the token it issued for " + redact_url(url) + " (HTTP 401)");
-      return response;
-    }
-    authenticate(image, response.header("www-authenticate"), url);
-  }
+    return http_.get(url, headers);
+  };
+  auto response = send();
+  if (response.status != 401) return response;
+  auth_.answer(http_, image.registry, image.repository, url, response);
+  response = send();
+  if (response.status == 401) throw auth_.refused(image.registry, image.repository, url);
+  return response;
 }
 
 FetchedManifest OciPuller::manifest(const ImageReference& image, const std::string& reference) {

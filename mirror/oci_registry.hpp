@@ -1,8 +1,8 @@
 #pragma once
 // The read side of the OCI distribution API as a client, for fetching container images into
-// the store: manifests by tag or digest, blob URLs, and the registry's token auth (a 401 with
-// `WWW-Authenticate: Bearer realm=…,service=…,scope=…` gets an anonymous token from the realm,
-// cached per repository and sent as `Authorization: Bearer`). Every request goes through the
+// the store: manifests by tag or digest, blob URLs, and the registry's auth (a 401's challenge
+// is answered by mirror/oci_auth.hpp: Basic with the user's login, or a Bearer token from the
+// realm, anonymous unless a login is configured; cached per repository). Every request goes through the
 // one HttpClient (mirror/http.hpp: SSL_CERT_FILE, proxies, retry budget). Registries are
 // reached over https, except hosts listed in $PODPLANE_PLAIN_HTTP_REGISTRIES (host[:port],
 // comma-separated), as with `skopeo --tls-verify=false`. Not thread-safe. Errors: podplane::Error.
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mirror/http.hpp"
+#include "mirror/oci_auth.hpp"
 
 namespace podplane::mirror {
 
@@ -55,7 +56,7 @@ struct FetchedManifest {
 
 class OciPuller {
  public:
-  explicit OciPuller(HttpOptions options);
+  OciPuller(HttpOptions options, RegistryCredentials credentials);
 
   // GET /v2/<repository>/manifests/<reference>. By digest: the bytes must hash to it. By tag:
   // the registry's Docker-Content-Digest, when given, must match the bytes.
@@ -67,10 +68,9 @@ class OciPuller {
  private:
   std::string base(const ImageReference& image) const;
   HttpResponse get(const ImageReference& image, const std::string& url, const std::string& accept);
-  void authenticate(const ImageReference& image, const std::string& challenge, const std::string& url);
 
   HttpClient http_;
-  std::map<std::string, std::string> tokens_;  // address → bearer token
+  RegistryAuth auth_;
 };
 
 }  // namespace podplane::mirror

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "cache/views.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/version.hpp"
@@ -79,6 +80,7 @@ StoreFixture::StoreFixture(const fs::path& dir, StoreFixtureOptions options)
   for (const auto& version : options_.google_module_versions) add_module("google", version);
   for (const auto& arch : options_.vm_archs)
     for (const std::string kind : {"knc", "knd"}) add_vmconfig(kind, arch, options_.vmconfig_version);
+  if (options_.seed) add_seed();
   const auto& versions = options_.selection_module == "aws" ? options_.aws_module_versions : options_.google_module_versions;
   select(options_.selection_module, versions.back());
 }
@@ -183,7 +185,7 @@ void StoreFixture::add_vmconfig(const std::string& kind, const std::string& arch
         {"kind", kind},
         {"os", {{"name", "debian-13"}, {"arch", arch}, {"image", image}}},
         {"dependencies", dependencies},
-        {"images", nlohmann::ordered_json::array()}}}};
+        {"images", options_.images ? nlohmann::ordered_json::array({add_image(arch)}) : nlohmann::ordered_json::array()}}}};
   std::string bytes = manifest.dump(2) + "\n";
   cache::Artifact artifact;
   artifact.kind = cache::ArtifactKind::vmconfig_manifest;
@@ -194,6 +196,71 @@ void StoreFixture::add_vmconfig(const std::string& kind, const std::string& arch
   artifact.size = static_cast<std::int64_t>(bytes.size());
   artifact.upstream_url = "https://deps.example/manifests/" + name + ".json";
   artifact.trust = cache::Trust::unverified;
+  (void)store_.add_artifact(artifact);
+}
+
+nlohmann::ordered_json StoreFixture::add_image(const std::string& arch) {
+  if (auto it = image_entries_.find(arch); it != image_entries_.end()) return it->second;
+  const std::string address = "registry.example/pause";
+  auto row = [&](cache::ArtifactKind kind, const std::string& version, const std::string& platform, const std::string& bytes) {
+    cache::Artifact artifact;
+    artifact.kind = kind;
+    artifact.address = address;
+    artifact.version = version;
+    artifact.platform = platform;
+    artifact.digest = store_.add_bytes(bytes);
+    artifact.filename = "sha256:" + artifact.digest;
+    artifact.size = static_cast<std::int64_t>(bytes.size());
+    artifact.upstream_digest = artifact.filename;
+    artifact.upstream_url = "https://registry.example/v2/pause/blobs/" + artifact.filename;
+    artifact.trust = cache::Trust::checksum;
+    (void)store_.add_artifact(artifact);
+    return artifact;
+  };
+  auto descriptor = [](const char* media_type, const std::string& bytes) {
+    return nlohmann::ordered_json{{"mediaType", media_type}, {"digest", "sha256:" + sha256_hex(bytes)}, {"size", bytes.size()}};
+  };
+  std::string config = nlohmann::ordered_json{{"architecture", arch}, {"os", "linux"}}.dump();
+  std::string layer = "pause layer for " + arch + "\n";
+  std::string manifest = nlohmann::ordered_json{{"schemaVersion", 2},
+                                                {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                                                {"config", descriptor("application/vnd.oci.image.config.v1+json", config)},
+                                                {"layers", {descriptor("application/vnd.oci.image.layer.v1.tar", layer)}}}
+                             .dump();
+  auto manifest_descriptor = descriptor("application/vnd.oci.image.manifest.v1+json", manifest);
+  manifest_descriptor["platform"] = {{"architecture", arch}, {"os", "linux"}};
+  std::string index = nlohmann::ordered_json{{"schemaVersion", 2},
+                                             {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                                             {"manifests", {manifest_descriptor}}}
+                          .dump();
+  const std::string platform = "linux_" + arch;
+  auto index_row = row(cache::ArtifactKind::image_index, "3.10.2", "", index);
+  auto manifest_row = row(cache::ArtifactKind::image_manifest, "3.10.2", platform, manifest);
+  (void)row(cache::ArtifactKind::image_blob, manifest_row.filename, platform, config);
+  auto layer_row = row(cache::ArtifactKind::image_blob, manifest_row.filename, platform, layer);
+  image_.manifest[arch] = manifest_row.filename;
+  image_.layer[arch] = layer_row.filename;
+  return image_entries_[arch] = {{"image", image_.reference},
+                                 {"digest", manifest_row.filename},
+                                 {"size", manifest.size()},
+                                 {"platform", "linux/" + arch},
+                                 {"index", index_row.filename}};
+}
+
+void StoreFixture::add_seed() {
+  std::string bytes = "netsy snapshot recommended v1.2.3-1\n";
+  cache::Artifact artifact;
+  artifact.kind = cache::ArtifactKind::seed_snapshot;
+  artifact.address = "recommended";
+  artifact.version = "v1.2.3-1";
+  artifact.filename = "recommended.netsy";
+  artifact.digest = store_.add_bytes(bytes);
+  artifact.size = static_cast<std::int64_t>(bytes.size());
+  Hasher sha512(DigestAlgorithm::sha512);
+  sha512.update(bytes);
+  artifact.upstream_digest = "sha512:" + sha512.finish_hex();
+  artifact.upstream_url = "https://deps.example/seeds/recommended/v1.2.3-1/recommended.netsy";
+  artifact.trust = cache::Trust::checksum;
   (void)store_.add_artifact(artifact);
 }
 

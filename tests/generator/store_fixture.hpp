@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cache/store.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -37,6 +39,18 @@ struct StoreFixtureOptions {
   // Changes the files of each Nstance module version before it is stored (path → content).
   std::function<void(const std::string& version, std::map<std::string, std::string>& files)> edit_module;
   bool nstance_server = false;  // the manifests list an nstance-server (providers: proxmox) too
+  // The manifests pin a container image (registry.example/pause:3.10.2, an index and one
+  // manifest per arch, a config and a layer each) that the store holds as `deps download` stores it.
+  bool images = false;
+  // A Netsy seed snapshot (recommended v1.2.3-1) stored as `deps download` stores it.
+  bool seed = false;
+};
+
+// What the image and seed options stored, for tests that break them.
+struct FixtureImage {
+  std::string reference = "registry.example/pause:3.10.2";
+  std::map<std::string, std::string> manifest;  // arch → "sha256:…"
+  std::map<std::string, std::string> layer;     // arch → "sha256:…"
 };
 
 // The host of every provider address in the fixture: registry.opentofu.org (tofu).
@@ -61,8 +75,11 @@ class StoreFixture {
   std::string label_hashes(std::string lock_text) const;
 
   std::string host() const { return "registry.opentofu.org"; }
+  const FixtureImage& image() const { return image_; }
 
  private:
+  nlohmann::ordered_json add_image(const std::string& arch);
+  void add_seed();
   void add_provider_package(const FakeProvider& provider, const std::string& platform);
   fs::path root_;
   fs::path scratch_;
@@ -71,6 +88,8 @@ class StoreFixture {
   std::map<std::string, std::string> hash_labels_;
   std::map<std::string, std::string> selected_versions_;  // address → version in the selection
   std::string module_kind_, module_version_;
+  FixtureImage image_;
+  std::map<std::string, nlohmann::ordered_json> image_entries_;  // arch → the manifests' images entry
 };
 
 }  // namespace podplane::test

@@ -99,6 +99,7 @@ void FixtureUpstream::start(const ServeOptions& serve) {
   if (!serve.registry_to.empty()) argv.insert(argv.end(), {"--registry-to", serve.registry_to});
   if (serve.registry_token) argv.push_back("--registry-token");
   if (!serve.api_token.empty()) argv.insert(argv.end(), {"--api-token", serve.api_token});
+  if (!serve.token_login.empty()) argv.insert(argv.end(), {"--token-login", serve.token_login});
 
   const fs::path stderr_file = run_dir_->path() / "serve.stderr";
   int out_pipe[2];

@@ -51,6 +51,7 @@ struct ServeOptions {
   std::string registry_to;                // "http://HOST:PORT": forward /v2/ there (a docker-registry), serve the rest
   bool registry_token = false;            // /v2/ wants a Bearer token from /token (401 + WWW-Authenticate otherwise)
   std::string api_token;                  // /v1/providers/ and /v1/modules/ want `Authorization: Bearer <api_token>`
+  std::string token_login;                // "user:password": /token issues tokens only for this Basic login
 };
 
 struct AccessLogEntry {

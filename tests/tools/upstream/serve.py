@@ -4,8 +4,8 @@
     serve.py --root OUT_DIR [--port 0] [--tls|--plain] [--delay-ms N]
              [--fail-first N:REGEX:STATUS[:RETRY_AFTER]]... [--cut-after BYTES:REGEX]...
              [--ignore-range REGEX]... [--drip BYTES_PER_SEC:REGEX]...
-             [--lie-length CLAIMED:SENT:REGEX]... [--hold-until N:REGEX]... [--proxy-to URL] [--registry-to URL [--registry-token]]
-             [--api-token TOKEN] [--log FILE]
+             [--lie-length CLAIMED:SENT:REGEX]... [--hold-until N:REGEX]... [--proxy-to URL]
+             [--registry-to URL [--registry-token [--token-login USER:PASSWORD]]] [--api-token TOKEN] [--log FILE]
 
 Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts connections.
 - Static files from OUT_DIR/www; registry JSON (/.well-known/, /v1/, *.json) as application/json.
@@ -31,10 +31,13 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
   that no fault answers is forwarded to URL (plain http), with X-Forwarded-Proto and
   X-Forwarded-Host, and its answer is passed back. --root then only supplies tls/.
 - --registry-to URL: requests below /v2/ (an OCI registry's API) are forwarded to URL (plain
-  http, e.g. a docker-registry on loopback); everything else is served from OUT_DIR as usual.
+  http, e.g. a docker-registry on loopback), every method with its body (a push goes through);
+  everything else is served from OUT_DIR as usual.
   With --registry-token, /v2/ wants `Authorization: Bearer <token>` and otherwise answers 401
   with `WWW-Authenticate: Bearer realm="<base>/token",service="fixture",scope="repository:<name>:pull"`;
   GET /token?service=fixture&scope=… answers {"token": …} (anonymous, as public registries do).
+  With --token-login USER:PASSWORD, /token answers only requests with that Basic login (401
+  otherwise), for pull and push scopes, as a private registry's token service does.
 - --api-token TOKEN: the provider and module registry APIs (/v1/providers/, /v1/modules/) want
   `Authorization: Bearer TOKEN` (a private registry, as TF_TOKEN_<host> or a credentials block
   supply it) and answer 401 otherwise; package downloads and discovery stay open.
@@ -48,6 +51,7 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
 Python stdlib only: it is a test fixture.
 """
 import argparse
+import base64
 import http.client
 import http.server
 import json
@@ -206,11 +210,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_POST(self):
-        if self.state.proxy:
-            return self.do_GET()
+        path = urllib.parse.urlsplit(self.path).path
+        if self.state.proxy or (self.state.registry and (path == "/v2" or path.startswith("/v2/"))):
+            return self.do_GET()  # forwarded with its body (and its token checked) like a GET
         self.started = time.monotonic()
         self.held = None  # the connection may have carried a held GET before
-        path = urllib.parse.urlsplit(self.path).path
         if path.startswith("/git/"):
             return self.git(path)
         self.finish_request(405, b"method not allowed\n", {"Content-Type": "text/plain"}, path=path)
@@ -230,7 +234,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = urllib.parse.unquote(split.path)
         # A proxied request's body is read before any answer, so that an injected failure
         # leaves the connection ready for the client's next request.
-        body = self.read_request_body() if self.state.proxy else b""
+        body = self.read_request_body() if self.state.proxy or self.state.registry else b""
         if self.state.args.delay_ms:
             time.sleep(self.state.args.delay_ms / 1000.0)
         self.held = self.state.hold(path)
@@ -303,7 +307,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def issue_token(self, query):
         params = urllib.parse.parse_qs(query)
-        if params.get("service") != ["fixture"] or not params.get("scope", [""])[0].endswith(":pull"):
+        login = self.state.args.token_login
+        if login is not None:
+            expected = "Basic " + base64.b64encode(login.encode()).decode()
+            if self.headers.get("Authorization") != expected:
+                return self.finish_request(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}',
+                                           {"Content-Type": "application/json",
+                                            "WWW-Authenticate": 'Basic realm="fixture-token"'}, path="/token")
+        scopes = params.get("scope", [""])
+        allowed = (":pull", ":pull,push") if login is not None else (":pull",)
+        if params.get("service") != ["fixture"] or not all(scope.endswith(allowed) for scope in scopes):
             return self.finish_request(400, b'{"errors":[{"code":"DENIED"}]}', {"Content-Type": "application/json"}, path="/token")
         self.finish_request(200, json.dumps({"token": self.state.token}).encode(), {"Content-Type": "application/json"},
                             path="/token")
@@ -478,6 +491,7 @@ def main():
     parser.add_argument("--registry-to")
     parser.add_argument("--registry-token", action="store_true")
     parser.add_argument("--api-token")
+    parser.add_argument("--token-login")
     parser.add_argument("--log")
     args = parser.parse_args()
 
