@@ -17,6 +17,7 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/layout.hpp"
+#include "cache/provider_documents.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/store_impl.hpp"
 #include "lockfile/cli_config.hpp"

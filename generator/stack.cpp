@@ -15,6 +15,7 @@
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
 #include "cache/podplane_stack.hpp"
+#include "cache/provider_documents.hpp"
 #include "cache/views.hpp"
 #include "generator/module_interface.hpp"
 #include "generator/proxmox_stack.hpp"

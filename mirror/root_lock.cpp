@@ -7,8 +7,8 @@
 #include <cstring>
 #include <random>
 
-#include "cache/views.hpp"
 #include "base/error.hpp"
+#include "cache/provider_documents.hpp"
 
 namespace podplane::mirror {
 namespace {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "cache/provider_documents.hpp"
 #include "cache/views.hpp"
 #include "lockfile/version.hpp"
 #include "mirror/catalogue.hpp"
