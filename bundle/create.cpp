@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/digest.hpp"
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/remove_on_signal.hpp"
 #include "base/unique_fd.hpp"
@@ -60,13 +61,6 @@ std::uint64_t statvfs_free(const fs::path& dir) {
   struct statvfs info {};
   if (::statvfs(dir.c_str(), &info) != 0) throw Error("cannot query free space of " + dir.string() + ": " + std::strerror(errno));
   return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
-}
-
-void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // best effort: some filesystems (FAT on a stick) do not open directories
-  ::fsync(fd);
-  ::close(fd);
 }
 
 struct Row {
@@ -496,7 +490,7 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
       ::unlink(temp.c_str());
       throw;
     }
-    fsync_dir(dir);
+    sync_directory(dir);
     if (progress)
       progress("wrote " + volume.file.string() + " (volume " + std::to_string(volume.manifest.volume_index) + " of " +
                std::to_string(volume.manifest.volume_count) + ", " + std::to_string(volume.manifest.objects.size()) +

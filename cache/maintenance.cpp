@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/digest.hpp"
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "cache/layout.hpp"
@@ -187,7 +188,7 @@ void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report)
   }
   for (const auto& file : files_below(plan.directories)) {
     if (planned.count(file)) continue;
-    if (is_view_temp_file(file)) {
+    if (is_temp_path_beside(file)) {
       report.notes.push_back("temp file of a view rebuild (a running podplane's, or left by a crash): " + file.string());
       continue;
     }

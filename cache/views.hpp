@@ -64,9 +64,6 @@ struct ViewPlan {
 [[nodiscard]] std::filesystem::path module_view_dir(const std::filesystem::path& deps_root, const ModuleTree& tree,
                                                     const std::vector<ModuleTree>& trees);
 
-// A temp file a view rebuild writes beside its target (".<name>.tmp-<pid>-<random>").
-bool is_view_temp_file(const std::filesystem::path& path);
-
 struct ViewStats {
   std::size_t files_written = 0;     // files created or replaced this time
   std::size_t files_present = 0;     // already up to date

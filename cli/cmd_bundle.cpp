@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
@@ -141,12 +142,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
       std::cout << text;
       return;
     }
-    fs::path target(*output);
-    fs::path temp(target.string() + ".tmp");
-    std::FILE* f = std::fopen(temp.c_str(), "wb");
-    if (f == nullptr || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
-      throw Error("cannot write inventory " + temp.string());
-    fs::rename(temp, target);
+    write_file_durably(*output, text);
   });
 
   auto add_read_options = [](CLI::App* app, const std::shared_ptr<ReadArgs>& a) {
