@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "base/digest.hpp"
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
@@ -434,12 +435,10 @@ void refuse_untrustworthy_index(const Store& store) {
   }
   sqlite::Statement created(impl.db, "SELECT applied_at FROM schema_migrations WHERE version = 1");
   if (!created.step()) throw Error(refused + "that index does not say when it was created. Nothing was deleted.");
-  std::tm tm{};
   std::string created_at = created.text(0);
-  if (strptime(created_at.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) {
-    throw Error(refused + "its creation time '" + created_at + "' cannot be read. Nothing was deleted.");
-  }
-  const std::time_t index_born = timegm(&tm);
+  const auto born = parse_utc_timestamp(created_at);
+  if (!born) throw Error(refused + "its creation time '" + created_at + "' cannot be read. Nothing was deleted.");
+  const std::time_t index_born = *born;
   std::size_t older = 0;
   std::string example;
   for (const auto& [digest, file] : disk.files) {
@@ -553,7 +552,7 @@ class Quarantine {
 
   void record(const std::string& what, const std::string& subject, const std::string& reason, const nlohmann::json& detail) {
     sqlite::Statement insert(db_, "INSERT INTO quarantine (at, what, subject, reason, detail) VALUES (?,?,?,?,?)");
-    insert.bind(1, now_utc()).bind(2, what).bind(3, subject).bind(4, reason).bind(5, detail.dump()).run();
+    insert.bind(1, utc_timestamp_now()).bind(2, what).bind(3, subject).bind(4, reason).bind(5, detail.dump()).run();
     lines_.push_back("quarantined " + (what == "object" ? "object " + subject : subject) + ": " + reason);
   }
 
@@ -661,7 +660,7 @@ RepairReport repair_store(Store& store) {
     if (check.state != ObjectState::wrong_size && check.state != ObjectState::corrupt) continue;
     std::error_code ec;
     fs::create_directories(aside, ec);
-    fs::path target = aside / (digest + "." + now_utc());
+    fs::path target = aside / (digest + "." + utc_timestamp_now());
     if (::rename(impl.object_path(digest).c_str(), target.c_str()) != 0) {
       throw Error("cannot move the corrupt object " + impl.object_path(digest).string() + " to " + target.string() + ": " +
                   std::strerror(errno));
