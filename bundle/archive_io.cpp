@@ -15,6 +15,12 @@ constexpr std::uint64_t kUstarMaxSize = 077777777777ULL;  // 11 octal digits
 
 std::uint64_t padded(std::uint64_t size) { return (size + 511) / 512 * 512; }
 
+// libarchive's reason for the last failure, or `fallback`: archive_error_string() may be NULL.
+std::string reason(archive* handle, const char* fallback) {
+  const char* text = archive_error_string(handle);
+  return text != nullptr ? text : fallback;
+}
+
 }  // namespace
 
 std::uint64_t tar_entry_bytes(std::uint64_t size) {
@@ -36,7 +42,7 @@ ArchiveWriter::ArchiveWriter(int fd, std::int64_t mtime, std::string where)
       archive_write_set_bytes_per_block(archive_, 65536) != ARCHIVE_OK ||
       archive_write_set_bytes_in_last_block(archive_, 1) != ARCHIVE_OK ||
       archive_write_open_fd(archive_, fd) != ARCHIVE_OK) {
-    std::string message = archive_error_string(archive_) ? archive_error_string(archive_) : "unknown error";
+    std::string message = reason(archive_, "unknown error");
     archive_entry_free(entry_);
     archive_write_free(archive_);
     throw Error("cannot start writing " + where_ + ": " + message);
@@ -61,14 +67,14 @@ void ArchiveWriter::begin_file(std::string_view name, std::uint64_t size) {
   archive_entry_copy_uname(entry_, "root");
   archive_entry_copy_gname(entry_, "root");
   if (archive_write_header(archive_, entry_) != ARCHIVE_OK)
-    throw Error("cannot write tar header of " + std::string(name) + " to " + where_ + ": " + archive_error_string(archive_));
+    throw Error("cannot write tar header of " + std::string(name) + " to " + where_ + ": " + reason(archive_, "no reason given"));
 }
 
 void ArchiveWriter::write(const void* data, std::size_t size) {
   la_ssize_t written = archive_write_data(archive_, data, size);
   if (written < 0 || static_cast<std::size_t>(written) != size)
     throw Error("cannot write to " + where_ + ": " +
-                (archive_error_string(archive_) ? archive_error_string(archive_) : "short write"));
+                reason(archive_, "short write"));
 }
 
 void ArchiveWriter::add_file(std::string_view name, std::string_view content) {
@@ -80,7 +86,7 @@ void ArchiveWriter::close() {
   if (closed_) return;
   closed_ = true;
   if (archive_write_close(archive_) != ARCHIVE_OK)
-    throw Error("cannot finish " + where_ + ": " + archive_error_string(archive_));
+    throw Error("cannot finish " + where_ + ": " + reason(archive_, "no reason given"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -91,7 +97,7 @@ ArchiveReader::ArchiveReader(int fd, std::string where) : archive_(archive_read_
   if (archive_read_support_format_tar(archive_) != ARCHIVE_OK ||
       archive_read_support_filter_none(archive_) != ARCHIVE_OK ||
       archive_read_open_fd(archive_, fd, 65536) != ARCHIVE_OK) {
-    std::string message = archive_error_string(archive_) ? archive_error_string(archive_) : "unknown error";
+    std::string message = reason(archive_, "unknown error");
     archive_read_free(archive_);
     throw Error("cannot read " + where_ + " as a bundle (tar): " + message);
   }
@@ -105,7 +111,7 @@ bool ArchiveReader::next(archive_entry*& entry) {
   // ARCHIVE_WARN is refused too: libarchive warns about the very irregularities we reject.
   if (status != ARCHIVE_OK)
     throw Error("damaged bundle " + where_ + ": " +
-                (archive_error_string(archive_) ? archive_error_string(archive_) : "unreadable tar header"));
+                reason(archive_, "unreadable tar header"));
   return true;
 }
 
@@ -115,14 +121,14 @@ bool ArchiveReader::read_block(const void*& data, std::size_t& size) {
   if (status == ARCHIVE_EOF) return false;
   if (status != ARCHIVE_OK)
     throw Error("damaged or truncated bundle " + where_ + ": " +
-                (archive_error_string(archive_) ? archive_error_string(archive_) : "read error"));
+                reason(archive_, "read error"));
   return true;
 }
 
 void ArchiveReader::skip() {
   if (archive_read_data_skip(archive_) != ARCHIVE_OK)
     throw Error("damaged or truncated bundle " + where_ + ": " +
-                (archive_error_string(archive_) ? archive_error_string(archive_) : "read error"));
+                reason(archive_, "read error"));
 }
 
 std::string ArchiveReader::read_all(std::uint64_t limit) {

@@ -15,13 +15,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "base/digest.hpp"
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
+#include "base/human_bytes.hpp"
 #include "base/remove_on_signal.hpp"
 #include "base/unique_fd.hpp"
 #include "bundle/archive_io.hpp"
 #include "bundle/signing.hpp"
-#include "cache/human_bytes.hpp"
 
 namespace podplane::bundle {
 
@@ -50,23 +52,10 @@ int kind_rank(cache::ArtifactKind kind) {
   return 11;
 }
 
-std::int64_t epoch_of(const std::string& rfc3339) {
-  std::tm tm{};
-  if (strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return 0;
-  return static_cast<std::int64_t>(timegm(&tm));
-}
-
 std::uint64_t statvfs_free(const fs::path& dir) {
   struct statvfs info {};
   if (::statvfs(dir.c_str(), &info) != 0) throw Error("cannot query free space of " + dir.string() + ": " + std::strerror(errno));
   return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
-}
-
-void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // best effort: some filesystems (FAT on a stick) do not open directories
-  ::fsync(fd);
-  ::close(fd);
 }
 
 struct Row {
@@ -132,19 +121,10 @@ std::chrono::seconds parse_duration(std::string_view text) {
   return std::chrono::seconds(value * unit);
 }
 
-std::string rfc3339(std::time_t when) {
-  std::tm utc{};
-  gmtime_r(&when, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 std::time_t parse_rfc3339(const std::string& text) {
-  std::tm tm{};
-  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  if (end == nullptr || *end != '\0') throw Error("'" + text + "' is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
-  return timegm(&tm);
+  auto when = parse_utc_timestamp(text);
+  if (!when) throw Error("'" + text + "' is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
+  return *when;
 }
 
 fs::path volume_file(const fs::path& file, int index, int count) {
@@ -310,7 +290,7 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
   base.tf_selection = selection;
   if (options.expires_in) {
     std::time_t now = options.now ? options.now() : std::time(nullptr);
-    base.expires_at = rfc3339(now + static_cast<std::time_t>(options.expires_in->count()));
+    base.expires_at = utc_timestamp(now + static_cast<std::time_t>(options.expires_in->count()));
   }
   for (auto& row : rows) {
     if (row.type == Row::Type::artifact) {
@@ -369,7 +349,7 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
   };
   if (packs.back().total(signature_entry) > limit)
     throw UsageError("volume size " + std::to_string(limit) + " bytes cannot even hold the bundle manifest (" +
-                     cache::human_bytes(packs.back().total(signature_entry)) + ")");
+                     human_bytes(packs.back().total(signature_entry)) + ")");
   for (std::size_t o = 0; o < objects.size(); ++o) {
     std::uint64_t manifest_growth = growth(packs.back(), o);
     if (fits(packs.back(), o, manifest_growth)) {
@@ -381,7 +361,7 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
     manifest_growth = growth(fresh, o);
     if (!fits(fresh, o, manifest_growth))
       throw UsageError("volume size " + std::to_string(limit) + " bytes is too small for object " + objects[o].digest + " (" +
-                       cache::human_bytes(objects[o].size) + ") and its manifest; choose a larger --volume-size");
+                       human_bytes(objects[o].size) + ") and its manifest; choose a larger --volume-size");
     add(fresh, o, manifest_growth);
     if (packs.back().objects.empty()) packs.back() = std::move(fresh);
     else packs.push_back(std::move(fresh));
@@ -417,8 +397,8 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
     for (std::size_t o : pack.objects) volume.manifest.objects.push_back(objects[o]);
     volume.manifest_bytes = volume.manifest.serialize();
     if (volume.manifest_bytes.size() > kManifestLimit)
-      throw Error("the manifest of volume " + std::to_string(v + 1) + " would take " + cache::human_bytes(volume.manifest_bytes.size()) +
-                  ", more than import reads (" + cache::human_bytes(kManifestLimit) +
+      throw Error("the manifest of volume " + std::to_string(v + 1) + " would take " + human_bytes(volume.manifest_bytes.size()) +
+                  ", more than import reads (" + human_bytes(kManifestLimit) +
                   "): cut a delta with --since, or bundle fewer platforms with --platform");
     SignatureBlock signature;
     if (key) {
@@ -447,8 +427,8 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
   std::uint64_t free_bytes = options.free_space ? options.free_space(dir) : statvfs_free(dir);
   if (free_bytes < plan.total_bytes)
     throw Error(mismatch_message("not enough free space in " + dir.string() + " for the bundle",
-                                 std::to_string(plan.total_bytes) + " bytes (" + cache::human_bytes(plan.total_bytes) + ")",
-                                 std::to_string(free_bytes) + " bytes free (" + cache::human_bytes(free_bytes) + ")"));
+                                 std::to_string(plan.total_bytes) + " bytes (" + human_bytes(plan.total_bytes) + ")",
+                                 std::to_string(free_bytes) + " bytes free (" + human_bytes(free_bytes) + ")"));
 
   std::vector<char> buffer(1 << 20);
   for (const auto& volume : plan.volumes) {
@@ -457,7 +437,7 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
     UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (out.get() < 0) throw Error("cannot create " + temp.string() + ": " + std::strerror(errno));
     try {
-      detail::ArchiveWriter writer(out.get(), epoch_of(volume.manifest.created_at), volume.file.string());
+      detail::ArchiveWriter writer(out.get(), parse_utc_timestamp(volume.manifest.created_at).value_or(0), volume.file.string());
       writer.add_file(kManifestEntry, volume.manifest_bytes);
       writer.add_file(kSignatureEntry, volume.signature_bytes);
       std::uint64_t unsynced = 0;
@@ -496,11 +476,11 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
       ::unlink(temp.c_str());
       throw;
     }
-    fsync_dir(dir);
+    sync_directory(dir);
     if (progress)
       progress("wrote " + volume.file.string() + " (volume " + std::to_string(volume.manifest.volume_index) + " of " +
                std::to_string(volume.manifest.volume_count) + ", " + std::to_string(volume.manifest.objects.size()) +
-               " objects, " + cache::human_bytes(volume.bytes) + ")");
+               " objects, " + human_bytes(volume.bytes) + ")");
   }
   if (!store.read_only()) {
     json files = json::array();

@@ -52,8 +52,8 @@ std::uint64_t parse_size(std::string_view text);
 
 // "30d", "12h", "90m", "3600s" (a positive whole number and one unit). UsageError otherwise.
 std::chrono::seconds parse_duration(std::string_view text);
-// RFC 3339 UTC ("2027-01-15T08:00:00Z") and back; Error on other text.
-std::string rfc3339(std::time_t when);
+// The time of an RFC 3339 UTC text ("2027-01-15T08:00:00Z", base/clock.hpp); Error naming the
+// text otherwise.
 std::time_t parse_rfc3339(const std::string& text);
 
 // FILE when there is one volume, else FILE.001-of-003, FILE.002-of-003, …

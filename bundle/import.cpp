@@ -17,6 +17,7 @@
 #include <archive_entry.h>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
@@ -129,7 +130,7 @@ void check_expiry(const BundleManifest& manifest, const VerifyOptions& options, 
   std::time_t now = options.now ? options.now() : std::time(nullptr);
   if (now <= expires) return;
   if (options.expired == ExpiredBundles::refuse) {
-    throw Error("bundle " + report.file.string() + " expired at " + *manifest.expires_at + " (it is now " + rfc3339(now) +
+    throw Error("bundle " + report.file.string() + " expired at " + *manifest.expires_at + " (it is now " + utc_timestamp(now) +
                 "): refused (pass --allow-expired to take it anyway)");
   }
   report.expired_at = *manifest.expires_at;

@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "base/digest.hpp"
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "cache/layout.hpp"
@@ -187,7 +189,7 @@ void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report)
   }
   for (const auto& file : files_below(plan.directories)) {
     if (planned.count(file)) continue;
-    if (is_view_temp_file(file)) {
+    if (is_temp_path_beside(file)) {
       report.notes.push_back("temp file of a view rebuild (a running podplane's, or left by a crash): " + file.string());
       continue;
     }
@@ -433,12 +435,10 @@ void refuse_untrustworthy_index(const Store& store) {
   }
   sqlite::Statement created(impl.db, "SELECT applied_at FROM schema_migrations WHERE version = 1");
   if (!created.step()) throw Error(refused + "that index does not say when it was created. Nothing was deleted.");
-  std::tm tm{};
   std::string created_at = created.text(0);
-  if (strptime(created_at.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) {
-    throw Error(refused + "its creation time '" + created_at + "' cannot be read. Nothing was deleted.");
-  }
-  const std::time_t index_born = timegm(&tm);
+  const auto born = parse_utc_timestamp(created_at);
+  if (!born) throw Error(refused + "its creation time '" + created_at + "' cannot be read. Nothing was deleted.");
+  const std::time_t index_born = *born;
   std::size_t older = 0;
   std::string example;
   for (const auto& [digest, file] : disk.files) {
@@ -552,7 +552,7 @@ class Quarantine {
 
   void record(const std::string& what, const std::string& subject, const std::string& reason, const nlohmann::json& detail) {
     sqlite::Statement insert(db_, "INSERT INTO quarantine (at, what, subject, reason, detail) VALUES (?,?,?,?,?)");
-    insert.bind(1, now_utc()).bind(2, what).bind(3, subject).bind(4, reason).bind(5, detail.dump()).run();
+    insert.bind(1, utc_timestamp_now()).bind(2, what).bind(3, subject).bind(4, reason).bind(5, detail.dump()).run();
     lines_.push_back("quarantined " + (what == "object" ? "object " + subject : subject) + ": " + reason);
   }
 
@@ -660,7 +660,7 @@ RepairReport repair_store(Store& store) {
     if (check.state != ObjectState::wrong_size && check.state != ObjectState::corrupt) continue;
     std::error_code ec;
     fs::create_directories(aside, ec);
-    fs::path target = aside / (digest + "." + now_utc());
+    fs::path target = aside / (digest + "." + utc_timestamp_now());
     if (::rename(impl.object_path(digest).c_str(), target.c_str()) != 0) {
       throw Error("cannot move the corrupt object " + impl.object_path(digest).string() + " to " + target.string() + ": " +
                   std::strerror(errno));

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
@@ -33,15 +34,6 @@ namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers
-
-std::string now_utc() {
-  std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 namespace {
 
@@ -344,7 +336,7 @@ std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256
   auto size = static_cast<std::int64_t>(w.size);
   w.store->transact([&] {
     sqlite::Statement insert(w.store->db, "INSERT OR IGNORE INTO objects (digest, size, added_at) VALUES (?, ?, ?)");
-    insert.bind(1, digest).bind(2, size).bind(3, now_utc()).run();
+    insert.bind(1, digest).bind(2, size).bind(3, utc_timestamp_now()).run();
   });
   return digest;
 }
@@ -420,7 +412,7 @@ Store Store::open(const fs::path& deps_root, Access access, TempSweep sweep) {
         if (migration.version <= applied) continue;
         store.db.exec(migration.sql);
         sqlite::Statement record(store.db, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
-        record.bind(1, std::int64_t{migration.version}).bind(2, migration.name).bind(3, now_utc()).run();
+        record.bind(1, std::int64_t{migration.version}).bind(2, migration.name).bind(3, utc_timestamp_now()).run();
       }
     });
     impl->schema_version = known_schema_version();
@@ -560,7 +552,7 @@ std::int64_t Store::add_artifact(const Artifact& input) {
   } catch (const Error& error) {
     throw Error("cannot index " + std::string(error.what()));
   }
-  if (a.added_at.empty()) a.added_at = now_utc();
+  if (a.added_at.empty()) a.added_at = utc_timestamp_now();
 
   std::int64_t id = 0;
   write([&] {
@@ -599,7 +591,7 @@ void Store::add_provenance(const Provenance& input) {
   for (const auto* digest : {&p.shasums_digest, &p.signature_digest, &p.keys_digest}) {
     if (!digest->empty()) require_digest(*digest, what);
   }
-  if (p.checked_at.empty()) p.checked_at = now_utc();
+  if (p.checked_at.empty()) p.checked_at = utc_timestamp_now();
   write([&] {
     auto& db = impl_->db;
     sqlite::Statement artifact(db, "SELECT 1 FROM artifacts WHERE id = ?");
@@ -631,7 +623,7 @@ std::int64_t Store::add_module_tree(const ModuleTree& input) {
   std::string h1 = tree_h1(tree.files);
   if (!tree.h1.empty() && tree.h1 != h1) throw Error(mismatch_message(what + ": h1 of the files does not match", tree.h1, h1));
   tree.h1 = h1;
-  if (tree.added_at.empty()) tree.added_at = now_utc();
+  if (tree.added_at.empty()) tree.added_at = utc_timestamp_now();
 
   std::int64_t id = 0;
   write([&] {
@@ -684,7 +676,7 @@ void Store::set_tf_selection(const TfSelection& input) {
     sqlite::Statement settings(db,
                                "INSERT OR REPLACE INTO tf_selection (id, module_address, module_version, engine, updated_at)"
                                " VALUES (1, ?, ?, ?, ?)");
-    settings.bind(1, selection.module_address).bind(2, selection.module_version).bind(3, selection.engine).bind(4, now_utc()).run();
+    settings.bind(1, selection.module_address).bind(2, selection.module_version).bind(3, selection.engine).bind(4, utc_timestamp_now()).run();
     sqlite::Statement provider(db, "INSERT INTO tf_selection_providers (address, version, constraints) VALUES (?,?,?)");
     for (const auto& p : selection.providers) {
       provider.reset();
@@ -810,7 +802,7 @@ void Store::audit(std::string_view action, std::string_view subject, const nlohm
     // Details carry names from outside (tar entries, bundle paths) that need not be UTF-8: they
     // are recorded with U+FFFD rather than failing the command at its very end.
     const std::string text = detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    insert.bind(1, now_utc()).bind(2, action).bind(3, subject).bind(4, text).run();
+    insert.bind(1, utc_timestamp_now()).bind(2, action).bind(3, subject).bind(4, text).run();
   });
 }
 
@@ -884,7 +876,7 @@ std::string Store::identity() {
     sqlite::Statement insert(impl_->db,
                              "INSERT OR IGNORE INTO store_identity (singleton, store_id, created_at)"
                              " VALUES (1, lower(hex(randomblob(16))), ?)");
-    insert.bind(1, now_utc()).run();
+    insert.bind(1, utc_timestamp_now()).run();
   });
   return read();
 }
@@ -915,7 +907,7 @@ void Store::record_bundle_signer(std::string_view signer, std::string_view creat
                              " ON CONFLICT (signer) DO UPDATE SET created_at = excluded.created_at,"
                              " bundle_id = excluded.bundle_id, recorded_at = excluded.recorded_at"
                              " WHERE (excluded.created_at, excluded.bundle_id) > (bundle_signers.created_at, bundle_signers.bundle_id)");
-    upsert.bind(1, signer).bind(2, created_at).bind(3, bundle_id).bind(4, now_utc()).run();
+    upsert.bind(1, signer).bind(2, created_at).bind(3, bundle_id).bind(4, utc_timestamp_now()).run();
   });
 }
 

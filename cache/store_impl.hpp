@@ -43,9 +43,6 @@ struct StoreInternals {
 // as a view beside the rows already there (views.cpp: the same plan the views use).
 void check_written_rows_lay_out(const Store& store);
 
-// RFC 3339 UTC, second precision.
-std::string now_utc();
-
 // Removes temp files in store/tmp whose writer is gone (its flock is free). Files of live
 // writers are left alone. Returns the files removed (or, with Sweep::list, that would be).
 enum class Sweep { list, remove };

@@ -15,8 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/digest.hpp"
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "cache/layout.hpp"
+#include "cache/provider_documents.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/store_impl.hpp"
 #include "lockfile/cli_config.hpp"
@@ -348,14 +350,6 @@ class Planner {
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-std::string temp_name_beside(const fs::path& path) {
-  static thread_local std::mt19937_64 random(std::random_device{}() ^ static_cast<std::uint64_t>(::getpid()));
-  char suffix[48];
-  std::snprintf(suffix, sizeof suffix, ".tmp-%d-%012llx", static_cast<int>(::getpid()),
-                static_cast<unsigned long long>(random() & 0xffffffffffffULL));
-  return (path.parent_path() / ("." + path.filename().string() + suffix)).string();
-}
-
 bool same_inode(const fs::path& a, const fs::path& b) {
   struct stat sa {}, sb {};
   return ::lstat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
@@ -366,35 +360,10 @@ bool regular_with_mode(const fs::path& path, std::uint32_t mode) {
   return ::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && (info.st_mode & 07777) == mode;
 }
 
-void write_all(int fd, const char* data, std::size_t size, const std::string& file) {
-  std::size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::write(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error("cannot write " + file + ": " + std::strerror(errno));
-    done += static_cast<std::size_t>(n);
-  }
-}
-
-// Temp file beside the target, fsync, rename: readers and concurrent rebuilds see the old or
-// the new file, never half of one.
-void publish_bytes(const fs::path& path, std::string_view bytes, std::uint32_t mode) {
-  std::string temp = temp_name_beside(path);
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!fd) throw Error("cannot create " + temp + ": " + std::strerror(errno));
-  try {
-    write_all(fd.get(), bytes.data(), bytes.size(), temp);
-    if (::fchmod(fd.get(), mode) != 0 || ::fsync(fd.get()) != 0) throw Error("cannot write " + temp + ": " + std::strerror(errno));
-    fd.reset();
-    if (::rename(temp.c_str(), path.c_str()) != 0) throw Error("cannot replace " + path.string() + ": " + std::strerror(errno));
-  } catch (...) {
-    ::unlink(temp.c_str());
-    throw;
-  }
-}
-
+// A copy where a link fails: the same protocol as write_file_durably (base/durable_write.hpp),
+// streamed from the object instead of held in memory.
 void publish_copy(const fs::path& object, const fs::path& path, std::uint32_t mode) {
-  std::string temp = temp_name_beside(path);
+  const std::string temp = temp_path_beside(path).string();
   UniqueFd in(::open(object.c_str(), O_RDONLY | O_CLOEXEC));
   if (!in) throw Error("cannot read " + object.string() + ": " + std::strerror(errno));
   UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
@@ -406,15 +375,16 @@ void publish_copy(const fs::path& object, const fs::path& path, std::uint32_t mo
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) throw Error("cannot read " + object.string() + ": " + std::strerror(errno));
       if (n == 0) break;
-      write_all(out.get(), buffer, static_cast<std::size_t>(n), temp);
+      write_all(out.get(), std::string_view(buffer, static_cast<std::size_t>(n)), temp);
     }
     if (::fchmod(out.get(), mode) != 0 || ::fsync(out.get()) != 0) throw Error("cannot write " + temp + ": " + std::strerror(errno));
-    out.reset();
+    out.close_checked(temp);
     if (::rename(temp.c_str(), path.c_str()) != 0) throw Error("cannot replace " + path.string() + ": " + std::strerror(errno));
   } catch (...) {
     ::unlink(temp.c_str());
     throw;
   }
+  sync_directory(path.parent_path());
 }
 
 bool content_equals(const fs::path& path, std::string_view bytes) {
@@ -431,7 +401,8 @@ Published publish_view(const Store& store, const ViewFile& view) {
   if (ec) throw Error("cannot create " + view.path.parent_path().string() + ": " + ec.message());
   if (view.content) {
     if (content_equals(view.path, *view.content)) return Published::present;
-    publish_bytes(view.path, *view.content, view.mode);
+    // Readers and concurrent rebuilds see the old or the new file, never half of one.
+    write_file_durably(view.path, *view.content, FileMode{view.mode});
     return Published::written;
   }
   fs::path object = store.object_path(view.object_digest);
@@ -447,7 +418,7 @@ Published publish_view(const Store& store, const ViewFile& view) {
     return Published::present;  // a copy made where links fail
   }
   if (linkable) {
-    std::string temp = temp_name_beside(view.path);
+    const std::string temp = temp_path_beside(view.path).string();
     if (::link(object.c_str(), temp.c_str()) == 0) {
       if (::rename(temp.c_str(), view.path.c_str()) != 0) {
         int saved = errno;
@@ -575,12 +546,6 @@ std::map<std::string, Artifact> vmconfig_artifact_paths(const std::vector<Artifa
 ViewPlan plan_views(const Store& store) { return Planner(store).run(); }
 
 std::vector<ViewFile> planned_views(const Store& store) { return plan_views(store).files; }
-
-bool is_view_temp_file(const fs::path& path) {
-  std::string name = path.filename().string();
-  auto at = name.rfind(".tmp-");
-  return name.size() > 1 && name.front() == '.' && at != std::string::npos && at > 1;
-}
 
 ViewStats rebuild_views(Store& store) {
   ViewStats stats;

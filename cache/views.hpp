@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "cache/store.hpp"
-#include "lockfile/lock_file.hpp"
 
 namespace podplane::cache {
 
@@ -65,9 +64,6 @@ struct ViewPlan {
 [[nodiscard]] std::filesystem::path module_view_dir(const std::filesystem::path& deps_root, const ModuleTree& tree,
                                                     const std::vector<ModuleTree>& trees);
 
-// A temp file a view rebuild writes beside its target (".<name>.tmp-<pid>-<random>").
-bool is_view_temp_file(const std::filesystem::path& path);
-
 struct ViewStats {
   std::size_t files_written = 0;     // files created or replaced this time
   std::size_t files_present = 0;     // already up to date
@@ -99,38 +95,6 @@ std::string vmconfig_arch_base(std::string_view arch);
 // for every row of `artifacts` that is a vmconfig artifact and meets the row rules. Rows
 // without a platform appear on the plain path only.
 [[nodiscard]] std::map<std::string, Artifact> vmconfig_artifact_paths(const std::vector<Artifact>& artifacts);
-
-// The lock-file hashes of one provider package: its h1 when the row has one (a row may lack
-// it) and its zh (taken from the digest when the row has none). Never an empty hash.
-[[nodiscard]] std::vector<std::string> package_lock_hashes(const Artifact& package);
-
-// The hashes `providers lock` records for one stored package (tf-protocols.md §1.4, §4.3):
-// package_lock_hashes() plus, when the package was checked against a signed SHA256SUMS
-// document (its provenance says "signed" and the store holds the document), the `zh:` of
-// every line of that document: every platform of the release and its `_manifest.json`,
-// stored or not. A package without a signed document (a network mirror's, an unverified one)
-// gets package_lock_hashes() alone, as the engines record for such a source.
-[[nodiscard]] std::vector<std::string> release_lock_hashes(const Store& store, const Artifact& package);
-
-// The lock of chosen provider versions (the store's selection, or the versions `cluster
-// upgrade` chose): one entry per provider, holding release_lock_hashes() of each of
-// `packages` that is that provider at that version for one of `platforms`, so that the file
-// is byte for byte what `<engine> providers lock -platform=…` writes for those platforms.
-// Every writer of a lock from the store builds it here: the view tf/.terraform.lock.hcl and
-// the stacks.
-[[nodiscard]] lockfile::LockFile selection_lock(const Store& store, const std::vector<TfSelection::Provider>& providers,
-                                                const std::vector<std::string>& platforms,
-                                                const std::vector<Artifact>& packages);
-
-// The network mirror documents of one provider (tf-protocols.md §2) as `providers mirror`
-// writes them (Go's json.MarshalIndent: two-space indent, sorted keys, no trailing newline),
-// from its packages: `packages` must all have one address; of two packages of one version and
-// platform the later one is listed. Both the views and `mirror serve` publish these bytes.
-struct ProviderMirrorDocuments {
-  std::string index;                            // index.json
-  std::map<std::string, std::string> versions;  // version → <version>.json
-};
-[[nodiscard]] ProviderMirrorDocuments provider_mirror_documents(const std::vector<Artifact>& packages);
 
 // Writes every view that the index implies (skipping rows that cannot be laid out and views
 // whose object is missing). Does nothing (and returns zeros) on a read-only store. Never

@@ -4,11 +4,12 @@
 #include <iostream>
 #include <memory>
 
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
+#include "base/human_bytes.hpp"
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
 #include "bundle/signing.hpp"
-#include "cache/human_bytes.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
@@ -58,7 +59,7 @@ void print_report(const bundle::ImportReport& report, const char* verb) {
                 << ", " << (v.signer == "unsigned" ? "unsigned" : "signed by " + v.signer)
                 << (v.signer != "unsigned" && !v.trusted_signer ? " (not trusted)" : "") << "\n";
       std::cout << "  objects: " << v.objects << " listed, " << v.objects_verified << " " << verb << " ("
-                << cache::human_bytes(v.bytes_verified) << ")";
+                << human_bytes(v.bytes_verified) << ")";
       if (v.objects_present > 0) std::cout << ", " << v.objects_present << " already present";
       if (!v.missing_objects.empty()) std::cout << ", " << v.missing_objects.size() << " MISSING";
       std::cout << "\n";
@@ -120,8 +121,8 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
     auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_write);
     auto plan = bundle::plan_bundle(store, c->file, options);
     std::cout << "bundle: " << plan.artifacts << " artifacts, " << plan.module_trees << " module trees, " << plan.objects
-              << " objects (" << cache::human_bytes(plan.object_bytes) << ") in " << plan.volumes.size() << " volume(s), "
-              << cache::human_bytes(plan.total_bytes) << " to write, " << (plan.signed_bundle ? "signed" : "UNSIGNED") << "\n";
+              << " objects (" << human_bytes(plan.object_bytes) << ") in " << plan.volumes.size() << " volume(s), "
+              << human_bytes(plan.total_bytes) << " to write, " << (plan.signed_bundle ? "signed" : "UNSIGNED") << "\n";
     for (const auto& v : plan.volumes)
       std::cout << "  " << v.file.string() << ": " << v.manifest.objects.size() << " objects, " << v.bytes << " bytes\n";
     std::cout.flush();
@@ -141,12 +142,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
       std::cout << text;
       return;
     }
-    fs::path target(*output);
-    fs::path temp(target.string() + ".tmp");
-    std::FILE* f = std::fopen(temp.c_str(), "wb");
-    if (f == nullptr || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
-      throw Error("cannot write inventory " + temp.string());
-    fs::rename(temp, target);
+    write_file_durably(*output, text);
   });
 
   auto add_read_options = [](CLI::App* app, const std::shared_ptr<ReadArgs>& a) {

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <memory>
 
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
@@ -47,13 +48,6 @@ std::string env(const char* name) {
   return value ? value : "";
 }
 
-void write_new_file(const fs::path& file, const std::string& content) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << content;
-  out.close();
-  if (!out) throw Error("cannot write " + file.string());
-}
-
 // The schema beside the config: written when absent or still a generated copy.
 void write_schema_beside(const fs::path& config_file) {
   fs::path schema = config_file.parent_path() / "podplane.cluster.schema.json";
@@ -63,7 +57,7 @@ void write_schema_beside(const fs::path& config_file) {
     std::string current((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (current == content || current.find("Podplane generated schema support file") == std::string::npos) return;
   }
-  write_new_file(schema, content);
+  write_file_durably(schema, content);
 }
 
 std::string ask(const std::string& question, const std::string& fallback) {
@@ -101,7 +95,7 @@ void ensure_config(const fs::path& config_file) {
   init.issuer_url = ask("OIDC issuer URL", "https://auth.example.com");
   std::string text = gen::starter_config(init);
   (void)gen::parse_cluster_config(text, config_file.filename().string());  // the answers must validate
-  write_new_file(config_file, text);
+  write_file_durably(config_file, text);
   write_schema_beside(config_file);
   std::cout << "Wrote " << config_file.string() << "\n";
 }
@@ -201,7 +195,7 @@ void run_init(const ClusterOptions& options) {
   std::string text = gen::starter_config(init);
   (void)gen::parse_cluster_config(text, config_file.filename().string());  // --id must be valid
   if (fs::exists(config_file)) throw Error(config_file.string() + " already exists; not overwritten");
-  write_new_file(config_file, text);
+  write_file_durably(config_file, text);
   write_schema_beside(config_file);
   std::cout << "Wrote " << config_file.string() << " and podplane.cluster.schema.json\n"
             << "Edit it, then run `podplane cluster create`.\n";

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
-#include "cache/human_bytes.hpp"
+#include "base/human_bytes.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
@@ -69,7 +69,7 @@ void deps_ls(bool json) {
                       {"trust", cache::to_string(a.trust)},
                       {"added_at", a.added_at}});
       rows.push_back({std::string(cache::to_string(a.kind)), a.address, a.version, a.platform.empty() ? "-" : a.platform,
-                      cache::human_bytes(static_cast<std::uint64_t>(a.size))});
+                      human_bytes(static_cast<std::uint64_t>(a.size))});
     }
     for (const auto& tree : store->module_trees()) {
       std::int64_t size = 0;
@@ -83,7 +83,7 @@ void deps_ls(bool json) {
                       {"h1", tree.h1},
                       {"upstream_url", tree.upstream_url},
                       {"added_at", tree.added_at}});
-      rows.push_back({"module", tree.address, tree.version, "-", cache::human_bytes(static_cast<std::uint64_t>(size))});
+      rows.push_back({"module", tree.address, tree.version, "-", human_bytes(static_cast<std::uint64_t>(size))});
     }
   } else {
     std::cerr << "podplane: no store at " << root.string() << " yet\n";
@@ -174,7 +174,7 @@ void deps_gc(bool dry_run, bool json) {
     std::cout << verb << " object " << digest << " (" << store.object_path(digest).string() << ")\n";
   }
   std::cout << verb << " " << report.objects.size() << " object(s) and " << report.temp_files.size() << " temp file(s), "
-            << cache::human_bytes(report.bytes) << "\n";
+            << human_bytes(report.bytes) << "\n";
 }
 
 }  // namespace

@@ -43,14 +43,35 @@ if(PODPLANE_BUILD_TESTS)
   endif()
 endif()
 
-# podplane_library(<name> LINKS <targets…>): one static library per code folder, made of
-# every .cpp in the folder (so parallel work adds files without touching this list).
+# podplane_library(<name> USES <folders…> LINKS <targets…>): one static library per code folder,
+# made of every .cpp in the folder (so parallel work adds files without touching this list).
 # .sql files beside the sources are embedded by the folder's own CMakeLists when needed.
+#
+# The arrows between folders (DESIGN.md "Folders", README "Layout") are enforced here: a library
+# compiles against an include root of its own, <build>/include_roots/<name>/, holding a
+# symbolic link to its own folder and to each folder named in USES, and nothing else. So
+# `#include "mirror/http.hpp"` in cache/ fails to compile with "mirror/http.hpp: No such file
+# or directory", and so does a header of an allowed folder that reaches further than the
+# includer may (bundle/ including a cache/ header that includes lockfile/). The library exports
+# no include path of ours, so a consumer never sees a folder through it; generated headers are
+# on the include path of their owner alone. Tests, benchmarks, tools and cli/ see the whole
+# tree (they use every layer). The layers.* tests (tests/layers/) prove the rule holds.
 function(podplane_library name)
-  cmake_parse_arguments(ARG "" "" "LINKS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "USES;LINKS" ${ARGN})
+  get_filename_component(folder ${CMAKE_CURRENT_SOURCE_DIR} NAME)
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   add_library(${name} STATIC ${sources})
-  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/generated)
+  set(root ${PROJECT_BINARY_DIR}/include_roots/${name})
+  file(REMOVE_RECURSE ${root})
+  file(MAKE_DIRECTORY ${root})
+  foreach(used ${folder} ${ARG_USES})
+    if(NOT IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${used})
+      message(FATAL_ERROR "podplane_library(${name}): USES names '${used}', which is not a folder of ours")
+    endif()
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${used} ${root}/${used} SYMBOLIC)
+  endforeach()
+  set_target_properties(${name} PROPERTIES PODPLANE_INCLUDE_ROOT ${root})
+  target_include_directories(${name} PRIVATE ${root})
   target_compile_definitions(${name} PUBLIC PODPLANE_VERSION="${PROJECT_VERSION}")
   target_link_libraries(${name} PUBLIC ${ARG_LINKS})
 endfunction()

@@ -13,6 +13,7 @@
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
 #include "cache/podplane_stack.hpp"
+#include "cache/provider_documents.hpp"
 #include "cache/views.hpp"
 #include "generator/config.hpp"
 #include "generator/engine.hpp"

@@ -1,7 +1,5 @@
 #include "generator/stack.hpp"
 
-#include <sys/utsname.h>
-
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -15,6 +13,7 @@
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
 #include "cache/podplane_stack.hpp"
+#include "cache/provider_documents.hpp"
 #include "cache/views.hpp"
 #include "generator/module_interface.hpp"
 #include "generator/proxmox_stack.hpp"
@@ -345,18 +344,6 @@ std::optional<std::string> pinned_module_version(const std::string& main_text) {
   std::smatch match;
   if (!std::regex_search(text, match, pattern)) return std::nullopt;
   return match[2].str();
-}
-
-std::string host_platform() {
-  struct utsname name {};
-  ::uname(&name);
-  std::string os = name.sysname;
-  std::transform(os.begin(), os.end(), os.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  std::string arch = name.machine;
-  if (arch == "x86_64") arch = "amd64";
-  else if (arch == "aarch64" || arch == "arm64") arch = "arm64";
-  else if (arch.size() == 4 && arch[0] == 'i' && arch.substr(2) == "86") arch = "386";
-  return os + "_" + arch;
 }
 
 std::string content_hash(const std::string& bytes) { return sha256_hex(bytes); }

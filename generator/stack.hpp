@@ -80,9 +80,6 @@ std::optional<std::string> pinned_module_version(const std::string& main_tf);
 // (registry.opentofu.org for tofu, also when there is no selection).
 std::string engine_host(const std::optional<cache::TfSelection>& selection);
 
-// The engine's platform on this machine, e.g. linux_amd64.
-std::string host_platform();
-
 // sha256 hex of bytes (for the state file and tests).
 std::string content_hash(const std::string& bytes);
 

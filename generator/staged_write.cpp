@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
 
@@ -19,16 +20,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string error_text(int error) { return std::strerror(error); }
-
-void write_all(int fd, std::string_view content, const fs::path& file) {
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t wrote = ::write(fd, content.data() + done, content.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) throw Error("cannot write " + file.string() + ": " + error_text(wrote < 0 ? errno : EIO));
-    done += static_cast<std::size_t>(wrote);
-  }
-}
 
 // Synced and closed, so that a rename that makes the file visible comes after its bytes.
 void finish(UniqueFd& fd, const fs::path& file) {
@@ -103,10 +94,7 @@ void Disk::remove(const fs::path& file) {
   if (::unlink(file.c_str()) != 0) throw Error("cannot remove " + file.string() + ": " + error_text(errno));
 }
 
-void Disk::sync_directory(const fs::path& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd || ::fsync(fd.get()) != 0) throw Error("cannot sync the directory " + dir.string() + ": " + error_text(errno));
-}
+void Disk::sync_directory(const fs::path& dir) { podplane::sync_directory(dir); }
 
 void write_all_or_nothing(const fs::path& dir, const std::vector<FileChange>& changes, Disk& disk) {
   std::vector<Step> steps;

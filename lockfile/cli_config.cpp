@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
+#include "base/split.hpp"
 #include "lockfile/hcl.hpp"
 
 extern char** environ;
@@ -20,18 +21,6 @@ std::string lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::vector<std::string> split(std::string_view text, char separator) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    auto end = text.find(separator, start);
-    parts.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return parts;
 }
 
 std::string at(std::string_view source_name, const hcl::SourcePos& pos) {

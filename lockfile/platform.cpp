@@ -1,10 +1,13 @@
 #include "lockfile/platform.hpp"
 
+#include <sys/utsname.h>
+
 #include <algorithm>
 #include <cctype>
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/split.hpp"
 
 namespace podplane::lockfile {
 namespace {
@@ -46,18 +49,6 @@ bool is_valid_host(std::string_view host) {
     if (!std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) return false;
   }
   return true;
-}
-
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  while (true) {
-    auto end = text.find(separator, start);
-    parts.push_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return parts;
 }
 
 }  // namespace
@@ -104,6 +95,35 @@ ProviderAddress ProviderAddress::parse(std::string_view text, std::string_view d
   address.ns = lower(parts[first]);
   address.type = lower(parts[first + 1]);
   return address;
+}
+
+Platform platform_of_machine(std::string_view sysname, std::string_view machine) {
+  auto go_name = [](std::string_view text) {
+    std::string out;
+    for (char c : lower(text))
+      if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) out += c;
+    return out;
+  };
+  std::string arch = lower(machine);
+  if (arch == "x86_64" || arch == "amd64") {
+    arch = "amd64";
+  } else if (arch == "aarch64" || arch == "arm64") {
+    arch = "arm64";
+  } else if (arch.size() == 4 && arch[0] == 'i' && arch[1] >= '3' && arch[1] <= '6' && arch.substr(2) == "86") {
+    arch = "386";
+  } else if (arch.starts_with("armv") && !arch.starts_with("armv8")) {
+    arch = "arm";
+  } else {
+    arch = go_name(arch);
+  }
+  std::string os = go_name(sysname);
+  return Platform{os.empty() ? "linux" : os, arch.empty() ? "amd64" : arch};
+}
+
+Platform host_platform() {
+  struct utsname name {};
+  if (::uname(&name) != 0) return Platform{"linux", "amd64"};
+  return platform_of_machine(name.sysname, name.machine);
 }
 
 }  // namespace podplane::lockfile

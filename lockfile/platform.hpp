@@ -17,6 +17,15 @@ struct Platform {
   auto operator<=>(const Platform&) const = default;
 };
 
+// The platform the engines report for a machine (`terraform version` prints "on linux_amd64"):
+// Go's GOOS_GOARCH for a uname() sysname and machine. x86_64 is amd64, aarch64 and arm64 are
+// arm64, i386..i686 are 386, armv6l/armv7l are arm; any other machine name is kept, lower-cased
+// with every character outside [a-z0-9] dropped (ppc64le, s390x, riscv64 match Go's names).
+// Pure.
+[[nodiscard]] Platform platform_of_machine(std::string_view sysname, std::string_view machine);
+// platform_of_machine() of this machine (uname(2)); linux_amd64 if uname() fails.
+[[nodiscard]] Platform host_platform();
+
 enum class Engine { tofu, terraform };
 
 // registry.opentofu.org for tofu, registry.terraform.io for terraform.

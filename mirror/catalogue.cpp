@@ -4,8 +4,9 @@
 #include <set>
 #include <tuple>
 
-#include "cache/human_bytes.hpp"
 #include "base/error.hpp"
+#include "base/human_bytes.hpp"
+#include "base/split.hpp"
 #include "lockfile/version.hpp"
 #include "mirror/serve_site.hpp"
 
@@ -19,18 +20,6 @@ std::string lower(std::string_view text) {
   std::string out(text);
   for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::vector<std::string> split(std::string_view text, char separator) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    auto end = text.find(separator, start);
-    parts.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return parts;
 }
 
 // Newest first where both parse as versions; text order otherwise (never throws: a row we
@@ -111,6 +100,22 @@ std::vector<std::string> signers_of(const CatalogueSource& source, const cache::
   return out;
 }
 
+// The rows of one kind in the order every section lists them: by address, the newest version
+// first, then by platform and file name, and of two rows for one file the later one first.
+std::vector<const cache::Artifact*> artifacts_newest_first(const CatalogueSource& source, cache::ArtifactKind kind) {
+  std::vector<const cache::Artifact*> rows;
+  for (const auto& a : source.artifacts)
+    if (a.kind == kind) rows.push_back(&a);
+  std::sort(rows.begin(), rows.end(), [](const cache::Artifact* a, const cache::Artifact* b) {
+    if (a->address != b->address) return a->address < b->address;
+    if (a->version != b->version) return version_newer(a->version, b->version);
+    if (std::tie(a->platform, a->filename) != std::tie(b->platform, b->filename))
+      return std::tie(a->platform, a->filename) < std::tie(b->platform, b->filename);
+    return a->id > b->id;
+  });
+  return rows;
+}
+
 CatalogueSection providers_section(const CatalogueSource& source, Catalogue& catalogue) {
   CatalogueSection section;
   section.id = "providers";
@@ -119,14 +124,7 @@ CatalogueSection providers_section(const CatalogueSource& source, Catalogue& cat
   section.empty = "No provider packages are stored.";
   section.columns = {"Provider", "Version", "Platform", "Signature", "Signing key", "Hashes (h1, zh)", "Size", "Added"};
 
-  std::vector<const cache::Artifact*> packages;
-  for (const auto& a : source.artifacts)
-    if (a.kind == cache::ArtifactKind::provider_package) packages.push_back(&a);
-  std::sort(packages.begin(), packages.end(), [](const cache::Artifact* a, const cache::Artifact* b) {
-    if (a->address != b->address) return a->address < b->address;
-    if (a->version != b->version) return version_newer(a->version, b->version);
-    return std::tie(a->platform, a->id) < std::tie(b->platform, b->id);
-  });
+  const auto packages = artifacts_newest_first(source, cache::ArtifactKind::provider_package);
 
   std::set<std::string> hosts;
   json* provider = nullptr;
@@ -167,7 +165,7 @@ CatalogueSection providers_section(const CatalogueSource& source, Catalogue& cat
                                                                       : text("none");
     add_row(section, {code(package->address), code(package->version), code(package->platform, path), status(verdict, tone),
                       key, hashes(package->h1.empty() ? "(no h1)" : package->h1, zh),
-                      text(cache::human_bytes(static_cast<std::uint64_t>(package->size))), text(package->added_at)});
+                      text(human_bytes(static_cast<std::uint64_t>(package->size))), text(package->added_at)});
 
     json signature = json::object();
     if (checked)
@@ -249,13 +247,7 @@ CatalogueSection vmconfig_manifests_section(const CatalogueSource& source, Catal
   section.summary = "The VM package manifests per kind and arch; the newest of each name is what /manifests/<name>.json serves.";
   section.empty = "No vmconfig manifests are stored.";
   section.columns = {"Manifest", "Arch", "vmconfig version", "File", "Trust", "Added"};
-  std::vector<const cache::Artifact*> manifests;
-  for (const auto& a : source.artifacts)
-    if (a.kind == cache::ArtifactKind::vmconfig_manifest) manifests.push_back(&a);
-  std::sort(manifests.begin(), manifests.end(), [](const cache::Artifact* a, const cache::Artifact* b) {
-    if (a->address != b->address) return a->address < b->address;
-    return a->id > b->id;  // newest first
-  });
+  const auto manifests = artifacts_newest_first(source, cache::ArtifactKind::vmconfig_manifest);
   std::set<std::string> arches;
   for (const auto* manifest : manifests) {
     auto arch = manifest_arch(*manifest);
@@ -284,14 +276,7 @@ CatalogueSection vmconfig_artifacts_section(const CatalogueSource& source, Catal
   section.summary = "The files the manifests list, per arch, as VMs fetch them from <deps_mirror_url>/vmconfig/artifacts/.";
   section.empty = "No vmconfig artifacts are stored.";
   section.columns = {"Artifact", "Version", "Arch", "File", "Size", "Upstream digest", "Trust", "Served"};
-  std::vector<const cache::Artifact*> artifacts;
-  for (const auto& a : source.artifacts)
-    if (a.kind == cache::ArtifactKind::vmconfig_artifact) artifacts.push_back(&a);
-  std::sort(artifacts.begin(), artifacts.end(), [](const cache::Artifact* a, const cache::Artifact* b) {
-    if (a->address != b->address) return a->address < b->address;
-    if (a->version != b->version) return version_newer(a->version, b->version);
-    return std::tie(a->platform, a->filename, a->id) < std::tie(b->platform, b->filename, b->id);
-  });
+  const auto artifacts = artifacts_newest_first(source, cache::ArtifactKind::vmconfig_artifact);
   for (const auto* artifact : artifacts) {
     auto arch = artifact->platform.empty() ? std::string("any") : arch_of(artifact->platform);
     std::string site_path = std::string(site_paths::vmconfig) + "artifacts/" + artifact->address + "/" + artifact->version +
@@ -302,7 +287,7 @@ CatalogueSection vmconfig_artifacts_section(const CatalogueSource& source, Catal
     std::string where = path.empty() ? (served(source, site_path) ? "no: another arch holds this path" : "no") : "yes";
     if (path.empty() && served(source, site_path)) ++catalogue.arch_shared_paths[arch];
     add_row(section, {code(artifact->address), code(artifact->version), code(arch), code(artifact->filename, path),
-                      text(cache::human_bytes(static_cast<std::uint64_t>(artifact->size))), hash(artifact->upstream_digest),
+                      text(human_bytes(static_cast<std::uint64_t>(artifact->size))), hash(artifact->upstream_digest),
                       status(std::string(cache::to_string(artifact->trust)), tone_of(artifact->trust)),
                       status(where, path.empty() ? Tone::warning : Tone::good)});
     section.data.push_back({{"name", artifact->address},

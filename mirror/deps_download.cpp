@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/views.hpp"
@@ -27,15 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string utc_stamp() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y%m%dT%H%M%SZ", &tm);
-  return buffer;
-}
 
 std::string platform_of(const std::string& arch) { return "linux_" + arch; }
 
@@ -259,7 +251,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       manifest_row.trust = cache::Trust::unverified;  // manifests carry no signature upstream
       auto current = current_manifest(store, manifest.name);
       if (!current || current->digest != manifest_row.digest) {
-        manifest_row.filename = manifest.name + "_" + utc_stamp() + "_" + manifest_row.digest.substr(0, 12) + ".json";
+        manifest_row.filename = manifest.name + "_" + utc_file_stamp(std::time(nullptr)) + "_" + manifest_row.digest.substr(0, 12) + ".json";
         (void)store.add_bytes(fetched.bytes, manifest_row.digest);
         rows.push_back(std::move(manifest_row));
       }

@@ -1,7 +1,5 @@
 #include "mirror/deps_tf.hpp"
 
-#include <sys/utsname.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -41,7 +39,7 @@ std::vector<std::string> platforms_of(const std::vector<std::string>& asked, con
   std::set<std::string> set;
   for (const auto& text : split_list(asked)) set.insert(Platform::parse(text).str());
   if (previous) set.insert(previous->platforms.begin(), previous->platforms.end());
-  if (set.empty()) set.insert(host_platform());
+  if (set.empty()) set.insert(lockfile::host_platform().str());
   return {set.begin(), set.end()};
 }
 
@@ -417,20 +415,6 @@ class TfRun {
 };
 
 }  // namespace
-
-std::string host_platform() {
-  utsname name{};
-  std::string os = "linux";
-  std::string arch = "amd64";
-  if (uname(&name) == 0) {
-    std::string sys = name.sysname;
-    std::transform(sys.begin(), sys.end(), sys.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (sys == "darwin") os = "darwin";
-    std::string machine = name.machine;
-    if (machine == "aarch64" || machine == "arm64") arch = "arm64";
-  }
-  return os + "_" + arch;
-}
 
 DepsTfSummary deps_tf(cache::Store& store, const DepsTfOptions& options, std::ostream& out, std::ostream& log) {
   TfRun run(store, options, out, log);

@@ -58,7 +58,4 @@ struct DepsTfSummary {
 // the result lines to `out`.
 DepsTfSummary deps_tf(cache::Store& store, const DepsTfOptions& options, std::ostream& out, std::ostream& log);
 
-// linux_amd64 / linux_arm64 / darwin_arm64 … of this machine.
-std::string host_platform();
-
 }  // namespace podplane::mirror

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/remove_on_signal.hpp"
 #include "mirror/catalogue.hpp"
@@ -22,13 +23,6 @@ namespace podplane::mirror {
 namespace fs = std::filesystem;
 
 namespace {
-
-void write_bytes(const fs::path& file, std::string_view bytes) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw Error("cannot write " + file.string());
-}
 
 // A temp dir beside the target, removed unless released: a failed export leaves nothing.
 class StagingDir {
@@ -120,13 +114,13 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
         // Rendered once, unfiltered: nginx ignores ?q=, and the page's script filters instead.
         CataloguePage page{resource.catalogue_section, url_path, options.public_url, {}};
         auto html = render_catalogue_html(*resource.catalogue, page);
-        write_bytes(file, html);
+        write_file_durably(file, html);
         stats.bytes += html.size();
         break;
       }
       case ResourceKind::document:
       case ResourceKind::module_download:  // the JSON 200 form; docs/mirror.md adds the header in nginx
-        write_bytes(file, resource.body);
+        write_file_durably(file, resource.body);
         stats.bytes += resource.body.size();
         break;
       case ResourceKind::object: {
@@ -164,7 +158,7 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
     stats.files += write_oci_layout(image, staging.path() / "registry" / image.repository, place) + 2;
     ++stats.images;
   }
-  write_bytes(staging.path() / kExportMarker, "podplane mirror export\n");
+  write_file_durably(staging.path() / kExportMarker, "podplane mirror export\n");
   // Exported trees are world-readable like any web root, whatever the umask says.
   for (auto it = fs::recursive_directory_iterator(staging.path()); it != fs::recursive_directory_iterator(); ++it)
     if (it->is_directory()) fs::permissions(it->path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);

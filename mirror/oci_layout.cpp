@@ -5,23 +5,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 
 namespace podplane::mirror {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-namespace {
-
-void write_text(const fs::path& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw Error("cannot write " + file.string());
-}
-
-}  // namespace
 
 std::size_t write_oci_layout(const PublishedImage& image, const fs::path& dir, const PlaceObject& place) {
   fs::create_directories(dir / "blobs" / "sha256");
@@ -42,8 +32,8 @@ std::size_t write_oci_layout(const PublishedImage& image, const fs::path& dir, c
                           {{"org.opencontainers.image.ref.name", tag.tag},
                            {"io.containerd.image.name", image.address + ":" + tag.tag}}}});
   }
-  write_text(dir / "oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
-  write_text(dir / "index.json",
+  write_file_durably(dir / "oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
+  write_file_durably(dir / "index.json",
              json{{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"}, {"manifests", manifests}}.dump());
   return placed.size();
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/human_bytes.hpp"
 #include "base/terminal_text.hpp"
 
 namespace podplane::mirror {
@@ -37,23 +38,6 @@ std::string clock_text(double seconds) {
 }
 
 }  // namespace
-
-std::string human_bytes(std::uint64_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char buffer[32];
-  if (unit == 0) {
-    std::snprintf(buffer, sizeof buffer, "%llu B", static_cast<unsigned long long>(bytes));
-  } else {
-    std::snprintf(buffer, sizeof buffer, "%.1f %s", value, units[unit]);
-  }
-  return buffer;
-}
 
 ProgressDisplay::ProgressDisplay(Progress mode, std::size_t total_items, std::FILE* out)
     : out_(out), total_(total_items), start_(std::chrono::steady_clock::now()) {

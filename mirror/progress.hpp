@@ -50,7 +50,4 @@ class ProgressDisplay {
   std::chrono::steady_clock::time_point last_draw_;
 };
 
-// 1536 → "1.5 KiB".
-std::string human_bytes(std::uint64_t bytes);
-
 }  // namespace podplane::mirror

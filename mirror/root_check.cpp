@@ -7,6 +7,7 @@
 #include "base/error.hpp"
 #include "base/scratch_dir.hpp"
 #include "cache/layout.hpp"
+#include "cache/provider_documents.hpp"
 #include "cache/views.hpp"
 #include "lockfile/cli_config.hpp"
 #include "lockfile/hash.hpp"
@@ -167,7 +168,7 @@ std::vector<std::string> platforms_to_check(const RootCheckSource& source, const
            source.store->artifacts({cache::ArtifactKind::provider_package, provider.address, provider.version, {}}))
         if (!package.platform.empty()) platforms.insert(package.platform);
   }
-  if (platforms.empty()) platforms.insert(host_platform());
+  if (platforms.empty()) platforms.insert(lockfile::host_platform().str());
   return {platforms.begin(), platforms.end()};
 }
 

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "cache/row_rules.hpp"
 #include "base/error.hpp"
 #include "base/digest.hpp"
@@ -107,12 +108,7 @@ SeedsFetch fetch_seeds(cache::Store& store, HttpClient& http, Downloader& downlo
   bool known = false;
   for (const auto& stored : store.artifacts({.kind = cache::ArtifactKind::seed_manifest})) known = known || stored.digest == row.digest;
   if (!known) {
-    std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-    row.filename = std::string("seeds_") + stamp + "_" + row.digest.substr(0, 12) + ".json";
+    row.filename = "seeds_" + utc_file_stamp(std::time(nullptr)) + "_" + row.digest.substr(0, 12) + ".json";
     (void)store.add_bytes(response.body, row.digest);
     result.rows.push_back(std::move(row));
   }

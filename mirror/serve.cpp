@@ -17,6 +17,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "base/error.hpp"
@@ -42,15 +43,6 @@ bool hostile_target(const std::string& target) {
     if (code == "2f" || code == "5c" || code == "00") return true;
   }
   return false;
-}
-
-std::string utc_now() {
-  auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
 }
 
 // Keeps the access log readable: no control characters from a request reach the terminal.
@@ -365,7 +357,7 @@ struct MirrorServer::Impl final : RequestHandler {
   }
 
   void access_log(const httplib::Request& req, const httplib::Response& res) {
-    write_log(req.remote_addr + " - - [" + utc_now() + "] \"" + printable(req.method) + " " + printable(req.target) + " " +
+    write_log(req.remote_addr + " - - [" + utc_timestamp_now() + "] \"" + printable(req.method) + " " + printable(req.target) + " " +
               printable(req.version) + "\" " + std::to_string(res.status) + " " + std::to_string(body_bytes_sent()));
   }
 };

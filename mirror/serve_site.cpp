@@ -11,6 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/hex.hpp"
+#include "base/split.hpp"
+#include "cache/provider_documents.hpp"
 #include "cache/views.hpp"
 #include "lockfile/version.hpp"
 #include "mirror/catalogue.hpp"
@@ -25,18 +28,6 @@ namespace {
 // Fixed timestamp for every archive entry: 1980-01-01T00:00:00Z, the earliest a zip can hold,
 // so tar.gz and zip packages of one tree carry the same time.
 constexpr std::time_t kArchiveMtime = 315532800;
-
-std::vector<std::string> split(std::string_view text, char separator) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    auto end = text.find(separator, start);
-    parts.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return parts;
-}
 
 bool all_safe(const std::vector<std::string>& segments) {
   return std::all_of(segments.begin(), segments.end(), [](const std::string& s) { return is_safe_segment(s); });
@@ -167,7 +158,7 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
     auto address = split(package.address, '/');
     auto platform = split(package.platform, '_');
     if (address.size() != 3 || !all_safe(address) || platform.size() != 2 || !all_safe(platform) ||
-        !is_safe_segment(package.version) || !is_safe_segment(package.filename) || package.digest.size() != 64) {
+        !is_safe_segment(package.version) || !is_safe_segment(package.filename) || !is_sha256_hex(package.digest)) {
       skip("provider package with unsafe names: " + package.address + " " + package.version + " " + package.platform +
            " " + package.filename);
       continue;
@@ -291,7 +282,7 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
         bool safe = !segments.empty() && std::none_of(segments.begin(), segments.end(), [](const std::string& s) {
           return s.empty() || s == "." || s == ".." || s.find('\0') != std::string::npos || s.find('\\') != std::string::npos;
         });
-        if (!safe || file.digest.size() != 64) {
+        if (!safe || !is_sha256_hex(file.digest)) {
           ok = false;
           break;
         }

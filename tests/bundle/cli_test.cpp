@@ -26,6 +26,7 @@ using podplane::test::ProcessResult;
 using podplane::test::run;
 using podplane::test::run_podplane;
 using podplane::test::TempDir;
+using podplane::test::write_file;
 namespace fs = std::filesystem;
 
 ProcessOptions at(const fs::path& root) {
@@ -95,6 +96,26 @@ TEST_F(BundleCli, KeygenCreateVerifyImportAndDelta) {
   auto a = cache::Store::open(online());
   auto b = cache::Store::open(offline());
   EXPECT_EQ(test::artifact_lines(a), test::artifact_lines(b));
+}
+
+// `inventory -o` replaces its file whole (temp beside it, synced, renamed): a target it cannot
+// replace gets a clear error naming it and leaves nothing behind, and a second run replaces
+// the first file in place.
+TEST_F(BundleCli, InventoryOutputIsReplacedWholeOrLeftAsItWas) {
+  const fs::path out = dir / "out";
+  write_file(out / "kept", "old");  // a directory where the inventory should go
+  auto refused = run_podplane({"bundle", "inventory", "-o", out.string()}, at(online()));
+  EXPECT_EQ(refused.exit_code, 1) << show(refused);
+  EXPECT_NE(refused.err.find("cannot replace " + out.string()), std::string::npos) << show(refused);
+  EXPECT_EQ(podplane::test::read_file(out / "kept"), "old");
+  for (const auto& entry : fs::directory_iterator(dir.path()))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << "left behind: " << entry.path();
+
+  const fs::path inventory = dir / "inventory.json";
+  ASSERT_EQ(run_podplane({"bundle", "inventory", "-o", inventory.string()}, at(offline())).exit_code, 0);
+  auto second = run_podplane({"bundle", "inventory", "-o", inventory.string()}, at(online()));
+  ASSERT_EQ(second.exit_code, 0) << show(second);
+  EXPECT_EQ(podplane::test::read_file(inventory), run_podplane({"bundle", "inventory"}, at(online())).out);
 }
 
 TEST_F(BundleCli, ExitCodesForUsageAndDamage) {

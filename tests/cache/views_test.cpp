@@ -17,6 +17,7 @@
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
+#include "cache/provider_documents.hpp"
 #include "cache/views.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/lock_file.hpp"

@@ -496,12 +496,6 @@ TEST(ProgressDisplay, DownloaderPrintsPlainLines) {
   EXPECT_NE(err.find("fetched terraform-provider-null_3.2.3_linux_amd64.zip"), std::string::npos) << err;
 }
 
-TEST(HumanBytes, Units) {
-  EXPECT_EQ(mirror::human_bytes(12), "12 B");
-  EXPECT_EQ(mirror::human_bytes(1536), "1.5 KiB");
-  EXPECT_EQ(mirror::human_bytes(100ull * 1024 * 1024), "100.0 MiB");
-}
-
 }  // namespace
 }  // namespace podplane::test
 

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace podplane::lockfile {
 namespace {
@@ -47,6 +50,37 @@ TEST(ProviderAddress, RejectsBadAddresses) {
                           "h/a b/c"}) {
     EXPECT_THROW(ProviderAddress::parse(bad, "registry.opentofu.org"), Error) << bad;
   }
+}
+
+// Go's GOOS_GOARCH, as the engines name platforms. Two copies of this mapping once disagreed:
+// one answered linux_amd64 for every machine it did not know (a FreeBSD host, a 32-bit PC).
+TEST(HostPlatform, MapsUnameAsGoNamesPlatforms) {
+  struct Case {
+    const char* sysname;
+    const char* machine;
+    const char* platform;
+  };
+  for (const Case& c : {Case{"Linux", "x86_64", "linux_amd64"}, Case{"Linux", "aarch64", "linux_arm64"},
+                        Case{"Darwin", "arm64", "darwin_arm64"}, Case{"Darwin", "x86_64", "darwin_amd64"},
+                        Case{"FreeBSD", "amd64", "freebsd_amd64"}, Case{"Linux", "i686", "linux_386"},
+                        Case{"Linux", "i386", "linux_386"}, Case{"Linux", "armv7l", "linux_arm"},
+                        Case{"Linux", "armv6l", "linux_arm"}, Case{"Linux", "ppc64le", "linux_ppc64le"},
+                        Case{"Linux", "s390x", "linux_s390x"}, Case{"OpenBSD", "amd64", "openbsd_amd64"}}) {
+    EXPECT_EQ(platform_of_machine(c.sysname, c.machine).str(), c.platform) << c.sysname << " " << c.machine;
+  }
+  // Whatever uname says, the answer is a platform the rest of podplane accepts.
+  EXPECT_EQ(Platform::parse(platform_of_machine("Weird OS", "x86-64 (v2)").str()).str(), "weirdos_x8664v2");
+}
+
+// The judge: the platform a real terraform reports on this machine.
+TEST(HostPlatform, IsWhatTerraformVersionReports) {
+  if (!test::have_program("terraform")) GTEST_SKIP() << "no terraform on PATH";
+  test::ProcessOptions options;
+  options.env = {{"CHECKPOINT_DISABLE", "1"}, {"TF_CLI_CONFIG_FILE", "/dev/null"}};  // offline, no user config
+  auto version = test::run({"terraform", "version", "-json"}, options);
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  auto reported = nlohmann::json::parse(version.out).at("platform").get<std::string>();
+  EXPECT_EQ(host_platform().str(), reported);
 }
 
 }  // namespace

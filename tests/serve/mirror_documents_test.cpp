@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cache/layout.hpp"
+#include "cache/provider_documents.hpp"
 #include "cache/views.hpp"
 #include "mirror/serve_site.hpp"
 #include "tests/serve/serve_fixture.hpp"

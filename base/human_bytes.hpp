@@ -1,10 +1,11 @@
 #pragma once
-// Byte counts for people: "512 B", "1.5 KiB", "4.0 GiB". Used in listings and plans.
+// Byte counts for people: "512 B", "1.5 KiB", "4.0 GiB" (binary units, one decimal above
+// bytes). Every listing, plan, progress line and error that shows a size uses this one.
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
-namespace podplane::cache {
+namespace podplane {
 
 inline std::string human_bytes(std::uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -19,4 +20,4 @@ inline std::string human_bytes(std::uint64_t bytes) {
   return text;
 }
 
-}  // namespace podplane::cache
+}  // namespace podplane

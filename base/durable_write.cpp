@@ -1,0 +1,87 @@
+#include "base/durable_write.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "base/error.hpp"
+#include "base/unique_fd.hpp"
+
+namespace podplane {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+// The directory a rename of `path` changes ("." for a bare file name).
+fs::path directory_of(const fs::path& path) {
+  fs::path dir = path.parent_path();
+  return dir.empty() ? fs::path(".") : dir;
+}
+
+}  // namespace
+
+fs::path temp_path_beside(const fs::path& path) {
+  // Seeded per thread from the OS; the pid keeps two processes apart even on equal seeds.
+  static thread_local std::mt19937_64 random(std::random_device{}() ^ static_cast<std::uint64_t>(::getpid()));
+  char suffix[48];
+  std::snprintf(suffix, sizeof suffix, ".tmp-%d-%012llx", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(random() & 0xffffffffffffULL));
+  return path.parent_path() / ("." + path.filename().string() + suffix);
+}
+
+bool is_temp_path_beside(const fs::path& path) {
+  std::string name = path.filename().string();
+  auto at = name.rfind(".tmp-");
+  return name.size() > 1 && name.front() == '.' && at != std::string::npos && at > 1;
+}
+
+void write_all(int fd, std::string_view bytes, const fs::path& file) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    // write() returning 0 for a non-empty buffer makes no progress: report it as EIO, not a hang.
+    if (wrote <= 0) throw Error("cannot write " + file.string() + ": " + errno_text(wrote < 0 ? errno : EIO));
+    done += static_cast<std::size_t>(wrote);
+  }
+}
+
+void sync_directory(const fs::path& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throw Error("cannot open the directory " + dir.string() + " to sync it: " + errno_text(errno));
+  if (::fsync(fd.get()) != 0 && errno != EINVAL)
+    throw Error("cannot sync the directory " + dir.string() + ": " + errno_text(errno));
+  fd.close_checked(dir.string());
+}
+
+void write_file_durably(const fs::path& path, std::string_view bytes, FileMode mode) {
+  const fs::path temp = temp_path_beside(path);
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode.exact ? 0600 : 0666));
+  if (!fd) throw Error("cannot write " + path.string() + ": cannot create " + temp.string() + ": " + errno_text(errno));
+  try {
+    write_all(fd.get(), bytes, temp);
+    if (mode.exact && ::fchmod(fd.get(), static_cast<mode_t>(*mode.exact)) != 0)
+      throw Error("cannot set the mode of " + temp.string() + ": " + errno_text(errno));
+    if (::fsync(fd.get()) != 0) throw Error("cannot sync " + temp.string() + ": " + errno_text(errno));
+    fd.close_checked(temp.string());
+    if (::rename(temp.c_str(), path.c_str()) != 0)
+      throw Error("cannot replace " + path.string() + " with " + temp.string() + ": " + errno_text(errno));
+  } catch (...) {
+    ::unlink(temp.c_str());  // never renamed: the temp is ours alone, and `path` is untouched
+    throw;
+  }
+  // The new file is in place; a failed directory sync means it may not survive a crash, which
+  // the caller must hear about all the same.
+  sync_directory(directory_of(path));
+}
+
+}  // namespace podplane

@@ -1,0 +1,38 @@
+#pragma once
+// Writing a file a user relies on (a lock file, an inventory, a cluster config, a view, an
+// exported document) so that a reader, a crash or an error finds the whole old file or the
+// whole new one, never a mix and never a truncated file. The one owner of temp-beside, fsync,
+// rename and directory fsync; every caller that replaces a file goes through here.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+namespace podplane {
+
+// The permission bits a written file gets: `exact` (whatever the umask says), or, without it,
+// 0666 less the umask, as for any file a program creates.
+struct FileMode {
+  std::optional<std::uint32_t> exact;
+};
+
+// Replaces (or creates) `path` with `bytes`: a temp file in the same directory
+// (temp_path_beside), every byte written, the file fsynced and closed, renamed over `path`,
+// and the directory fsynced, each result checked. On any error the temp is removed, `path`
+// is as it was, and podplane::Error says what failed and where. Concurrent writers of one
+// path never share a temp: the last rename wins, whole.
+void write_file_durably(const std::filesystem::path& path, std::string_view bytes, FileMode mode = {});
+
+// ".<name>.tmp-<pid>-<random>" beside `path`: unique to this process and call, hidden, and
+// recognised by is_temp_path_beside (a crash leaves only such names, which sweeps may drop).
+[[nodiscard]] std::filesystem::path temp_path_beside(const std::filesystem::path& path);
+[[nodiscard]] bool is_temp_path_beside(const std::filesystem::path& path);
+
+// Writes all of `bytes` to `fd` (retrying short writes and EINTR); `file` names it in errors.
+void write_all(int fd, std::string_view bytes, const std::filesystem::path& file);
+
+// Makes the entries of `dir` (a rename into it) durable. A file system that cannot sync a
+// directory (EINVAL: some FUSE and FAT mounts) has no more to give and is not an error.
+void sync_directory(const std::filesystem::path& dir);
+
+}  // namespace podplane

@@ -1,0 +1,140 @@
+// write_file_durably on a real file system: whole files only, the old file kept on every
+// failure (a write cut short by a file size limit, a rename that the target refuses), no temp
+// left behind, exact modes, and concurrent writers that never share a temp.
+#include "base/durable_write.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "base/error.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace podplane {
+namespace {
+
+namespace fs = std::filesystem;
+using test::read_file;
+using test::TempDir;
+using test::write_file;
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(WriteFileDurably, CreatesThenReplacesTheWholeFileAndLeavesNoTemp) {
+  TempDir dir;
+  const fs::path file = dir.path() / "inventory.json";
+  write_file_durably(file, "first");
+  EXPECT_EQ(read_file(file), "first");
+  write_file_durably(file, std::string(100000, 'x'));
+  EXPECT_EQ(read_file(file), std::string(100000, 'x'));
+  write_file_durably(file, "");
+  EXPECT_EQ(read_file(file), "");
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"inventory.json"});
+}
+
+TEST(WriteFileDurably, AFailingRenameLeavesWhatWasThereAndNoTemp) {
+  TempDir dir;
+  // A directory where the file should go: rename() refuses (EISDIR), as it would for a user
+  // who passed a directory to `-o`.
+  const fs::path target = dir.path() / "out";
+  write_file(target / "kept", "old");
+  try {
+    write_file_durably(target, "new");
+    FAIL() << "replaced a directory";
+  } catch (const Error& error) {
+    EXPECT_NE(error.message().find("cannot replace " + target.string()), std::string::npos) << error.message();
+  }
+  EXPECT_EQ(read_file(target / "kept"), "old");
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"out"});
+}
+
+TEST(WriteFileDurably, AFailingWriteLeavesTheOldFileWholeAndNoTemp) {
+  TempDir dir;
+  const fs::path file = dir.path() / "podplane.cluster.jsonc";
+  write_file(file, "old content");
+  // A file size limit makes write() fail with EFBIG part way: the real short-disk path. Set in
+  // a child, so the test process keeps its limits.
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit {4096, 4096};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
+    try {
+      write_file_durably(file, std::string(1 << 20, 'n'));
+    } catch (const Error& error) {
+      ::_exit(error.message().find("cannot write") != std::string::npos ? 0 : 4);
+    }
+    ::_exit(5);  // no error: the limit did not bite
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(read_file(file), "old content");
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"podplane.cluster.jsonc"});
+}
+
+TEST(WriteFileDurably, AnExactModeIgnoresTheUmaskAndTheDefaultHonoursIt) {
+  TempDir dir;
+  mode_t before = ::umask(077);
+  write_file_durably(dir.path() / "view", "v", FileMode{0444});
+  write_file_durably(dir.path() / "plain", "p");
+  ::umask(before);
+  struct stat info {};
+  ASSERT_EQ(::stat((dir.path() / "view").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0444u);
+  ASSERT_EQ(::stat((dir.path() / "plain").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0600u);
+}
+
+TEST(WriteFileDurably, ConcurrentWritersAndAReaderOnlyEverSeeWholeFiles) {
+  TempDir dir;
+  const fs::path file = dir.path() / "lock";
+  constexpr std::size_t kSize = 1 << 16;
+  write_file_durably(file, std::string(kSize, 'a'));
+  std::atomic<int> writers_left{4};
+  std::vector<std::thread> writers;
+  for (char letter : {'b', 'c', 'd', 'e'}) {
+    writers.emplace_back([&, letter] {
+      for (int i = 0; i < 40; ++i) write_file_durably(file, std::string(kSize, letter));
+      --writers_left;
+    });
+  }
+  std::size_t torn = 0, reads = 0;
+  while (writers_left > 0) {
+    std::string seen = read_file(file);
+    ++reads;
+    if (seen.size() != kSize || seen.find_first_not_of(seen.front()) != std::string::npos) ++torn;
+  }
+  for (auto& writer : writers) writer.join();
+  EXPECT_EQ(torn, 0u) << "of " << reads << " reads";
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"lock"});
+}
+
+TEST(TempPathBeside, IsHiddenBesideItsTargetUniqueAndRecognised) {
+  const fs::path target = fs::path("dir") / "index.json";
+  const fs::path a = temp_path_beside(target), b = temp_path_beside(target);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.parent_path(), target.parent_path());
+  EXPECT_TRUE(a.filename().string().starts_with(".index.json.tmp-")) << a;
+  EXPECT_TRUE(is_temp_path_beside(a));
+  EXPECT_FALSE(is_temp_path_beside(target));
+  EXPECT_FALSE(is_temp_path_beside(".terraform.lock.hcl"));
+}
+
+}  // namespace
+}  // namespace podplane
