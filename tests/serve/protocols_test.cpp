@@ -50,7 +50,9 @@ std::map<std::string, int> check_answers(const fs::path& root, const std::map<st
     if (expected == listed.end()) continue;
     // The row itself: known, and what upstream said.
     EXPECT_TRUE(package.protocols.has_value()) << "the store does not know the protocols";
-    if (package.protocols) EXPECT_EQ(json(*package.protocols), expected->second);
+    if (package.protocols) {
+      EXPECT_EQ(json(*package.protocols), expected->second);
+    }
 
     std::string registry = "/v1/providers/" + package.address;
     auto versions_body = get(registry + "/versions");
