@@ -61,7 +61,7 @@ json artifact_json(const TravellingArtifact& travelling) {
                           {"result", p.result},
                           {"checked_at", p.checked_at}});
   }
-  return {{"kind", std::string(cache::to_string(a.kind))},
+  json row = {{"kind", std::string(cache::to_string(a.kind))},
           {"address", a.address},
           {"version", a.version},
           {"platform", a.platform},
@@ -75,6 +75,9 @@ json artifact_json(const TravellingArtifact& travelling) {
           {"trust", std::string(cache::to_string(a.trust))},
           {"added_at", a.added_at},
           {"provenance", provenance}};
+  // Only where known: a bundle of rows without them reads as before, in any podplane.
+  if (a.protocols) row["protocols"] = *a.protocols;
+  return row;
 }
 
 TravellingArtifact parse_artifact(const json& j) {
@@ -97,6 +100,8 @@ TravellingArtifact parse_artifact(const json& j) {
   a.upstream_url = text(j, "upstream_url");
   a.trust = cache::parse_trust(text(j, "trust"));
   a.added_at = text(j, "added_at");
+  // Optional (bundles made before protocols were recorded have none: not known).
+  if (j.contains("protocols")) a.protocols = cache::parse_protocols_column(field(j, "protocols").dump());
   for (const auto& p : array(j, "provenance")) {
     cache::Provenance row;
     row.shasums_digest = digest_field(p, "shasums_digest", true);
@@ -450,6 +455,10 @@ std::string row_id(const cache::Artifact& a, const std::vector<cache::Provenance
     p.push_back({row.shasums_digest, row.signature_digest, row.keys_digest, row.key_fingerprint, row.result});
   std::sort(p.begin(), p.end());
   json key = {"artifact", std::string(cache::to_string(a.kind)), a.address, a.version, a.platform, a.filename, a.digest, p};
+  // Known protocols are content: a store that lacks them lacks the row, so a delta carries it
+  // (and its import records them). Unknown ones leave the id as it was before they existed, so
+  // inventories written then still match.
+  if (a.protocols) key.push_back({"protocols", *a.protocols});
   return sha256_hex(key.dump());
 }
 

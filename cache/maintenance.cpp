@@ -524,10 +524,12 @@ nlohmann::json artifact_json(const Artifact& a, const std::vector<Provenance>& p
                       {"keys_digest", p.keys_digest}, {"key_fingerprint", p.key_fingerprint},
                       {"result", p.result}, {"checked_at", p.checked_at}});
   }
-  return {{"kind", to_string(a.kind)}, {"address", a.address}, {"version", a.version}, {"platform", a.platform},
+  nlohmann::json row = {{"kind", to_string(a.kind)}, {"address", a.address}, {"version", a.version}, {"platform", a.platform},
           {"filename", a.filename}, {"digest", a.digest}, {"size", a.size}, {"h1", a.h1}, {"zh", a.zh},
           {"upstream_digest", a.upstream_digest}, {"upstream_url", a.upstream_url}, {"trust", to_string(a.trust)},
           {"added_at", a.added_at}, {"provenance", checks}};
+  if (a.protocols) row["protocols"] = *a.protocols;
+  return row;
 }
 
 nlohmann::json tree_json(const ModuleTree& tree) {

@@ -4,6 +4,8 @@
 #include <regex>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
@@ -18,6 +20,9 @@ namespace {
 // <version>/<path> stays far below PATH_MAX (4096) on any sane deps root.
 constexpr std::size_t kMaxModuleAddress = 512;
 constexpr std::size_t kMaxModulePath = 1024;
+// Registries list one or two plugin protocols ("5.0", "6.0"); far more is not a registry answer.
+constexpr std::size_t kMaxProtocols = 16;
+constexpr std::size_t kMaxProtocolLength = 32;
 
 bool has_control_character(std::string_view text) {
   return std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
@@ -136,6 +141,20 @@ std::optional<std::string> image_platform_problem(std::string_view platform) {
   return std::nullopt;
 }
 
+std::string protocols_column(const std::optional<std::vector<std::string>>& protocols) {
+  if (!protocols) return "";
+  return nlohmann::json(*protocols).dump();
+}
+
+std::optional<std::vector<std::string>> parse_protocols_column(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  auto document = nlohmann::json::parse(text, nullptr, false);
+  bool ok = document.is_array() &&
+            std::all_of(document.begin(), document.end(), [](const nlohmann::json& item) { return item.is_string(); });
+  if (!ok) throw Error(mismatch_message("plugin protocols are not a list of strings", "[\"6.0\", …]", std::string(text)));
+  return document.get<std::vector<std::string>>();
+}
+
 std::string vmconfig_view_name(const Artifact& artifact) {
   return artifact.upstream_url.empty() ? artifact.filename : last_url_segment(artifact.upstream_url);
 }
@@ -177,6 +196,17 @@ void check_artifact_layout(const Artifact& a) {
       (void)TypedDigest::parse(a.upstream_digest);
     } catch (const Error& error) {
       refuse(row, std::string("upstream digest: ") + error.what());
+    }
+  }
+  if (a.protocols && a.kind != ArtifactKind::provider_package) refuse(row, "only a provider package has plugin protocols");
+  if (a.protocols) {
+    // As the registry gave them, so not parsed as MAJOR.MINOR (the engines skip what they
+    // cannot read); but they are served in JSON answers, so bounded and printable.
+    if (a.protocols->size() > kMaxProtocols) refuse(row, "more than " + std::to_string(kMaxProtocols) + " plugin protocols");
+    for (const auto& protocol : *a.protocols) {
+      bool printable = std::all_of(protocol.begin(), protocol.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+      if (protocol.empty() || protocol.size() > kMaxProtocolLength || !printable)
+        refuse(row, "plugin protocol '" + protocol + "' is not a short printable word such as 6.0");
     }
   }
   switch (a.kind) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cache/store.hpp"
 
@@ -39,6 +40,12 @@ std::optional<std::string> image_platform_problem(std::string_view platform);
 std::string vmconfig_view_name(const Artifact& artifact);
 // The file name a provider package must have: terraform-provider-<type>_<version>_<os>_<arch>.zip.
 std::string provider_package_name(const Artifact& artifact);
+
+// A provider package's plugin protocols (Artifact::protocols) as the index column and the
+// bundle manifest hold them: a JSON array of strings, "" when not known. Parsing refuses any
+// other text with an Error saying what it got.
+std::string protocols_column(const std::optional<std::vector<std::string>>& protocols);
+std::optional<std::vector<std::string>> parse_protocols_column(std::string_view text);
 
 // "provider_package registry.opentofu.org/hashicorp/aws 6.2.0 linux_amd64 (<filename>)".
 std::string describe(const Artifact& artifact);

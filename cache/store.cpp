@@ -74,8 +74,13 @@ void require_no_credentials(std::string_view url, std::string_view what) {
   }
 }
 
-constexpr std::string_view artifact_columns =
+constexpr std::string_view artifact_columns_v4 =
     "id, kind, address, version, platform, filename, digest, size, h1, zh, upstream_digest, upstream_url, trust, added_at";
+
+// An index older than migration 005 (opened read-only) has no protocols column: not known.
+std::string artifact_columns(int schema_version) {
+  return std::string(artifact_columns_v4) + (schema_version >= 5 ? ", protocols" : ", '' AS protocols");
+}
 
 Artifact read_artifact(const sqlite::Statement& row) {
   Artifact a;
@@ -93,6 +98,7 @@ Artifact read_artifact(const sqlite::Statement& row) {
   a.upstream_url = row.text(11);
   a.trust = parse_trust(row.text(12));
   a.added_at = row.text(13);
+  a.protocols = parse_protocols_column(row.text(14));
   return a;
 }
 
@@ -563,7 +569,8 @@ std::int64_t Store::add_artifact(const Artifact& input) {
     if (a.size != *stored_size) {
       throw Error(mismatch_message(what + ": size differs from the object's", std::to_string(*stored_size), std::to_string(a.size)));
     }
-    sqlite::Statement existing(db, "SELECT id, digest FROM artifacts WHERE kind = ? AND address = ? AND version = ? AND platform = ? AND filename = ?");
+    sqlite::Statement existing(
+        db, "SELECT id, digest, protocols FROM artifacts WHERE kind = ? AND address = ? AND version = ? AND platform = ? AND filename = ?");
     existing.bind(1, to_string(a.kind)).bind(2, a.address).bind(3, a.version).bind(4, a.platform).bind(5, a.filename);
     if (existing.step()) {
       if (existing.text(1) != a.digest) {
@@ -571,14 +578,20 @@ std::int64_t Store::add_artifact(const Artifact& input) {
                                      "sha256:" + existing.text(1), "sha256:" + a.digest));
       }
       id = existing.integer(0);
+      // What was not known is learnt (a later fetch or a newer bundle); what was known stays.
+      if (existing.text(2).empty() && a.protocols) {
+        sqlite::Statement learn(db, "UPDATE artifacts SET protocols = ? WHERE id = ?");
+        learn.bind(1, protocols_column(a.protocols)).bind(2, id).run();
+      }
       return;
     }
     sqlite::Statement insert(db,
                              "INSERT INTO artifacts (kind, address, version, platform, filename, digest, size, h1, zh,"
-                             " upstream_digest, upstream_url, trust, added_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                             " upstream_digest, upstream_url, trust, added_at, protocols) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     insert.bind(1, to_string(a.kind)).bind(2, a.address).bind(3, a.version).bind(4, a.platform).bind(5, a.filename);
     insert.bind(6, a.digest).bind(7, a.size).bind(8, a.h1).bind(9, a.zh).bind(10, a.upstream_digest);
-    insert.bind(11, a.upstream_url).bind(12, to_string(a.trust)).bind(13, a.added_at).run();
+    insert.bind(11, a.upstream_url).bind(12, to_string(a.trust)).bind(13, a.added_at);
+    insert.bind(14, protocols_column(a.protocols)).run();
     id = db.last_insert_rowid();
   });
   return id;
@@ -691,7 +704,7 @@ void Store::set_tf_selection(const TfSelection& input) {
 }
 
 std::vector<Artifact> Store::artifacts(const ArtifactQuery& query) const {
-  std::string sql = "SELECT " + std::string(artifact_columns) + " FROM artifacts WHERE 1 = 1";
+  std::string sql = "SELECT " + artifact_columns(impl_->schema_version) + " FROM artifacts WHERE 1 = 1";
   if (query.kind) sql += " AND kind = :kind";
   if (query.address) sql += " AND address = :address";
   if (query.version) sql += " AND version = :version";
@@ -710,7 +723,7 @@ std::vector<Artifact> Store::artifacts(const ArtifactQuery& query) const {
 
 std::optional<Artifact> Store::find_artifact(ArtifactKind kind, std::string_view address, std::string_view version,
                                              std::string_view platform, std::string_view filename) const {
-  sqlite::Statement select(impl_->db, "SELECT " + std::string(artifact_columns) +
+  sqlite::Statement select(impl_->db, "SELECT " + artifact_columns(impl_->schema_version) +
                                           " FROM artifacts WHERE kind = ? AND address = ? AND version = ? AND platform = ?"
                                           " AND filename = ?");
   select.bind(1, to_string(kind)).bind(2, address).bind(3, version).bind(4, platform).bind(5, filename);

@@ -66,6 +66,11 @@ struct Artifact {
   std::string upstream_url;       // never holds credentials
   Trust trust = Trust::unverified;
   std::string added_at;           // RFC 3339 UTC, assigned by the index when empty
+  // Provider packages: the plugin protocols the registry listed for it ("6.0"), as upstream
+  // gave them (an empty list when it gave none); nullopt when not known (a row from before
+  // they were recorded, or from a network mirror, whose protocol lists none). Always nullopt
+  // on other kinds.
+  std::optional<std::vector<std::string>> protocols;
 };
 
 // How a provider package was checked (tf-protocols.md §1.4).
@@ -202,8 +207,9 @@ class Store {
                                       std::optional<std::string_view> expected_sha256 = std::nullopt);
   std::string read_object(std::string_view digest) const;  // small objects only (JSON, sums)
 
-  // Index rows. Inserting a row identical in key and digest returns the existing id; a row
-  // with the same key but another digest is an Error (the store is additive).
+  // Index rows. Inserting a row identical in key and digest returns the existing id (and
+  // records its protocols when the stored row did not know them); a row with the same key but
+  // another digest is an Error (the store is additive).
   std::int64_t add_artifact(const Artifact& artifact);
   void add_provenance(const Provenance& provenance);
   std::int64_t add_module_tree(const ModuleTree& tree);

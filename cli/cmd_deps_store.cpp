@@ -68,6 +68,8 @@ void deps_ls(bool json) {
                       {"upstream_url", a.upstream_url},
                       {"trust", cache::to_string(a.trust)},
                       {"added_at", a.added_at}});
+      // Provider packages: the registry's plugin protocols, where the store knows them.
+      if (a.protocols) list.back()["protocols"] = *a.protocols;
       rows.push_back({std::string(cache::to_string(a.kind)), a.address, a.version, a.platform.empty() ? "-" : a.platform,
                       human_bytes(static_cast<std::uint64_t>(a.size))});
     }

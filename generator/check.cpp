@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,7 @@
 #include "generator/config.hpp"
 #include "generator/engine.hpp"
 #include "generator/module_interface.hpp"
+#include "generator/proxmox_stack.hpp"
 #include "generator/render.hpp"
 #include "generator/stack.hpp"
 #include "lockfile/cli_config.hpp"
@@ -704,6 +706,116 @@ void check_vm_fetches(const cache::Store& store, const fs::path& stack_dir, cons
   }
 }
 
+// Replays what podplane.cluster.proxmox.node-init.sh does on a node of each arch: the image and
+// nstance-server it downloads from <deps_mirror_url>/<path> must be answered, at that path, by
+// the store (what `mirror serve` and `mirror export` publish) with bytes of the digest the
+// script checks. Paths and digests are read from the script's own `readonly NAME='…'` lines
+// of each arch case, so what is checked is what the node will do.
+void check_node_fetches(const cache::Store& store, const std::string& script, Reporter& out) {
+  static const std::regex case_line(R"(^  ([a-z0-9]+)\)$)");
+  static const std::regex value_line(R"(^    readonly ([A-Z_]+)='([^']*)'$)");
+  std::map<std::string, std::map<std::string, std::string>> archs;  // arch → NAME → value
+  std::string arch;
+  std::istringstream lines(script);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_match(line, match, case_line)) arch = match[1];
+    else if (line == "    ;;") arch.clear();
+    else if (!arch.empty() && std::regex_match(line, match, value_line)) archs[arch][match[1]] = match[2];
+  }
+  const std::string regenerate = "regenerate the stack with `podplane cluster create --force`";
+  if (archs.empty()) {
+    out.fail("-", "Proxmox nodes fetch their image and nstance-server",
+             "UNKNOWN: " + std::string(proxmox_node_init_file) + " names no arch's downloads", regenerate);
+    return;
+  }
+  const auto site = cache::vmconfig_artifact_paths(store.artifacts({cache::ArtifactKind::vmconfig_artifact, {}, {}, {}}));
+  for (const auto& [node_arch, values] : archs) {
+    const std::string item = "Proxmox " + node_arch + " node fetches";
+    std::vector<std::string> problems;
+    std::string remedy;
+    auto note = [&](std::string problem, const std::string& fix) {
+      problems.push_back(std::move(problem));
+      if (remedy.empty()) remedy = fix;
+    };
+    for (const std::string what : {"IMAGE", "SERVER"}) {
+      auto path = values.find(what + "_PATH");
+      auto digest = values.find(what + "_DIGEST");
+      if (path == values.end() || digest == values.end()) {
+        note(what + "_PATH or " + what + "_DIGEST is missing", regenerate);
+        continue;
+      }
+      TypedDigest wanted{DigestAlgorithm::sha256, {}};
+      try {
+        wanted = TypedDigest::parse(digest->second);
+      } catch (const Error& e) {
+        note(what + "_DIGEST: " + e.message(), regenerate);
+        continue;
+      }
+      auto served = site.find(path->second);
+      if (served == site.end()) {
+        note("nothing in the store answers <deps_mirror_url>/" + path->second,
+             "podplane deps download --providers proxmox --arch " + node_arch +
+                 " (online), or import a bundle that has them");
+        continue;
+      }
+      std::string got;
+      try {
+        got = file_digest_hex(store.object_path(served->second.digest), wanted.algorithm);
+      } catch (const Error& e) {
+        got = "(unreadable: " + e.message() + ")";
+      }
+      if (got == wanted.hex) continue;
+      if (served->second.upstream_digest == digest->second)
+        note("the object behind " + path->second + " is damaged (it hashes to " + short_hash(got) + ")",
+             "the store's object does not match its digest: run `podplane deps verify --repair`");
+      else
+        note(path->second + " answers " + served->second.platform + "'s " + served->second.filename + " (" +
+                 short_hash(served->second.upstream_digest) + "), the script wants " + short_hash(digest->second),
+             regenerate);
+    }
+    if (problems.empty()) {
+      out.ok("-", item, "ok: the image and nstance-server at the script's paths match its digests");
+      continue;
+    }
+    std::string list;
+    for (std::size_t i = 0; i < problems.size(); ++i) list += (i ? "; " : "") + problems[i];
+    out.fail("-", item, "WRONG " + std::to_string(problems.size()) + " of 2 (" + proxmox_node_init_file + "): " + list,
+             remedy);
+  }
+}
+
+// The boot kernel and initrd a manifest names (os.boot) live inside the qcow2 image, on one of
+// its partitions; neither libarchive nor any tool podplane uses reads a qcow2 disk offline, so
+// their own digests are not checked: the image's digest, which is, covers their bytes. Said in
+// a row of its own, so that an `ok` elsewhere is never read as more than it is.
+void report_boot_files(const fs::path& stack_dir, Reporter& out) {
+  std::error_code error;
+  std::vector<fs::path> manifests;
+  for (const auto& entry : fs::directory_iterator(stack_dir, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("podplane.cluster.vmconfig_", 0) == 0 && name.ends_with(".json")) manifests.push_back(entry.path());
+  }
+  std::sort(manifests.begin(), manifests.end());
+  for (const auto& file : manifests) {
+    json boot;
+    try {
+      boot = parse_json_within_limits(read_text(file).value(), file.string()).at("vmconfig").at("os").value("boot", json());
+    } catch (const std::exception&) {
+      continue;  // check_manifests reports a manifest it cannot read
+    }
+    std::vector<std::string> named;
+    for (const char* part : {"kernel", "initrd"})
+      if (boot.is_object() && boot.contains(part) && boot[part].is_object() && boot[part].contains("digest")) named.push_back(part);
+    if (named.empty()) continue;
+    std::string name = file.filename().string();
+    std::string item = name.substr(17, name.size() - 17 - 5) + " boot " + (named.size() == 2 ? "kernel and initrd" : named[0]);
+    out.ok("-", item,
+           "NOT CHECKED on their own: they are inside the qcow2 image, which podplane cannot read offline; "
+           "the image's digest (checked above, and by every node) covers them");
+  }
+}
+
 // Every module call passes only what its module version declares and everything it requires,
 // read from the stored tree the call's source resolves to.
 void check_module_calls(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text, Reporter& out) {
@@ -812,7 +924,7 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
   // A Proxmox stack has no OpenTofu root: its check is that every artifact the nodes and VMs
   // fetch (the image and nstance-server among them) is in the store with the manifest's digest.
   if (load_cluster_config(config_file).provider.kind == ProviderKind::proxmox) {
-    if (!read_text(stack_dir / "podplane.cluster.proxmox.node-init.sh"))
+    if (!read_text(stack_dir / proxmox_node_init_file))
       throw Error("no generated Proxmox stack in " + stack_dir.string() + "; run `podplane cluster create` first");
     CheckReport report;
     Reporter out(report);
@@ -826,6 +938,8 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
     }
     check_manifests(store, stack_dir, "proxmox", out);
     check_images(store, stack_dir, out);
+    check_node_fetches(store, *read_text(stack_dir / proxmox_node_init_file), out);
+    report_boot_files(stack_dir, out);
     return report;
   }
   auto main_text = read_text(stack_dir / "podplane.cluster.main.tf");

@@ -6,7 +6,10 @@
 // source exists and its package tree's h1 matches the store; every artifact of each pinned
 // vmconfig manifest is in the store; the store's tfrc points at its own providers; the store
 // holds packages of the stack's engine (its lock's registry host); and, where that engine is
-// installed, the engine's own offline `init -lockfile=readonly` accepts the stack.
+// installed, the engine's own offline `init -lockfile=readonly` accepts the stack. A Proxmox
+// stack's check replays each node's downloads (the node script's paths and digests against
+// what the store publishes) and says that the boot kernel/initrd inside the image are not
+// checked on their own.
 #include <filesystem>
 #include <string>
 #include <vector>

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/podplane_stack.hpp"
+#include "cache/views.hpp"
 #include "generator/hcl_emitter.hpp"
 #include "generator/render.hpp"
 #include "base/error.hpp"
@@ -18,7 +19,7 @@ using nlohmann::ordered_json;
 
 // One artifact a node fetches: where the site mirror serves it and the digest it must have.
 struct NodeArtifact {
-  std::string path;    // vmconfig/artifacts/<name>/<version>/<file>, relative to the mirror root
+  std::string path;    // [arch/<arch>/]vmconfig/artifacts/<name>/<version>/<file>, relative to the mirror root
   std::string digest;  // sha256:<hex> | sha512:<hex>, as the manifest gives it
   std::string file;    // the file name on the node
 };
@@ -82,6 +83,12 @@ ArchArtifacts arch_artifacts(const cache::Store& store, const ProxmoxInputs& inp
     out.image_version = text_of(image, "version");
     out.image = stored_item(store, name, arch, proxmox_image_item, image);
     out.server = stored_item(store, name, arch, proxmox_server_item, dependencies.at(proxmox_server_item));
+    // From the arch's own base of the site mirror (<deps_mirror_url>/arch/<arch>/, docs/mirror.md),
+    // as that arch's VMs fetch: the plain path of an item whose arches share a file name serves
+    // one arch's bytes only. The public mirror has Podplane's plain layout alone.
+    if (inputs.deps_url != kPublicDepsUrl) {
+      for (auto* artifact : {&out.image, &out.server}) artifact->path = cache::vmconfig_arch_base(arch) + "/" + artifact->path;
+    }
     return out;
   }
   throw Error("no vmconfig manifest for " + arch + " in the stack");
@@ -106,7 +113,8 @@ constexpr const char* node_init_template = R"SCRIPT(#!/usr/bin/env bash
 #
 # Run it as root on every Proxmox VE node of the cluster. It:
 #   1. downloads the Debian cloud image and nstance-server of this node's arch from the site
-#      mirror and checks each against the digest written below, before anything uses them;
+#      mirror's base of that arch and checks each against the digest written below, before
+#      anything uses them;
 #   2. keeps the VM template of that image when one with the same image digest exists, else
 #      creates it (qm create, qm importdisk, qm set, qm template), replacing an older one;
 #   3. installs nstance-server as the systemd unit nstance-server.service.

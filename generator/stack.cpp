@@ -605,6 +605,19 @@ std::vector<std::string> main_tf_vm_impacts(const std::string& before_text, cons
   return impacts;
 }
 
+// The generated files the user runs (the Proxmox node script); every other one is data.
+FileMode generated_file_mode(const std::string& name) {
+  return name == proxmox_node_init_file ? FileMode::executable : FileMode::regular;
+}
+
+// An executable the user cannot execute (written by a podplane that made it 0644, or chmod'ed)
+// is rewritten with its mode even when its bytes are right.
+bool lacks_exec_bit(const fs::path& file) {
+  std::error_code error;
+  auto status = fs::status(file, error);
+  return !error && (status.permissions() & fs::perms::owner_exec) == fs::perms::none;
+}
+
 // The outcome of each file and the changes to make: what differs is written, generated files
 // the config no longer needs are removed unless edited, and the state records what was written.
 void plan_changes(const StackDir& now, StackPlan& plan) {
@@ -612,13 +625,14 @@ void plan_changes(const StackDir& now, StackPlan& plan) {
   State next;
   for (const auto& [name, content] : plan.desired) {
     const auto* current = now.file(name);
+    const FileMode mode = generated_file_mode(name);
     FileOutcome outcome{name, FileOutcome::Change::unchanged};
     if (!current) {
       outcome.change = FileOutcome::Change::created;
-      plan.changes.push_back({name, content});
-    } else if (*current != content) {
+      plan.changes.push_back({name, content, mode});
+    } else if (*current != content || (mode == FileMode::executable && lacks_exec_bit(now.dir / name))) {
       outcome.change = FileOutcome::Change::updated;
-      plan.changes.push_back({name, content});
+      plan.changes.push_back({name, content, mode});
       auto impact = inputs_impact(name);
       if (!impact.level.empty())
         result.impacts.push_back(name + " changed: " + impact.level + " impact (" + impact.meaning + ")");

@@ -52,8 +52,9 @@ struct Step {
 
 }  // namespace
 
-void Disk::write_new(const fs::path& file, std::string_view content) {
-  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+void Disk::write_new(const fs::path& file, std::string_view content, FileMode mode) {
+  const mode_t bits = mode == FileMode::executable ? 0755 : 0644;
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, bits));
   if (!fd) throw Error("cannot create " + file.string() + ": " + error_text(errno));
   write_all(fd.get(), content, file);
   finish(fd, file);
@@ -105,7 +106,7 @@ void write_all_or_nothing(const fs::path& dir, const std::vector<FileChange>& ch
       step.target = dir / change.name;
       if (change.content) {
         step.staged = temp_beside(dir, change.name, "");
-        disk.write_new(step.staged, *change.content);
+        disk.write_new(step.staged, *change.content, change.mode);
         if (exists_as_file_or_link(step.target)) {
           // A hard link keeps the file exactly (inode, mode, times, a symbolic link as a
           // link); a file system without links gets a copy of the bytes, mode and times.

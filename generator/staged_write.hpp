@@ -9,10 +9,17 @@
 
 namespace podplane::generator {
 
+// The permission bits a written file gets, less the umask.
+enum class FileMode {
+  regular,     // 0644
+  executable,  // 0755: a script the user runs
+};
+
 // One file of the set: its new bytes, or its removal.
 struct FileChange {
   std::string name;                    // a file name in the directory (no '/')
   std::optional<std::string> content;  // std::nullopt: remove the file
+  FileMode mode = FileMode::regular;   // of the new content
 };
 
 // The file system operations of a staged write: a seam so that tests can fail any one of
@@ -20,8 +27,8 @@ struct FileChange {
 class Disk {
  public:
   virtual ~Disk() = default;
-  // Creates `file` (which must not exist, mode 0644 less the umask) holding `content`, synced.
-  virtual void write_new(const std::filesystem::path& file, std::string_view content);
+  // Creates `file` (which must not exist; `mode` less the umask) holding `content`, synced.
+  virtual void write_new(const std::filesystem::path& file, std::string_view content, FileMode mode);
   // Makes `file` another name for `from` (a hard link); false where the file system has none.
   [[nodiscard]] virtual bool link_new(const std::filesystem::path& from, const std::filesystem::path& file);
   // Creates `file` as a synced copy of `from`: its bytes, its mode and its times.

@@ -71,6 +71,7 @@ class TfRun {
     const auto selections = resolve(roots);
     std::vector<cache::TfSelection::Provider> wanted;  // every root's selection: the packages to hold
     for (const auto& selection : selections) wanted.insert(wanted.end(), selection.begin(), selection.end());
+    for (const auto& provider : wanted) held_.insert({provider.address, provider.version});
     auto plan = plan_package_jobs(wanted, platforms, host_, [&](const PackageJob& job) { return in_store(job); });
     check(plan.jobs);
     DepsTfSummary summary;
@@ -113,7 +114,11 @@ class TfRun {
     const auto addresses = offered_addresses(roots);
     auto listed = metadata_.versions(addresses);
     std::map<std::string, std::vector<Version>> offered;
-    for (std::size_t i = 0; i < addresses.size(); ++i) offered[addresses[i].str()] = installable_versions(listed[i]);
+    for (std::size_t i = 0; i < addresses.size(); ++i) {
+      offered[addresses[i].str()] = installable_versions(listed[i]);
+      if (metadata_.network_mirror_for(addresses[i])) continue;  // a mirror lists no protocols
+      for (const auto& entry : listed[i]) registry_protocols_[{addresses[i].str(), entry.version.str()}] = entry.protocols;
+    }
     auto selections = resolve_roots(roots, offered);
     for (std::size_t i = 0; i < roots.size(); ++i) {
       for (const auto& provider : selections[i]) {
@@ -205,7 +210,8 @@ class TfRun {
             check_signed_sums(answer, documents.at(answer.shasums_url), documents.at(answer.shasums_signature_url),
                               job.address.str() + " " + job.version.str(), options_.verification));
       }
-      job.checked(answer.filename, answer.download_url, expect_from_registry(answer, *sums, job.platform), sums);
+      job.checked(answer.filename, answer.download_url, expect_from_registry(answer, *sums, job.platform), sums,
+                  answer.protocols);
     }
   }
 
@@ -338,6 +344,7 @@ class TfRun {
         row.zh = "zh:" + job.digest;
         row.upstream_url = job.url;
         row.trust = job.expected.trust;
+        row.protocols = job.protocols;
         auto id = store_.add_artifact(row);
         cache::Provenance provenance;
         provenance.artifact_id = id;
@@ -351,6 +358,7 @@ class TfRun {
         provenance.result = job.expected.result;
         store_.add_provenance(provenance);
       }
+      learn_protocols();
       for (const auto& tree : trees) (void)store_.add_module_tree(tree);
       store_.set_tf_selection(sorted);
       store_.audit("fetch", "deps tf",
@@ -362,6 +370,21 @@ class TfRun {
                         {"platforms", sorted.platforms},
                         {"engine", sorted.engine}});
     });
+  }
+
+  // Packages already in the store from before protocols were recorded (or from a bundle that
+  // did not carry them) learn them from the registry's versions document read this run: the
+  // same list upstream repeats in each download answer. Packages that know theirs keep them.
+  void learn_protocols() {
+    for (const auto& [address, version] : held_) {
+      auto listed = registry_protocols_.find({address, version});
+      if (listed == registry_protocols_.end()) continue;
+      for (auto row : store_.artifacts({.kind = cache::ArtifactKind::provider_package, .address = address, .version = version})) {
+        if (row.protocols) continue;
+        row.protocols = listed->second;
+        (void)store_.add_artifact(row);
+      }
+    }
   }
 
   // ---- report -----------------------------------------------------------------------------
@@ -412,6 +435,9 @@ class TfRun {
   std::string host_;
   ModuleResolver modules_;
   ProviderMetadata metadata_;
+  // (address, version) → the plugin protocols the registry's versions document listed.
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> registry_protocols_;
+  std::set<std::pair<std::string, std::string>> held_;  // (address, version) of every root's selection
 };
 
 }  // namespace

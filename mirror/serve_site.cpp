@@ -96,6 +96,23 @@ std::optional<json> signing_keys_of(const std::string& text) {
   return document;
 }
 
+// The plugin protocols the registry listed for a package, as it listed them; [] where it
+// listed none or the store does not know them (docs/mirror.md "Plugin protocols").
+json protocols_of(const cache::Artifact& package) { return package.protocols ? json(*package.protocols) : json::array(); }
+
+// A version's protocols in the versions document: upstream lists them once per version and
+// repeats them in each platform's download answer, so the packages agree; should they not, the
+// union, in the order the platforms (sorted) list them, leaves out none a client may rely on.
+json version_protocols(const std::map<std::string, cache::Artifact>& platforms) {
+  std::vector<std::string> listed;
+  for (const auto& [platform, package] : platforms) {
+    if (!package.protocols) continue;
+    for (const auto& protocol : *package.protocols)
+      if (std::find(listed.begin(), listed.end(), protocol) == listed.end()) listed.push_back(protocol);
+  }
+  return json(listed);
+}
+
 std::string join_path(std::initializer_list<std::string_view> parts) {
   std::string path;
   for (auto part : parts) {
@@ -230,7 +247,7 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
       }
       add(mirror_dir + "/" + docs.shasums->filename, object_resource(*docs.shasums));
       add(mirror_dir + "/" + docs.signature->filename, object_resource(*docs.signature));
-      registry_versions.push_back({{"version", version}, {"protocols", json::array()}, {"platforms", platform_list}});
+      registry_versions.push_back({{"version", version}, {"protocols", version_protocols(platforms)}, {"platforms", platform_list}});
 
       // From <registry_dir>/<version>/download/<os>/ seven levels up to /v1/: relative URLs
       // keep working when the tree is hosted below a path prefix.
@@ -239,7 +256,7 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
       for (const auto& [platform, package] : platforms) {
         auto os_arch = split(platform, '_');
         json answer = {
-            {"protocols", json::array()},
+            {"protocols", protocols_of(package)},
             {"os", os_arch[0]},
             {"arch", os_arch[1]},
             {"filename", package.filename},

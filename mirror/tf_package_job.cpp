@@ -26,8 +26,10 @@ void enter(PackageJob& job, PackageJob::Stage from, PackageJob::Stage to) {
 }  // namespace
 
 void PackageJob::checked(std::string upstream_filename, std::string package_url, PackageExpectations expectations,
-                         std::shared_ptr<const SignedSums> signed_sums) {
+                         std::shared_ptr<const SignedSums> signed_sums,
+                         std::optional<std::vector<std::string>> plugin_protocols) {
   enter(*this, Stage::planned, Stage::checked);
+  protocols = std::move(plugin_protocols);
   filename = std::move(upstream_filename);
   url = std::move(package_url);
   expected = std::move(expectations);

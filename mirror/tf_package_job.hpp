@@ -12,7 +12,9 @@
 // Not thread-safe: one thread moves a given job at a time.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
@@ -35,6 +37,9 @@ struct PackageJob {
   std::string url;                          // the zip; fetched without credentials
   PackageExpectations expected;
   std::shared_ptr<const SignedSums> sums;   // the signed documents it was checked against; null from a network mirror
+  // The registry's plugin protocols for it, as listed (docs/store.md); nullopt from a network
+  // mirror, whose protocol lists none.
+  std::optional<std::vector<std::string>> protocols;
 
   // fetched
   std::string digest;                       // sha256 hex of the store object
@@ -44,7 +49,8 @@ struct PackageJob {
   std::string h1;
 
   void checked(std::string upstream_filename, std::string package_url, PackageExpectations expectations,
-               std::shared_ptr<const SignedSums> signed_sums);
+               std::shared_ptr<const SignedSums> signed_sums,
+               std::optional<std::vector<std::string>> plugin_protocols = std::nullopt);
   void fetched(std::string object_digest, std::uint64_t object_size);
   void hashed(std::string h1_hash);
 };

@@ -135,6 +135,36 @@ TEST(BundleManifestFormat, RefusesHostileNamesAndDigests) {
   expect_refused([](auto& m) { m.tf_selection->engine = "bash"; }, "engine");
 }
 
+// A provider package's plugin protocols travel only where the store knows them; a manifest
+// without them (an older podplane's) reads as before, with the protocols not known.
+TEST(BundleManifestFormat, ProtocolsTravelWhenKnownAndOldManifestsReadAsUnknown) {
+  BundleManifest m = sample_manifest();
+  std::string old_text = m.serialize();
+  EXPECT_EQ(old_text.find("protocols"), std::string::npos);
+  EXPECT_FALSE(BundleManifest::parse(old_text).artifacts.at(0).artifact.protocols.has_value());
+  const std::string unknown_id = row_id(m.artifacts[0].artifact, m.artifacts[0].provenance);
+
+  m.artifacts[0].artifact.protocols = std::vector<std::string>{"5.0", "6.0"};
+  std::string text = m.serialize();
+  EXPECT_NE(text.find("\"protocols\":[\"5.0\",\"6.0\"]"), std::string::npos) << text;
+  BundleManifest back = BundleManifest::parse(text);
+  EXPECT_EQ(back.serialize(), text);
+  EXPECT_EQ(back.artifacts.at(0).artifact.protocols, (std::vector<std::string>{"5.0", "6.0"}));
+  EXPECT_NE(row_id(m.artifacts[0].artifact, m.artifacts[0].provenance), unknown_id)
+      << "a store that lacks the protocols lacks the row: a delta must carry it";
+
+  m.artifacts[0].artifact.protocols = std::vector<std::string>{};
+  back = BundleManifest::parse(m.serialize());
+  ASSERT_TRUE(back.artifacts.at(0).artifact.protocols.has_value()) << "[] (upstream listed none) is known";
+  EXPECT_TRUE(back.artifacts.at(0).artifact.protocols->empty());
+
+  for (const char* hostile : {"\"protocols\":\"6.0\",", "\"protocols\":[6],", "\"protocols\":{\"6.0\":1},"}) {
+    std::string bad = old_text;
+    bad.insert(bad.find("\"provenance\""), hostile);
+    EXPECT_THROW((void)BundleManifest::parse(bad), Error) << hostile;
+  }
+}
+
 TEST(BundleManifestFormat, RefusesMalformedJson) {
   EXPECT_THROW(BundleManifest::parse("{"), Error);
   EXPECT_THROW(BundleManifest::parse("[]"), Error);

@@ -328,11 +328,15 @@ TEST(Migration, AStoreOfSchemaVersionOneIsReadAsItIsAndMigratedByAWritableOpen) 
   // What an older podplane left: no quarantine or bundle_signers table, version 1 recorded.
   sqlite(healthy.root,
          "DROP TABLE store_identity; DROP TABLE quarantine; DROP TABLE bundle_signers;"
-         " DROP INDEX artifacts_by_kind_address_filename; DELETE FROM schema_migrations WHERE version >= 2;");
+         " DROP INDEX artifacts_by_kind_address_filename; ALTER TABLE artifacts DROP COLUMN protocols;"
+         " DELETE FROM schema_migrations WHERE version >= 2;");
   {
     Store store = Store::open(healthy.root, Store::Access::read_only);
     EXPECT_TRUE(store.quarantine().empty());
     EXPECT_FALSE(store.bundle_signer("unsigned").has_value());
+    auto packages = store.artifacts({.kind = ArtifactKind::provider_package});
+    ASSERT_FALSE(packages.empty());
+    for (const auto& package : packages) EXPECT_FALSE(package.protocols) << "an index without the column knows none";
     EXPECT_TRUE(verify_store(store).ok()) << joined(verify_store(store).problems);
   }
   auto verify = test::run_podplane({"deps", "verify"}, at(healthy.root));
@@ -345,7 +349,7 @@ TEST(Migration, AStoreOfSchemaVersionOneIsReadAsItIsAndMigratedByAWritableOpen) 
     EXPECT_EQ(store.bundle_signer("unsigned")->created_at, "2026-01-01T00:00:00Z") << "the mark only moves forward";
   }
   auto versions = test::run({"sqlite3", layout::index_db(healthy.root).string(), "SELECT group_concat(version) FROM schema_migrations"});
-  EXPECT_EQ(versions.out, "1,2,3,4\n");
+  EXPECT_EQ(versions.out, "1,2,3,4,5\n");
 }
 
 TEST(Migration, AStoreKeepsTheIdentityItsAuditLogHeldBeforeSchemaVersionThree) {
@@ -355,7 +359,7 @@ TEST(Migration, AStoreKeepsTheIdentityItsAuditLogHeldBeforeSchemaVersionThree) {
   const std::string old_id = "0123456789abcdef0123456789abcdef";
   sqlite(healthy.root,
          "DROP TABLE store_identity; DROP INDEX artifacts_by_kind_address_filename;"
-         " DELETE FROM schema_migrations WHERE version >= 3;"
+         " ALTER TABLE artifacts DROP COLUMN protocols; DELETE FROM schema_migrations WHERE version >= 3;"
          " INSERT INTO audit_log (at, action, subject) VALUES"
          " ('2026-01-01T00:00:00Z', 'store-identity', '" + old_id + "'),"
          " ('2026-01-01T00:00:01Z', 'store-identity', 'fedcba9876543210fedcba9876543210');");

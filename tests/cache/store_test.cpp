@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "cache/layout.hpp"
+#include "cache/row_rules.hpp"
 #include "cache/store.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -59,9 +60,9 @@ TEST(Store, OpenCreatesTheLayoutAndRecordsTheMigration) {
   sqlite3_stmt* stmt = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 4)
-      << "001_initial, 002_rollback_and_quarantine, 003_store_identity and 004_images_and_seeds, once each";
-  EXPECT_EQ(sqlite3_column_int(stmt, 1), 4);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 5)
+      << "001_initial, 002_rollback_and_quarantine, 003_store_identity, 004_images_and_seeds and 005_provider_protocols, once each";
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), 5);
   sqlite3_finalize(stmt);
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
@@ -195,6 +196,75 @@ TEST(Store, BadArtifactsAreRejectedWithAReason) {
   bad_zh.zh = "zh:" + std::string(64, '0');
   expect_error(bad_zh, "zh hash does not match");
   EXPECT_TRUE(store.artifacts().empty());
+}
+
+TEST(Store, ProtocolsAreKeptAsGivenLearntWhenUnknownAndNeverChanged) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  auto find = [&](const std::string& platform) {
+    return store.find_artifact(ArtifactKind::provider_package, "registry.opentofu.org/hashicorp/null", "3.2.4", platform,
+                               "terraform-provider-null_3.2.4_" + platform + ".zip");
+  };
+  // Listed, listed as none, and not known: three different rows.
+  Artifact listed = package(store.add_bytes("amd64 zip"));
+  listed.protocols = std::vector<std::string>{"5.0", "6.0"};
+  (void)store.add_artifact(listed);
+  Artifact none = package(store.add_bytes("arm64 zip"), "linux_arm64");
+  none.protocols = std::vector<std::string>{};
+  (void)store.add_artifact(none);
+  Artifact unknown = package(store.add_bytes("darwin zip"), "darwin_arm64");
+  auto unknown_id = store.add_artifact(unknown);
+  EXPECT_EQ(find("linux_amd64")->protocols, listed.protocols);
+  ASSERT_TRUE(find("linux_arm64")->protocols.has_value()) << "an empty list is known, not unknown";
+  EXPECT_TRUE(find("linux_arm64")->protocols->empty());
+  EXPECT_FALSE(find("darwin_arm64")->protocols.has_value());
+
+  // The same row again, now with its protocols (a later fetch, a newer bundle): learnt.
+  unknown.protocols = std::vector<std::string>{"6.0"};
+  EXPECT_EQ(store.add_artifact(unknown), unknown_id);
+  EXPECT_EQ(find("darwin_arm64")->protocols, unknown.protocols);
+  // Known ones never change (the store is additive).
+  listed.protocols = std::vector<std::string>{"4.0"};
+  (void)store.add_artifact(listed);
+  EXPECT_EQ(find("linux_amd64")->protocols, (std::vector<std::string>{"5.0", "6.0"}));
+  unknown.protocols.reset();
+  (void)store.add_artifact(unknown);
+  EXPECT_EQ(find("darwin_arm64")->protocols, (std::vector<std::string>{"6.0"})) << "nothing known is forgotten";
+}
+
+TEST(Store, ProtocolsFollowTheRowRules) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string digest = store.add_bytes("zip bytes");
+  auto expect_error = [&](Artifact a, const std::string& fragment) {
+    try {
+      (void)store.add_artifact(a);
+      ADD_FAILURE() << "accepted an artifact that should fail with: " << fragment;
+    } catch (const Error& error) {
+      EXPECT_THAT(error.what(), HasSubstr(fragment));
+    }
+  };
+  Artifact spaced = package(digest);
+  spaced.protocols = std::vector<std::string>{"6.0\n\"}"};
+  expect_error(spaced, "is not a short printable word");
+  Artifact empty = package(digest);
+  empty.protocols = std::vector<std::string>{""};
+  expect_error(empty, "is not a short printable word");
+  Artifact many = package(digest);
+  many.protocols = std::vector<std::string>(17, "5.0");
+  expect_error(many, "more than 16 plugin protocols");
+  Artifact keys = package(digest);
+  keys.kind = ArtifactKind::provider_keys;
+  keys.platform = "";
+  keys.filename = "terraform-provider-null_3.2.4_signing_keys.json";
+  keys.protocols = std::vector<std::string>{"6.0"};
+  expect_error(keys, "only a provider package has plugin protocols");
+  EXPECT_TRUE(store.artifacts().empty());
+  // The column's text is checked when read back, too.
+  EXPECT_THROW((void)parse_protocols_column("{\"6.0\": 1}"), Error);
+  EXPECT_THROW((void)parse_protocols_column("[6.0]"), Error);
+  EXPECT_FALSE(parse_protocols_column("").has_value());
+  EXPECT_EQ(protocols_column(std::vector<std::string>{}), "[]");
 }
 
 TEST(Store, ArtifactQueriesFilter) {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -393,6 +394,12 @@ TEST(Flow, ProxmoxStackFromABundleOffline) {
   std::string script = read_file(dir / "stack" / "podplane.cluster.proxmox.node-init.sh");
   EXPECT_NE(script.find("readonly SERVER_DIGEST='sha256:" + published["nstance-server arm64"] + "'"), std::string::npos);
   EXPECT_NE(script.find("MIRROR_URL='http://mirror.site.internal:8080'"), std::string::npos);
+  // From the arm64 base of the mirror, and check replays exactly that; the boot files inside
+  // the image are said not to be checked on their own.
+  EXPECT_NE(script.find("readonly IMAGE_PATH='arch/arm64/vmconfig/artifacts/os-image/"), std::string::npos) << script;
+  std::smatch row;
+  EXPECT_TRUE(std::regex_search(check.out, row, std::regex("Proxmox arm64 node fetches +ok: "))) << check.out;
+  EXPECT_TRUE(std::regex_search(check.out, row, std::regex("boot kernel and initrd +NOT CHECKED on their own"))) << check.out;
 }
 
 }  // namespace

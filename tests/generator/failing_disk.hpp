@@ -22,9 +22,9 @@ class FailingDisk : public generator::Disk {
 
   int operations = 0;  // every operation asked for so far, failed or not
 
-  void write_new(const std::filesystem::path& file, std::string_view content) override {
+  void write_new(const std::filesystem::path& file, std::string_view content, generator::FileMode mode) override {
     tick("writing " + file.filename().string());
-    Disk::write_new(file, content);
+    Disk::write_new(file, content, mode);
   }
   bool link_new(const std::filesystem::path& from, const std::filesystem::path& file) override {
     tick("linking " + from.filename().string());

@@ -5,6 +5,8 @@
 // list a real qm would, so a second run sees the template the first one made).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include "tests/generator/cluster_env.hpp"
 #include "tests/support/background.hpp"
 #include "tests/support/golden.hpp"
@@ -27,6 +29,14 @@ TEST(GoldenStack, Proxmox) {
   files.erase("podplane.cluster.jsonc");
   EXPECT_FALSE(files.count(".terraform.lock.hcl"));
   expect_golden_dir(fs::path("generator") / "proxmox" / "expected", files);
+  // The node script is a program: executable (0755 less the umask), the other files are not.
+  const mode_t umask_now = ::umask(0);
+  ::umask(umask_now);
+  struct stat script {}, shard {};
+  ASSERT_EQ(::stat((env.stack / "podplane.cluster.proxmox.node-init.sh").c_str(), &script), 0);
+  ASSERT_EQ(::stat((env.stack / "podplane.cluster.proxmox.shard.hall-a.jsonc").c_str(), &shard), 0);
+  EXPECT_EQ(script.st_mode & 07777, 0755 & ~umask_now);
+  EXPECT_EQ(shard.st_mode & 07777, 0644 & ~umask_now);
   auto check = env.cluster({"check"});
   EXPECT_EQ(check.exit_code, 0) << describe(check);
   EXPECT_NE(check.out.find("vmconfig_knc_debian-13_amd64 (6 artifacts)  ok"), std::string::npos) << check.out;  // with nstance-server
@@ -34,6 +44,44 @@ TEST(GoldenStack, Proxmox) {
   auto again = env.cluster({"create", "--no-apply"});
   ASSERT_EQ(again.exit_code, 0) << describe(again);
   EXPECT_NE(again.out.find("No changes"), std::string::npos) << again.out;
+  // A script that lost its exec bit is given it back, though its bytes are right.
+  fs::permissions(env.stack / "podplane.cluster.proxmox.node-init.sh", fs::perms(0644));
+  auto repaired = env.cluster({"create", "--no-apply"});
+  ASSERT_EQ(repaired.exit_code, 0) << describe(repaired);
+  ASSERT_EQ(::stat((env.stack / "podplane.cluster.proxmox.node-init.sh").c_str(), &script), 0);
+  EXPECT_EQ(script.st_mode & 07777, 0755 & ~umask_now);
+}
+
+// The line of `text` holding `needle`, or "" (check tables pad their columns to the widest item).
+std::string line_with(const std::string& text, const std::string& needle) {
+  auto at = text.find(needle);
+  if (at == std::string::npos) return "";
+  auto start = text.rfind('\n', at);
+  start = start == std::string::npos ? 0 : start + 1;
+  return text.substr(start, text.find('\n', at) - start);
+}
+
+// `cluster check` of a Proxmox stack replays each node's downloads (the script's paths and
+// digests against what the store publishes), so an image gone from the store fails it.
+TEST(ProxmoxStack, CheckFailsWhenTheImageLeavesTheStore) {
+  ClusterEnv env("proxmox", proxmox_store());
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  auto check = env.cluster({"check"});
+  ASSERT_EQ(check.exit_code, 0) << describe(check);
+  EXPECT_NE(line_with(check.out, "Proxmox amd64 node fetches").find(" ok: the image and nstance-server"), std::string::npos)
+      << check.out;
+
+  std::string object;
+  for (const auto& row : env.fixture->store().artifacts({cache::ArtifactKind::vmconfig_artifact, "os-image", {}, "linux_amd64"}))
+    object = env.fixture->store().object_path(row.digest).string();
+  ASSERT_FALSE(object.empty());
+  fs::permissions(fs::path(object).parent_path(), fs::perms::owner_all, fs::perm_options::add);
+  ASSERT_TRUE(fs::remove(object));
+  auto gone = env.cluster({"check"});
+  EXPECT_NE(gone.exit_code, 0) << describe(gone);
+  EXPECT_NE(gone.out.find("MISSING 1 of 6: os-image 20260512-2476"), std::string::npos) << gone.out;
+  EXPECT_NE(line_with(gone.out, "Proxmox amd64 node fetches").find(" WRONG 1 of 2"), std::string::npos) << gone.out;
+  EXPECT_NE(gone.out.find("arch/amd64/vmconfig/artifacts/os-image/20260512-2476/"), std::string::npos) << gone.out;
 }
 
 TEST(ProxmoxStack, RefusedWhenTheStoreLacksNstanceServer) {
@@ -205,6 +253,12 @@ TEST_F(ProxmoxNodeInit, FirstRunChecksDownloadsMakesTheTemplateAndInstallsTheSer
   auto result = node_init({});
   ASSERT_EQ(result.exit_code, 0) << describe(result) << shim_log();
   fs::path work = env_->dir / "node" / "work";
+  // From the mirror's amd64 base (docs/mirror.md), never the plain path two arches may share.
+  EXPECT_NE(result.out.find("downloading " + base_ + "/arch/amd64/vmconfig/artifacts/os-image/20260512-2476/"),
+            std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("downloading " + base_ + "/arch/amd64/vmconfig/artifacts/nstance-server/"),
+            std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find(base_ + "/vmconfig/"), std::string::npos) << result.out;
   EXPECT_EQ(read_file(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2"), stored("os-image"));
   EXPECT_EQ(read_file(env_->dir / "node" / "bin" / "nstance-server"), stored("nstance-server"));
   std::string log = shim_log();
@@ -246,9 +300,10 @@ TEST_F(ProxmoxNodeInit, DryRunChangesNothing) {
 // refused before any qm call, and the bad download is not kept.
 TEST_F(ProxmoxNodeInit, TamperedImageIsRefusedBeforeAnyQmCall) {
   fs::path mirror = env_->dir / "tampered";
-  write_file(mirror / "vmconfig/artifacts/os-image/20260512-2476/debian-13-genericcloud-amd64-20260512-2476.qcow2",
+  write_file(mirror / "arch/amd64/vmconfig/artifacts/os-image/20260512-2476/debian-13-genericcloud-amd64-20260512-2476.qcow2",
              stored("os-image") + "tampered");
-  write_file(mirror / "vmconfig/artifacts/nstance-server/1.2.3/nstance-server_1.2.3_linux_amd64", stored("nstance-server"));
+  write_file(mirror / "arch/amd64/vmconfig/artifacts/nstance-server/1.2.3/nstance-server_1.2.3_linux_amd64",
+             stored("nstance-server"));
   auto result = node_init({"--mirror-url", "file://" + mirror.string()});
   EXPECT_NE(result.exit_code, 0) << describe(result);
   EXPECT_NE(result.err.find("does not have the expected sha256:"), std::string::npos) << result.err;

@@ -18,7 +18,7 @@ CREATE TABLE artifacts (
   upstream_digest TEXT NOT NULL DEFAULT '', -- vmconfig "sha256:…" / "sha512:…"
   upstream_url    TEXT NOT NULL DEFAULT '', -- never holds credentials
   trust           TEXT NOT NULL,            -- signed_upstream | checksum | unverified
-  added_at        TEXT NOT NULL,
+  added_at        TEXT NOT NULL, protocols TEXT NOT NULL DEFAULT '',
   UNIQUE (kind, address, version, platform, filename)
 );
 CREATE INDEX artifacts_by_digest ON artifacts (digest);

@@ -62,8 +62,10 @@ RELEASE_ONLY_PLATFORMS = ["windows_amd64", "freebsd_arm"]
 # Podplane's default provider set (podplane.md §5). cloudinit deliberately lacks darwin_arm64.
 DEFAULT_PROVIDERS = [
     {"namespace": "hashicorp", "type": "aws", "key": "rsa", "protocols": ["5.0"], "versions": ["6.0.0", "6.2.0"]},
-    {"namespace": "hashicorp", "type": "random", "key": "rsa", "protocols": ["5.0"], "versions": ["3.6.0", "3.7.2"]},
-    {"namespace": "hashicorp", "type": "null", "key": "rsa", "protocols": ["5.0"], "versions": ["3.2.3", "3.2.4"]},
+    # The registry's plugin protocols vary as they do upstream: two listed for random, none at
+    # all (the key left out) for null; mirrors must answer with exactly what was listed.
+    {"namespace": "hashicorp", "type": "random", "key": "rsa", "protocols": ["5.0", "6.0"], "versions": ["3.6.0", "3.7.2"]},
+    {"namespace": "hashicorp", "type": "null", "key": "rsa", "protocols": None, "versions": ["3.2.3", "3.2.4"]},
     {"namespace": "hashicorp", "type": "tls", "key": "rsa", "protocols": ["5.0"], "versions": ["4.0.6", "4.1.0"]},
     {"namespace": "hashicorp", "type": "cloudinit", "key": "rsa", "protocols": ["5.0"], "versions": ["2.3.6", "2.3.7"],
      "platforms": ["linux_amd64", "linux_arm64", "darwin_amd64"]},
@@ -292,7 +294,8 @@ def build_providers(out, www, gpg, config, args, fixture):
                 write_if_changed(os.path.join(rel_dir, name), data)
                 sums_lines.append("%s  %s\n" % (sha256_hex(data), name))
             manifest_name = "terraform-provider-%s_%s_manifest.json" % (ptype, version)
-            manifest = json.dumps({"version": 1, "metadata": {"protocol_versions": provider["protocols"]}}, indent=2) + "\n"
+            manifest = json.dumps({"version": 1, "metadata": {"protocol_versions": provider["protocols"] or ["5.0"]}},
+                                  indent=2) + "\n"
             write_if_changed(os.path.join(rel_dir, manifest_name), manifest)
             sums_lines.append("%s  %s\n" % (sha256_hex(manifest.encode()), manifest_name))
             sums_lines.sort(key=lambda line: line.split("  ", 1)[1])
@@ -316,11 +319,16 @@ def build_providers(out, www, gpg, config, args, fixture):
                     urls = {"download_url": pkg["url"], "shasums_url": release + sums_name,
                             "shasums_signature_url": release + sums_name + ".sig"}
                 doc = dict(urls)
-                doc.update({"protocols": provider["protocols"], "os": os_, "arch": arch, "filename": pkg["filename"],
-                            "shasum": pkg["sha256"], "signing_keys": keys_doc})
+                doc.update({"os": os_, "arch": arch, "filename": pkg["filename"], "shasum": pkg["sha256"],
+                            "signing_keys": keys_doc})
+                if provider["protocols"] is not None:
+                    doc["protocols"] = provider["protocols"]
                 write_json(os.path.join(www, "v1", "providers", ns, ptype, version, "download", os_, arch), doc)
-            versions_doc["versions"].append({"version": version, "protocols": provider["protocols"],
-                                             "platforms": [{"os": p.split("_")[0], "arch": p.split("_")[1]} for p in platforms]})
+            listed = {"version": version,
+                      "platforms": [{"os": p.split("_")[0], "arch": p.split("_")[1]} for p in platforms]}
+            if provider["protocols"] is not None:
+                listed["protocols"] = provider["protocols"]
+            versions_doc["versions"].append(listed)
             entry["versions"].append({"version": version, "shasums_url": release + sums_name,
                                       "shasums_signature_url": release + sums_name + ".sig",
                                       "shasums_sha256": sha256_hex("".join(sums_lines).encode()),

@@ -4,7 +4,8 @@
 #
 # Run it as root on every Proxmox VE node of the cluster. It:
 #   1. downloads the Debian cloud image and nstance-server of this node's arch from the site
-#      mirror and checks each against the digest written below, before anything uses them;
+#      mirror's base of that arch and checks each against the digest written below, before
+#      anything uses them;
 #   2. keeps the VM template of that image when one with the same image digest exists, else
 #      creates it (qm create, qm importdisk, qm set, qm template), replacing an older one;
 #   3. installs nstance-server as the systemd unit nstance-server.service.
@@ -83,10 +84,10 @@ esac
 case "${ARCH}" in
   amd64)
     readonly IMAGE_VERSION='20260512-2476'
-    readonly IMAGE_PATH='vmconfig/artifacts/os-image/20260512-2476/debian-13-genericcloud-amd64-20260512-2476.qcow2'
+    readonly IMAGE_PATH='arch/amd64/vmconfig/artifacts/os-image/20260512-2476/debian-13-genericcloud-amd64-20260512-2476.qcow2'
     readonly IMAGE_DIGEST='sha256:7a769cf666992a9d791e5dc910c3b9ab337fb22e477c714708e0178b662b5ed4'
     readonly IMAGE_FILE='debian-13-genericcloud-amd64-20260512-2476.qcow2'
-    readonly SERVER_PATH='vmconfig/artifacts/nstance-server/1.2.3/nstance-server_1.2.3_linux_amd64'
+    readonly SERVER_PATH='arch/amd64/vmconfig/artifacts/nstance-server/1.2.3/nstance-server_1.2.3_linux_amd64'
     readonly SERVER_DIGEST='sha256:5e8f492cc5679715db548dd46cd4405d906453d7affbc0bdbda2cd29fa874c5a'
     readonly SERVER_FILE='nstance-server-5e8f492cc567'
     readonly TEMPLATE_NAME='podplane-factory-floor-debian-13-amd64'
