@@ -106,16 +106,23 @@ struct ObjectCheck {
   std::string message;  // the problem line, empty when intact
 };
 
-// Whether the file of object `digest` (indexed with `size`) is there and holds its bytes.
-ObjectCheck check_object(const Store::Impl& impl, const std::string& digest, std::int64_t size) {
+// Whether the file of object `digest` (indexed with `size`) is there and holds its bytes
+// (VerifyDepth::quick: has its size). `writable` tells whether anyone may write it. One stat.
+ObjectCheck check_object(const Store::Impl& impl, const std::string& digest, std::int64_t size, VerifyDepth depth,
+                         bool& writable) {
   fs::path file = impl.object_path(digest);
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(file, ec))) return {ObjectState::missing, "object missing: " + digest + " (" + file.string() + ")"};
-  auto actual_size = fs::file_size(file, ec);
-  if (ec || static_cast<std::int64_t>(actual_size) != size) {
-    return {ObjectState::wrong_size, mismatch_message("object " + digest + " has the wrong size (" + file.string() + ")",
-                                                      std::to_string(size), ec ? ec.message() : std::to_string(actual_size))};
+  struct stat info {};
+  if (::stat(file.c_str(), &info) != 0) {
+    if (errno == ENOENT) return {ObjectState::missing, "object missing: " + digest + " (" + file.string() + ")"};
+    return {ObjectState::unreadable, "object unreadable: " + file.string() + ": " + std::strerror(errno)};
   }
+  writable = (info.st_mode & 0222) != 0;
+  if (!S_ISREG(info.st_mode) || static_cast<std::int64_t>(info.st_size) != size) {
+    return {ObjectState::wrong_size, mismatch_message("object " + digest + " has the wrong size (" + file.string() + ")",
+                                                      std::to_string(size),
+                                                      S_ISREG(info.st_mode) ? std::to_string(info.st_size) : "not a regular file")};
+  }
+  if (depth == VerifyDepth::quick) return {};
   std::string got;
   try {
     got = file_digest_hex(file);
@@ -146,7 +153,9 @@ std::set<fs::path> files_below(const std::vector<fs::path>& dirs) {
 // tree that was built, a planned file that is missing and a file no row put there are
 // problems (a module version's tree is exactly its rows). Views of missing objects are
 // skipped: the object is the problem.
-void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report) {
+// `objects` are the indexed objects (digest, size), `intact` those whose file checked out.
+void check_views(const Store& store, const ViewPlan& plan, const std::map<std::string, std::int64_t>& objects,
+                 const std::set<std::string>& intact, VerifyReport& report) {
   const fs::path& root = store.root();
   const auto& impl = StoreInternals::of(store);
   auto built = [&](const fs::path& view) {
@@ -158,7 +167,7 @@ void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report)
   std::size_t not_built = 0;
   for (const auto& view : plan.files) {
     planned.insert(view.path);
-    if (!view.object_digest.empty() && !store.has_object(view.object_digest)) continue;
+    if (!view.object_digest.empty() && !intact.count(view.object_digest)) continue;
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(view.path, ec))) {
       if (built(view.path)) {
@@ -172,6 +181,16 @@ void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report)
     ++report.views_checked;
     std::string expected = view.object_digest.empty() ? sha256_hex(*view.content) : view.object_digest;
     if (!view.object_digest.empty() && same_file(view.path, impl.object_path(view.object_digest))) continue;
+    if (report.depth == VerifyDepth::quick && !view.object_digest.empty()) {
+      // A copy of its object (where a hard link failed): its size, not its bytes.
+      auto size = fs::file_size(view.path, ec);
+      auto expected_size = objects.at(view.object_digest);
+      if (ec || static_cast<std::int64_t>(size) != expected_size) {
+        report.problems.push_back(mismatch_message("view " + view.path.string() + " does not hold its object (size)",
+                                                   std::to_string(expected_size), ec ? ec.message() : std::to_string(size)));
+      }
+      continue;
+    }
     std::string got;
     try {
       got = file_digest_hex(view.path);
@@ -204,7 +223,7 @@ void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report)
 
 }  // namespace
 
-std::vector<std::string> artifact_content_problems(const Store& store, const Artifact& a) {
+std::vector<std::string> artifact_content_problems(const Store& store, const Artifact& a, VerifyDepth depth) {
   std::vector<std::string> problems;
   const auto& impl = StoreInternals::of(store);
   const std::string name = "row " + describe(a);
@@ -217,7 +236,7 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
   }
   if (a.kind == ArtifactKind::provider_package) {
     if (a.zh != "zh:" + a.digest) problems.push_back(mismatch_message(name + " has the wrong zh", "zh:" + a.digest, a.zh));
-    if (!a.h1.empty()) {
+    if (!a.h1.empty() && depth == VerifyDepth::full) {
       try {
         std::string h1 = lockfile::h1_hash_of_zip(file);
         if (h1 != a.h1) problems.push_back(mismatch_message(name + " has the wrong h1", h1, a.h1));
@@ -229,6 +248,7 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
   if (!a.upstream_digest.empty()) {
     try {
       auto expected = TypedDigest::parse(a.upstream_digest);
+      if (depth == VerifyDepth::quick && expected.algorithm != DigestAlgorithm::sha256) return problems;
       std::string got = expected.algorithm == DigestAlgorithm::sha256 ? a.digest
                                                                                 : file_digest_hex(file, expected.algorithm);
       if (got != expected.hex) {
@@ -242,8 +262,9 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
   return problems;
 }
 
-VerifyReport verify_store(const Store& store) {
+VerifyReport verify_store(const Store& store, VerifyDepth depth) {
   VerifyReport report;
+  report.depth = depth;
   auto& impl = const_cast<Store::Impl&>(StoreInternals::of(store));
   auto& db = impl.db;
   const fs::path& root = store.root();
@@ -265,14 +286,12 @@ VerifyReport verify_store(const Store& store) {
   auto quarantined = quarantined_objects(store);
   std::set<std::string> intact;
   for (const auto& [digest, size] : objects) {
-    auto check = check_object(impl, digest, size);
+    bool writable = false;
+    auto check = check_object(impl, digest, size, depth, writable);
     if (check.state != ObjectState::missing) ++report.objects_checked;
     if (check.state == ObjectState::intact) {
-      intact.insert(digest);
-      struct stat info {};
-      if (::stat(impl.object_path(digest).c_str(), &info) == 0 && (info.st_mode & 0222) != 0) {
-        report.notes.push_back("object " + digest + " is writable (objects should be read-only)");
-      }
+      intact.insert(intact.end(), digest);  // objects come in digest order
+      if (writable) report.notes.push_back("object " + digest + " is writable (objects should be read-only)");
       continue;
     }
     std::string line = check.message;
@@ -308,7 +327,7 @@ VerifyReport verify_store(const Store& store) {
       continue;
     }
     if (!intact.count(a.digest)) continue;  // already reported as missing or corrupt
-    for (auto& problem : artifact_content_problems(store, a)) report.problems.push_back(std::move(problem));
+    for (auto& problem : artifact_content_problems(store, a, depth)) report.problems.push_back(std::move(problem));
   }
   {
     sqlite::Statement duplicates(db,
@@ -366,13 +385,14 @@ VerifyReport verify_store(const Store& store) {
   for (const auto& unplaced : plan.unplaced) {
     report.problems.push_back("no view for " + unplaced.reason + " (`podplane deps verify --repair` quarantines the row)");
   }
-  check_views(store, plan, report);
+  check_views(store, plan, objects, intact, report);
   std::sort(report.garbage.begin(), report.garbage.end());
   return report;
 }
 
 nlohmann::json to_json(const VerifyReport& report) {
   return {{"ok", report.ok()},
+          {"quick", report.depth == VerifyDepth::quick},
           {"objects_checked", report.objects_checked},
           {"artifacts_checked", report.artifacts_checked},
           {"module_files_checked", report.module_files_checked},
@@ -656,7 +676,8 @@ RepairReport repair_store(Store& store) {
   std::vector<Moved> moved_objects;
   std::set<std::string> moved;
   for (const auto& [digest, size] : indexed_objects(impl.db)) {
-    auto check = check_object(impl, digest, size);
+    bool writable = false;
+    auto check = check_object(impl, digest, size, VerifyDepth::full, writable);
     if (check.state != ObjectState::wrong_size && check.state != ObjectState::corrupt) continue;
     std::error_code ec;
     fs::create_directories(aside, ec);
