@@ -53,8 +53,9 @@ std::map<std::string, std::int64_t> indexed_objects(sqlite::Database& db) {
 }
 
 // Object files on disk, by digest, plus anything in objects/ that is not an object file.
+// Digests only (paths follow from them): a 50,000-object store would hold 50,000 paths.
 struct DiskObjects {
-  std::map<std::string, fs::path> files;
+  std::set<std::string> files;
   std::vector<fs::path> strays;
 };
 
@@ -70,7 +71,7 @@ DiskObjects scan_objects(const fs::path& root) {
     std::error_code inner;
     for (fs::directory_iterator it(prefix->path(), inner), stop; !inner && it != stop; it.increment(inner)) {
       std::string digest = first + it->path().filename().string();
-      if (is_sha256_hex(digest) && it->is_regular_file() && !it->is_symlink()) disk.files.emplace(digest, it->path());
+      if (is_sha256_hex(digest) && it->is_regular_file() && !it->is_symlink()) disk.files.insert(disk.files.end(), digest);
       else disk.strays.push_back(it->path());
     }
   }
@@ -158,15 +159,21 @@ void check_views(const Store& store, const ViewPlan& plan, const std::map<std::s
                  const std::set<std::string>& intact, VerifyReport& report) {
   const fs::path& root = store.root();
   const auto& impl = StoreInternals::of(store);
+  std::map<fs::path, bool> built_trees;  // by first segment below the root: asked once each
   auto built = [&](const fs::path& view) {
     const fs::path relative = view.lexically_relative(root);
-    std::error_code ec;
-    return !relative.empty() && fs::is_directory(root / *relative.begin(), ec);
+    if (relative.empty()) return false;
+    auto [it, inserted] = built_trees.emplace(*relative.begin(), false);
+    if (inserted) {
+      std::error_code ec;
+      it->second = fs::is_directory(root / it->first, ec);
+    }
+    return it->second;
   };
-  std::set<fs::path> planned;
+  std::set<std::string> planned;  // native path strings: an fs::path holds its components too
   std::size_t not_built = 0;
   for (const auto& view : plan.files) {
-    planned.insert(view.path);
+    planned.insert(view.path.native());
     if (!view.object_digest.empty() && !intact.count(view.object_digest)) continue;
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(view.path, ec))) {
@@ -207,7 +214,7 @@ void check_views(const Store& store, const ViewPlan& plan, const std::map<std::s
     }
   }
   for (const auto& file : files_below(plan.directories)) {
-    if (planned.count(file)) continue;
+    if (planned.count(file.native())) continue;
     if (is_temp_path_beside(file)) {
       report.notes.push_back("temp file of a view rebuild (a running podplane's, or left by a crash): " + file.string());
       continue;
@@ -304,8 +311,8 @@ VerifyReport verify_store(const Store& store, VerifyDepth depth) {
     }
     report.problems.push_back(line);
   }
-  for (const auto& [digest, file] : disk.files) {
-    if (!objects.count(digest)) report.garbage.push_back("unindexed object " + file.string());
+  for (const auto& digest : disk.files) {
+    if (!objects.count(digest)) report.garbage.push_back("unindexed object " + impl.object_path(digest).string());
   }
   for (const auto& stray : disk.strays) report.garbage.push_back("stray file in the object store " + stray.string());
   auto referenced = referenced_digests(db);
@@ -461,8 +468,9 @@ void refuse_untrustworthy_index(const Store& store) {
   const std::time_t index_born = *born;
   std::size_t older = 0;
   std::string example;
-  for (const auto& [digest, file] : disk.files) {
+  for (const auto& digest : disk.files) {
     if (indexed.count(digest)) continue;
+    const fs::path file = impl.object_path(digest);
     struct stat info {};
     if (::lstat(file.c_str(), &info) == 0 && info.st_mtime < index_born) {
       if (older++ == 0) example = file.string();
@@ -512,10 +520,10 @@ GcReport collect_garbage(Store& store, DryRun dry_run) {
   });
   auto indexed = indexed_objects(impl.db);
   auto disk = scan_objects(root);
-  for (const auto& [digest, file] : disk.files) {
+  for (const auto& digest : disk.files) {
     if (indexed.count(digest)) continue;
     std::error_code ec;
-    auto size = fs::file_size(file, ec);
+    auto size = fs::file_size(impl.object_path(digest), ec);
     garbage.emplace(digest, ec ? 0 : static_cast<std::int64_t>(size));
   }
   for (const auto& [digest, size] : garbage) {
@@ -750,9 +758,9 @@ RepairReport repair_store(Store& store) {
   // 3. Views: a file no row implies, a view still holding the bytes of a quarantined object,
   //    and temp files of view rebuilds go (views are derived); then they are built again.
   auto plan = plan_views(store);
-  std::set<fs::path> planned;
+  std::set<std::string> planned;  // native path strings: an fs::path holds its components too
   for (const auto& view : plan.files) {
-    planned.insert(view.path);
+    planned.insert(view.path.native());
     if (view.object_digest.empty() || store.has_object(view.object_digest)) continue;
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(view.path, ec))) continue;
@@ -766,7 +774,7 @@ RepairReport repair_store(Store& store) {
     }
   }
   for (const auto& file : files_below(plan.directories)) {
-    if (planned.count(file)) continue;
+    if (planned.count(file.native())) continue;
     if (::unlink(file.c_str()) == 0) report.removed_views.push_back(relative_to(root, file) + " (no row implies it)");
   }
   (void)rebuild_views(store);
