@@ -53,8 +53,9 @@ std::map<std::string, std::int64_t> indexed_objects(sqlite::Database& db) {
 }
 
 // Object files on disk, by digest, plus anything in objects/ that is not an object file.
+// Digests only (paths follow from them): a 50,000-object store would hold 50,000 paths.
 struct DiskObjects {
-  std::map<std::string, fs::path> files;
+  std::set<std::string> files;
   std::vector<fs::path> strays;
 };
 
@@ -70,7 +71,7 @@ DiskObjects scan_objects(const fs::path& root) {
     std::error_code inner;
     for (fs::directory_iterator it(prefix->path(), inner), stop; !inner && it != stop; it.increment(inner)) {
       std::string digest = first + it->path().filename().string();
-      if (is_sha256_hex(digest) && it->is_regular_file() && !it->is_symlink()) disk.files.emplace(digest, it->path());
+      if (is_sha256_hex(digest) && it->is_regular_file() && !it->is_symlink()) disk.files.insert(disk.files.end(), digest);
       else disk.strays.push_back(it->path());
     }
   }
@@ -106,16 +107,23 @@ struct ObjectCheck {
   std::string message;  // the problem line, empty when intact
 };
 
-// Whether the file of object `digest` (indexed with `size`) is there and holds its bytes.
-ObjectCheck check_object(const Store::Impl& impl, const std::string& digest, std::int64_t size) {
+// Whether the file of object `digest` (indexed with `size`) is there and holds its bytes
+// (VerifyDepth::quick: has its size). `writable` tells whether anyone may write it. One stat.
+ObjectCheck check_object(const Store::Impl& impl, const std::string& digest, std::int64_t size, VerifyDepth depth,
+                         bool& writable) {
   fs::path file = impl.object_path(digest);
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(file, ec))) return {ObjectState::missing, "object missing: " + digest + " (" + file.string() + ")"};
-  auto actual_size = fs::file_size(file, ec);
-  if (ec || static_cast<std::int64_t>(actual_size) != size) {
-    return {ObjectState::wrong_size, mismatch_message("object " + digest + " has the wrong size (" + file.string() + ")",
-                                                      std::to_string(size), ec ? ec.message() : std::to_string(actual_size))};
+  struct stat info {};
+  if (::stat(file.c_str(), &info) != 0) {
+    if (errno == ENOENT) return {ObjectState::missing, "object missing: " + digest + " (" + file.string() + ")"};
+    return {ObjectState::unreadable, "object unreadable: " + file.string() + ": " + std::strerror(errno)};
   }
+  writable = (info.st_mode & 0222) != 0;
+  if (!S_ISREG(info.st_mode) || static_cast<std::int64_t>(info.st_size) != size) {
+    return {ObjectState::wrong_size, mismatch_message("object " + digest + " has the wrong size (" + file.string() + ")",
+                                                      std::to_string(size),
+                                                      S_ISREG(info.st_mode) ? std::to_string(info.st_size) : "not a regular file")};
+  }
+  if (depth == VerifyDepth::quick) return {};
   std::string got;
   try {
     got = file_digest_hex(file);
@@ -146,19 +154,27 @@ std::set<fs::path> files_below(const std::vector<fs::path>& dirs) {
 // tree that was built, a planned file that is missing and a file no row put there are
 // problems (a module version's tree is exactly its rows). Views of missing objects are
 // skipped: the object is the problem.
-void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report) {
+// `objects` are the indexed objects (digest, size), `intact` those whose file checked out.
+void check_views(const Store& store, const ViewPlan& plan, const std::map<std::string, std::int64_t>& objects,
+                 const std::set<std::string>& intact, VerifyReport& report) {
   const fs::path& root = store.root();
   const auto& impl = StoreInternals::of(store);
+  std::map<fs::path, bool> built_trees;  // by first segment below the root: asked once each
   auto built = [&](const fs::path& view) {
     const fs::path relative = view.lexically_relative(root);
-    std::error_code ec;
-    return !relative.empty() && fs::is_directory(root / *relative.begin(), ec);
+    if (relative.empty()) return false;
+    auto [it, inserted] = built_trees.emplace(*relative.begin(), false);
+    if (inserted) {
+      std::error_code ec;
+      it->second = fs::is_directory(root / it->first, ec);
+    }
+    return it->second;
   };
-  std::set<fs::path> planned;
+  std::set<std::string> planned;  // native path strings: an fs::path holds its components too
   std::size_t not_built = 0;
   for (const auto& view : plan.files) {
-    planned.insert(view.path);
-    if (!view.object_digest.empty() && !store.has_object(view.object_digest)) continue;
+    planned.insert(view.path.native());
+    if (!view.object_digest.empty() && !intact.count(view.object_digest)) continue;
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(view.path, ec))) {
       if (built(view.path)) {
@@ -172,6 +188,16 @@ void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report)
     ++report.views_checked;
     std::string expected = view.object_digest.empty() ? sha256_hex(*view.content) : view.object_digest;
     if (!view.object_digest.empty() && same_file(view.path, impl.object_path(view.object_digest))) continue;
+    if (report.depth == VerifyDepth::quick && !view.object_digest.empty()) {
+      // A copy of its object (where a hard link failed): its size, not its bytes.
+      auto size = fs::file_size(view.path, ec);
+      auto expected_size = objects.at(view.object_digest);
+      if (ec || static_cast<std::int64_t>(size) != expected_size) {
+        report.problems.push_back(mismatch_message("view " + view.path.string() + " does not hold its object (size)",
+                                                   std::to_string(expected_size), ec ? ec.message() : std::to_string(size)));
+      }
+      continue;
+    }
     std::string got;
     try {
       got = file_digest_hex(view.path);
@@ -188,7 +214,7 @@ void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report)
     }
   }
   for (const auto& file : files_below(plan.directories)) {
-    if (planned.count(file)) continue;
+    if (planned.count(file.native())) continue;
     if (is_temp_path_beside(file)) {
       report.notes.push_back("temp file of a view rebuild (a running podplane's, or left by a crash): " + file.string());
       continue;
@@ -204,7 +230,7 @@ void check_views(const Store& store, const ViewPlan& plan, VerifyReport& report)
 
 }  // namespace
 
-std::vector<std::string> artifact_content_problems(const Store& store, const Artifact& a) {
+std::vector<std::string> artifact_content_problems(const Store& store, const Artifact& a, VerifyDepth depth) {
   std::vector<std::string> problems;
   const auto& impl = StoreInternals::of(store);
   const std::string name = "row " + describe(a);
@@ -217,7 +243,7 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
   }
   if (a.kind == ArtifactKind::provider_package) {
     if (a.zh != "zh:" + a.digest) problems.push_back(mismatch_message(name + " has the wrong zh", "zh:" + a.digest, a.zh));
-    if (!a.h1.empty()) {
+    if (!a.h1.empty() && depth == VerifyDepth::full) {
       try {
         std::string h1 = lockfile::h1_hash_of_zip(file);
         if (h1 != a.h1) problems.push_back(mismatch_message(name + " has the wrong h1", h1, a.h1));
@@ -229,6 +255,7 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
   if (!a.upstream_digest.empty()) {
     try {
       auto expected = TypedDigest::parse(a.upstream_digest);
+      if (depth == VerifyDepth::quick && expected.algorithm != DigestAlgorithm::sha256) return problems;
       std::string got = expected.algorithm == DigestAlgorithm::sha256 ? a.digest
                                                                                 : file_digest_hex(file, expected.algorithm);
       if (got != expected.hex) {
@@ -242,14 +269,16 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
   return problems;
 }
 
-VerifyReport verify_store(const Store& store) {
+VerifyReport verify_store(const Store& store, VerifyDepth depth) {
   VerifyReport report;
+  report.depth = depth;
   auto& impl = const_cast<Store::Impl&>(StoreInternals::of(store));
   auto& db = impl.db;
   const fs::path& root = store.root();
 
   {
-    sqlite::Statement integrity(db, "PRAGMA integrity_check");
+    // quick_check skips matching every index against its table: O(N), not O(N log N).
+    sqlite::Statement integrity(db, depth == VerifyDepth::quick ? "PRAGMA quick_check" : "PRAGMA integrity_check");
     while (integrity.step()) {
       if (integrity.text(0) != "ok") report.problems.push_back("index integrity: " + integrity.text(0));
     }
@@ -265,14 +294,12 @@ VerifyReport verify_store(const Store& store) {
   auto quarantined = quarantined_objects(store);
   std::set<std::string> intact;
   for (const auto& [digest, size] : objects) {
-    auto check = check_object(impl, digest, size);
+    bool writable = false;
+    auto check = check_object(impl, digest, size, depth, writable);
     if (check.state != ObjectState::missing) ++report.objects_checked;
     if (check.state == ObjectState::intact) {
-      intact.insert(digest);
-      struct stat info {};
-      if (::stat(impl.object_path(digest).c_str(), &info) == 0 && (info.st_mode & 0222) != 0) {
-        report.notes.push_back("object " + digest + " is writable (objects should be read-only)");
-      }
+      intact.insert(intact.end(), digest);  // objects come in digest order
+      if (writable) report.notes.push_back("object " + digest + " is writable (objects should be read-only)");
       continue;
     }
     std::string line = check.message;
@@ -285,8 +312,8 @@ VerifyReport verify_store(const Store& store) {
     }
     report.problems.push_back(line);
   }
-  for (const auto& [digest, file] : disk.files) {
-    if (!objects.count(digest)) report.garbage.push_back("unindexed object " + file.string());
+  for (const auto& digest : disk.files) {
+    if (!objects.count(digest)) report.garbage.push_back("unindexed object " + impl.object_path(digest).string());
   }
   for (const auto& stray : disk.strays) report.garbage.push_back("stray file in the object store " + stray.string());
   auto referenced = referenced_digests(db);
@@ -308,7 +335,7 @@ VerifyReport verify_store(const Store& store) {
       continue;
     }
     if (!intact.count(a.digest)) continue;  // already reported as missing or corrupt
-    for (auto& problem : artifact_content_problems(store, a)) report.problems.push_back(std::move(problem));
+    for (auto& problem : artifact_content_problems(store, a, depth)) report.problems.push_back(std::move(problem));
   }
   {
     sqlite::Statement duplicates(db,
@@ -366,13 +393,14 @@ VerifyReport verify_store(const Store& store) {
   for (const auto& unplaced : plan.unplaced) {
     report.problems.push_back("no view for " + unplaced.reason + " (`podplane deps verify --repair` quarantines the row)");
   }
-  check_views(store, plan, report);
+  check_views(store, plan, objects, intact, report);
   std::sort(report.garbage.begin(), report.garbage.end());
   return report;
 }
 
 nlohmann::json to_json(const VerifyReport& report) {
   return {{"ok", report.ok()},
+          {"quick", report.depth == VerifyDepth::quick},
           {"objects_checked", report.objects_checked},
           {"artifacts_checked", report.artifacts_checked},
           {"module_files_checked", report.module_files_checked},
@@ -441,8 +469,9 @@ void refuse_untrustworthy_index(const Store& store) {
   const std::time_t index_born = *born;
   std::size_t older = 0;
   std::string example;
-  for (const auto& [digest, file] : disk.files) {
+  for (const auto& digest : disk.files) {
     if (indexed.count(digest)) continue;
+    const fs::path file = impl.object_path(digest);
     struct stat info {};
     if (::lstat(file.c_str(), &info) == 0 && info.st_mtime < index_born) {
       if (older++ == 0) example = file.string();
@@ -492,10 +521,10 @@ GcReport collect_garbage(Store& store, DryRun dry_run) {
   });
   auto indexed = indexed_objects(impl.db);
   auto disk = scan_objects(root);
-  for (const auto& [digest, file] : disk.files) {
+  for (const auto& digest : disk.files) {
     if (indexed.count(digest)) continue;
     std::error_code ec;
-    auto size = fs::file_size(file, ec);
+    auto size = fs::file_size(impl.object_path(digest), ec);
     garbage.emplace(digest, ec ? 0 : static_cast<std::int64_t>(size));
   }
   for (const auto& [digest, size] : garbage) {
@@ -658,7 +687,8 @@ RepairReport repair_store(Store& store) {
   std::vector<Moved> moved_objects;
   std::set<std::string> moved;
   for (const auto& [digest, size] : indexed_objects(impl.db)) {
-    auto check = check_object(impl, digest, size);
+    bool writable = false;
+    auto check = check_object(impl, digest, size, VerifyDepth::full, writable);
     if (check.state != ObjectState::wrong_size && check.state != ObjectState::corrupt) continue;
     std::error_code ec;
     fs::create_directories(aside, ec);
@@ -731,9 +761,9 @@ RepairReport repair_store(Store& store) {
   // 3. Views: a file no row implies, a view still holding the bytes of a quarantined object,
   //    and temp files of view rebuilds go (views are derived); then they are built again.
   auto plan = plan_views(store);
-  std::set<fs::path> planned;
+  std::set<std::string> planned;  // native path strings: an fs::path holds its components too
   for (const auto& view : plan.files) {
-    planned.insert(view.path);
+    planned.insert(view.path.native());
     if (view.object_digest.empty() || store.has_object(view.object_digest)) continue;
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(view.path, ec))) continue;
@@ -747,7 +777,7 @@ RepairReport repair_store(Store& store) {
     }
   }
   for (const auto& file : files_below(plan.directories)) {
-    if (planned.count(file)) continue;
+    if (planned.count(file.native())) continue;
     if (::unlink(file.c_str()) == 0) report.removed_views.push_back(relative_to(root, file) + " (no row implies it)");
   }
   (void)rebuild_views(store);

@@ -14,8 +14,13 @@
 
 namespace podplane::cache {
 
+// How deeply verify_store() reads objects. Quick checks sizes (by stat) and every row and view
+// rule that needs no rehash: it finds a truncated or missing object, not a same-size corrupt one.
+enum class VerifyDepth { full, quick };
+
 struct VerifyReport {
-  std::size_t objects_checked = 0;       // object files rehashed
+  VerifyDepth depth = VerifyDepth::full;
+  std::size_t objects_checked = 0;       // object files rehashed (quick: sized)
   std::size_t artifacts_checked = 0;
   std::size_t module_files_checked = 0;
   std::size_t views_checked = 0;
@@ -29,13 +34,15 @@ struct VerifyReport {
 // upstream digest of vmconfig artifacts, module tree h1), looks for duplicate and dangling
 // rows and rows the views cannot lay out, and checks the views against the rows: every view
 // file holds its object or content, and in a built view tree no planned file is missing and
-// no file is there that no row put there.
-[[nodiscard]] VerifyReport verify_store(const Store& store);
+// no file is there that no row put there. VerifyDepth::quick reads no object (see above).
+[[nodiscard]] VerifyReport verify_store(const Store& store, VerifyDepth depth = VerifyDepth::full);
 nlohmann::json to_json(const VerifyReport& report);
 
 // What is wrong between an artifact row and the object it names: its size, zh, the h1 of a
-// provider zip, the upstream sha256/sha512 digest. Empty when they agree. Reads the object.
-[[nodiscard]] std::vector<std::string> artifact_content_problems(const Store& store, const Artifact& artifact);
+// provider zip, the upstream sha256/sha512 digest. Empty when they agree. Reads the object
+// (VerifyDepth::quick: only its size; the zh and a sha256 upstream digest need no read).
+[[nodiscard]] std::vector<std::string> artifact_content_problems(const Store& store, const Artifact& artifact,
+                                                                 VerifyDepth depth = VerifyDepth::full);
 
 struct RepairReport {
   std::vector<std::string> quarantined;    // what was moved aside, and why

@@ -464,7 +464,17 @@ fs::path Store::object_path(std::string_view digest) const { return impl_->objec
 
 bool Store::has_object(std::string_view digest) const {
   if (!is_sha256_hex(digest)) return false;
-  auto size = object_size(impl_->db, digest);
+  auto& query = impl_->object_size_query;
+  if (!query) query.emplace(impl_->db, "SELECT size FROM objects WHERE digest = ?");
+  query->bind(1, digest);
+  std::optional<std::int64_t> size;
+  try {
+    if (query->step()) size = query->integer(0);
+  } catch (...) {
+    query->reset();
+    throw;
+  }
+  query->reset();  // or the statement keeps a read transaction open
   if (!size) return false;
   // A file of another size than its row is damaged (or half-restored): not "present".
   struct stat info {};

@@ -2,6 +2,7 @@
 // Internal to cache/: the state behind a Store handle, shared by store.cpp, maintenance.cpp
 // and views.cpp. Not part of the library's contract.
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -27,6 +28,10 @@ struct Store::Impl {
     std::set<std::int64_t> module_trees;
     bool selection = false;
   } written;
+  // "SELECT size FROM objects WHERE digest = ?", prepared once: has_object() runs once per
+  // object in inventories and bundle plans, where preparing it each time cost more than the
+  // lookup. Declared after db, so destroyed before it; always reset after use.
+  std::optional<sqlite::Statement> object_size_query;
 
   // Runs body in one write transaction (joining an open one), rerunning it whole on SQLITE_BUSY.
   void transact(const std::function<void()>& body);

@@ -104,7 +104,7 @@ cache::Store open_existing_for_writing(const fs::path& root, const std::string& 
   return cache::Store::open(root, cache::Store::Access::read_write, cache::Store::TempSweep::none);
 }
 
-void deps_verify(bool json, bool repair, const GlobalOptions& global) {
+void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalOptions& global) {
   fs::path root = cache::default_deps_root();
   std::optional<cache::Store> store;
   std::optional<cache::RepairReport> repaired;
@@ -115,7 +115,7 @@ void deps_verify(bool json, bool repair, const GlobalOptions& global) {
     store = open_for_reading(root);
   }
   if (!store) throw Error("no store at " + root.string() + ": " + cache::layout::index_db(root).string() + " does not exist");
-  auto report = repaired ? repaired->after : cache::verify_store(*store);
+  auto report = repaired ? repaired->after : cache::verify_store(*store, depth);
   // The upstream SHA256SUMS, signatures and keys travel with the store: re-check them here so
   // the air gap proves offline what `deps tf` checked online.
   auto signatures = mirror::recheck_provider_signatures(*store);
@@ -147,7 +147,8 @@ void deps_verify(bool json, bool repair, const GlobalOptions& global) {
     if (!global.quiet) {
       for (const auto& note : report.notes) std::cout << "note: " << note << "\n";
     }
-    std::cout << "checked " << report.objects_checked << " objects, " << report.artifacts_checked << " artifacts, "
+    std::cout << (report.depth == cache::VerifyDepth::quick ? "quick check (sizes, rows and views; no object rehashed): " : "")
+              << "checked " << report.objects_checked << " objects, " << report.artifacts_checked << " artifacts, "
               << report.module_files_checked << " module files, " << report.views_checked << " views, "
               << signatures.packages_checked << " provider packages against " << signatures.signatures_checked
               << " upstream signatures: "
@@ -189,12 +190,19 @@ void register_deps_store_commands(CLI::App& deps, const GlobalOptions& global) {
 
   auto json_verify = std::make_shared<bool>(false);
   auto repair = std::make_shared<bool>(false);
+  auto quick = std::make_shared<bool>(false);
   auto* verify = deps.add_subcommand("verify", "Rehash every object and check every index row and view (exit 1 on problems)");
   verify->add_flag("--json", *json_verify, "Print the report as JSON");
   verify->add_flag("--repair", *repair,
                    "Quarantine corrupt objects and bad rows, remove view files no row implies, rebuild the views, "
                    "then verify (needs the store to itself)");
-  verify->callback([json_verify, repair, &global] { deps_verify(*json_verify, *repair, global); });
+  auto* quick_flag = verify->add_flag("--quick", *quick,
+                                      "Check object sizes by stat and every row and view rule that needs no rehash "
+                                      "(finds missing and truncated objects, not same-size corruption)");
+  verify->get_option("--repair")->excludes(quick_flag);
+  verify->callback([json_verify, repair, quick, &global] {
+    deps_verify(*json_verify, *repair, *quick ? cache::VerifyDepth::quick : cache::VerifyDepth::full, global);
+  });
 
   auto dry_run = std::make_shared<bool>(false);
   auto json_gc = std::make_shared<bool>(false);

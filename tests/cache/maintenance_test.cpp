@@ -169,6 +169,69 @@ TEST(Cli, DepsVerifyExitsOneWithTheProblems) {
   EXPECT_THAT(result.err, HasSubstr("1 problem(s)"));
 }
 
+// `deps verify --quick` reads no object: a truncated object fails it, a same-size corrupted one
+// passes it (and says the check was quick) and fails the full verify.
+TEST(Cli, VerifyQuickFindsTruncationButNotSameSizeCorruption) {
+  TempDir dir;
+  std::string truncated, corrupted;
+  {
+    Store store = Store::open(dir.path());
+    truncated = store.add_bytes("initrd bytes");
+    corrupted = store.add_bytes("kernel bytes");
+    (void)store.add_artifact(vm_artifact("initrd", truncated));
+    (void)store.add_artifact(vm_artifact("kernel", corrupted));
+  }
+  test::ProcessOptions options;
+  options.env["PODPLANE_DEPS_CACHE_DIR"] = dir.path().string();
+
+  damage(Store::open(dir.path()).object_path(corrupted), "KERNEL BYTES");  // same size, other bytes
+  auto quick_same_size = test::run_podplane({"deps", "verify", "--quick", "--json"}, options);
+  ASSERT_EQ(quick_same_size.exit_code, 0) << quick_same_size.out << quick_same_size.err;
+  auto report = nlohmann::json::parse(quick_same_size.out);
+  EXPECT_TRUE(report["quick"].get<bool>());
+  EXPECT_EQ(report["objects_checked"], 2);
+  auto quick_text = test::run_podplane({"deps", "verify", "--quick"}, options);
+  EXPECT_EQ(quick_text.exit_code, 0) << quick_text.err;
+  EXPECT_THAT(quick_text.out, HasSubstr("quick check"));
+  auto full = test::run_podplane({"deps", "verify", "--json"}, options);
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_FALSE(nlohmann::json::parse(full.out)["quick"].get<bool>());
+  EXPECT_THAT(full.out, HasSubstr("is corrupt"));
+
+  damage(Store::open(dir.path()).object_path(truncated), "init");
+  auto quick_truncated = test::run_podplane({"deps", "verify", "--quick"}, options);
+  EXPECT_EQ(quick_truncated.exit_code, 1);
+  EXPECT_THAT(quick_truncated.out, HasSubstr("object " + truncated + " has the wrong size"));
+  EXPECT_THAT(quick_truncated.out, ::testing::Not(HasSubstr("is corrupt")));
+  EXPECT_THAT(quick_truncated.err, HasSubstr("1 problem(s)"));
+
+  auto refused = test::run_podplane({"deps", "verify", "--quick", "--repair"}, options);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("excludes"));
+}
+
+TEST(Verify, QuickChecksSizesAndRowsWithoutRehashing) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string corrupt = store.add_bytes("kernel bytes");
+  std::string missing = store.add_bytes("initrd bytes");
+  (void)store.add_artifact(vm_artifact("kernel", corrupt));
+  (void)store.add_artifact(vm_artifact("initrd", missing));
+  Artifact wrong = vm_artifact("other", store.add_bytes("other bytes"));
+  wrong.upstream_digest = "sha256:" + std::string(64, '1');  // caught without reading the object
+  (void)store.add_artifact(wrong);
+  damage(store.object_path(corrupt), "KERNEL BYTES");
+  fs::remove(store.object_path(missing));
+
+  auto quick = verify_store(store, VerifyDepth::quick);
+  EXPECT_EQ(quick.depth, VerifyDepth::quick);
+  EXPECT_TRUE(any_contains(quick.problems, "object missing: " + missing)) << to_json(quick).dump(2);
+  EXPECT_TRUE(any_contains(quick.problems, "does not match its upstream digest"));
+  EXPECT_FALSE(any_contains(quick.problems, "is corrupt"));
+  EXPECT_EQ(quick.problems.size(), 2u) << to_json(quick).dump(2);
+  EXPECT_TRUE(any_contains(verify_store(store).problems, "is corrupt"));
+}
+
 // A store on read-only media. Tests run as root, for whom chmod stops nothing, so the store
 // is bind-mounted read-only in a private mount namespace. If the kernel refuses unshare, the
 // test says so and checks Access::read_only with SQLite's immutable mode instead.
