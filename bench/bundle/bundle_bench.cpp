@@ -4,11 +4,6 @@
 //   delta:   bytes of a delta after one provider upgrade vs its new objects (<= 1.02x + 64 KiB)
 //   memory:  peak RSS (ru_maxrss of the child) of create and import          (< 64 MiB)
 // Run by hand (not by ctest); docs/bundle-format.md records the numbers.
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/measured_run.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
 
@@ -26,41 +22,10 @@ using podplane::cache::Store;
 
 namespace {
 
-struct Child {
-  double seconds = 0;
-  long max_rss_kib = 0;
-  int status = 0;
-};
+using Child = podplane::bench::MeasuredRun;
 
-// fork/exec with stdout/stderr to /dev/null; wait4 gives the child's own peak RSS.
 Child run(const std::vector<std::string>& argv, const fs::path& deps_root) {
-  std::fflush(stdout);  // or the child inherits and repeats our buffered lines
-  std::fflush(stderr);
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    setenv("PODPLANE_DEPS_CACHE_DIR", deps_root.c_str(), 1);
-    std::FILE* out = std::freopen("/dev/null", "w", stdout);
-    std::FILE* err = std::freopen("/dev/null", "w", stderr);
-    (void)out, (void)err;
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  Child child;
-  rusage usage{};
-  wait4(pid, &child.status, 0, &usage);
-  child.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  child.max_rss_kib = usage.ru_maxrss;
-  if (!WIFEXITED(child.status) || WEXITSTATUS(child.status) != 0) {
-    std::fprintf(stderr, "command failed:");
-    for (const auto& a : argv) std::fprintf(stderr, " %s", a.c_str());
-    std::fprintf(stderr, "\n");
-    std::exit(1);
-  }
-  return child;
+  return podplane::bench::run_measured(argv, {{"PODPLANE_DEPS_CACHE_DIR", deps_root.string()}});
 }
 
 std::string add_random_object(Store& store, std::mt19937_64& random, std::size_t size) {

@@ -3,54 +3,19 @@
 // `skopeo copy --all` of the same image from the same docker-registry on loopback, as users run
 // it (into an OCI layout), measured in the same run. Prints both and the ratios.
 //   usage: images_bench [--layer-mib N] [--rounds N]
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 
+#include "bench/support/measured_run.hpp"
 #include "tests/serve/registry_fixture.hpp"
 
 namespace ps = podplane::serve_test;
 namespace fs = std::filesystem;
 
-struct Child {
-  double seconds = 0;
-  long max_rss_kib = 0;
-};
+using Child = podplane::bench::MeasuredRun;
 
-// fork/exec with output to /dev/null; wait4 gives the child's own peak RSS.
 Child measure(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-    std::FILE* out = std::freopen("/dev/null", "w", stdout);
-    std::FILE* err = std::freopen("/dev/null", "w", stderr);
-    (void)out, (void)err;
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  int status = 0;
-  rusage usage{};
-  wait4(pid, &status, 0, &usage);
-  Child child;
-  child.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  child.max_rss_kib = usage.ru_maxrss;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "command failed:");
-    for (const auto& a : argv) std::fprintf(stderr, " %s", a.c_str());
-    std::fprintf(stderr, "\n");
-    std::exit(1);
-  }
-  return child;
+  return podplane::bench::run_measured(argv, env);
 }
 
 int main(int argc, char** argv) {

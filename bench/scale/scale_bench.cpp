@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/digest.hpp"
+#include "bench/support/measured_run.hpp"
 #include "cache/layout.hpp"
 #include "cache/sqlite.hpp"
 #include "cache/store.hpp"
@@ -40,45 +41,10 @@ using podplane::cache::Store;
 
 namespace {
 
-struct Child {
-  double seconds = 0;
-  double cpu_seconds = -1;  // user + system; -1 when not known (a server still running)
-  long max_rss_kib = 0;
-};
+using Child = podplane::bench::MeasuredRun;
 
-double seconds_of(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; }
-
-// fork/exec with stdout/stderr to /dev/null; wait4 gives the child's own peak RSS.
 Child run(const std::vector<std::string>& argv, const fs::path& deps_root) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    setenv("PODPLANE_DEPS_CACHE_DIR", deps_root.c_str(), 1);
-    std::FILE* out = std::freopen("/dev/null", "w", stdout);
-    std::FILE* err = std::freopen("/dev/null", "w", stderr);
-    (void)out, (void)err;
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  Child child;
-  int status = 0;
-  rusage usage{};
-  wait4(pid, &status, 0, &usage);
-  child.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  child.max_rss_kib = usage.ru_maxrss;
-  child.cpu_seconds = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "command failed (status %d):", status);
-    for (const auto& a : argv) std::fprintf(stderr, " %s", a.c_str());
-    std::fprintf(stderr, "\n");
-    std::exit(1);
-  }
-  return child;
+  return podplane::bench::run_measured(argv, {{"PODPLANE_DEPS_CACHE_DIR", deps_root.string()}});
 }
 
 std::string hex_index(std::size_t i) {
