@@ -3,11 +3,14 @@
 // it needs providers that run. The Podplane provider (and random, null, tls, cloudinit, which
 // the Nstance modules require) is the fixture plugin of tests/tools/tfplugin, carrying the
 // published provider's schema, inside the store's zips for this machine's platform; hashicorp/aws
-// is the real plugin the machine image ships under /opt/tf-plugins (a development override: its
-// version is not the fixture registry's). Everything runs offline, under `unshare -n`.
+// (hashicorp/google for the Google stack) is the real plugin the machine image ships under
+// /opt/tf-plugins (a development override: its version is not the fixture registry's).
+// Everything runs offline, under `unshare -n`.
 #include <gtest/gtest.h>
 
 #include <sys/utsname.h>
+
+#include <map>
 
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
@@ -15,7 +18,17 @@
 namespace podplane::test {
 namespace {
 
-const fs::path kRealAwsPlugin = "/opt/tf-plugins/registry.terraform.io/hashicorp/aws/5.100.0/linux_amd64";
+// Where the machine image unpacks real provider plugins (registry.terraform.io layout).
+const fs::path kRealPlugins = "/opt/tf-plugins/registry.terraform.io/hashicorp";
+
+// The directory of a real linux_amd64 plugin of hashicorp/<type>, any version, or empty.
+fs::path real_plugin_dir(const std::string& type) {
+  std::error_code error;
+  for (const auto& version : fs::directory_iterator(kRealPlugins / type, error)) {
+    if (fs::is_directory(version.path() / "linux_amd64")) return version.path() / "linux_amd64";
+  }
+  return {};
+}
 
 std::string show(const ProcessResult& result) { return result.out + result.err; }
 
@@ -24,15 +37,16 @@ ProcessResult checked(const ProcessResult& result, const std::string& what) {
   return result;
 }
 
-// The store's CLI config (its filesystem mirror) with the real aws plugin overriding the
+// The store's CLI config (its filesystem mirror) with the cloud's real plugin overriding the
 // registry's package: `dev_overrides` must sit inside the provider_installation block.
-fs::path cli_config_with_real_aws(const fs::path& store_tfrc, const fs::path& out) {
+fs::path cli_config_with_real_plugin(const fs::path& store_tfrc, const std::string& cloud, const fs::path& plugin_dir,
+                                     const fs::path& out) {
   std::string text = read_file(store_tfrc);
   const std::string block = "provider_installation {";
   const auto at = text.find(block);
   if (at == std::string::npos) throw std::runtime_error(store_tfrc.string() + " has no provider_installation block:\n" + text);
   text.insert(at + block.size(),
-              "\n  dev_overrides {\n    \"hashicorp/aws\" = \"" + kRealAwsPlugin.string() + "\"\n  }\n");
+              "\n  dev_overrides {\n    \"hashicorp/" + cloud + "\" = \"" + plugin_dir.string() + "\"\n  }\n");
   write_file(out, text);
   return out;
 }
@@ -44,7 +58,6 @@ class StackValidate : public ::testing::Test {
     struct utsname host {};
     uname(&host);
     if (std::string(host.machine) != "x86_64") GTEST_SKIP() << "the fixture plugin is put in linux_amd64 zips; this host is " << host.machine;
-    if (!fs::exists(kRealAwsPlugin)) GTEST_SKIP() << "no real hashicorp/aws plugin at " << kRealAwsPlugin << " (the machine image ships it)";
     isolate_ = run({"unshare", "-n", "true"}).exit_code == 0;
     if (!isolate_) std::cout << "[ NOTE ] unshare -n refused here; terraform runs with every proxy at a closed port\n";
   }
@@ -52,6 +65,7 @@ class StackValidate : public ::testing::Test {
   // Fills a store from the fixture registry (runnable plugin in the linux_amd64 zips) and
   // generates a stack of `cloud` with the seed pointing at the stored snapshot.
   fs::path create_stack(FixtureUpstream& upstream, const std::string& cloud) {
+    cloud_ = cloud;
     ProcessOptions online;
     online.env = upstream.env(root_, upstream.write_cli_config(dir_ / "cli.tfrc"));
     online.unset_env = {"http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
@@ -74,7 +88,8 @@ class StackValidate : public ::testing::Test {
     return stack;
   }
 
-  ProcessResult terraform(const std::vector<std::string>& args, const fs::path& cwd) const {
+  ProcessResult terraform(const std::vector<std::string>& args, const fs::path& cwd,
+                          const std::map<std::string, std::string>& extra_env = {}) const {
     std::vector<std::string> argv{"terraform"};
     argv.insert(argv.end(), args.begin(), args.end());
     if (isolate_) argv.insert(argv.begin(), {"unshare", "-n"});
@@ -83,16 +98,19 @@ class StackValidate : public ::testing::Test {
     offline.env = {{"TF_CLI_CONFIG_FILE", tfrc_.string()},
                    {"HOME", dir_.path().string()},  // no ~/.terraform.d plugins or credentials of the host
                    {"CHECKPOINT_DISABLE", "1"},
+                   {"TMPDIR", (dir_ / "tmp").string()},  // the plugins' sockets, removed with the test
                    {"http_proxy", "http://127.0.0.1:9"},
                    {"https_proxy", "http://127.0.0.1:9"},
                    {"HTTPS_PROXY", "http://127.0.0.1:9"}};
     offline.unset_env = {"TF_PLUGIN_CACHE_DIR", "TF_DATA_DIR", "SSL_CERT_FILE", "TF_LOG"};
+    for (const auto& [name, value] : extra_env) offline.env[name] = value;
     return run(argv, offline);
   }
 
   // init from the store, offline, then validate.
-  ProcessResult init_and_validate(const fs::path& stack) {
-    tfrc_ = cli_config_with_real_aws(root_ / "tf" / "podplane.tfrc", dir_ / "validate.tfrc");
+  ProcessResult init_and_validate(const fs::path& stack, const fs::path& cloud_plugin) {
+    fs::create_directories(dir_ / "tmp");
+    tfrc_ = cli_config_with_real_plugin(root_ / "tf" / "podplane.tfrc", cloud_, cloud_plugin, dir_ / "validate.tfrc");
     auto init = terraform({"init", "-lockfile=readonly", "-backend=false", "-input=false", "-no-color"}, stack);
     EXPECT_EQ(init.exit_code, 0) << show(init);
     EXPECT_NE(init.out.find("Terraform has been successfully initialized"), std::string::npos) << show(init);
@@ -100,6 +118,7 @@ class StackValidate : public ::testing::Test {
   }
 
   bool isolate_ = false;
+  std::string cloud_;
   TempDir dir_;
   fs::path root_ = dir_ / "deps";
   fs::path tfrc_;
@@ -125,6 +144,8 @@ fs::path edited_copy(const fs::path& stack, const std::string& name, const std::
 }
 
 TEST_F(StackValidate, AnAwsStackWithAStoredSeedValidatesOffline) {
+  const fs::path aws = real_plugin_dir("aws");
+  if (aws.empty()) GTEST_SKIP() << "no real hashicorp/aws plugin under " << kRealPlugins << " (the machine image ships one)";
   FixtureUpstream upstream(with_runnable_plugin());
   const fs::path stack = create_stack(upstream, "aws");
   const std::string main = read_file(stack / "podplane.cluster.main.tf");
@@ -132,9 +153,16 @@ TEST_F(StackValidate, AnAwsStackWithAStoredSeedValidatesOffline) {
   ASSERT_NE(main.find("seed_path"), std::string::npos) << "the seed resource does not read the stored snapshot:\n" << main;
   ASSERT_NE(main.find("data \"podplane_userdata\""), std::string::npos) << main;
 
-  auto validate = init_and_validate(stack);
+  auto validate = init_and_validate(stack, aws);
   ASSERT_EQ(validate.exit_code, 0) << show(validate);
   EXPECT_NE(validate.out.find("Success! The configuration is valid"), std::string::npos) << show(validate);
+
+  // The engine spoke protocol 6 to the plugins and let them exit when asked (the controller's
+  // Shutdown), instead of killing them.
+  auto logged = terraform({"validate", "-no-color"}, stack, {{"TF_LOG", "debug"}});
+  ASSERT_EQ(logged.exit_code, 0) << show(logged);
+  EXPECT_NE(logged.err.find("using plugin: version=6"), std::string::npos) << logged.err;
+  EXPECT_EQ(logged.err.find("plugin failed to exit gracefully"), std::string::npos) << logged.err;
 
   // The plugin's schema is what validate judged by: an argument the provider lacks, or one
   // renamed away, fails with terraform's own error.
@@ -157,9 +185,24 @@ TEST_F(StackValidate, AnAwsStackWithAStoredSeedValidatesOffline) {
   EXPECT_NE(bad.err.find("\"regoin\" is not expected here"), std::string::npos) << show(bad);
 }
 
-TEST_F(StackValidate, AGoogleStackNeedsTheRealGooglePlugin) {
-  GTEST_SKIP() << "no runnable hashicorp/google plugin on this machine (only hashicorp/aws under /opt/tf-plugins), "
-                  "and validate starts every provider of the stack";
+// The Google stack's cloud provider must run too: validate starts every provider of the stack.
+TEST_F(StackValidate, AGoogleStackWithAStoredSeedValidatesOffline) {
+  const fs::path google = real_plugin_dir("google");
+  if (google.empty()) {
+    GTEST_SKIP() << "no real hashicorp/google plugin under " << kRealPlugins
+                 << " (this machine image ships only hashicorp/aws), and validate starts every provider of the stack";
+  }
+  FixtureUpstream upstream(with_runnable_plugin());
+  const fs::path stack = create_stack(upstream, "google");
+  const std::string main = read_file(stack / "podplane.cluster.main.tf");
+  ASSERT_NE(main.find("resource \"podplane_netsy_seed_gcs\""), std::string::npos) << main;
+  ASSERT_NE(main.find("seed_path"), std::string::npos) << main;
+  auto validate = init_and_validate(stack, google);
+  ASSERT_EQ(validate.exit_code, 0) << show(validate);
+  const fs::path renamed = edited_copy(stack, "renamed", "seed_path ", "seed_file ");
+  auto bad = terraform({"validate", "-no-color"}, renamed);
+  EXPECT_NE(bad.exit_code, 0) << show(bad);
+  EXPECT_NE(bad.err.find("\"seed_file\" is not expected here"), std::string::npos) << show(bad);
 }
 
 }  // namespace
