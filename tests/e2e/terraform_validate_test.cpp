@@ -205,5 +205,33 @@ TEST_F(StackValidate, AGoogleStackWithAStoredSeedValidatesOffline) {
   EXPECT_NE(bad.err.find("\"seed_file\" is not expected here"), std::string::npos) << show(bad);
 }
 
+// The fixture plugin refuses what real plugins refuse: a start by anything but an engine, an
+// engine that offers no protocol it speaks, and a name it cannot play.
+TEST(FixturePlugin, RefusesToStartOutsideAnEngineOrForAProviderItDoesNotPlay) {
+  TempDir dir;
+  const fs::path podplane = dir / "terraform-provider-podplane_v1.3.0";
+  const fs::path google = dir / "terraform-provider-google_v6.1.0";
+  fs::copy_file(PODPLANE_TFPLUGIN_BINARY, podplane);
+  fs::copy_file(PODPLANE_TFPLUGIN_BINARY, google);
+  ProcessOptions options;
+  options.unset_env = {"TF_PLUGIN_MAGIC_COOKIE", "PLUGIN_PROTOCOL_VERSIONS", "PLUGIN_CLIENT_CERT"};
+  auto direct = run({podplane.string()}, options);
+  EXPECT_EQ(direct.exit_code, 1);
+  EXPECT_NE(direct.err.find("This binary is a plugin"), std::string::npos) << direct.err;
+
+  options.env = {{"TF_PLUGIN_MAGIC_COOKIE", "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"},
+                 {"PLUGIN_PROTOCOL_VERSIONS", "4,5"}};
+  auto old_engine = run({podplane.string()}, options);
+  EXPECT_EQ(old_engine.exit_code, 1);
+  EXPECT_NE(old_engine.err.find("offers plugin protocols 4,5; this plugin speaks only 6"), std::string::npos)
+      << old_engine.err;
+
+  options.env["PLUGIN_PROTOCOL_VERSIONS"] = "5,6";
+  auto unknown = run({google.string()}, options);
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("does not play provider type \"google\""), std::string::npos) << unknown.err;
+  EXPECT_TRUE(unknown.out.empty()) << "no handshake line for a provider it cannot play: " << unknown.out;
+}
+
 }  // namespace
 }  // namespace podplane::test
