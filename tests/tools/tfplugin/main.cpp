@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 
@@ -111,6 +113,26 @@ class Controller final : public plugin::GRPCController::Service {
   ExitSignal& exit_;
 };
 
+// The private directory of the plugin's socket, removed when the plugin exits (an engine that
+// kills the plugin leaves it behind: tests point TMPDIR into their own temp dir).
+class SocketDir {
+ public:
+  // Throws std::runtime_error when the directory cannot be made under `base`.
+  explicit SocketDir(const fs::path& base) : path_((base / "tfplugin-XXXXXX").string()) {
+    if (mkdtemp(path_.data()) == nullptr) throw std::runtime_error("cannot make a socket directory under " + base.string());
+  }
+  ~SocketDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  SocketDir(const SocketDir&) = delete;
+  SocketDir& operator=(const SocketDir&) = delete;
+  [[nodiscard]] std::string socket() const { return path_ + "/plugin.sock"; }
+
+ private:
+  std::string path_;
+};
+
 // "terraform-provider-podplane_v1.3.0_x6" -> "podplane".
 std::string provider_type(const char* argv0) {
   std::string name = fs::path(argv0).filename().string();
@@ -156,15 +178,18 @@ int main(int, char** argv) {
 
   const char* socket_base = std::getenv("PLUGIN_UNIX_SOCKET_DIR");
   if (socket_base == nullptr) socket_base = std::getenv("TMPDIR");
-  std::string socket_dir = (fs::path(socket_base ? socket_base : "/tmp") / "tfplugin-XXXXXX").string();
-  if (mkdtemp(socket_dir.data()) == nullptr) {
-    std::cerr << "cannot make a socket directory under " << (socket_base ? socket_base : "/tmp") << "\n";
+  std::optional<SocketDir> socket_dir;
+  try {
+    socket_dir.emplace(socket_base ? socket_base : "/tmp");
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
     return 1;
   }
-  const std::string socket = socket_dir + "/plugin.sock";
+  const std::string socket = socket_dir->socket();
 
-  // AutoMTLS when the engine sent its certificate (terraform and tofu always do): the engine
-  // then dials with TLS whatever the handshake says, and trusts only the certificate printed.
+  // AutoMTLS when the engine sent its certificate (terraform 1.11 always does): the engine
+  // then dials with TLS whatever the handshake says (TF_LOG=trace shows "tls: first record
+  // does not look like a TLS handshake" otherwise), and trusts only the certificate printed.
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   std::string certificate_field;
   if (const char* client_cert = std::getenv("PLUGIN_CLIENT_CERT"); client_cert != nullptr && *client_cert != '\0') {
@@ -173,7 +198,6 @@ int main(int, char** argv) {
       identity = podplane::tfplugin::make_server_identity();
     } catch (const std::exception& e) {
       std::cerr << "cannot make the plugin's TLS certificate: " << e.what() << "\n";
-      fs::remove_all(socket_dir);
       return 1;
     }
     grpc::SslServerCredentialsOptions tls(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
@@ -183,9 +207,9 @@ int main(int, char** argv) {
     certificate_field = identity.handshake_field;
   }
 
-  ExitSignal exit;
+  ExitSignal shutdown_requested;
   Provider provider(std::move(schemas));
-  Controller controller(exit);
+  Controller controller(shutdown_requested);
   grpc::EnableDefaultHealthCheckService(true);  // go-plugin's Ping asks the "plugin" service
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket, credentials);
@@ -194,7 +218,6 @@ int main(int, char** argv) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     std::cerr << "cannot listen on unix:" << socket << "\n";
-    fs::remove_all(socket_dir);
     return 1;
   }
   server->GetHealthCheckService()->SetServingStatus("plugin", true);
@@ -202,8 +225,7 @@ int main(int, char** argv) {
   // core protocol | app protocol | network | address | protocol | server certificate.
   std::cout << "1|6|unix|" << socket << "|grpc|" << certificate_field << std::endl;
 
-  exit.wait();
+  shutdown_requested.wait();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  fs::remove_all(socket_dir);
   return 0;
 }
