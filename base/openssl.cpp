@@ -4,6 +4,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 namespace podplane::openssl {
 
@@ -13,6 +14,7 @@ void Free::operator()(EVP_PKEY_CTX* handle) const noexcept { EVP_PKEY_CTX_free(h
 void Free::operator()(BIO* handle) const noexcept { BIO_free_all(handle); }
 void Free::operator()(SSL_CTX* handle) const noexcept { SSL_CTX_free(handle); }
 void Free::operator()(SSL* handle) const noexcept { SSL_free(handle); }
+void Free::operator()(X509* handle) const noexcept { X509_free(handle); }
 
 std::string last_error() {
   unsigned long last = 0;

@@ -15,6 +15,7 @@ struct Free {
   void operator()(BIO* handle) const noexcept;  // the whole chain
   void operator()(SSL_CTX* handle) const noexcept;
   void operator()(SSL* handle) const noexcept;
+  void operator()(X509* handle) const noexcept;
 };
 
 using MdContext = std::unique_ptr<EVP_MD_CTX, Free>;
@@ -23,6 +24,7 @@ using KeyContext = std::unique_ptr<EVP_PKEY_CTX, Free>;
 using Bio = std::unique_ptr<BIO, Free>;
 using SslContext = std::unique_ptr<SSL_CTX, Free>;
 using SslSession = std::unique_ptr<SSL, Free>;
+using Certificate = std::unique_ptr<X509, Free>;
 
 // The reason of the most recent error queued on this thread ("no reason given" when none);
 // the queue is empty afterwards, so an old error never shows up in a later message.

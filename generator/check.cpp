@@ -498,10 +498,23 @@ void check_images(const cache::Store& store, const fs::path& stack_dir, Reporter
   }
 }
 
+// The seed's pin: cluster.seed.digest where the config has one, else the digest seeds.json
+// gave the stored snapshot of that name and version (what create checked it against).
+std::string pinned_seed_digest(const cache::Store& store, const ClusterConfig& config) {
+  if (!config.seed.digest.empty()) return config.seed.digest;
+  std::string digest;
+  for (const auto& row : store.artifacts({.kind = cache::ArtifactKind::seed_snapshot, .address = config.seed.name,
+                                          .version = config.seed.version}))
+    if (store.has_object(row.digest)) digest = row.upstream_digest;
+  return digest;
+}
+
 // The Netsy seed of the stack's seed resource: the snapshot it reads at apply (seed_path,
-// relative to the stack) exists and has the digest seeds.json pinned, so apply downloads
-// nothing. A stack without a seed_path would download the seed during apply.
-void check_seed(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text, Reporter& out) {
+// relative to the stack) exists and has the digest pinned for the config's cluster.seed (the
+// provider reads name, version and digest from the config), so apply downloads nothing. A
+// stack without a seed_path would download the seed during apply.
+void check_seed(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text,
+                const ClusterConfig* config, Reporter& out) {
   lockfile::hcl::Body body;
   try {
     body = lockfile::hcl::parse(main_text, "podplane.cluster.main.tf");
@@ -514,7 +527,8 @@ void check_seed(const cache::Store& store, const fs::path& stack_dir, const std:
       const auto* attribute = block->body.attribute(name);
       return attribute && attribute->value.is_string() ? *attribute->value.as_string() : std::string();
     };
-    const std::string name = text("seed_name"), version = text("seed_version"), digest = text("seed_digest");
+    const std::string name = config ? config->seed.name : "", version = config ? config->seed.version : "";
+    const std::string digest = config ? pinned_seed_digest(store, *config) : "";
     const std::string path = text("seed_path");
     const std::string item = "seed " + name + " " + version;
     const std::string fetch = "podplane deps download --arch <arch> (online, without --skip-seeds; it fetches seeds.json and "
@@ -545,7 +559,7 @@ void check_seed(const cache::Store& store, const fs::path& stack_dir, const std:
     try {
       wanted = TypedDigest::parse(digest);
     } catch (const Error& e) {
-      out.fail("-", item, "INVALID: seed_digest " + e.message(), "regenerate the stack with `podplane cluster create --force`");
+      out.fail("-", item, "INVALID: cluster.seed.digest " + e.message(), "correct cluster.seed.digest in the config");
       continue;
     }
     std::string got;
@@ -963,17 +977,18 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
   for (const auto& platform : wanted) check_providers(store, lock, platform, engine, out);
   std::string provider_kind;  // empty when the config cannot be read: then every item counts
   std::string cloud_package;
+  std::optional<ClusterConfig> config;
   try {
-    auto kind = load_cluster_config(config_file).provider.kind;
-    provider_kind = std::string(to_string(kind));
-    cloud_package = cache::podplane_stack(kind).module_package;
+    config = load_cluster_config(config_file);
+    provider_kind = std::string(to_string(config->provider.kind));
+    cloud_package = cache::podplane_stack(config->provider.kind).module_package;
   } catch (const Error&) {
   }
   check_modules(store, stack_dir, *main_text, cloud_package, out);
   check_module_calls(store, stack_dir, *main_text, out);
   check_manifests(store, stack_dir, provider_kind, out);
   check_images(store, stack_dir, out);
-  check_seed(store, stack_dir, *main_text, out);
+  check_seed(store, stack_dir, *main_text, config ? &*config : nullptr, out);
   check_vm_fetches(store, stack_dir, *main_text, provider_kind, out);
   check_tfrc(store, out);
   if (engine_init == EngineInit::when_present) check_engine_init(store, stack_dir, engine, out);

@@ -112,7 +112,10 @@ std::string render_main(const RenderInputs& inputs) {
              expr("file(" + tmpl("${path.module}/podplane.cluster." + vmconfig_manifest_name(kind, arch) + ".json").text() + ")"));
       b.attr("deps_mirror_url", str(vm_deps_mirror_url(inputs.deps_mirror_url, arch)));
       b.attr("provider_kind", expr("local.provider_kind"));
-      b.attr("runtime_env", expr("local.runtime_env"));
+      // The arguments of the Podplane provider's data source (terraform-provider-podplane);
+      // runtime settings do not go into userdata: they reach the VMs as each pool's vars.
+      b.attr(aws ? "aws_account_id" : "google_project_id", expr("local.provider_account"));
+      if (aws) b.attr("enable_ssm", var("enable_ssm"));
     });
   }
 
@@ -145,7 +148,8 @@ std::string render_main(const RenderInputs& inputs) {
           p.attr("instance_type", expr("var.pool_instance_types[" + str(pool.name).text() + "]"));
           p.attr("size", expr("var.pool_sizes[" + str(pool.name).text() + "]"));
           p.attr("ssh_authorized_keys", expr("var.immutable_ssh_authorized_keys"));
-          p.attr("userdata", expr("data.podplane_userdata." + userdata_name(pool.vm_kind(), pool.arch) + ".rendered"));
+          p.attr("userdata", expr("data.podplane_userdata." + userdata_name(pool.vm_kind(), pool.arch) + ".content"));
+          p.attr("vars", expr("local.runtime_env"));
         });
       }
     });
@@ -186,11 +190,17 @@ std::string render_main(const RenderInputs& inputs) {
 
   if (!config.seed.name.empty()) {
     f.block("resource", {aws ? "podplane_netsy_seed_s3" : "podplane_netsy_seed_gcs", "bootstrap"}, [&](HclBody& b) {
+      // The provider takes the seed's name, version and digest from the config file itself
+      // (cluster.seed), and reads the snapshot at seed_path instead of downloading it.
+      b.attr("cluster_config_path", tmpl("${path.module}/" + inputs.config_file_name));
       b.attr("bucket", expr(aws ? "aws_s3_bucket.netsy.bucket" : "google_storage_bucket.netsy.name"));
       b.attr("prefix", tmpl("${var.netsy_prefix}/bootstrap"));
-      b.attr("seed_name", str(config.seed.name));
-      b.attr("seed_version", str(config.seed.version));
-      if (!config.seed.digest.empty()) b.attr("seed_digest", str(config.seed.digest));
+      if (aws) {
+        b.attr("region", expr("local.provider_region"));
+        if (!config.provider.profile.empty()) b.attr("profile", str(config.provider.profile));
+      } else {
+        b.attr("project", expr("local.provider_account"));
+      }
       if (!config.seed.path.empty()) b.attr("seed_path", str(config.seed.path));
     });
   }

@@ -33,6 +33,9 @@ struct RenderInputs {
   std::string module_package_path;  // relative from the stack dir to <deps>/tf/modules/nstance/<ver>
   std::string deps_mirror_url;      // the mirror's root; each arch's userdata gets vm_deps_mirror_url()
   const DeclaredVariables* declared = nullptr;  // null: every argument podplane knows (render tests)
+  // The config file beside the stack: the Podplane provider's seed resource reads cluster.seed
+  // (name, version, digest) from it at apply.
+  std::string config_file_name = "podplane.cluster.jsonc";
 };
 
 // File name → content for podplane.cluster.{main,buckets,dns,roles,inputs.runtime,inputs.vm,inputs.infra,outputs}.tf.

@@ -571,7 +571,8 @@ VmFacts vm_facts(const std::string& main_text) {
       for (const auto& field : *fields) {
         if (field.key == "arch" && field.value.is_string()) facts.pool_arch[pool.key] = *field.value.as_string();
         if (const auto* ref = std::get_if<lockfile::hcl::Expression>(&field.value.data); ref && field.key == "userdata") {
-          static const std::regex label(R"(data\.podplane_userdata\.([A-Za-z0-9_-]+)\.rendered)");
+          // .rendered: what stacks generated before the provider's own name (.content) said.
+          static const std::regex label(R"(data\.podplane_userdata\.([A-Za-z0-9_-]+)\.(?:content|rendered))");
           std::smatch match;
           if (std::regex_search(ref->text, match, label)) facts.pool_userdata[pool.key] = match[1];
         }
@@ -756,13 +757,14 @@ StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, con
     auto& interface = interfaces[std::string("modules/") + name] = read_module_interface(store, *tree, std::string("modules/") + name);
     for (const auto& [variable, _] : interface.variables) declared[name].insert(variable);
   }
-  // The seed resource reads the stored snapshot (path relative to the stack, digest pinned).
+  // The seed resource reads the stored snapshot (path relative to the stack; stored_seed()
+  // checked it against cluster.seed.digest, which the provider checks again at apply).
   ClusterConfig rendered = config;
   if (auto seed = stored_seed(store, config)) {
     rendered.seed.path = relative_source(now.dir, seed->view);  // tofu runs in the stack dir
-    rendered.seed.digest = seed->digest;
   }
-  plan.desired = render_stack_tf({&rendered, relative_source(now.dir, package_dir), deps_url, &declared});
+  plan.desired = render_stack_tf(
+      {&rendered, relative_source(now.dir, package_dir), deps_url, &declared, now.config_file.filename().string()});
   refuse_unset_required_variables(plan.desired.at(main_tf), interfaces);
   plan.desired[schema_json] = cluster_schema_file_content();
   plan.desired[lock_hcl] = lock_text;

@@ -2,6 +2,8 @@
 // idempotence, upgrade, user files, hand edits, identity, impact, no network, read-only media.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <iostream>
 
 #include "generator/stack.hpp"
@@ -104,8 +106,11 @@ TEST(ClusterCreate, SeedResourcePointsAtTheStoredSnapshot) {
   ASSERT_EQ(created.exit_code, 0) << describe(created);
   std::string main = read_file(env.stack / "podplane.cluster.main.tf");
   std::string path = "../deps/seeds/snapshots/recommended/v1.2.3-1/recommended.netsy";
-  EXPECT_NE(main.find("seed_path    = \"" + path + "\""), std::string::npos) << main;
-  EXPECT_NE(main.find("seed_digest  = \"" + sha512 + "\""), std::string::npos) << main;
+  EXPECT_TRUE(std::regex_search(main, std::regex("\n  seed_path += \"" + path + "\"\n"))) << main;
+  // The provider reads name, version and digest from the config itself, and has no argument for them.
+  EXPECT_TRUE(std::regex_search(main, std::regex("\n  cluster_config_path += \"\\$\\{path.module\\}/podplane.cluster.jsonc\"\n")))
+      << main;
+  EXPECT_EQ(main.find("seed_digest"), std::string::npos) << main;
   EXPECT_EQ(read_file(env.stack / path), bytes) << "the path resolves, from the stack dir, to the stored snapshot";
 }
 

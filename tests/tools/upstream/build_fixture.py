@@ -225,12 +225,22 @@ class Gpg:
 # Providers
 
 
-def provider_zip(ptype, version, platform, size):
-    """A flat zip with one executable, deterministic bytes (fixed times, stored payload)."""
+# The provider types the runnable fixture plugin (tests/tools/tfplugin) plays: Podplane's, and
+# those the Nstance fixture modules require without declaring a resource of them.
+RUNNABLE_TYPES = ["podplane", "random", "null", "tls", "cloudinit"]
+
+
+def provider_zip(ptype, version, platform, size, runnable=None):
+    """A flat zip with one executable, deterministic bytes (fixed times, stored payload).
+
+    runnable: (platform, bytes) of a real plugin executable; zips of that platform for the
+    RUNNABLE_TYPES carry it instead of the fixture script, so the engine can start them."""
     exe = "terraform-provider-%s_v%s" % (ptype, version)
     header = ("#!/bin/sh\n# fixture provider %s %s %s\necho terraform-provider-%s %s\nexit 0\n"
               % (ptype, version, platform, ptype, version)).encode()
     payload = header + pseudo_random("%s/%s/%s" % (ptype, version, platform), max(0, size - len(header)))
+    if runnable and runnable[0] == platform and ptype in RUNNABLE_TYPES:
+        payload = runnable[1]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         info = zipfile.ZipInfo(exe, date_time=ZIP_TIME)
@@ -253,7 +263,19 @@ def provider_matches(spec, provider):
     return spec in (provider["type"], provider["namespace"] + "/" + provider["type"])
 
 
+def runnable_plugin(spec):
+    """--runnable-plugin PLATFORM=PATH -> (platform, bytes), or None."""
+    if not spec:
+        return None
+    platform, _, path = spec.partition("=")
+    if platform not in ALL_PLATFORMS or not path:
+        raise SystemExit("--runnable-plugin wants PLATFORM=PATH with a platform of %s, got %s" % (ALL_PLATFORMS, spec))
+    with open(path, "rb") as f:
+        return platform, f.read()
+
+
 def build_providers(out, www, gpg, config, args, fixture):
+    runnable = runnable_plugin(args.runnable_plugin)
     for provider in config["providers"]:
         ns, ptype = provider["namespace"], provider["type"]
         platforms = ALL_PLATFORMS if args.complete_platforms else provider.get("platforms", ALL_PLATFORMS)
@@ -273,7 +295,7 @@ def build_providers(out, www, gpg, config, args, fixture):
             packages, sums_lines, served = {}, [], {}
             for platform in platforms:
                 name = "terraform-provider-%s_%s_%s.zip" % (ptype, version, platform)
-                data = provider_zip(ptype, version, platform, config["zip_size"])
+                data = provider_zip(ptype, version, platform, config["zip_size"], runnable)
                 digest, h1 = sha256_hex(data), h1_of_zip(data)
                 sums_digest = digest
                 if name in args.shasums_mismatch:
@@ -375,6 +397,18 @@ MODULE_VARIABLES = {
 }
 
 
+# The outputs of each submodule that a generated stack reads (podplane.cluster.dns.tf and
+# outputs.tf read the network's), so `terraform validate` of a stack can pass.
+MODULE_OUTPUTS = {
+    "network": {"kubernetes_api_dns_name": '"nlb.example.invalid"', "load_balancers": "var.load_balancers"},
+}
+
+
+def module_outputs(sub):
+    return "".join('output "%s" {\n  value = %s\n}\n\n' % (name, value)
+                   for name, value in MODULE_OUTPUTS.get(sub, {}).items())
+
+
 def module_variables(sub):
     names = MODULE_VARIABLES[sub]
     text = 'variable "%s" {\n  type = any\n}\n\n' % names[0]
@@ -397,9 +431,10 @@ def module_files(version, system="aws"):
                        for p, c in providers)
         files["modules/%s/versions.tf" % sub] = ('terraform {\n  required_version = ">= 1.6.0"\n'
                                                  '  required_providers {\n%s  }\n}\n' % body, 0o644)
-        files["modules/%s/main.tf" % sub] = ('# nstance %s module, version %s\n\n%s'
+        files["modules/%s/main.tf" % sub] = ('# nstance %s module, version %s\n\n%s%s'
                                              'output "module_version" {\n  value = "%s"\n}\n'
-                                             % (sub, version, module_variables(sub), version), 0o644)
+                                             % (sub, version, module_variables(sub), module_outputs(sub), version),
+                                             0o644)
     files["modules/shard/scripts/bootstrap.sh"] = ("#!/bin/sh\necho nstance shard bootstrap %s\n" % version, 0o755)
     return {k: (v.encode(), m) for k, (v, m) in files.items()}
 
@@ -683,6 +718,9 @@ def main():
                         help="add a provider of any namespace (bpg/proxmox=0.66.0,0.70.0), signed by the rsa key")
     parser.add_argument("--add-version", action="append", default=[], metavar="WHAT=VERSION",
                         help="add a provider (aws=6.3.0), module (module=2.2.0) or vmconfig (vmconfig=1.0.0) version")
+    parser.add_argument("--runnable-plugin", metavar="PLATFORM=PATH",
+                        help="put this real plugin executable (tests/tools/tfplugin) into the PLATFORM zips of %s"
+                        % ", ".join(RUNNABLE_TYPES))
     parser.add_argument("--images", metavar="FILE",
                         help="JSON list of vmconfig image entries ({{HOST}} allowed) for the manifests, instead of the fixture image")
     args = parser.parse_args()

@@ -32,21 +32,24 @@ data "podplane_userdata" "knc_arm64" {
   manifest_json   = file("${path.module}/podplane.cluster.vmconfig_knc_debian-13_arm64.json")
   deps_mirror_url = "http://mirror.internal:8080/arch/arm64"
   provider_kind   = local.provider_kind
-  runtime_env     = local.runtime_env
+  aws_account_id  = local.provider_account
+  enable_ssm      = var.enable_ssm
 }
 
 data "podplane_userdata" "knd_amd64" {
   manifest_json   = file("${path.module}/podplane.cluster.vmconfig_knd_debian-13_amd64.json")
   deps_mirror_url = "http://mirror.internal:8080/arch/amd64"
   provider_kind   = local.provider_kind
-  runtime_env     = local.runtime_env
+  aws_account_id  = local.provider_account
+  enable_ssm      = var.enable_ssm
 }
 
 data "podplane_userdata" "knd_arm64" {
   manifest_json   = file("${path.module}/podplane.cluster.vmconfig_knd_debian-13_arm64.json")
   deps_mirror_url = "http://mirror.internal:8080/arch/arm64"
   provider_kind   = local.provider_kind
-  runtime_env     = local.runtime_env
+  aws_account_id  = local.provider_account
+  enable_ssm      = var.enable_ssm
 }
 
 locals {
@@ -85,7 +88,8 @@ locals {
       instance_type       = var.pool_instance_types["control-plane"]
       size                = var.pool_sizes["control-plane"]
       ssh_authorized_keys = var.immutable_ssh_authorized_keys
-      userdata            = data.podplane_userdata.knc_arm64.rendered
+      userdata            = data.podplane_userdata.knc_arm64.content
+      vars                = local.runtime_env
     }
     ingress = {
       kind                = "knd"
@@ -93,7 +97,8 @@ locals {
       instance_type       = var.pool_instance_types["ingress"]
       size                = var.pool_sizes["ingress"]
       ssh_authorized_keys = var.immutable_ssh_authorized_keys
-      userdata            = data.podplane_userdata.knd_arm64.rendered
+      userdata            = data.podplane_userdata.knd_arm64.content
+      vars                = local.runtime_env
     }
     workers = {
       kind                = "knd"
@@ -101,7 +106,8 @@ locals {
       instance_type       = var.pool_instance_types["workers"]
       size                = var.pool_sizes["workers"]
       ssh_authorized_keys = var.immutable_ssh_authorized_keys
-      userdata            = data.podplane_userdata.knd_amd64.rendered
+      userdata            = data.podplane_userdata.knd_amd64.content
+      vars                = local.runtime_env
     }
   }
 }
@@ -141,9 +147,10 @@ module "shard_us_east_1a" {
 }
 
 resource "podplane_netsy_seed_s3" "bootstrap" {
-  bucket       = aws_s3_bucket.netsy.bucket
-  prefix       = "${var.netsy_prefix}/bootstrap"
-  seed_name    = "recommended"
-  seed_version = "v1.2.3-1"
-  seed_path    = "/srv/podplane/seeds/recommended.netsy"
+  cluster_config_path = "${path.module}/podplane.cluster.jsonc"
+  bucket              = aws_s3_bucket.netsy.bucket
+  prefix              = "${var.netsy_prefix}/bootstrap"
+  region              = local.provider_region
+  profile             = "default"
+  seed_path           = "/srv/podplane/seeds/recommended.netsy"
 }

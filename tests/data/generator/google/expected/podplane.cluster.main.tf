@@ -26,10 +26,10 @@ provider "google" {
 }
 
 data "podplane_userdata" "knc_amd64" {
-  manifest_json   = file("${path.module}/podplane.cluster.vmconfig_knc_debian-13_amd64.json")
-  deps_mirror_url = "http://deps-from-env.internal:8080/arch/amd64"
-  provider_kind   = local.provider_kind
-  runtime_env     = local.runtime_env
+  manifest_json     = file("${path.module}/podplane.cluster.vmconfig_knc_debian-13_amd64.json")
+  deps_mirror_url   = "http://deps-from-env.internal:8080/arch/amd64"
+  provider_kind     = local.provider_kind
+  google_project_id = local.provider_account
 }
 
 locals {
@@ -67,7 +67,8 @@ locals {
       instance_type       = var.pool_instance_types["control-plane"]
       size                = var.pool_sizes["control-plane"]
       ssh_authorized_keys = var.immutable_ssh_authorized_keys
-      userdata            = data.podplane_userdata.knc_amd64.rendered
+      userdata            = data.podplane_userdata.knc_amd64.content
+      vars                = local.runtime_env
     }
   }
 }
