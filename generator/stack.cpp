@@ -762,6 +762,12 @@ StackPlan plan_stack(const cache::Store& store, const ClusterConfig& config, con
   ClusterConfig rendered = config;
   if (auto seed = stored_seed(store, config)) {
     rendered.seed.path = relative_source(now.dir, seed->view);  // tofu runs in the stack dir
+    // The provider re-checks the snapshot only against the digest the config pins: without
+    // one, a snapshot changed on the apply host would be uploaded as it is.
+    if (config.seed.digest.empty())
+      result.warnings.push_back("cluster.seed pins no digest, so the Podplane provider will not re-check the snapshot "
+                                "before upload; add \"digest\": \"" + seed->digest + "\" to cluster.seed in " +
+                                now.config_file.filename().string());
   }
   plan.desired = render_stack_tf(
       {&rendered, relative_source(now.dir, package_dir), deps_url, &declared, now.config_file.filename().string()});

@@ -67,8 +67,8 @@ TEST(ClusterCreate, WritesTheStackFromTheStore) {
   expect_user_files_intact(env, "create");
 }
 
-// A seed named without a path: the stack's seed resource reads the stored snapshot and pins its
-// digest, so apply never downloads it; without a stored snapshot create says how to get one.
+// A seed named without a path: the stack's seed resource reads the stored snapshot, so apply
+// never downloads it; without a stored snapshot create says how to get one.
 TEST(ClusterCreate, SeedResourcePointsAtTheStoredSnapshot) {
   ClusterEnv env;
   std::string config = read_file(env.config());
@@ -112,6 +112,18 @@ TEST(ClusterCreate, SeedResourcePointsAtTheStoredSnapshot) {
       << main;
   EXPECT_EQ(main.find("seed_digest"), std::string::npos) << main;
   EXPECT_EQ(read_file(env.stack / path), bytes) << "the path resolves, from the stack dir, to the stored snapshot";
+  // The provider re-checks the snapshot only against a digest the config pins: create says
+  // which one to add, and stops saying so once it is there.
+  EXPECT_NE(created.err.find("cluster.seed pins no digest"), std::string::npos) << created.err;
+  EXPECT_NE(created.err.find("\"digest\": \"" + sha512 + "\""), std::string::npos) << created.err;
+  config = read_file(env.config());
+  auto name = config.find("\"name\": \"recommended\"");
+  ASSERT_NE(name, std::string::npos) << config;
+  config.insert(name, "\"digest\": \"" + sha512 + "\", ");
+  write_file(env.config(), config);
+  auto pinned = env.cluster({"create", "--no-apply"});
+  ASSERT_EQ(pinned.exit_code, 0) << describe(pinned);
+  EXPECT_EQ(pinned.err.find("pins no digest"), std::string::npos) << pinned.err;
 }
 
 TEST(ClusterCreate, SecondCreateRewritesNothing) {
