@@ -153,6 +153,9 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   } catch (const std::exception& e) {
     exchange->callback_error = e.what();
     return 0;
+  } catch (...) {
+    exchange->callback_error = "a response callback failed";
+    return 0;
   }
 }
 
@@ -171,6 +174,9 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     return n;
   } catch (const std::exception& e) {
     exchange->callback_error = e.what();
+    return 0;
+  } catch (...) {
+    exchange->callback_error = "a response callback failed";
     return 0;
   }
 }
