@@ -185,16 +185,10 @@ struct Callbacks {
   static size_t header(char* data, size_t size, size_t count, void* user) {
     auto* t = static_cast<Transfer*>(user);
     const size_t n = size * count;
-    try {
+    return transport::without_exceptions(t->fatal, [&]() -> size_t {
       on_header_line(*t, std::string_view(data, n));
       return n;
-    } catch (const std::exception& e) {
-      t->fatal = e.what();
-      return 0;
-    } catch (...) {
-      t->fatal = "a transfer callback failed";
-      return 0;
-    }
+    });
   }
 
   static void on_header_line(Transfer& t, std::string_view line) {
@@ -254,16 +248,7 @@ struct Callbacks {
 
   static size_t body(char* data, size_t size, size_t count, void* user) {
     auto* t = static_cast<Transfer*>(user);
-    const size_t n = size * count;
-    try {
-      return on_body(*t, data, n);
-    } catch (const std::exception& e) {
-      t->fatal = e.what();
-      return 0;
-    } catch (...) {
-      t->fatal = "a transfer callback failed";
-      return 0;
-    }
+    return transport::without_exceptions(t->fatal, [&] { return on_body(*t, data, size * count); });
   }
 
   static size_t on_body(Transfer& t, const char* data, size_t n) {
