@@ -22,6 +22,7 @@
 #include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
+#include "base/unique_fd.hpp"
 #include "mirror/module_archive.hpp"
 
 namespace podplane::mirror {
@@ -90,12 +91,12 @@ std::string unsupported(std::string_view text, std::string_view why) {
 
 // Waits for `pid`; kills its process group and returns false when `deadline` passes first.
 bool wait_until(pid_t pid, std::chrono::steady_clock::time_point deadline, int& status) {
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  const UniqueFd pidfd_owner(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  const int pidfd = pidfd_owner.get();
   for (;;) {
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
     if (done < 0 && errno != EINTR) {
-      if (pidfd >= 0) ::close(pidfd);
       throw Error(std::string("cannot wait for git: ") + std::strerror(errno));
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -103,7 +104,6 @@ bool wait_until(pid_t pid, std::chrono::steady_clock::time_point deadline, int& 
       ::kill(-pid, SIGKILL);  // git and its git-remote-https helper
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
-      if (pidfd >= 0) ::close(pidfd);
       return false;
     }
     // A pidfd becomes readable when the child exits; without one (old kernels), look again soon.
@@ -115,7 +115,6 @@ bool wait_until(pid_t pid, std::chrono::steady_clock::time_point deadline, int& 
       std::this_thread::sleep_for(std::chrono::milliseconds(slice));
     }
   }
-  if (pidfd >= 0) ::close(pidfd);
   return true;
 }
 
