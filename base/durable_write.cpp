@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
 
@@ -61,6 +62,12 @@ void sync_directory(const fs::path& dir) {
   if (::fsync(fd.get()) != 0 && errno != EINVAL)
     throw Error("cannot sync the directory " + dir.string() + ": " + errno_text(errno));
   fd.close_checked(dir.string());
+}
+
+bool file_holds(const fs::path& path, std::string_view bytes) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(path, ec)) || fs::file_size(path, ec) != bytes.size() || ec) return false;
+  return file_digest_hex(path) == sha256_hex(bytes);
 }
 
 void write_file_durably(const fs::path& path, std::string_view bytes, FileMode mode) {

@@ -23,6 +23,10 @@ struct FileMode {
 // path never share a temp: the last rename wins, whole.
 void write_file_durably(const std::filesystem::path& path, std::string_view bytes, FileMode mode = {});
 
+// True when `path` is a regular file holding exactly `bytes` (no link followed): replacing it
+// would change nothing, so callers that report "unchanged" skip the write.
+[[nodiscard]] bool file_holds(const std::filesystem::path& path, std::string_view bytes);
+
 // ".<name>.tmp-<pid>-<random>" beside `path`: unique to this process and call, hidden, and
 // recognised by is_temp_path_beside (a crash leaves only such names, which sweeps may drop).
 [[nodiscard]] std::filesystem::path temp_path_beside(const std::filesystem::path& path);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/error.hpp"
+#include "base/unique_fd.hpp"
 
 namespace podplane {
 
@@ -39,6 +40,7 @@ bool is_number_char(char c) { return (c >= '0' && c <= '9') || c == '-' || c == 
 }  // namespace
 
 std::string describe_size_limit(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 30) && bytes % (std::size_t{1} << 30) == 0) return std::to_string(bytes >> 30) + " GiB";
   if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
   if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
   return std::to_string(bytes) + " bytes";
@@ -51,12 +53,9 @@ void check_input_size(std::size_t size, std::string_view source_name, const Inpu
 }
 
 std::string read_file_within_limits(const std::filesystem::path& file, std::string_view what, const InputLimits& limits) {
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  UniqueFd owned(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  const int fd = owned.get();
   if (fd < 0) throw Error("cannot open " + std::string(what) + " " + file.string() + ": " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) check_input_size(static_cast<std::size_t>(st.st_size), file.string(), limits);
   // Read up to one byte past the limit: a file that grew, or a pipe, is caught too.

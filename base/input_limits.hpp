@@ -3,8 +3,10 @@
 // entries) before any reader builds a tree from it: a size cap, so a huge file fails before
 // it is read, and a nesting cap, so a hostile document cannot exhaust the stack of a
 // recursive reader (or of nlohmann_json, whose copy, compare and dump recurse). Every parser
-// of ours checks both; errors are podplane::Error with "source:line:column: …".
+// of ours checks both; errors are podplane::Error with "source:line:column: …". Archives from
+// outside are capped too (ArchiveLimits), on what they expand to.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -22,7 +24,17 @@ struct InputLimits {
 
 inline constexpr InputLimits kDefaultInputLimits{};
 
-// "16 MiB", "512 KiB", "100 bytes": how the limits read in messages.
+// How far an archive from outside (a module package) may expand (docs/download.md "Module
+// archives"): far above any real module package, far below a zip bomb's output. A bundle's
+// entries are bounded by its signed manifest instead.
+struct ArchiveLimits {
+  std::uint64_t max_bytes = std::uint64_t{1} << 30;  // 1 GiB of file content, holes included
+  std::uint64_t max_entries = 100000;               // files, directories and links
+};
+
+inline constexpr ArchiveLimits kDefaultArchiveLimits{};
+
+// "1 GiB", "16 MiB", "512 KiB", "100 bytes": how the limits read in messages.
 std::string describe_size_limit(std::size_t bytes);
 
 // "<source>:1:1: <what> is N bytes, larger than the limit of 16 MiB" unless within limits.

@@ -1,14 +1,16 @@
 #pragma once
-// RAII around libarchive handles for the bundle tar (internal to bundle/). The writer emits
+// The bundle tar on base's libarchive handles (internal to bundle/). The writer emits
 // reproducible ustar/pax entries (fixed owner and mtime, no padding beyond the end marker);
-// the reader reads one uncompressed tar from a file descriptor. Errors are podplane::Error.
+// the reader reads one uncompressed tar (libarchive::Formats::bundle_tar) from a file
+// descriptor. Errors are podplane::Error naming the bundle.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
 
-struct archive;
+#include "base/archive.hpp"
+
 struct archive_entry;
 
 namespace podplane::bundle::detail {
@@ -32,8 +34,8 @@ class ArchiveWriter {
   void close();  // writes the end marker; must be called for a valid archive
 
  private:
-  archive* archive_;
-  archive_entry* entry_;
+  libarchive::Archive archive_{libarchive::Direction::write};
+  libarchive::Entry entry_;
   std::int64_t mtime_;
   std::string where_;
   bool closed_ = false;
@@ -42,7 +44,6 @@ class ArchiveWriter {
 class ArchiveReader {
  public:
   ArchiveReader(int fd, std::string where);  // `fd` not owned
-  ~ArchiveReader();
   ArchiveReader(const ArchiveReader&) = delete;
   ArchiveReader& operator=(const ArchiveReader&) = delete;
 
@@ -55,8 +56,9 @@ class ArchiveReader {
   const std::string& where() const { return where_; }
 
  private:
-  archive* archive_;
+  libarchive::Archive archive_;
   std::string where_;
+  std::string damaged_;  // "damaged or truncated bundle <where>", formed once, not per block
 };
 
 }  // namespace podplane::bundle::detail

@@ -17,6 +17,7 @@
 #include <archive_entry.h>
 #include <nlohmann/json.hpp>
 
+#include "base/archive.hpp"
 #include "base/clock.hpp"
 #include "base/digest.hpp"
 #include "base/error.hpp"
@@ -51,19 +52,12 @@ void refuse_entry(const std::string& name, const fs::path& file, const std::stri
   throw Error("refused entry '" + name + "' in " + file.string() + ": " + why);
 }
 
-// Every tar entry is hostile until shown to be a plain file with a plain name.
+// Every tar entry is hostile until shown to be a plain file with a plain name: the name by
+// the rules every archive from outside is read with (libarchive::relative_entry_name), and
+// written exactly as a bundle writes it (no "./", no doubled or trailing '/').
 std::string checked_entry_name(archive_entry* entry, const fs::path& file) {
   const char* raw = archive_entry_pathname(entry);
-  std::string name = raw != nullptr ? raw : "";
-  if (name.empty()) refuse_entry(name, file, "entry without a name");
-  if (name.front() == '/') refuse_entry(name, file, "absolute path");
-  std::size_t start = 0;
-  while (start <= name.size()) {
-    std::size_t end = name.find('/', start);
-    if (end == std::string::npos) end = name.size();
-    if (name.compare(start, end - start, "..") == 0 && end - start == 2) refuse_entry(name, file, "'..' in the path");
-    start = end + 1;
-  }
+  std::string name = libarchive::relative_entry_name(raw, file.string());
   if (archive_entry_hardlink(entry) != nullptr) refuse_entry(name, file, "hard link");
   auto type = archive_entry_filetype(entry);
   if (archive_entry_symlink(entry) != nullptr || type == AE_IFLNK) refuse_entry(name, file, "symbolic link");
@@ -73,6 +67,7 @@ std::string checked_entry_name(archive_entry* entry, const fs::path& file) {
   if (type != AE_IFREG) refuse_entry(name, file, "not a regular file");
   if (archive_entry_sparse_count(entry) > 0) refuse_entry(name, file, "sparse file");
   if (!archive_entry_size_is_set(entry) || archive_entry_size(entry) < 0) refuse_entry(name, file, "no size");
+  if (name != raw) refuse_entry(raw, file, "not a plain relative path");
   return name;
 }
 

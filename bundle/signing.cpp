@@ -13,9 +13,11 @@
 #include <openssl/pem.h>
 
 #include "base/digest.hpp"
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/openssl.hpp"
+#include "base/unique_fd.hpp"
 
 namespace podplane::bundle {
 
@@ -42,27 +44,20 @@ void require_ed25519(EVP_PKEY* key, const fs::path& file) {
     throw Error("key file " + file.string() + " does not hold an Ed25519 key (make one with 'podplane bundle keygen')");
 }
 
-// Writes `pem` to a new file of `mode`; O_EXCL so an existing key is never replaced.
+// Writes `pem` to a new file of `mode`; O_EXCL so an existing key is never replaced. Every
+// result is checked, the directory synced after: a key the user relies on must survive a crash.
 void write_new_file(const fs::path& file, const std::string& pem, mode_t mode) {
-  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) {
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd) {
     if (errno == EEXIST) throw Error("refusing to overwrite existing key file " + file.string());
     throw Error("cannot create " + file.string() + ": " + std::strerror(errno));
   }
   // The umask may have widened nothing but could have narrowed; set the mode exactly.
-  ::fchmod(fd, mode);
-  std::size_t done = 0;
-  while (done < pem.size()) {
-    ssize_t n = ::write(fd, pem.data() + done, pem.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int saved = errno;
-      ::close(fd);
-      throw Error("cannot write " + file.string() + ": " + std::strerror(saved));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) throw Error("cannot write " + file.string() + ": " + std::strerror(errno));
+  if (::fchmod(fd.get(), mode) != 0) throw Error("cannot set the mode of " + file.string() + ": " + std::strerror(errno));
+  write_all(fd.get(), pem, file);
+  if (::fsync(fd.get()) != 0) throw Error("cannot write " + file.string() + ": " + std::strerror(errno));
+  fd.close_checked(file.string());
+  sync_directory(file.has_parent_path() ? file.parent_path() : fs::path("."));
 }
 
 std::string bio_contents(BIO* bio) {

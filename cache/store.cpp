@@ -20,6 +20,7 @@
 
 #include "base/clock.hpp"
 #include "base/digest.hpp"
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "cache/layout.hpp"
@@ -336,8 +337,9 @@ std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256
     }
     w.finished = true;
     w.fd.reset();
-    UniqueFd dir(::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir) ::fsync(dir.get());  // make the rename durable before the row that names it
+    // The rename must be durable before the row that names it. A failed sync fails the add
+    // before the row: the object file without a row is garbage that gc removes.
+    sync_directory(target.parent_path());
   }
   auto size = static_cast<std::int64_t>(w.size);
   w.store->transact([&] {

@@ -393,12 +393,6 @@ void publish_copy(const fs::path& object, const fs::path& path, std::uint32_t mo
   sync_directory(path.parent_path());
 }
 
-bool content_equals(const fs::path& path, std::string_view bytes) {
-  std::error_code ec;
-  if (!fs::is_regular_file(fs::symlink_status(path, ec)) || fs::file_size(path, ec) != bytes.size() || ec) return false;
-  return file_digest_hex(path) == sha256_hex(bytes);
-}
-
 enum class Published { written, present, object_missing };
 
 Published publish_view(const Store& store, const ViewFile& view) {
@@ -406,7 +400,7 @@ Published publish_view(const Store& store, const ViewFile& view) {
   fs::create_directories(view.path.parent_path(), ec);
   if (ec) throw Error("cannot create " + view.path.parent_path().string() + ": " + ec.message());
   if (view.content) {
-    if (content_equals(view.path, *view.content)) return Published::present;
+    if (file_holds(view.path, *view.content)) return Published::present;
     // Readers and concurrent rebuilds see the old or the new file, never half of one.
     write_file_durably(view.path, *view.content, FileMode{view.mode});
     return Published::written;

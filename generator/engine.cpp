@@ -1,16 +1,15 @@
 #include "generator/engine.hpp"
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "base/child_process.hpp"
 #include "base/error.hpp"
-
-extern char** environ;
+#include "base/unique_fd.hpp"
 
 namespace podplane::generator {
 
@@ -80,20 +79,12 @@ std::optional<fs::path> find_engine(lockfile::Engine engine) {
 }
 
 int run_engine(const fs::path& engine, const std::vector<std::string>& args, const fs::path& dir, const fs::path& tfrc) {
-  std::vector<std::string> env_strings;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    if (std::strncmp(*entry, "TF_CLI_CONFIG_FILE=", 19) == 0) continue;
-    env_strings.emplace_back(*entry);
-  }
+  std::vector<std::string> env_strings = environment_without({"TF_CLI_CONFIG_FILE"});
   env_strings.push_back("TF_CLI_CONFIG_FILE=" + tfrc.string());
-  std::vector<char*> envp;
-  for (auto& entry : env_strings) envp.push_back(entry.data());
-  envp.push_back(nullptr);
   std::vector<std::string> argv_strings{engine.string()};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& arg : argv_strings) argv.push_back(arg.data());
-  argv.push_back(nullptr);
+  auto envp = exec_array(env_strings);
+  auto argv = exec_array(argv_strings);
 
   pid_t pid = ::fork();
   if (pid < 0) throw Error(std::string("cannot start ") + engine.string() + ": " + std::strerror(errno));
@@ -102,58 +93,43 @@ int run_engine(const fs::path& engine, const std::vector<std::string>& args, con
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(std::string("waiting for ") + engine.string() + ": " + std::strerror(errno));
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + WTERMSIG(status);
+  return wait_exit_code(pid, engine.string());
 }
 
 EngineOutput run_engine_captured(const fs::path& engine, const std::vector<std::string>& args, const fs::path& dir,
                                  const std::vector<std::string>& env) {
   std::vector<std::string> env_strings = env;
-  std::vector<char*> envp;
-  for (auto& entry : env_strings) envp.push_back(entry.data());
-  envp.push_back(nullptr);
   std::vector<std::string> argv_strings{engine.string()};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& arg : argv_strings) argv.push_back(arg.data());
-  argv.push_back(nullptr);
+  auto envp = exec_array(env_strings);
+  auto argv = exec_array(argv_strings);
 
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error(std::string("cannot start ") + engine.string() + ": " + std::strerror(errno));
+  UniqueFd output(pipe_fds[0]);
+  UniqueFd child_output(pipe_fds[1]);
   pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    throw Error(std::string("cannot start ") + engine.string() + ": " + std::strerror(errno));
-  }
+  if (pid < 0) throw Error(std::string("cannot start ") + engine.string() + ": " + std::strerror(errno));
   if (pid == 0) {
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
-    ::dup2(pipe_fds[1], 1);
-    ::dup2(pipe_fds[1], 2);
+    ::dup2(child_output.get(), 1);
+    ::dup2(child_output.get(), 2);
     if (::chdir(dir.c_str()) != 0) ::_exit(127);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
-  ::close(pipe_fds[1]);
+  child_output.reset();  // the read below ends when the child's copies close
   EngineOutput result;
   char buffer[4096];
   for (;;) {
-    ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
+    ssize_t n = ::read(output.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     if (result.output.size() < (1u << 20)) result.output.append(buffer, static_cast<std::size_t>(n));
   }
-  ::close(pipe_fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(std::string("waiting for ") + engine.string() + ": " + std::strerror(errno));
-  }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  output.reset();
+  result.exit_code = wait_exit_code(pid, engine.string());
   return result;
 }
 

@@ -13,7 +13,9 @@
 #include <random>
 
 #include "base/digest.hpp"
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
+#include "base/unique_fd.hpp"
 #include "mirror/progress.hpp"
 #include "mirror/transport.hpp"
 
@@ -95,46 +97,37 @@ class FileSink final : public Sink {
     temp_ = destination_;
     temp_ += ".part-XXXXXX";
     std::string pattern = temp_.string();
-    fd_ = mkstemp(pattern.data());
-    if (fd_ < 0) throw Error("cannot create a temp file next to " + destination_.string() + ": " + std::strerror(errno));
+    fd_ = UniqueFd(mkstemp(pattern.data()));
+    if (!fd_) throw Error("cannot create a temp file next to " + destination_.string() + ": " + std::strerror(errno));
     temp_ = pattern;
   }
   ~FileSink() override { discard(); }
 
  private:
-  void write_bytes(const char* data, std::size_t size) override {
-    std::size_t done = 0;
-    while (done < size) {
-      ssize_t n = ::write(fd_, data + done, size - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw Error("cannot write " + temp_.string() + ": " + std::strerror(errno));
-      done += static_cast<std::size_t>(n);
-    }
-  }
+  void write_bytes(const char* data, std::size_t size) override { write_all(fd_.get(), std::string_view(data, size), temp_); }
   void restart_bytes() override {
-    if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) != 0) {
+    if (::ftruncate(fd_.get(), 0) != 0 || ::lseek(fd_.get(), 0, SEEK_SET) != 0) {
       throw Error("cannot truncate " + temp_.string() + ": " + std::strerror(errno));
     }
   }
   void publish(const std::string&) override {
-    if (::fsync(fd_) != 0) throw Error("cannot write " + temp_.string() + ": " + std::strerror(errno));
-    ::close(fd_);
-    fd_ = -1;
+    if (::fsync(fd_.get()) != 0) throw Error("cannot write " + temp_.string() + ": " + std::strerror(errno));
+    fd_.close_checked(temp_.string());
     std::error_code ec;
     fs::rename(temp_, destination_, ec);
     if (ec) throw Error("cannot rename " + temp_.string() + " to " + destination_.string() + ": " + ec.message());
     temp_.clear();
+    sync_directory(destination_.has_parent_path() ? destination_.parent_path() : fs::path("."));
   }
   void discard() override {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
+    fd_.reset();
     if (!temp_.empty()) ::unlink(temp_.c_str());
     temp_.clear();
   }
 
   fs::path destination_;
   fs::path temp_;
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 // How the body of the response being received is handled, decided when its headers end.
@@ -192,13 +185,10 @@ struct Callbacks {
   static size_t header(char* data, size_t size, size_t count, void* user) {
     auto* t = static_cast<Transfer*>(user);
     const size_t n = size * count;
-    try {
+    return transport::without_exceptions(t->fatal, [&]() -> size_t {
       on_header_line(*t, std::string_view(data, n));
       return n;
-    } catch (const std::exception& e) {
-      t->fatal = e.what();
-      return 0;
-    }
+    });
   }
 
   static void on_header_line(Transfer& t, std::string_view line) {
@@ -258,13 +248,7 @@ struct Callbacks {
 
   static size_t body(char* data, size_t size, size_t count, void* user) {
     auto* t = static_cast<Transfer*>(user);
-    const size_t n = size * count;
-    try {
-      return on_body(*t, data, n);
-    } catch (const std::exception& e) {
-      t->fatal = e.what();
-      return 0;
-    }
+    return transport::without_exceptions(t->fatal, [&] { return on_body(*t, data, size * count); });
   }
 
   static size_t on_body(Transfer& t, const char* data, size_t n) {

@@ -143,23 +143,20 @@ struct Exchange {
 size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto* exchange = static_cast<Exchange*>(user);
   const size_t n = size * count;
-  try {
+  return transport::without_exceptions(exchange->callback_error, [&]() -> size_t {
     if (exchange->response->body.size() + n > exchange->limit) {
       exchange->too_big = true;
       return 0;  // aborts the transfer
     }
     exchange->response->body.append(data, n);
     return n;
-  } catch (const std::exception& e) {
-    exchange->callback_error = e.what();
-    return 0;
-  }
+  });
 }
 
 size_t on_header(char* data, size_t size, size_t count, void* user) {
   auto* exchange = static_cast<Exchange*>(user);
   const size_t n = size * count;
-  try {
+  return transport::without_exceptions(exchange->callback_error, [&]() -> size_t {
     std::string_view line(data, n);
     // Each response of a redirect chain starts with a status line; keep the last one's headers.
     if (line.rfind("HTTP/", 0) == 0) exchange->response->headers.clear();
@@ -169,10 +166,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
       if (!inserted) it->second += ", " + value;
     }
     return n;
-  } catch (const std::exception& e) {
-    exchange->callback_error = e.what();
-    return 0;
-  }
+  });
 }
 
 size_t on_read(char* buffer, size_t size, size_t count, void* user) {

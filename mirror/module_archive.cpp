@@ -1,88 +1,19 @@
 #include "mirror/module_archive.hpp"
 
-#include <archive.h>
 #include <archive_entry.h>
 
 #include <algorithm>
 #include <fstream>
-#include <memory>
 
+#include "base/archive.hpp"
 #include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "lockfile/hash.hpp"
 
 namespace podplane::mirror {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct ArchiveDeleter {
-  void operator()(archive* handle) const { archive_read_free(handle); }
-};
-using ArchiveReader = std::unique_ptr<archive, ArchiveDeleter>;
-
-// Splits on '/' (and '\\', which Windows-made zips use) into non-empty components.
-std::vector<std::string> components(std::string_view name) {
-  std::vector<std::string> out;
-  std::string current;
-  for (char c : name) {
-    if (c == '/' || c == '\\') {
-      if (!current.empty()) out.push_back(std::move(current));
-      current.clear();
-    } else {
-      current += c;
-    }
-  }
-  if (!current.empty()) out.push_back(std::move(current));
-  return out;
-}
-
-// The entry's path relative to the destination, or an Error for a hostile name.
-std::string safe_relative_name(std::string_view raw, std::string_view what) {
-  std::string name(raw);
-  if (name.starts_with("/") || name.starts_with("\\") || (name.size() > 1 && name[1] == ':')) {
-    throw Error("refusing archive entry with an absolute path in " + std::string(what) + ": " + name);
-  }
-  std::string joined;
-  for (const auto& part : components(name)) {
-    if (part == ".") continue;
-    if (part == "..") throw Error("refusing archive entry with a \"..\" component in " + std::string(what) + ": " + name);
-    joined += (joined.empty() ? "" : "/") + part;
-  }
-  return joined;
-}
-
-// True when `target` (a link's text) read from the directory of `entry` stays inside the tree.
-bool link_stays_inside(const std::string& entry, std::string_view target) {
-  if (target.empty() || target.starts_with("/") || target.starts_with("\\")) return false;
-  auto parts = components(entry);
-  if (!parts.empty()) parts.pop_back();  // the link's own name
-  for (const auto& part : components(target)) {
-    if (part == ".") continue;
-    if (part == "..") {
-      if (parts.empty()) return false;
-      parts.pop_back();
-    } else {
-      parts.push_back(part);
-    }
-  }
-  return true;
-}
-
-// libarchive's message for the last failure; it can be missing.
-std::string archive_message(archive* reader) {
-  const char* message = archive_error_string(reader);
-  return message != nullptr ? message : "unknown libarchive error";
-}
-
-std::string human(std::uint64_t bytes) {
-  if (bytes >= (std::uint64_t{1} << 30) && bytes % (std::uint64_t{1} << 30) == 0) {
-    return std::to_string(bytes >> 30) + " GiB";
-  }
-  if (bytes >= (std::uint64_t{1} << 20) && bytes % (std::uint64_t{1} << 20) == 0) {
-    return std::to_string(bytes >> 20) + " MiB";
-  }
-  return std::to_string(bytes) + " bytes";
-}
 
 // What the archive has expanded to so far, against its limits.
 class Expansion {
@@ -98,7 +29,7 @@ class Expansion {
   // `end` is where the entry's content has reached (its offset plus the block, holes included).
   void reached(const std::string& name, std::uint64_t entry_start, std::uint64_t end) {
     if (end > limits_.max_bytes || entry_start > limits_.max_bytes - end) {
-      throw Error("refusing " + what_ + ": it expands beyond " + human(limits_.max_bytes) +
+      throw Error("refusing " + what_ + ": it expands beyond " + describe_size_limit(limits_.max_bytes) +
                   " (the limit for a module archive), at " + name);
     }
   }
@@ -115,7 +46,7 @@ class Expansion {
 // Refuses to write through a link an earlier entry made (the classic tar escape).
 void check_no_link_on_the_way(const fs::path& destination, const std::string& name, std::string_view what) {
   fs::path current = destination;
-  for (const auto& part : components(name)) {
+  for (const auto& part : fs::path(name)) {  // a relative_entry_name: '/'-separated, no "." or ".."
     current /= part;
     std::error_code ec;
     auto status = fs::symlink_status(current, ec);
@@ -126,45 +57,34 @@ void check_no_link_on_the_way(const fs::path& destination, const std::string& na
   }
 }
 
-void write_entry_data(archive* reader, const fs::path& file, const std::string& name, std::string_view what,
+void write_entry_data(libarchive::Archive& reader, const fs::path& file, const std::string& name, std::string_view what,
                       Expansion& expansion) {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out) throw Error("cannot write " + file.string() + " while unpacking " + std::string(what));
-  const void* block = nullptr;
-  size_t size = 0;
-  la_int64_t offset = 0;
+  const std::string doing = "cannot unpack " + std::string(what);
   std::uint64_t written = 0;
-  for (;;) {
-    int status = archive_read_data_block(reader, &block, &size, &offset);
-    if (status == ARCHIVE_EOF) break;
-    // ARCHIVE_WARN is refused too, as for bundles: libarchive warns about the irregularities
-    // a hostile archive is made of.
-    if (status != ARCHIVE_OK || offset < 0) throw Error("cannot unpack " + std::string(what) + ": " + archive_message(reader));
-    const auto at = static_cast<std::uint64_t>(offset);
+  while (auto block = reader.read_block(doing)) {
     // Checked before writing: a sparse hole or a deflate stream must not fill the disk first.
-    expansion.reached(name, expansion.total(), std::max(written, at + size));
-    if (at > written) {  // a sparse hole
-      out.seekp(static_cast<std::streamoff>(at));
-      written = at;
+    expansion.reached(name, expansion.total(), std::max(written, block->offset + block->size));
+    if (block->offset > written) {  // a sparse hole
+      out.seekp(static_cast<std::streamoff>(block->offset));
+      written = block->offset;
     }
-    out.write(static_cast<const char*>(block), static_cast<std::streamsize>(size));
-    written += size;
+    out.write(static_cast<const char*>(block->data), static_cast<std::streamsize>(block->size));
+    written += block->size;
   }
   if (!out.flush()) throw Error("cannot write " + file.string() + " while unpacking " + std::string(what));
   expansion.add(written);
 }
 
-void extract_entries(archive* reader, const fs::path& destination, std::string_view what, const ArchiveLimits& limits) {
+void extract_entries(libarchive::Archive& reader, const fs::path& destination, std::string_view what,
+                     const ArchiveLimits& limits) {
   Expansion expansion(limits, what);
-  archive_entry* entry = nullptr;
-  for (;;) {
-    int status = archive_read_next_header(reader, &entry);
-    if (status == ARCHIVE_EOF) break;
-    if (status != ARCHIVE_OK) throw Error("cannot read " + std::string(what) + ": " + archive_message(reader));
+  const std::string doing = "cannot read " + std::string(what);
+  while (archive_entry* entry = reader.next_entry(doing)) {
     const char* raw_name = archive_entry_pathname_utf8(entry);
     if (raw_name == nullptr) raw_name = archive_entry_pathname(entry);
-    if (raw_name == nullptr) throw Error("archive entry without a name in " + std::string(what));
-    std::string name = safe_relative_name(raw_name, what);
+    std::string name = libarchive::relative_entry_name(raw_name, what);
     expansion.entry(name.empty() ? std::string(raw_name) : name);
     if (name.empty()) continue;  // the root itself ("./")
     // The size a header declares is refused before any byte is written.
@@ -176,7 +96,7 @@ void extract_entries(archive* reader, const fs::path& destination, std::string_v
     fs::create_directories(target.parent_path());
 
     if (const char* hardlink = archive_entry_hardlink(entry); hardlink != nullptr) {
-      std::string source = safe_relative_name(hardlink, what);
+      std::string source = libarchive::relative_entry_name(hardlink, what);
       check_no_link_on_the_way(destination, source, what);
       if (!fs::is_regular_file(fs::symlink_status(destination / source))) {
         throw Error("refusing hard link to a missing or non-regular file in " + std::string(what) + ": " + name);
@@ -204,7 +124,7 @@ void extract_entries(archive* reader, const fs::path& destination, std::string_v
       case AE_IFLNK: {
         const char* link = archive_entry_symlink(entry);
         std::string link_text = link == nullptr ? "" : link;
-        if (!link_stays_inside(name, link_text)) {
+        if (!libarchive::link_stays_inside(name, link_text)) {
           throw Error("refusing link that escapes the package in " + std::string(what) + ": " + name + " -> " +
                       link_text);
         }
@@ -222,24 +142,11 @@ void extract_entries(archive* reader, const fs::path& destination, std::string_v
 
 void extract_archive(const fs::path& archive_file, const fs::path& destination, std::string_view what,
                      const ArchiveLimits& limits) {
-  ArchiveReader reader(archive_read_new());
-  if (!reader) throw Error("libarchive: out of memory");
-  // The formats a module package comes in, nothing else (no cpio, iso9660, rar, 7z, ar, …):
-  // every extra reader is more attack surface for no module anyone publishes.
-  for (int status : {archive_read_support_format_zip(reader.get()), archive_read_support_format_tar(reader.get()),
-                     archive_read_support_filter_gzip(reader.get()), archive_read_support_filter_bzip2(reader.get()),
-                     archive_read_support_filter_xz(reader.get())}) {
-    // ARCHIVE_WARN: the filter runs through an external program; still supported.
-    if (status != ARCHIVE_OK && status != ARCHIVE_WARN) {
-      throw Error("libarchive cannot read " + std::string(what) + ": " + archive_message(reader.get()));
-    }
-  }
-  if (archive_read_open_filename(reader.get(), archive_file.c_str(), 64 * 1024) != ARCHIVE_OK) {
-    throw Error("cannot open " + std::string(what) + " as a zip or tar archive: " + archive_message(reader.get()));
-  }
+  auto reader = libarchive::Archive::reader(libarchive::Formats::module_package);
+  reader.open_file(archive_file, "cannot open " + std::string(what) + " as a zip or tar archive");
   fs::create_directories(destination);
   try {
-    extract_entries(reader.get(), destination, what, limits);
+    extract_entries(reader, destination, what, limits);
   } catch (...) {
     std::error_code ec;
     fs::remove_all(destination, ec);  // half a package is worse than none

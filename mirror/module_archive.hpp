@@ -1,27 +1,25 @@
 #pragma once
-// Unpacking module packages from outside (zip, or tar plain or compressed with gzip, bzip2 or
-// xz, via libarchive) and reading a package tree into store objects. An archive is hostile
-// until shown otherwise, read as strictly as a bundle: any other format, any libarchive
-// warning, an absolute path, a ".." component, a link whose target leaves the tree, an entry
-// that would be written through a link, a device, fifo or socket, and an archive that expands
-// beyond ArchiveLimits are refused with an Error naming the entry; nothing is left in
-// `destination` on error. Thread-compatible.
+// Unpacking module packages from outside (libarchive::Formats::module_package: zip, or tar
+// plain or compressed with gzip, bzip2 or xz) and reading a package tree into store objects.
+// An archive is hostile until shown otherwise, read by the same rules as a bundle
+// (base/archive.hpp): any other format, any libarchive warning, an absolute path, a ".."
+// component are refused; and, for what a package may hold beyond a bundle's plain files, a
+// link whose target leaves the tree, an entry that would be written through a link, a device,
+// fifo or socket, and an archive that expands beyond ArchiveLimits (base/input_limits.hpp).
+// Each is an Error naming the entry; nothing is left in `destination` on error.
+// Thread-compatible.
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/input_limits.hpp"
 #include "cache/store.hpp"
 
 namespace podplane::mirror {
 
-// How far a module archive may expand (docs/download.md "Module archives"): far above any real
-// module package, far below a zip bomb's output.
-struct ArchiveLimits {
-  std::uint64_t max_bytes = std::uint64_t{1} << 30;  // 1 GiB of file content, holes included
-  std::uint64_t max_entries = 100000;               // files, directories and links
-};
+using podplane::ArchiveLimits;
 
 // Extracts `archive` into `destination` (created; must be empty or absent).
 void extract_archive(const std::filesystem::path& archive, const std::filesystem::path& destination,

@@ -19,11 +19,11 @@
 #include <sstream>
 #include <thread>
 
+#include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
+#include "base/unique_fd.hpp"
 #include "mirror/module_archive.hpp"
-
-extern char** environ;
 
 namespace podplane::mirror {
 namespace {
@@ -91,12 +91,12 @@ std::string unsupported(std::string_view text, std::string_view why) {
 
 // Waits for `pid`; kills its process group and returns false when `deadline` passes first.
 bool wait_until(pid_t pid, std::chrono::steady_clock::time_point deadline, int& status) {
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  const UniqueFd pidfd_owner(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  const int pidfd = pidfd_owner.get();
   for (;;) {
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
     if (done < 0 && errno != EINTR) {
-      if (pidfd >= 0) ::close(pidfd);
       throw Error(std::string("cannot wait for git: ") + std::strerror(errno));
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -104,7 +104,6 @@ bool wait_until(pid_t pid, std::chrono::steady_clock::time_point deadline, int& 
       ::kill(-pid, SIGKILL);  // git and its git-remote-https helper
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
-      if (pidfd >= 0) ::close(pidfd);
       return false;
     }
     // A pidfd becomes readable when the child exits; without one (old kernels), look again soon.
@@ -116,7 +115,6 @@ bool wait_until(pid_t pid, std::chrono::steady_clock::time_point deadline, int& 
       std::this_thread::sleep_for(std::chrono::milliseconds(slice));
     }
   }
-  if (pidfd >= 0) ::close(pidfd);
   return true;
 }
 
@@ -129,23 +127,17 @@ void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, 
   // over an inherited GIT_SSL_CAINFO: git then trusts exactly what the HTTP client trusts.
   const char* ca = std::getenv("SSL_CERT_FILE");
   bool override_ca = ca != nullptr && *ca != '\0';
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view entry(*e);
-    if (entry.starts_with("GIT_TERMINAL_PROMPT=") || entry.starts_with("GIT_HTTP_LOW_SPEED_")) continue;
-    if (override_ca && entry.starts_with("GIT_SSL_CAINFO=")) continue;
-    env.emplace_back(entry);
-  }
+  std::vector<std::string> env = environment_without(
+      override_ca ? std::vector<std::string_view>{"GIT_TERMINAL_PROMPT", "GIT_HTTP_LOW_SPEED_", "GIT_SSL_CAINFO"}
+                  : std::vector<std::string_view>{"GIT_TERMINAL_PROMPT", "GIT_HTTP_LOW_SPEED_"});
   env.emplace_back("GIT_TERMINAL_PROMPT=0");  // never wait for a password on a terminal
   env.emplace_back("GIT_HTTP_LOW_SPEED_LIMIT=" + std::to_string(std::max(1L, http.low_speed_limit)));
   env.emplace_back("GIT_HTTP_LOW_SPEED_TIME=" + std::to_string(std::max<long long>(1, http.low_speed_timeout.count())));
   if (override_ca) env.emplace_back(std::string("GIT_SSL_CAINFO=") + ca);
-  std::vector<char*> argv{const_cast<char*>("git")};
-  for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& entry : env) envp.push_back(entry.data());
-  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings{"git"};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  auto argv = exec_array(argv_strings);
+  auto envp = exec_array(env);
 
   const auto deadline = std::chrono::steady_clock::now() + http.deadline;
   pid_t pid = fork();

@@ -280,6 +280,20 @@ json empty_config_descriptor() {
   return {{"mediaType", oci_media::empty_config}, {"digest", kEmptyConfigDigest}, {"size", 2}, {"data", "e30="}};
 }
 
+// The image manifest of an artifact that is one zip (a provider package, a module package):
+// the empty config and one zip layer titled `title`.
+json zip_artifact_manifest(std::string_view artifact_type, const std::string& zip_digest, std::uint64_t size,
+                           const std::string& title) {
+  return {{"schemaVersion", 2},
+          {"mediaType", oci_media::manifest},
+          {"artifactType", artifact_type},
+          {"config", empty_config_descriptor()},
+          {"layers", json::array({{{"mediaType", oci_media::zip_layer},
+                                   {"digest", zip_digest},
+                                   {"size", size},
+                                   {"annotations", {{"org.opencontainers.image.title", title}}}}})}};
+}
+
 std::string repository_path(const OciTarget& target, const std::string& tail) {
   return target.prefix.empty() ? tail : target.prefix + "/" + tail;
 }
@@ -316,16 +330,8 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
       auto arch = package.platform.substr(package.platform.find('_') + 1);
       std::string zip_digest = "sha256:" + package.digest;
       push.blob_file(repository, zip_digest, store.object_path(package.digest), static_cast<std::uint64_t>(package.size));
-      json image = {
-          {"schemaVersion", 2},
-          {"mediaType", oci_media::manifest},
-          {"artifactType", oci_media::provider_target},
-          {"config", empty_config_descriptor()},
-          {"layers", json::array({{{"mediaType", oci_media::zip_layer},
-                                   {"digest", zip_digest},
-                                   {"size", package.size},
-                                   {"annotations", {{"org.opencontainers.image.title", package.filename}}}}})},
-      };
+      json image = zip_artifact_manifest(oci_media::provider_target, zip_digest, static_cast<std::uint64_t>(package.size),
+                                         package.filename);
       std::string bytes = image.dump();
       std::string digest = push.manifest(repository, "", oci_media::manifest, bytes);
       manifests.push_back({{"mediaType", oci_media::manifest},
@@ -357,16 +363,8 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
     auto name = package->address.substr(package->address.find('/') + 1);
     for (auto& c : name)
       if (c == '/') c = '-';
-    json image = {
-        {"schemaVersion", 2},
-        {"mediaType", oci_media::manifest},
-        {"artifactType", oci_media::module_package},
-        {"config", empty_config_descriptor()},
-        {"layers", json::array({{{"mediaType", oci_media::zip_layer},
-                                 {"digest", zip_digest},
-                                 {"size", zip.size()},
-                                 {"annotations", {{"org.opencontainers.image.title", name + "-" + package->version + ".zip"}}}}})},
-    };
+    json image = zip_artifact_manifest(oci_media::module_package, zip_digest, zip.size(),
+                                       name + "-" + package->version + ".zip");
     push.manifest(repository, tag, oci_media::manifest, image.dump());
     push.stats.references.push_back(target.registry + "/" + repository + ":" + tag);
   }

@@ -1,36 +1,12 @@
 #include "mirror/root_lock.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "cache/provider_documents.hpp"
 
 namespace podplane::mirror {
-namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_all(const fs::path& file) {
-  std::string text;
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return text;
-  char buffer[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
-
-}  // namespace
 
 lockfile::LockFile root_lock(const cache::Store& store, const std::vector<cache::TfSelection::Provider>& selection,
                              const std::vector<std::string>& platforms,
@@ -51,7 +27,7 @@ lockfile::LockFile root_lock(const cache::Store& store, const std::vector<cache:
 bool write_root_lock(const fs::path& dir, const lockfile::LockFile& lock, lockfile::Engine engine) {
   const fs::path file = dir / ".terraform.lock.hcl";
   const std::string text = lockfile::render_lock_file(lock, engine);
-  if (fs::exists(file) && read_all(file) == text) return false;
+  if (file_holds(file, text)) return false;
   write_file_durably(file, text);
   return true;
 }

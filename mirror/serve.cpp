@@ -223,11 +223,21 @@ struct MirrorServer::Impl final : RequestHandler {
     }
     auto shared = std::make_shared<const BodyLayout>(std::move(layout));
     res.set_content_provider(static_cast<size_t>(shared->size()), body_type,
-                             [shared, write_slice](size_t offset, size_t length, httplib::DataSink& sink) {
-                               return shared->produce(
-                                   offset, length,
-                                   [&sink](std::string_view text) { return sink.write(text.data(), text.size()); },
-                                   [&](std::uint64_t at, std::uint64_t count) { return write_slice(at, count, sink); });
+                             [this, shared, write_slice](size_t offset, size_t length, httplib::DataSink& sink) {
+                               // No exception may leave a content provider into httplib's
+                               // writer: a failure ends this response short and is logged.
+                               try {
+                                 return shared->produce(
+                                     offset, length,
+                                     [&sink](std::string_view text) { return sink.write(text.data(), text.size()); },
+                                     [&](std::uint64_t at, std::uint64_t count) { return write_slice(at, count, sink); });
+                               } catch (const std::exception& error) {
+                                 write_log(std::string("podplane: mirror serve: ") + error.what());
+                                 return false;
+                               } catch (...) {
+                                 write_log("podplane: mirror serve: a response body failed");
+                                 return false;
+                               }
                              });
   }
 
@@ -331,6 +341,9 @@ struct MirrorServer::Impl final : RequestHandler {
             return true;
           } catch (const std::exception& error) {
             write_log(std::string("podplane: mirror serve: ") + error.what());
+            return false;
+          } catch (...) {
+            write_log("podplane: mirror serve: a module package failed");
             return false;
           }
         });

@@ -732,6 +732,8 @@ struct ConnectionServer::Impl {
       ok = handler.answer(stream, last, client_closes);
     } catch (const std::exception& error) {
       log(std::string("podplane: mirror serve: ") + error.what());
+    } catch (...) {
+      log("podplane: mirror serve: a request failed");
     }
     current_connection = nullptr;
     ++c.answered;
@@ -774,7 +776,10 @@ int ConnectionServer::listen(const ListenAddress& address) {
     // SO_REUSEADDR lets a restarted server bind over connections in TIME_WAIT. Never
     // SO_REUSEPORT: a second server on the same port must fail here, not share the port.
     int yes = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) != 0) {
+      error = errno;
+      continue;
+    }
     if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&candidate.address), candidate.length) != 0 ||
         ::listen(fd.get(), SOMAXCONN) != 0) {
       error = errno;
@@ -783,7 +788,9 @@ int ConnectionServer::listen(const ListenAddress& address) {
     }
     sockaddr_storage bound{};
     socklen_t length = sizeof bound;
-    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &length);
+    // The port we answer on (the one the kernel chose for port 0): without it nobody can reach us.
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &length) != 0)
+      throw Error("cannot listen on " + address.text + ": cannot read the bound address: " + std::strerror(errno));
     impl_->listener = std::move(fd);
     return numeric_address(bound).second;
   }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/archive.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/split.hpp"
@@ -416,39 +417,14 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
 
 namespace {
 
-struct ArchiveWriteDeleter {
-  void operator()(archive* handle) const { archive_write_free(handle); }
-};
-using ArchiveWriter = std::unique_ptr<archive, ArchiveWriteDeleter>;
-struct EntryDeleter {
-  void operator()(archive_entry* entry) const { archive_entry_free(entry); }
-};
-using ArchiveEntry = std::unique_ptr<archive_entry, EntryDeleter>;
-
-la_ssize_t write_to_sink(archive*, void* context, const void* data, size_t size) {
-  try {
-    (*static_cast<const ByteSink*>(context))(static_cast<const char*>(data), size);
-    return static_cast<la_ssize_t>(size);
-  } catch (...) {
-    return -1;  // the sink failed (client gone, disk full): libarchive reports a fatal error
-  }
-}
-
-void check(archive* handle, int status, const std::string& what) {
-  if (status < ARCHIVE_WARN) {
-    const char* message = archive_error_string(handle);
-    throw Error(what + ": " + (message ? message : "libarchive error"));
-  }
-}
-
-void write_package(ArchiveWriter writer, const ModulePackage& package, const ByteSink& sink) {
-  archive* a = writer.get();
+void write_package(libarchive::Archive& writer, const ModulePackage& package, const ByteSink& sink) {
   std::string name = package.address + " " + package.version;
-  check(a, archive_write_open(a, const_cast<ByteSink*>(&sink), nullptr, write_to_sink, nullptr),
-        "cannot write the module package of " + name);
+  // A sink that throws (client gone, disk full) fails the write, and its own exception is
+  // what the next check rethrows: none crosses libarchive.
+  writer.open_sink(sink, "cannot write the module package of " + name);
   std::vector<char> buffer(1 << 16);
   for (const auto& item : package.entries) {
-    ArchiveEntry entry(archive_entry_new());
+    libarchive::Entry entry;
     archive_entry_set_pathname(entry.get(), item.path.c_str());
     bool directory = !item.path.empty() && item.path.back() == '/';
     archive_entry_set_filetype(entry.get(), directory ? AE_IFDIR : AE_IFREG);
@@ -457,7 +433,9 @@ void write_package(ArchiveWriter writer, const ModulePackage& package, const Byt
     archive_entry_set_mtime(entry.get(), kArchiveMtime, 0);
     archive_entry_set_uid(entry.get(), 0);
     archive_entry_set_gid(entry.get(), 0);
-    check(a, archive_write_header(a, entry.get()), "cannot write " + item.path + " of " + name);
+    // A name libarchive cannot convert is written as raw bytes with a warning: the package
+    // then carries exactly the name the store holds.
+    writer.write_header(entry, "cannot write " + item.path + " of " + name, libarchive::Warnings::pass);
     if (directory) continue;
     std::ifstream in(item.object, std::ios::binary);
     if (!in) throw Error("module " + name + ": missing object for " + item.path + " at " + item.object.string());
@@ -466,37 +444,36 @@ void write_package(ArchiveWriter writer, const ModulePackage& package, const Byt
       in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
       auto got = in.gcount();
       if (got <= 0) break;
-      if (archive_write_data(a, buffer.data(), static_cast<size_t>(got)) < 0)
-        check(a, ARCHIVE_FATAL, "cannot write " + item.path + " of " + name);
+      writer.write_data(buffer.data(), static_cast<size_t>(got), "cannot write " + item.path + " of " + name);
       written += got;
     }
     if (written != item.size)
       throw Error(mismatch_message("module " + name + ": object of " + item.path + " has another size",
                                    std::to_string(item.size), std::to_string(written)));
   }
-  check(a, archive_write_close(a), "cannot finish the module package of " + name);
+  writer.close("cannot finish the module package of " + name);
 }
 
 }  // namespace
 
 void write_module_tar_gz(const ModulePackage& package, const ByteSink& sink) {
-  ArchiveWriter writer(archive_write_new());
+  libarchive::Archive writer(libarchive::Direction::write);
   archive* a = writer.get();
-  check(a, archive_write_set_format_pax_restricted(a), "tar format");
-  check(a, archive_write_add_filter_gzip(a), "gzip filter");
+  writer.check(archive_write_set_format_pax_restricted(a), "tar format");
+  writer.check(archive_write_add_filter_gzip(a), "gzip filter");
   // No timestamp in the gzip header: the same tree gives the same bytes on every run.
-  check(a, archive_write_set_options(a, "gzip:!timestamp"), "gzip options");
-  check(a, archive_write_set_bytes_in_last_block(a, 1), "block size");
-  write_package(std::move(writer), package, sink);
+  writer.check(archive_write_set_options(a, "gzip:!timestamp"), "gzip options");
+  writer.check(archive_write_set_bytes_in_last_block(a, 1), "block size");
+  write_package(writer, package, sink);
 }
 
 void write_module_zip(const ModulePackage& package, const ByteSink& sink) {
-  ArchiveWriter writer(archive_write_new());
+  libarchive::Archive writer(libarchive::Direction::write);
   archive* a = writer.get();
-  check(a, archive_write_set_format_zip(a), "zip format");
-  check(a, archive_write_zip_set_compression_deflate(a), "zip compression");
-  check(a, archive_write_set_bytes_in_last_block(a, 1), "block size");
-  write_package(std::move(writer), package, sink);
+  writer.check(archive_write_set_format_zip(a), "zip format");
+  writer.check(archive_write_zip_set_compression_deflate(a), "zip compression");
+  writer.check(archive_write_set_bytes_in_last_block(a, 1), "block size");
+  write_package(writer, package, sink);
 }
 
 }  // namespace podplane::mirror

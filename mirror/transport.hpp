@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 
 #include <chrono>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -120,6 +121,21 @@ class RetryBudget {
   int resumes_ = 0;
   bool deadline_hit_ = false;
 };
+
+// Runs the body of a libcurl write or header callback so that no exception crosses into
+// libcurl: an exception's text goes to `failure` (the caller reports it once the libcurl call
+// has returned) and the callback returns 0, which aborts the transfer.
+template <typename Body>
+size_t without_exceptions(std::string& failure, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& error) {
+    failure = error.what();
+  } catch (...) {
+    failure = "a transfer callback failed";
+  }
+  return 0;
+}
 
 // "host:port" of a URL, for per-host limits ("" when it does not parse).
 [[nodiscard]] std::string host_key(const std::string& url);

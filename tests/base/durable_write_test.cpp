@@ -138,3 +138,23 @@ TEST(TempPathBeside, IsHiddenBesideItsTargetUniqueAndRecognised) {
 
 }  // namespace
 }  // namespace podplane
+
+namespace podplane {
+namespace {
+
+TEST(FileHolds, OnlyARegularFileWithExactlyTheBytes) {
+  test::TempDir dir;
+  const auto file = dir / "lock.hcl";
+  EXPECT_FALSE(file_holds(file, ""));  // missing
+  test::write_file(file, "same\n");
+  EXPECT_TRUE(file_holds(file, "same\n"));
+  EXPECT_FALSE(file_holds(file, "same"));    // other size
+  EXPECT_FALSE(file_holds(file, "sane\n"));  // same size, other bytes
+  std::filesystem::create_symlink(file, dir / "link.hcl");
+  EXPECT_FALSE(file_holds(dir / "link.hcl", "same\n"));  // a link is replaced, never written through
+  std::filesystem::create_directory(dir / "directory");
+  EXPECT_FALSE(file_holds(dir / "directory", ""));
+}
+
+}  // namespace
+}  // namespace podplane

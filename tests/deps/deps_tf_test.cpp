@@ -348,6 +348,61 @@ TEST(DepsTf, StackWithDirectGitAndArchiveSources) {
                                          "terraform-aws-nstance-2.1.0-topdir" / "unversioned"));
 }
 
+// Module packages from outside are read by the rules a bundle is read with: every hostile
+// archive, tar.gz or zip, fails the run with an error naming the archive and the entry, and
+// what the store held before is held unchanged (index and views), with nothing written
+// outside it.
+TEST(DepsTf, HostileModuleArchivesAreRefusedAndTheStoreKeepsWhatItHad) {
+  FixtureOptions fixture;
+  fixture.sharing = FixtureOptions::Sharing::private_copy;
+  FixtureUpstream upstream(fixture);
+  DepsRun deps(upstream);
+  auto good = deps.dir() / "good";
+  write_file(good / "main.tf", "module \"account\" {\n  source = \"" + upstream.base_url() +
+                                   "/archives/terraform-aws-nstance-2.1.0-topdir.tar.gz//*/modules/account\"\n}\n");
+  auto filled = deps.podplane({"deps", "tf", "--stack", good.string(), "--platform", "linux_amd64"});
+  ASSERT_EQ(filled.exit_code, 0) << filled.out << filled.err;
+  ASSERT_NE(index_snapshot(deps.root()), "");
+
+  struct Hostile {
+    std::string file;
+    std::string script;
+    std::string why;
+  };
+  const std::vector<Hostile> archives = {
+      {"dotdot.tar.gz", "add('main.tf')\nadd('../escaped')", "'..' component"},
+      {"absolute.tar.gz", "add('main.tf')\nadd('" + (deps.dir() / "escaped").string() + "')", "absolute path"},
+      {"link-out.tar.gz", "add('main.tf')\nadd('l', kind=tarfile.SYMTYPE, link='../../escaped')", "escapes the package"},
+      {"hardlink-out.tar.gz", "add('main.tf')\nadd('h', kind=tarfile.LNKTYPE, link='../escaped')", "'..' component"},
+      {"device.tar.gz", "add('main.tf')\nadd('null', kind=tarfile.CHRTYPE)", "special file"},
+      {"oversize.tar.gz", "add('main.tf')\ni=tarfile.TarInfo('big.tf'); i.size=2<<30\nt.fileobj.write(i.tobuf())",
+       "expands beyond 1 GiB"},
+      {"dotdot.zip", "z.writestr('main.tf', '')\nz.writestr('../escaped', 'x')", "'..' component"},
+      {"absolute.zip", "z.writestr('main.tf', '')\nz.writestr('/escaped', 'x')", "absolute path"},
+      {"link-out.zip",
+       "z.writestr('main.tf', '')\n"
+       "i=zipfile.ZipInfo('l'); i.create_system=3; i.external_attr=0o120777<<16\nz.writestr(i, '../../escaped')",
+       "escapes the package"},
+      {"oversize.zip",
+       "z.writestr('main.tf', '')\nz.writestr('big.tf', 'hello')\nz.close()\n"
+       "import struct\nb=bytearray(open(path,'rb').read())\n"
+       "l=b.find(b'PK\\x03\\x04', 1); struct.pack_into('<I', b, l+22, 2<<30)\n"
+       "c=b.rfind(b'PK\\x01\\x02'); struct.pack_into('<I', b, c+24, 2<<30)\n"
+       "open(path,'wb').write(bytes(b))\nz=zipfile.ZipFile(io.BytesIO(), 'w')",
+       "expands beyond 1 GiB"},
+  };
+  for (const auto& hostile : archives) {
+    SCOPED_TRACE(hostile.file);
+    make_archive(upstream.www() / "hostile" / hostile.file, hostile.script);
+    auto stack = deps.dir() / "stacks" / hostile.file;
+    write_file(stack / "main.tf", "module \"m\" {\n  source = \"" + upstream.url("/hostile/" + hostile.file) + "\"\n}\n");
+    expect_failure_leaves_store_unchanged(deps, {"deps", "tf", "--stack", stack.string(), "--platform", "linux_amd64"},
+                                          {upstream.url("/hostile/" + hostile.file), hostile.why});
+    EXPECT_FALSE(fs::exists(deps.dir() / "escaped"));
+    EXPECT_FALSE(fs::exists(deps.root() / "escaped"));
+  }
+}
+
 TEST(DepsTf, TerraformEngineUsesItsOwnRegistryHost) {
   FixtureUpstream upstream;
   DepsRun deps(upstream);

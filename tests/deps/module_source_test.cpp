@@ -87,23 +87,8 @@ TEST(ModuleSourceParse, RedactsCredentials) {
   EXPECT_EQ(join_subdir("", "b"), "b");
 }
 
-// Builds an archive with python's tarfile/zipfile; `script` adds members to `t` (or `z`).
 fs::path make_archive(const TempDir& dir, const std::string& name, const std::string& script) {
-  auto path = dir / name;
-  std::string program = "import io,sys,tarfile,zipfile\npath=sys.argv[1]\n";
-  if (name.ends_with(".zip")) {
-    program += "z=zipfile.ZipFile(path,'w')\n" + script + "\nz.close()\n";
-  } else {
-    program +=
-        "t=tarfile.open(path,'w:gz')\n"
-        "def add(name, data=b'x', kind=tarfile.REGTYPE, link='', mode=0o644):\n"
-        "    i=tarfile.TarInfo(name); i.type=kind; i.linkname=link; i.mode=mode; i.size=len(data) if kind==tarfile.REGTYPE else 0\n"
-        "    t.addfile(i, io.BytesIO(data) if kind==tarfile.REGTYPE else None)\n" +
-        script + "\nt.close()\n";
-  }
-  auto result = test::run({"python3", "-c", program, path.string()});
-  if (result.exit_code != 0) throw std::runtime_error("python3 failed: " + result.err);
-  return path;
+  return test::make_archive(dir / name, script);
 }
 
 TEST(ModuleArchive, ExtractsAPackageAndHashesItLikeHashDir) {
@@ -139,6 +124,21 @@ TEST(ModuleArchive, GlobSubdirMustMatchExactlyOneDirectory) {
   EXPECT_THROW((void)resolve_subdir(dir.path(), "missing"), Error);
 }
 
+// A zip whose entry "l" is a symbolic link (Unix mode in the external attributes) to "../..".
+constexpr const char* kZipLinkOut =
+    "i=zipfile.ZipInfo('l'); i.create_system=3; i.external_attr=0o120777<<16\n"
+    "z.writestr(i, '../..')";
+// A stored zip entry of 5 bytes whose headers (local and central) declare 2 GiB.
+constexpr const char* kZipDeclaring2GiB =
+    "z.writestr('big.tf', 'hello')\n"
+    "z.close()\n"
+    "b=bytearray(open(path,'rb').read())\n"
+    "import struct\n"
+    "struct.pack_into('<I', b, 22, 2<<30)\n"
+    "c=b.find(b'PK\\x01\\x02'); struct.pack_into('<I', b, c+24, 2<<30)\n"
+    "open(path,'wb').write(bytes(b))\n"
+    "z=zipfile.ZipFile(io.BytesIO(), 'w')";
+
 struct Hostile {
   const char* name;
   const char* script;
@@ -165,19 +165,22 @@ TEST_P(HostileArchive, IsRefusedAndLeavesNothing) {
 INSTANTIATE_TEST_SUITE_P(
     Entries, HostileArchive,
     ::testing::Values(
-        Hostile{"dotdot.tar.gz", "add('ok.tf')\nadd('../escaped')", "\"..\" component"},
-        Hostile{"nested-dotdot.tar.gz", "add('a/../../escaped')", "\"..\" component"},
+        Hostile{"dotdot.tar.gz", "add('ok.tf')\nadd('../escaped')", "'..' component"},
+        Hostile{"nested-dotdot.tar.gz", "add('a/../../escaped')", "'..' component"},
         Hostile{"absolute.tar.gz", "add('/tmp/escaped')", "absolute path"},
         Hostile{"link-out.tar.gz", "add('l', kind=tarfile.SYMTYPE, link='../..')", "escapes the package"},
         Hostile{"link-abs.tar.gz", "add('l', kind=tarfile.SYMTYPE, link='/etc')", "escapes the package"},
         Hostile{"through-link.tar.gz",
                 "add('d/', kind=tarfile.DIRTYPE)\nadd('l', kind=tarfile.SYMTYPE, link='d')\nadd('l/x.tf')",
                 "written through a link"},
-        Hostile{"hardlink-out.tar.gz", "add('h', kind=tarfile.LNKTYPE, link='../escaped')", "\"..\" component"},
+        Hostile{"hardlink-out.tar.gz", "add('h', kind=tarfile.LNKTYPE, link='../escaped')", "'..' component"},
         Hostile{"fifo.tar.gz", "add('p', kind=tarfile.FIFOTYPE)", "special file"},
         Hostile{"device.tar.gz", "add('ok.tf')\nadd('dev/sda', kind=tarfile.BLKTYPE)", "special file"},
-        Hostile{"dotdot.zip", "z.writestr('../escaped', 'x')", "\"..\" component"},
-        Hostile{"absolute.zip", "z.writestr('/escaped', 'x')", "absolute path"}),
+        Hostile{"dotdot.zip", "z.writestr('../escaped', 'x')", "'..' component"},
+        Hostile{"absolute.zip", "z.writestr('/escaped', 'x')", "absolute path"},
+        Hostile{"hardlink-abs.tar.gz", "add('h', kind=tarfile.LNKTYPE, link='/etc/passwd')", "absolute path"},
+        Hostile{"link-out.zip", kZipLinkOut, "escapes the package"},
+        Hostile{"oversize.zip", kZipDeclaring2GiB, "expands beyond 1 GiB (the limit for a module archive)"}),
     [](const auto& test_info) {
       std::string name = test_info.param.name;
       for (auto& c : name) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "base/error.hpp"
 #include "mirror/serve_site.hpp"
 #include "tests/serve/serve_fixture.hpp"
 
@@ -137,6 +138,28 @@ TEST_F(SiteTest, AnswersEveryProtocolFromTheIndex) {
       if (end == std::string::npos) break;
       start = end + 1;
     }
+  }
+}
+
+// A sink that fails (a client gone, a full disk) ends the package with the sink's own error,
+// carried across libarchive's write callback rather than replaced by libarchive's words.
+TEST_F(SiteTest, ModulePackageSinkFailureIsTheErrorThatComesOut) {
+  auto store = cache::Store::open(temp_ / "deps", cache::Store::Access::read_only);
+  auto site = mirror::MirrorSite::build(store);
+  ASSERT_EQ(site.module_packages().size(), 1u);
+  const auto& package = *site.module_packages()[0];
+  for (auto write : {&mirror::write_module_tar_gz, &mirror::write_module_zip}) {
+    std::size_t calls = 0;
+    try {
+      write(package, [&](const char*, std::size_t) {
+        ++calls;
+        throw podplane::Error("the sink is full (test)");
+      });
+      ADD_FAILURE() << "a failing sink went unnoticed";
+    } catch (const podplane::Error& error) {
+      EXPECT_EQ(error.message(), "the sink is full (test)");
+    }
+    EXPECT_GE(calls, 1u);
   }
 }
 

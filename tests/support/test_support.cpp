@@ -132,6 +132,24 @@ bool have_program(const std::string& name) {
   return run({"sh", "-c", "command -v " + name + " >/dev/null"}).exit_code == 0;
 }
 
+fs::path make_archive(const fs::path& path, const std::string& script) {
+  std::string program = "import io,sys,tarfile,zipfile\npath=sys.argv[1]\n";
+  if (path.extension() == ".zip") {
+    program += "z=zipfile.ZipFile(path,'w')\n" + script + "\nz.close()\n";
+  } else {
+    program +=
+        "t=tarfile.open(path,'w:gz')\n"
+        "def add(name, data=b'x', kind=tarfile.REGTYPE, link='', mode=0o644):\n"
+        "    i=tarfile.TarInfo(name); i.type=kind; i.linkname=link; i.mode=mode; i.size=len(data) if kind==tarfile.REGTYPE else 0\n"
+        "    t.addfile(i, io.BytesIO(data) if kind==tarfile.REGTYPE else None)\n" +
+        script + "\nt.close()\n";
+  }
+  fs::create_directories(path.parent_path());
+  auto result = run({"python3", "-c", program, path.string()});
+  if (result.exit_code != 0) throw std::runtime_error("python3 failed: " + result.err);
+  return path;
+}
+
 ScopedEnv::ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
   if (const char* old = std::getenv(name_.c_str())) old_ = old;
   if (value) setenv(name_.c_str(), value->c_str(), 1);

@@ -51,6 +51,11 @@ std::string read_file(const fs::path& file);
 void write_file(const fs::path& file, const std::string& content);  // creates parent dirs
 bool have_program(const std::string& name);  // on PATH
 
+// Builds an archive at `path` with python's tarfile/zipfile (a ".zip" name makes a zip, any
+// other a tar.gz); `script` adds members to `z` (zipfile.ZipFile) or, for a tar, through
+// add(name, data=b'x', kind=tarfile.REGTYPE, link='', mode=0o644). Returns `path`.
+fs::path make_archive(const fs::path& path, const std::string& script);
+
 // Sets (or, with std::nullopt, unsets) an environment variable of this process for one scope
 // and restores the old value after it. Tests run one per process under CTest.
 class ScopedEnv {
