@@ -169,6 +169,10 @@ class State:
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "podplane-fixture/1"
+    # The head and the body are two writes: with Nagle on, the body waits for the client's
+    # delayed ACK of the head (40 ms on Linux), a stall no real server has, which would add
+    # 40 ms to every answer and drown what --delay-ms and the benchmarks measure.
+    disable_nagle_algorithm = True
 
     def log_message(self, format, *args):  # quiet: the access log is --log
         pass
