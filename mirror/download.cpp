@@ -278,7 +278,8 @@ using Attempt = transport::RetryBudget::Attempt;
 
 class Runner {
  public:
-  Runner(Engine& engine, const std::vector<DownloadItem>& items, const std::function<std::unique_ptr<Sink>()>& make_sink)
+  Runner(Engine& engine, const std::vector<DownloadItem>& items,
+         const std::function<std::unique_ptr<Sink>(std::size_t index)>& make_sink)
       : engine_(engine), items_(items), make_sink_(make_sink), outcomes_(items.size()) {
     transport::check(curl_multi_setopt(multi_.get(), CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX), "cannot enable HTTP/2 multiplexing");
     transport::check(curl_multi_setopt(multi_.get(), CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(per_host())),
@@ -355,7 +356,7 @@ class Runner {
   bool start(Transfer& t) {
     try {
       if (!t.budget) t.budget.emplace(engine_.options.http);
-      if (!t.sink) t.sink = make_sink_();
+      if (!t.sink) t.sink = make_sink_(t.index);
       t.easy = transport::CurlEasy();
       CURL* easy = t.easy.get();
       transport::apply_common_options(easy, engine_.options.http);
@@ -486,7 +487,7 @@ class Runner {
 
   Engine& engine_;
   const std::vector<DownloadItem>& items_;
-  const std::function<std::unique_ptr<Sink>()>& make_sink_;
+  const std::function<std::unique_ptr<Sink>(std::size_t index)>& make_sink_;
   std::vector<DownloadOutcome> outcomes_;
   transport::CurlMulti multi_;
   std::deque<std::unique_ptr<Transfer>> waiting_;
@@ -507,15 +508,25 @@ Downloader::~Downloader() = default;
 std::vector<DownloadOutcome> Downloader::fetch_into_store(cache::Store& store, const std::vector<DownloadItem>& items) {
   if (items.empty()) return {};
   Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, items.size())};
-  std::function<std::unique_ptr<Sink>()> make_sink = [&store] { return std::make_unique<StoreSink>(store); };
+  std::function<std::unique_ptr<Sink>(std::size_t)> make_sink = [&store](std::size_t) {
+    return std::make_unique<StoreSink>(store);
+  };
+  return Runner(engine, items, make_sink).run();
+}
+
+std::vector<DownloadOutcome> Downloader::fetch_to_files(const std::vector<DownloadItem>& items,
+                                                        const std::vector<std::filesystem::path>& destinations) {
+  if (items.size() != destinations.size()) throw Error("internal: fetch_to_files needs one destination per item");
+  if (items.empty()) return {};
+  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, items.size())};
+  std::function<std::unique_ptr<Sink>(std::size_t)> make_sink = [&destinations](std::size_t index) {
+    return std::make_unique<FileSink>(destinations[index]);
+  };
   return Runner(engine, items, make_sink).run();
 }
 
 void Downloader::fetch_to_file(const DownloadItem& item, const std::filesystem::path& destination) {
-  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, 1)};
-  std::function<std::unique_ptr<Sink>()> make_sink = [&destination] { return std::make_unique<FileSink>(destination); };
-  const std::vector<DownloadItem> items{item};
-  auto outcomes = Runner(engine, items, make_sink).run();
+  auto outcomes = fetch_to_files({item}, {destination});
   if (!outcomes.at(0).ok) throw Error(outcomes[0].error);
 }
 
