@@ -483,6 +483,12 @@ bool Store::has_object(std::string_view digest) const {
   return ::lstat(impl_->object_path(digest).c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size == *size;
 }
 
+ObjectWriter Store::new_object(std::string label) {
+  ObjectWriter writer = new_object();
+  writer.impl_->label = std::move(label);
+  return writer;
+}
+
 ObjectWriter Store::new_object() {
   impl_->require_writable("add an object");
   auto writer = std::make_unique<ObjectWriter::Impl>();

@@ -201,6 +201,8 @@ class Store {
   std::filesystem::path object_path(std::string_view digest) const;
   bool has_object(std::string_view digest) const;  // indexed and present on disk
   [[nodiscard]] ObjectWriter new_object();
+  // `label` names the object in the writer's errors (e.g. "x.zip from https://…").
+  [[nodiscard]] ObjectWriter new_object(std::string label);
   [[nodiscard]] std::string add_file(const std::filesystem::path& file,
                                      std::optional<std::string_view> expected_sha256 = std::nullopt);
   [[nodiscard]] std::string add_bytes(std::string_view bytes,
