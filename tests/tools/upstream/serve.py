@@ -46,9 +46,9 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
 - --delay-ms N: every request waits N ms before it is answered.
 - --nodelay: TCP_NODELAY on every connection. An answer's head and body are two writes, and
   with Nagle on the body waits for the client's delayed ACK of the head: 40 ms added to every
-  answer, a stall no real server has (the benchmarks pass --nodelay). Off by default because
-  the access log line is written after the body: only that stall guarantees a test sees the
-  line of an answer it has just received.
+  answer, a stall no real server has (the benchmarks pass --nodelay). Off by default: the
+  access log line is written after the body, and tests that read the log right after an
+  answer rely on that stall for its line to be there already.
 - --log FILE: one JSON object per request and line: method, path, status, bytes (body bytes
   sent), range (the Range header or null), fault (null, "fail-first", "cut", "ignore-range",
   "drip", "lie-length", "hold-timeout", "proxy"),
