@@ -15,6 +15,9 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <atomic>
+#include <exception>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -265,6 +268,8 @@ struct ObjectWriter::Impl {
   bool finished = false;
   std::string label = "object";
 
+  std::string seal(std::optional<std::string_view> expected_sha256);
+  fs::path place(const std::string& digest);
   void discard() {
     if (!finished && !temp.empty()) ::unlink(temp.c_str());
     finished = true;
@@ -298,27 +303,33 @@ void ObjectWriter::write(const void* data, std::size_t size) {
 
 std::uint64_t ObjectWriter::size() const { return impl_->size; }
 
-std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256) {
-  Impl& w = *impl_;
-  if (w.finished) throw Error("committing a finished object writer");
-  std::string digest = w.hasher.finish_hex();
+// Publish order (DESIGN.md "The store"): data durable, read-only, renamed into place, the
+// directory durable, and only then the index row, which is the commit point. seal() is the
+// first half and touches only this writer, so writers of one batch may seal on several threads.
+std::string ObjectWriter::Impl::seal(std::optional<std::string_view> expected_sha256) {
+  if (finished) throw Error("committing a finished object writer");
+  std::string digest = hasher.finish_hex();
   if (expected_sha256) {
     std::string expected(*expected_sha256);
     std::transform(expected.begin(), expected.end(), expected.begin(), [](unsigned char c) { return std::tolower(c); });
     if (expected != digest) {
-      w.discard();
-      throw Error(mismatch_message("hash mismatch for " + w.label + " (nothing was added to the store)",
+      discard();
+      throw Error(mismatch_message("hash mismatch for " + label + " (nothing was added to the store)",
                                    "sha256:" + expected, "sha256:" + digest));
     }
   }
-  // Publish order (DESIGN.md "The store"): data durable, read-only, renamed into place, and
-  // only then the index row, which is the commit point.
-  if (::fsync(w.fd.get()) != 0 || ::fchmod(w.fd.get(), 0444) != 0) {
+  if (::fsync(fd.get()) != 0 || ::fchmod(fd.get(), 0444) != 0) {
     std::string reason = errno_text();
-    w.discard();
-    throw Error("cannot publish " + w.label + ": " + w.temp.string() + ": " + reason);
+    discard();
+    throw Error("cannot publish " + label + ": " + temp.string() + ": " + reason);
   }
-  fs::path target = w.store->object_path(digest);
+  return digest;
+}
+
+// Renames the sealed temp file into place; returns the directory whose entry changed (to be
+// synced before the row), or an empty path when an identical object was already there.
+fs::path ObjectWriter::Impl::place(const std::string& digest) {
+  fs::path target = store->object_path(digest);
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);
   // Content-addressed: an object already in place is this content, unless it was damaged
@@ -326,27 +337,127 @@ std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256
   // when the same bytes are added twice; a damaged one is replaced by the verified temp file.
   struct stat existing {};
   bool keep_existing = ::lstat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode) &&
-                       static_cast<std::uint64_t>(existing.st_size) == w.size && file_digest_hex(target) == digest;
+                       static_cast<std::uint64_t>(existing.st_size) == size && file_digest_hex(target) == digest;
   if (keep_existing) {
-    w.discard();
-  } else {
-    if (::rename(w.temp.c_str(), target.c_str()) != 0) {
-      std::string reason = errno_text();
-      w.discard();
-      throw Error("cannot publish " + w.label + " as " + target.string() + ": " + reason);
-    }
-    w.finished = true;
-    w.fd.reset();
-    // The rename must be durable before the row that names it. A failed sync fails the add
-    // before the row: the object file without a row is garbage that gc removes.
-    sync_directory(target.parent_path());
+    discard();
+    return {};
   }
-  auto size = static_cast<std::int64_t>(w.size);
-  w.store->transact([&] {
-    sqlite::Statement insert(w.store->db, "INSERT OR IGNORE INTO objects (digest, size, added_at) VALUES (?, ?, ?)");
-    insert.bind(1, digest).bind(2, size).bind(3, utc_timestamp_now()).run();
+  if (::rename(temp.c_str(), target.c_str()) != 0) {
+    std::string reason = errno_text();
+    discard();
+    throw Error("cannot publish " + label + " as " + target.string() + ": " + reason);
+  }
+  finished = true;
+  fd.reset();
+  return target.parent_path();
+}
+
+namespace {
+
+void copy_file_into(const fs::path& file, ObjectWriter& writer) {
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw Error("cannot read " + file.string() + ": " + errno_text());
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("cannot read " + file.string() + ": " + errno_text());
+    if (n == 0) break;
+    writer.write(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+void insert_object_rows(Store::Impl& store, const std::vector<std::pair<std::string, std::int64_t>>& objects) {
+  store.transact([&] {
+    sqlite::Statement insert(store.db, "INSERT OR IGNORE INTO objects (digest, size, added_at) VALUES (?, ?, ?)");
+    const std::string now = utc_timestamp_now();
+    for (const auto& [digest, size] : objects) {
+      insert.reset();
+      insert.bind(1, digest).bind(2, size).bind(3, now).run();
+    }
   });
+}
+
+// Runs fn(i) for i in [0, count) on up to 8 threads (syncs wait on the disk, not the CPU);
+// returns each index's error.
+std::vector<std::exception_ptr> on_threads(std::size_t count, const std::function<void(std::size_t)>& fn) {
+  std::vector<std::exception_ptr> errors(count);
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < count; i = next++) {
+      try {
+        fn(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < std::min<std::size_t>(8, count); ++t) threads.emplace_back(work);
+  work();
+  for (auto& thread : threads) thread.join();
+  return errors;
+}
+
+}  // namespace
+
+std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256) {
+  Impl& w = *impl_;
+  std::string digest = w.seal(expected_sha256);
+  // The rename must be durable before the row that names it. A failed sync fails the add
+  // before the row: the object file without a row is garbage that gc removes.
+  if (auto dir = w.place(digest); !dir.empty()) sync_directory(dir);
+  insert_object_rows(*w.store, {{digest, static_cast<std::int64_t>(w.size)}});
   return digest;
+}
+
+std::vector<std::string> Store::add_many(std::size_t count, const std::function<void(std::size_t, ObjectWriter&)>& fill) {
+  std::vector<std::optional<ObjectWriter>> writers(count);
+  std::vector<std::string> digests(count);
+  // Written and sealed (data synced) on several threads: one sync after another is what a
+  // batch of small objects waits for.
+  auto errors = on_threads(count, [&](std::size_t i) {
+    writers[i].emplace(new_object());
+    fill(i, *writers[i]);
+    digests[i] = writers[i]->impl_->seal(std::nullopt);
+  });
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);  // the writers remove their temp files
+  }
+  // Placed in order; the first failure is thrown after the objects placed before it are indexed.
+  std::exception_ptr failure;
+  std::set<fs::path> dirs;
+  std::vector<std::pair<std::string, std::int64_t>> rows;
+  for (std::size_t i = 0; i < count && !failure; ++i) {
+    try {
+      if (auto dir = writers[i]->impl_->place(digests[i]); !dir.empty()) dirs.insert(dir);
+      rows.emplace_back(digests[i], static_cast<std::int64_t>(writers[i]->impl_->size));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  // The renames must be durable before the rows that name them: a failed sync fails the batch
+  // before any row (its placed files are garbage that gc removes).
+  const std::vector<fs::path> to_sync(dirs.begin(), dirs.end());
+  for (const auto& error : on_threads(to_sync.size(), [&](std::size_t i) { sync_directory(to_sync[i]); })) {
+    if (error) std::rethrow_exception(error);
+  }
+  insert_object_rows(*impl_, rows);
+  if (failure) std::rethrow_exception(failure);
+  return digests;
+}
+
+std::vector<std::string> Store::add_all_bytes(const std::vector<std::string_view>& contents) {
+  return add_many(contents.size(), [&](std::size_t i, ObjectWriter& writer) {
+    writer.write(contents[i].data(), contents[i].size());
+  });
+}
+
+std::vector<std::string> Store::add_files(const std::vector<std::filesystem::path>& files) {
+  return add_many(files.size(), [&](std::size_t i, ObjectWriter& writer) {
+    writer.impl_->label = files[i].filename().string();
+    copy_file_into(files[i], writer);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -483,6 +594,12 @@ bool Store::has_object(std::string_view digest) const {
   return ::lstat(impl_->object_path(digest).c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size == *size;
 }
 
+ObjectWriter Store::new_object(std::string label) {
+  ObjectWriter writer = new_object();
+  writer.impl_->label = std::move(label);
+  return writer;
+}
+
 ObjectWriter Store::new_object() {
   impl_->require_writable("add an object");
   auto writer = std::make_unique<ObjectWriter::Impl>();
@@ -515,18 +632,9 @@ ObjectWriter Store::new_object() {
 }
 
 std::string Store::add_file(const fs::path& file, std::optional<std::string_view> expected_sha256) {
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw Error("cannot read " + file.string() + ": " + errno_text());
   ObjectWriter writer = new_object();
   writer.impl_->label = file.filename().string();
-  char buffer[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error("cannot read " + file.string() + ": " + errno_text());
-    if (n == 0) break;
-    writer.write(buffer, static_cast<std::size_t>(n));
-  }
+  copy_file_into(file, writer);
   return writer.commit(expected_sha256);
 }
 

@@ -201,8 +201,16 @@ class Store {
   std::filesystem::path object_path(std::string_view digest) const;
   bool has_object(std::string_view digest) const;  // indexed and present on disk
   [[nodiscard]] ObjectWriter new_object();
+  // `label` names the object in the writer's errors (e.g. "x.zip from https://…").
+  [[nodiscard]] ObjectWriter new_object(std::string label);
   [[nodiscard]] std::string add_file(const std::filesystem::path& file,
                                      std::optional<std::string_view> expected_sha256 = std::nullopt);
+  // Many objects at once (a run's signed documents, a module tree's files): each with the
+  // publish order of add_bytes/add_file, but their syncs overlapped (temp files written and
+  // synced on several threads, each directory synced once, the rows in one transaction).
+  // Digests in the order given. The first failure is thrown; objects before it stay added.
+  [[nodiscard]] std::vector<std::string> add_all_bytes(const std::vector<std::string_view>& contents);
+  [[nodiscard]] std::vector<std::string> add_files(const std::vector<std::filesystem::path>& files);
   [[nodiscard]] std::string add_bytes(std::string_view bytes,
                                       std::optional<std::string_view> expected_sha256 = std::nullopt);
   std::string read_object(std::string_view digest) const;  // small objects only (JSON, sums)
@@ -259,6 +267,7 @@ class Store {
   // in_transaction() plus the check, before the outermost commit, that the module trees and
   // selection it wrote can be laid out as views beside the rows already there.
   void write(const std::function<void()>& body);
+  std::vector<std::string> add_many(std::size_t count, const std::function<void(std::size_t, ObjectWriter&)>& fill);
   std::unique_ptr<Impl> impl_;
 };
 

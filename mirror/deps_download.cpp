@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -53,6 +54,35 @@ FetchedManifest fetch_manifest(HttpClient& http, const std::string& base, const 
   if (response.status != 200) throw Error("cannot fetch " + redact_url(fetched.url) + ": " + response.status_text());
   fetched.bytes = std::move(response.body);
   fetched.manifest = parse_vmconfig_manifest(fetched.bytes, name);
+  return fetched;
+}
+
+struct ManifestKey {
+  std::string kind;
+  std::string arch;
+};
+
+// Every manifest of `keys` at once, a thread and an HTTP client each (a handful of small
+// documents); the error of the first failing key, in order, is thrown.
+std::vector<FetchedManifest> fetch_manifests(const HttpOptions& http_options, const std::string& base,
+                                             const std::vector<ManifestKey>& keys) {
+  std::vector<FetchedManifest> fetched(keys.size());
+  std::vector<std::exception_ptr> errors(keys.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        HttpClient http(http_options);
+        fetched[i] = fetch_manifest(http, base, keys[i].kind, keys[i].arch);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
   return fetched;
 }
 
@@ -122,10 +152,6 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   std::size_t fetched_items = 0;
   Downloader downloader(options.download);
   ScratchDir scratch{"podplane-deps-"};
-  std::map<std::string, std::pair<std::string, std::uint64_t>> fetched_this_run;  // "url digest" → object, size
-  // "url digest" that failed this run: knc and knd share artifacts, and one that already spent
-  // its retry budget is not tried again for the next manifest (its failure is reported once).
-  std::set<std::string> failed_this_run;
   struct ManifestCount {
     std::string manifest;  // knc_debian-13_amd64
     std::size_t fetched = 0, present = 0;
@@ -135,132 +161,190 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   std::vector<ImageRequest> image_requests;
   std::set<std::string> images_seen;
 
+  // Every manifest first, all at once, then every missing artifact of all of them in one
+  // parallel run: one manifest after another, each with its own small batch, cost a round
+  // trip per manifest and per sha512 file on a slow link.
+  std::vector<ManifestKey> keys;
   for (const auto& arch : archs) {
-    for (const auto& kind : options.kinds) {
-      auto fetched = fetch_manifest(http, base, kind, arch);
-      const auto& manifest = fetched.manifest;
-      auto items = select_vmconfig_items(manifest, options.providers);
-      validate_vmconfig_items(manifest, items);
+    for (const auto& kind : options.kinds) keys.push_back({kind, arch});
+  }
+  auto manifests = fetch_manifests(options.download.http, base, keys);
 
-      std::vector<VmconfigItem> missing;
-      for (const auto& item : items) {
-        if (!is_cached(store, item, arch)) missing.push_back(item);
+  // knc and knd manifests share most artifacts: each (url, digest) is fetched once per run, by
+  // the first manifest that lists it; the others take its result.
+  struct Fetch {
+    VmconfigItem item;
+    std::optional<std::pair<std::string, std::uint64_t>> object;  // digest, size, once fetched
+    std::string error;
+  };
+  std::vector<Fetch> fetches;
+  std::map<std::string, std::size_t> fetch_of;  // "url digest" → index in fetches
+  struct Claim {
+    std::size_t item;   // index in the manifest's items
+    std::size_t fetch;  // index in fetches
+  };
+  struct ManifestPlan {
+    std::string arch;
+    std::vector<VmconfigItem> items;
+    std::vector<Claim> shared, direct, scratch;  // fetched for an earlier manifest; by this one into the store; via a file
+    std::optional<cache::Artifact> manifest_row;
+  };
+  std::vector<ManifestPlan> plans;
+
+  for (std::size_t m = 0; m < keys.size(); ++m) {
+    const auto& [kind, arch] = keys[m];
+    const auto& fetched = manifests[m];
+    const auto& manifest = fetched.manifest;
+    auto items = select_vmconfig_items(manifest, options.providers);
+    validate_vmconfig_items(manifest, items);
+
+    std::vector<VmconfigItem> missing;
+    for (const auto& item : items) {
+      if (!is_cached(store, item, arch)) missing.push_back(item);
+    }
+    std::vector<ImageRequest> missing_images;
+    for (auto& request : vmconfig_image_requests(manifest.document, manifest.name)) {
+      std::string key = request.reference.address() + " " + request.pinned_manifest;
+      if (!images_seen.insert(key).second || image_stored(store, request)) continue;
+      missing_images.push_back(request);
+      image_requests.push_back(std::move(request));
+    }
+    if (dry_run) {
+      out << "VMConfig manifest: " << redact_url(fetched.url) << "\n";
+      out << "VMConfig cache directory: " << (store.root() / "vmconfig").string() << "\n";
+      if (missing.empty()) {
+        out << "All dependencies already cached, nothing to download.\n";
+      } else {
+        out << "VMConfig artifacts that would be downloaded:\n";
+        for (const auto& item : missing) out << "  \u2022 " << item.view_path() << " (" << item.size << " bytes)\n";
       }
-      std::vector<ImageRequest> missing_images;
-      for (auto& request : vmconfig_image_requests(manifest.document, manifest.name)) {
-        std::string key = request.reference.address() + " " + request.pinned_manifest;
-        if (!images_seen.insert(key).second || image_stored(store, request)) continue;
-        missing_images.push_back(request);
-        image_requests.push_back(std::move(request));
+      if (!missing_images.empty()) {
+        out << "Container images that would be downloaded:\n";
+        for (const auto& request : missing_images)
+          out << "  \u2022 " << request.reference.str() << " " << request.pinned_manifest << " ("
+              << (request.platforms.empty() ? std::string("all platforms") : request.platforms.front()) << ")\n";
       }
-      if (dry_run) {
-        out << "VMConfig manifest: " << redact_url(fetched.url) << "\n";
-        out << "VMConfig cache directory: " << (store.root() / "vmconfig").string() << "\n";
-        if (missing.empty()) {
-          out << "All dependencies already cached, nothing to download.\n";
-        } else {
-          out << "VMConfig artifacts that would be downloaded:\n";
-          for (const auto& item : missing) out << "  \u2022 " << item.view_path() << " (" << item.size << " bytes)\n";
-        }
-        if (!missing_images.empty()) {
-          out << "Container images that would be downloaded:\n";
-          for (const auto& request : missing_images)
-            out << "  \u2022 " << request.reference.str() << " " << request.pinned_manifest << " ("
-                << (request.platforms.empty() ? std::string("all platforms") : request.platforms.front()) << ")\n";
-        }
+      continue;
+    }
+
+    ManifestPlan plan;
+    plan.arch = arch;
+    plan.items = std::move(missing);
+    for (std::size_t i = 0; i < plan.items.size(); ++i) {
+      const auto& item = plan.items[i];
+      auto [known, added] = fetch_of.try_emplace(item.url + " " + item.digest, fetches.size());
+      if (!added) {
+        plan.shared.push_back({i, known->second});
         continue;
       }
-
-      auto make_row = [&](const VmconfigItem& item, const std::string& digest, std::uint64_t size) {
-        cache::Artifact row;
-        row.kind = cache::ArtifactKind::vmconfig_artifact;
-        row.address = item.name;
-        row.version = item.version;
-        row.platform = platform_of(arch);
-        row.filename = item.basename();
-        row.digest = digest;
-        row.size = static_cast<std::int64_t>(size);
-        row.upstream_digest = item.digest;
-        row.upstream_url = item.url;
-        row.trust = cache::Trust::checksum;
-        rows.push_back(std::move(row));
-      };
+      fetches.push_back({item, std::nullopt, ""});
       // sha256 items stream straight into the store, checked before the object is committed;
       // sha512 items land in a scratch file first, checked, then added.
-      std::vector<DownloadItem> direct;
-      std::vector<const VmconfigItem*> direct_items;
-      std::vector<const VmconfigItem*> scratch_items;
-      for (const auto& item : missing) {
-        // knc and knd manifests share most artifacts: fetch each (url, digest) once per run.
-        if (auto known = fetched_this_run.find(item.url + " " + item.digest); known != fetched_this_run.end()) {
-          make_row(item, known->second.first, known->second.second);
-          continue;
-        }
-        if (failed_this_run.count(item.url + " " + item.digest)) continue;
-        if (item.digest.starts_with("sha256:")) {
-          direct.push_back(DownloadItem{item.url, TypedDigest::parse(item.digest).hex, item.view_path(), {}});
-          direct_items.push_back(&item);
-        } else {
-          scratch_items.push_back(&item);
-        }
+      (item.digest.starts_with("sha256:") ? plan.direct : plan.scratch).push_back({i, known->second});
+    }
+
+    cache::Artifact manifest_row;
+    manifest_row.kind = cache::ArtifactKind::vmconfig_manifest;
+    manifest_row.address = manifest.name;
+    manifest_row.version = manifest.version;
+    manifest_row.platform = platform_of(arch);
+    manifest_row.digest = sha256_hex(fetched.bytes);
+    manifest_row.size = static_cast<std::int64_t>(fetched.bytes.size());
+    manifest_row.upstream_url = fetched.url;
+    manifest_row.trust = cache::Trust::unverified;  // manifests carry no signature upstream
+    auto current = current_manifest(store, manifest.name);
+    if (!current || current->digest != manifest_row.digest) {
+      manifest_row.filename = manifest.name + "_" + utc_file_stamp(std::time(nullptr)) + "_" + manifest_row.digest.substr(0, 12) + ".json";
+      (void)store.add_bytes(fetched.bytes, manifest_row.digest);
+      plan.manifest_row = std::move(manifest_row);
+    }
+    if (!quiet) {
+      log << "vmconfig " << kind << "_debian-13_" << arch << ": " << items.size() << " artifacts, " << plan.items.size()
+          << " to fetch\n";
+    }
+    counts.push_back({kind + "_debian-13_" + arch, plan.items.size(), items.size() - plan.items.size()});
+    plans.push_back(std::move(plan));
+  }
+
+  if (!dry_run) {
+    std::vector<DownloadItem> direct, scratch_items;
+    std::vector<std::size_t> direct_fetches, scratch_fetches;
+    std::vector<fs::path> files;
+    for (const auto& plan : plans) {
+      for (const auto& claim : plan.direct) {
+        const auto& item = fetches[claim.fetch].item;
+        direct.push_back(DownloadItem{item.url, TypedDigest::parse(item.digest).hex, item.view_path(), {}});
+        direct_fetches.push_back(claim.fetch);
       }
-      auto outcomes = downloader.fetch_into_store(store, direct);
-      for (std::size_t i = 0; i < outcomes.size(); ++i) {
-        if (!outcomes[i].ok) {
-          failures.push_back(outcomes[i].error);
-          failed_this_run.insert(direct_items[i]->url + " " + direct_items[i]->digest);
+      for (const auto& claim : plan.scratch) {
+        const auto& item = fetches[claim.fetch].item;
+        scratch_items.push_back(DownloadItem{item.url, std::nullopt, item.view_path(), {}});
+        scratch_fetches.push_back(claim.fetch);
+        files.push_back(scratch.path() / ("item-" + std::to_string(files.size())));
+      }
+    }
+    auto outcomes = downloader.fetch_into_store(store, direct);
+    for (std::size_t i = 0; i < outcomes.size(); ++i) {
+      auto& fetch = fetches[direct_fetches[i]];
+      if (!outcomes[i].ok) {
+        fetch.error = outcomes[i].error;
+        continue;
+      }
+      fetch.object = {outcomes[i].digest, outcomes[i].size};
+    }
+    outcomes = downloader.fetch_to_files(scratch_items, files);
+    for (std::size_t i = 0; i < outcomes.size(); ++i) {
+      auto& fetch = fetches[scratch_fetches[i]];
+      try {
+        if (!outcomes[i].ok) throw Error(outcomes[i].error);
+        auto expected = TypedDigest::parse(fetch.item.digest);
+        auto got = file_digest_hex(files[i], expected.algorithm);
+        if (got != expected.hex) {
+          throw Error(mismatch_message("checksum mismatch for " + fetch.item.view_path(), expected.str(),
+                                       TypedDigest{expected.algorithm, got}.str()));
+        }
+        auto size = fs::file_size(files[i]);
+        fetch.object = {store.add_file(files[i]), size};
+      } catch (const Error& error) {
+        fetch.error = error.what();
+      }
+      std::error_code ec;
+      fs::remove(files[i], ec);
+    }
+  }
+
+  // Rows and failures in the order of the manifests, as one manifest after another gave them.
+  for (const auto& plan : plans) {
+    auto make_row = [&](const VmconfigItem& item, const std::pair<std::string, std::uint64_t>& object) {
+      cache::Artifact row;
+      row.kind = cache::ArtifactKind::vmconfig_artifact;
+      row.address = item.name;
+      row.version = item.version;
+      row.platform = platform_of(plan.arch);
+      row.filename = item.basename();
+      row.digest = object.first;
+      row.size = static_cast<std::int64_t>(object.second);
+      row.upstream_digest = item.digest;
+      row.upstream_url = item.url;
+      row.trust = cache::Trust::checksum;
+      rows.push_back(std::move(row));
+    };
+    for (const auto& claim : plan.shared) {
+      if (fetches[claim.fetch].object) make_row(plan.items[claim.item], *fetches[claim.fetch].object);
+    }
+    for (const auto* claims : {&plan.direct, &plan.scratch}) {
+      for (const auto& claim : *claims) {
+        const auto& fetch = fetches[claim.fetch];
+        if (!fetch.object) {
+          failures.push_back(fetch.error);
           continue;
         }
-        make_row(*direct_items[i], outcomes[i].digest, outcomes[i].size);
-        fetched_this_run[direct_items[i]->url + " " + direct_items[i]->digest] = {outcomes[i].digest, outcomes[i].size};
-        fetched_bytes += outcomes[i].size;
+        make_row(plan.items[claim.item], *fetch.object);
+        fetched_bytes += fetch.object->second;
         ++fetched_items;
       }
-      for (const auto* item : scratch_items) {
-        fs::path file = scratch.path() / ("item-" + std::to_string(fetched_items + failures.size()));
-        try {
-          downloader.fetch_to_file(DownloadItem{item->url, std::nullopt, item->view_path(), {}}, file);
-          auto expected = TypedDigest::parse(item->digest);
-          auto got = file_digest_hex(file, expected.algorithm);
-          if (got != expected.hex) {
-            throw Error(mismatch_message("checksum mismatch for " + item->view_path(), expected.str(),
-                                         TypedDigest{expected.algorithm, got}.str()));
-          }
-          auto size = fs::file_size(file);
-          auto digest = store.add_file(file);
-          make_row(*item, digest, size);
-          fetched_this_run[item->url + " " + item->digest] = {digest, size};
-          fetched_bytes += size;
-          ++fetched_items;
-        } catch (const Error& error) {
-          failures.push_back(error.what());
-          failed_this_run.insert(item->url + " " + item->digest);
-        }
-        std::error_code ec;
-        fs::remove(file, ec);
-      }
-
-      cache::Artifact manifest_row;
-      manifest_row.kind = cache::ArtifactKind::vmconfig_manifest;
-      manifest_row.address = manifest.name;
-      manifest_row.version = manifest.version;
-      manifest_row.platform = platform_of(arch);
-      manifest_row.digest = sha256_hex(fetched.bytes);
-      manifest_row.size = static_cast<std::int64_t>(fetched.bytes.size());
-      manifest_row.upstream_url = fetched.url;
-      manifest_row.trust = cache::Trust::unverified;  // manifests carry no signature upstream
-      auto current = current_manifest(store, manifest.name);
-      if (!current || current->digest != manifest_row.digest) {
-        manifest_row.filename = manifest.name + "_" + utc_file_stamp(std::time(nullptr)) + "_" + manifest_row.digest.substr(0, 12) + ".json";
-        (void)store.add_bytes(fetched.bytes, manifest_row.digest);
-        rows.push_back(std::move(manifest_row));
-      }
-      if (!quiet) {
-        log << "vmconfig " << kind << "_debian-13_" << arch << ": " << items.size() << " artifacts, "
-            << missing.size() << " to fetch\n";
-      }
-      counts.push_back({kind + "_debian-13_" + arch, missing.size(), items.size() - missing.size()});
     }
+    if (plan.manifest_row) rows.push_back(*plan.manifest_row);
   }
   // Seeds are cross-arch: fetched once (Podplane: with the first arch).
   std::size_t seeds_fetched = 0;

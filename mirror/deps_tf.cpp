@@ -1,6 +1,7 @@
 #include "mirror/deps_tf.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -285,6 +286,7 @@ class TfRun {
       return job.address.str() + " " + job.version.str() + " " + job.sums->shasums_url + " " + job.sums->signature_url;
     };
     std::map<std::string, DocumentRows> document_rows;
+    std::map<std::string, std::array<std::string_view, 3>> document_bytes;  // same keys and order
     for (const auto& job : jobs) {
       if (!job.sums || document_rows.count(documents_key(job))) continue;
       const SignedSums& sums = *job.sums;
@@ -294,8 +296,7 @@ class TfRun {
         row.address = job.address.str();
         row.version = job.version.str();
         row.filename = std::move(filename);
-        row.digest = store_.add_bytes(bytes);
-        row.size = static_cast<std::int64_t>(bytes.size());
+        row.size = static_cast<std::int64_t>(bytes.size());  // the digest once all are added
         row.upstream_url = std::move(url);
         row.trust = job.expected.trust;
         return row;
@@ -309,6 +310,17 @@ class TfRun {
               make(cache::ArtifactKind::provider_keys, sums.keys_json,
                    "terraform-provider-" + job.address.type + "_" + job.version.str() + "_signing_keys.json", ""),
           });
+      document_bytes[documents_key(job)] = {sums.shasums, sums.signature, sums.keys_json};
+    }
+    {
+      // All documents at once: their syncs overlap instead of queueing one after another.
+      std::vector<std::string_view> contents;
+      for (const auto& [key, bytes] : document_bytes) contents.insert(contents.end(), bytes.begin(), bytes.end());
+      auto digests = store_.add_all_bytes(contents);
+      std::size_t next = 0;
+      for (auto& [key, rows] : document_rows) {
+        for (auto* row : {&rows.shasums, &rows.signature, &rows.keys}) row->digest = digests.at(next++);
+      }
     }
     std::vector<cache::ModuleTree> trees;
     for (const auto& [key, module] : modules_.packages()) {

@@ -32,61 +32,56 @@ std::string lower(std::string text) {
 }
 
 // Where the bytes of one item go. restart() throws away what was written (the server ignored
-// a Range request); commit() checks the expected digest and publishes. A sha256 is taken beside
-// every sink, so a mismatch names the item and the store is never asked to publish bytes that
+// a Range request); commit() checks the expected digest and publishes. Each byte is hashed once,
+// as it streams: a mismatch names the item, and the store is never asked to publish bytes that
 // are known to be wrong.
 class Sink {
  public:
   virtual ~Sink() = default;
   void write(const char* data, std::size_t size) {
     write_bytes(data, size);
-    hash_.update(data, size);
     size_ += size;
   }
   std::uint64_t size() const { return size_; }
   void restart() {
     restart_bytes();
-    hash_ = Hasher{};
     size_ = 0;
   }
   // Returns the sha256 hex digest; throws Error when it is not `expected`.
-  std::string commit(const DownloadItem& item) {
-    const std::string got = hash_.finish_hex();
-    if (item.expected_sha256 && lower(*item.expected_sha256) != got) {
-      discard();
-      throw Error(mismatch_message("hash mismatch for " + item.label + " from " + redact_url(item.url) +
-                                       " (nothing was kept)",
-                                   "sha256:" + lower(*item.expected_sha256), "sha256:" + got));
-    }
-    publish(got);
-    return got;
-  }
+  virtual std::string commit(const DownloadItem& item) = 0;
 
  protected:
   virtual void write_bytes(const char* data, std::size_t size) = 0;
   virtual void restart_bytes() = 0;
-  virtual void publish(const std::string& digest) = 0;
-  virtual void discard() = 0;
 
  private:
-  Hasher hash_;
   std::uint64_t size_ = 0;
 };
 
+// The store's own writer hashes what it is given and checks the expected digest before it
+// publishes: no second hash here.
 class StoreSink final : public Sink {
  public:
-  explicit StoreSink(cache::Store& store) : store_(store), writer_(store.new_object()) {}
+  StoreSink(cache::Store& store, const DownloadItem& item)
+      : store_(store), label_(item.label + " from " + redact_url(item.url)), writer_(store.new_object(label_)) {}
+
+  std::string commit(const DownloadItem& item) override {
+    std::optional<std::string> expected;
+    if (item.expected_sha256) expected = lower(*item.expected_sha256);
+    std::string digest = writer_->commit(expected);  // a mismatch removes the temp file
+    writer_.reset();
+    return digest;
+  }
 
  private:
   void write_bytes(const char* data, std::size_t size) override { writer_->write(data, size); }
   void restart_bytes() override {
     writer_.reset();  // removes the temp file
-    writer_.emplace(store_.new_object());
+    writer_.emplace(store_.new_object(label_));
   }
-  void publish(const std::string& digest) override { (void)writer_->commit(digest); }
-  void discard() override { writer_.reset(); }
 
   cache::Store& store_;
+  std::string label_;
   std::optional<cache::ObjectWriter> writer_;
 };
 
@@ -103,14 +98,30 @@ class FileSink final : public Sink {
   }
   ~FileSink() override { discard(); }
 
+  std::string commit(const DownloadItem& item) override {
+    const std::string got = hash_.finish_hex();
+    if (item.expected_sha256 && lower(*item.expected_sha256) != got) {
+      discard();
+      throw Error(mismatch_message("hash mismatch for " + item.label + " from " + redact_url(item.url) +
+                                       " (nothing was kept)",
+                                   "sha256:" + lower(*item.expected_sha256), "sha256:" + got));
+    }
+    publish();
+    return got;
+  }
+
  private:
-  void write_bytes(const char* data, std::size_t size) override { write_all(fd_.get(), std::string_view(data, size), temp_); }
+  void write_bytes(const char* data, std::size_t size) override {
+    hash_.update(data, size);
+    write_all(fd_.get(), std::string_view(data, size), temp_);
+  }
   void restart_bytes() override {
+    hash_ = Hasher{};
     if (::ftruncate(fd_.get(), 0) != 0 || ::lseek(fd_.get(), 0, SEEK_SET) != 0) {
       throw Error("cannot truncate " + temp_.string() + ": " + std::strerror(errno));
     }
   }
-  void publish(const std::string&) override {
+  void publish() {
     if (::fsync(fd_.get()) != 0) throw Error("cannot write " + temp_.string() + ": " + std::strerror(errno));
     fd_.close_checked(temp_.string());
     std::error_code ec;
@@ -119,7 +130,7 @@ class FileSink final : public Sink {
     temp_.clear();
     sync_directory(destination_.has_parent_path() ? destination_.parent_path() : fs::path("."));
   }
-  void discard() override {
+  void discard() {
     fd_.reset();
     if (!temp_.empty()) ::unlink(temp_.c_str());
     temp_.clear();
@@ -128,6 +139,7 @@ class FileSink final : public Sink {
   fs::path destination_;
   fs::path temp_;
   UniqueFd fd_;
+  Hasher hash_;
 };
 
 // How the body of the response being received is handled, decided when its headers end.
@@ -278,7 +290,8 @@ using Attempt = transport::RetryBudget::Attempt;
 
 class Runner {
  public:
-  Runner(Engine& engine, const std::vector<DownloadItem>& items, const std::function<std::unique_ptr<Sink>()>& make_sink)
+  Runner(Engine& engine, const std::vector<DownloadItem>& items,
+         const std::function<std::unique_ptr<Sink>(std::size_t index)>& make_sink)
       : engine_(engine), items_(items), make_sink_(make_sink), outcomes_(items.size()) {
     transport::check(curl_multi_setopt(multi_.get(), CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX), "cannot enable HTTP/2 multiplexing");
     transport::check(curl_multi_setopt(multi_.get(), CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(per_host())),
@@ -355,7 +368,7 @@ class Runner {
   bool start(Transfer& t) {
     try {
       if (!t.budget) t.budget.emplace(engine_.options.http);
-      if (!t.sink) t.sink = make_sink_();
+      if (!t.sink) t.sink = make_sink_(t.index);
       t.easy = transport::CurlEasy();
       CURL* easy = t.easy.get();
       transport::apply_common_options(easy, engine_.options.http);
@@ -486,7 +499,7 @@ class Runner {
 
   Engine& engine_;
   const std::vector<DownloadItem>& items_;
-  const std::function<std::unique_ptr<Sink>()>& make_sink_;
+  const std::function<std::unique_ptr<Sink>(std::size_t index)>& make_sink_;
   std::vector<DownloadOutcome> outcomes_;
   transport::CurlMulti multi_;
   std::deque<std::unique_ptr<Transfer>> waiting_;
@@ -507,15 +520,25 @@ Downloader::~Downloader() = default;
 std::vector<DownloadOutcome> Downloader::fetch_into_store(cache::Store& store, const std::vector<DownloadItem>& items) {
   if (items.empty()) return {};
   Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, items.size())};
-  std::function<std::unique_ptr<Sink>()> make_sink = [&store] { return std::make_unique<StoreSink>(store); };
+  std::function<std::unique_ptr<Sink>(std::size_t)> make_sink = [&store, &items](std::size_t index) {
+    return std::make_unique<StoreSink>(store, items[index]);
+  };
+  return Runner(engine, items, make_sink).run();
+}
+
+std::vector<DownloadOutcome> Downloader::fetch_to_files(const std::vector<DownloadItem>& items,
+                                                        const std::vector<std::filesystem::path>& destinations) {
+  if (items.size() != destinations.size()) throw Error("internal: fetch_to_files needs one destination per item");
+  if (items.empty()) return {};
+  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, items.size())};
+  std::function<std::unique_ptr<Sink>(std::size_t)> make_sink = [&destinations](std::size_t index) {
+    return std::make_unique<FileSink>(destinations[index]);
+  };
   return Runner(engine, items, make_sink).run();
 }
 
 void Downloader::fetch_to_file(const DownloadItem& item, const std::filesystem::path& destination) {
-  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, 1)};
-  std::function<std::unique_ptr<Sink>()> make_sink = [&destination] { return std::make_unique<FileSink>(destination); };
-  const std::vector<DownloadItem> items{item};
-  auto outcomes = Runner(engine, items, make_sink).run();
+  auto outcomes = fetch_to_files({item}, {destination});
   if (!outcomes.at(0).ok) throw Error(outcomes[0].error);
 }
 

@@ -54,7 +54,14 @@ class Downloader {
   // outcomes are in the order of `items`.
   [[nodiscard]] std::vector<DownloadOutcome> fetch_into_store(cache::Store& store, const std::vector<DownloadItem>& items);
 
-  // Fetches one file to `destination` (e.g. a module archive to unpack), atomically.
+  // Fetches each item to its destination (same index), atomically, all in one parallel run:
+  // files checked by other digests than sha256 (sha512 artifacts, seed snapshots) before they
+  // are added. Per-item failures are in the outcomes, as with fetch_into_store.
+  [[nodiscard]] std::vector<DownloadOutcome> fetch_to_files(const std::vector<DownloadItem>& items,
+                                                            const std::vector<std::filesystem::path>& destinations);
+
+  // Fetches one file to `destination` (e.g. a module archive to unpack), atomically; throws
+  // the item's error.
   void fetch_to_file(const DownloadItem& item, const std::filesystem::path& destination);
 
   const DownloadTotals& totals() const;

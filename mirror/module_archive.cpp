@@ -196,11 +196,14 @@ cache::ModuleTree ingest_module_tree(cache::Store& store, const fs::path& root, 
   tree.version = std::move(version);
   tree.upstream_url = std::move(upstream_url);
   std::vector<std::pair<std::string, std::string>> hashed;
-  for (const auto& file : list_package_files(root)) {
-    auto digest = store.add_file(file.file);
-    auto size = static_cast<std::int64_t>(fs::file_size(file.file));
-    tree.files.push_back(cache::ModuleFile{file.path, file.mode, digest, size});
-    hashed.emplace_back(file.path, digest);
+  const auto files = list_package_files(root);
+  std::vector<fs::path> paths;
+  for (const auto& file : files) paths.push_back(file.file);
+  const auto digests = store.add_files(paths);  // syncs overlapped, not one per file in turn
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    auto size = static_cast<std::int64_t>(fs::file_size(files[i].file));
+    tree.files.push_back(cache::ModuleFile{files[i].path, files[i].mode, digests[i], size});
+    hashed.emplace_back(files[i].path, digests[i]);
   }
   tree.h1 = lockfile::h1_hash(std::move(hashed));
   return tree;

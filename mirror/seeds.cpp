@@ -65,15 +65,32 @@ SeedsFetch fetch_seeds(cache::Store& store, HttpClient& http, Downloader& downlo
   if (response.status != 200) throw Error("cannot fetch " + redact_url(url) + ": " + response.status_text());
   auto manifest = parse_seeds_manifest(response.body, "seeds.json");
 
+  struct Missing {
+    const SeedSnapshot* snapshot;
+    std::string view;
+  };
+  std::vector<Missing> missing;
   for (const auto& snapshot : manifest.snapshots) {
     std::string view = "seeds/snapshots/" + snapshot.name + "/" + manifest.version + "/" + snapshot.filename;
     auto stored = store.find_artifact(cache::ArtifactKind::seed_snapshot, snapshot.name, manifest.version, "", snapshot.filename);
     if (stored && stored->upstream_digest == snapshot.digest && store.has_object(stored->digest)) continue;
     result.missing.push_back(view);
-    if (mode == SeedsMode::list_only) continue;
-    fs::path file = scratch / ("seed-" + snapshot.name);
+    missing.push_back({&snapshot, view});
+  }
+  if (mode == SeedsMode::list_only) return result;
+  // All snapshots in one parallel run, each to its own scratch file, checked, then added.
+  std::vector<DownloadItem> items;
+  std::vector<fs::path> files;
+  for (const auto& [snapshot, view] : missing) {
+    items.push_back(DownloadItem{snapshot->url, std::nullopt, view, {}});
+    files.push_back(scratch / ("seed-" + snapshot->name));
+  }
+  auto outcomes = downloader.fetch_to_files(items, files);
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    const auto& snapshot = *missing[i].snapshot;
+    const auto& file = files[i];
     try {
-      downloader.fetch_to_file(DownloadItem{snapshot.url, std::nullopt, view, {}}, file);
+      if (!outcomes[i].ok) throw Error(outcomes[i].error);
       check_seed_digest(file, snapshot.digest);
       cache::Artifact row;
       row.kind = cache::ArtifactKind::seed_snapshot;
@@ -94,7 +111,6 @@ SeedsFetch fetch_seeds(cache::Store& store, HttpClient& http, Downloader& downlo
     std::error_code ec;
     fs::remove(file, ec);
   }
-  if (mode == SeedsMode::list_only) return result;
 
   // seeds.json itself, under Podplane's historical name, when it changed.
   cache::Artifact row;

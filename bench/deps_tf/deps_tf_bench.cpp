@@ -1,4 +1,4 @@
-// deps_tf_bench [--workdir DIR] [--big-mib N] [--skip-memory] [--skip-deps-tf]
+// deps_tf_bench [--workdir DIR] [--big-mib N] [--skip-memory] [--skip-deps-tf] [--skip-download]
 // Measures, in one run and against a peer on the same server and files (docs/download.md):
 //   engine:  a cold fetch of 6 providers x 4 platforms by the Downloader (--jobs 8) vs a
 //            sequential `curl` loop over the same URLs, fixture server adding 50 ms per request
@@ -7,11 +7,16 @@
 //            `curl --parallel --parallel-max 8` over every URL it fetched (from the server's access
 //            log), the wire's limit (target: deps tf <= 1.5x that time), and vs a sequential curl
 //            loop; warm re-run (< 1 s, no zip bytes)
+//   deps download / deps images: cold `deps download --arch amd64,arm64` (vmconfig manifests,
+//            their artifacts, seeds and the manifests' images) and cold `deps images` of the
+//            fixture's multi-arch image, at 0 and 50 ms, each vs `curl --parallel` over the URLs
+//            it fetched (target <= 1.5x)
 //   engine peer: where terraform is installed, `terraform providers mirror` + `providers lock`
 //            for the same providers and platforms vs `podplane deps tf --engine terraform
 //            --stack` of a root requiring them (target >= 10x)
 //   memory:  peak RSS (ru_maxrss) of a Downloader fetch of N MiB provider zips (target < 100 MiB)
-// Run by hand (not by ctest).
+// Every command line prints wall time, CPU time (user + system of the child) and the load
+// average, since other builds share the machine. Run by hand (not by ctest).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +30,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -32,6 +38,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/support/curl_parallel.hpp"
 #include "cache/store.hpp"
 #include "mirror/download.hpp"
 
@@ -52,7 +59,13 @@ double since(Clock::time_point start) { return std::chrono::duration<double>(Clo
 struct Exit {
   int status = 0;
   long max_rss_kib = 0;
+  double cpu_seconds = 0;  // user + system
 };
+
+double load_average() {
+  double load[1] = {-1};
+  return getloadavg(load, 1) == 1 ? load[0] : -1;
+}
 
 // fork/exec, output to `log` (or /dev/null); wait4 gives the child's own peak RSS.
 Exit run(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env = {},
@@ -75,6 +88,7 @@ Exit run(const std::vector<std::string>& argv, const std::vector<std::pair<std::
   wait4(pid, &status, 0, &usage);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.max_rss_kib = usage.ru_maxrss;
+  result.cpu_seconds = podplane::bench::seconds_of(usage.ru_utime) + podplane::bench::seconds_of(usage.ru_stime);
   return result;
 }
 
@@ -88,8 +102,9 @@ class Server {
       dup2(fds[1], 1);
       close(fds[0]);
       std::string delay = std::to_string(delay_ms);
+      // --nodelay: without it every answer waits 40 ms for a delayed ACK (serve.py's doc).
       execlp("python3", "python3", (kTools / "serve.py").c_str(), "--root", root.c_str(), "--delay-ms", delay.c_str(),
-             "--log", log.c_str(), static_cast<char*>(nullptr));
+             "--nodelay", "--log", log.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     close(fds[1]);
@@ -159,21 +174,8 @@ double curl_loop(const std::vector<std::string>& urls, const fs::path& ca, const
   return since(start);
 }
 
-// curl as users run it for many files: one process, --parallel, 8 transfers at once, each URL
-// to its own file, read from a config file (the URL list can be long).
-double curl_parallel(const std::vector<std::string>& urls, const fs::path& ca, const fs::path& dir) {
-  fs::create_directories(dir);
-  const fs::path config = dir / "urls.curlrc";
-  {
-    std::ofstream out(config);
-    int n = 0;
-    for (const auto& url : urls) out << "url = \"" << url << "\"\noutput = \"" << (dir / std::to_string(n++)).string() << "\"\n";
-  }
-  const auto start = Clock::now();
-  auto exit = run({"curl", "-sS", "-f", "--parallel", "--parallel-max", "8", "--cacert", ca.string(), "-K", config.string()});
-  const double seconds = since(start);
-  if (exit.status != 0) die("curl --parallel failed");
-  return seconds;
+podplane::bench::MeasuredRun curl_parallel(const std::vector<std::string>& urls, const fs::path& ca, const fs::path& dir) {
+  return podplane::bench::curl_parallel(urls, dir, {.ca_file = ca, .headers = {}});
 }
 
 double fetch_with_engine(const std::vector<podplane::mirror::DownloadItem>& items, const fs::path& ca, const fs::path& root) {
@@ -203,10 +205,36 @@ fs::path write_tfrc(const fs::path& file, const std::string& base) {
   return file;
 }
 
+// What an OCI client accepts for a manifest (the fixture's static registry ignores it; kept so
+// the peer asks what a registry would need).
+const char* const kOciAccept =
+    "Accept: application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
+    "application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json";
+
 const std::vector<std::string> kPlatforms{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"};
 
 // Cold and warm `deps tf` of Podplane's stack for 4 platforms, the fixture adding `delay_ms`
 // to every answer; the peers fetch exactly the URLs deps tf fetched.
+// The GETs the fixture answered with a 2xx from `from` on, as URLs; `keep` picks by path.
+std::vector<std::string> answered_urls(const std::vector<nlohmann::json>& entries, std::size_t from, const std::string& base,
+                                       const std::function<bool(const std::string&)>& keep) {
+  std::vector<std::string> urls;
+  for (std::size_t i = from; i < entries.size(); ++i) {
+    const std::string path = entries[i]["path"];
+    if (entries[i]["method"] == "GET" && entries[i]["status"].get<int>() < 300 && keep(path)) urls.push_back(base + path);
+  }
+  return urls;
+}
+
+// One line: a cold command against curl --parallel over the URLs it fetched.
+void print_against_wire(const std::string& what, int delay_ms, double seconds, const Exit& ours, std::size_t requests,
+                        const podplane::bench::MeasuredRun& wire) {
+  std::printf("%s (%2d ms/request): cold %.2f s (CPU %.2f s, peak RSS %.1f MiB) for %zu requests; curl --parallel-max 8 "
+              "%.2f s (CPU %.2f s): %.2fx the wire (target <= 1.5x); load %.1f\n",
+              what.c_str(), delay_ms, seconds, ours.cpu_seconds, static_cast<double>(ours.max_rss_kib) / 1024.0, requests,
+              wire.seconds, wire.cpu_seconds, seconds / wire.seconds, load_average());
+}
+
 void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
   const std::string tag = "delay" + std::to_string(delay_ms);
   Server server(work / "small", delay_ms, work / (tag + "-access.log"));
@@ -225,13 +253,8 @@ void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
     return;
   }
   auto entries = read_log(work / (tag + "-access.log"));
-  std::vector<std::string> fetched;
-  for (const auto& entry : entries) {
-    const std::string path = entry["path"];
-    if (entry["method"] == "GET" && path.rfind("/git/", 0) != 0 && entry["status"].get<int>() < 300) {
-      fetched.push_back(server.base() + path);
-    }
-  }
+  // Its own git/archive module fetch is not the peer's work.
+  const auto fetched = answered_urls(entries, 0, server.base(), [](const std::string& path) { return !path.starts_with("/git/"); });
   const std::size_t warm_mark = entries.size();
   start = Clock::now();
   auto warm = run(command, env, log.string());
@@ -242,13 +265,55 @@ void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
     const std::string path = after[i]["path"];
     if (path.ends_with(".zip")) warm_zip_bytes += after[i]["bytes"].get<std::uint64_t>();
   }
-  const double parallel = curl_parallel(fetched, ca, work / ("curl-parallel-" + tag));
+  const auto parallel = curl_parallel(fetched, ca, work / ("curl-parallel-" + tag));
   const double sequential = curl_loop(fetched, ca, work / ("curl-loop-" + tag));
-  std::printf("deps tf (%2d ms/request): cold %.2f s for %zu requests; curl --parallel-max 8 %.2f s: %.2fx the wire "
-              "(target <= 1.5x); sequential curl %.2f s\n",
-              delay_ms, cold_s, fetched.size(), parallel, cold_s / parallel, sequential);
-  std::printf("deps tf (%2d ms/request): warm re-run %.2f s (target < 1 s), exit %d, zip bytes transferred %llu (target 0)\n",
-              delay_ms, warm_s, warm.status, static_cast<unsigned long long>(warm_zip_bytes));
+  print_against_wire("deps tf", delay_ms, cold_s, cold, fetched.size(), parallel);
+  std::printf("deps tf (%2d ms/request): sequential curl %.2f s; warm re-run %.2f s (CPU %.2f s; target < 1 s), exit %d, "
+              "zip bytes transferred %llu (target 0)\n",
+              delay_ms, sequential, warm_s, warm.cpu_seconds, warm.status, static_cast<unsigned long long>(warm_zip_bytes));
+}
+
+// Cold `deps download --arch amd64,arm64` (the fixture's vmconfig manifests, their artifacts,
+// seeds and the one multi-arch image they pin, from the fixture's static registry), then cold
+// `deps images` of that image alone for every platform; each against curl --parallel over the
+// URLs it fetched.
+void bench_deps_download(const fs::path& work, const fs::path& ca, int delay_ms) {
+  const std::string tag = "download-delay" + std::to_string(delay_ms);
+  const fs::path access_log = work / (tag + "-access.log");
+  Server server(work / "small", delay_ms, access_log);
+  auto env_for = [&](const std::string& store) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"SSL_CERT_FILE", ca.string()}, {"PODPLANE_DEPS_URL", server.base()}, {"PODPLANE_DEPS_CACHE_DIR", (work / store).string()}};
+  };
+  const fs::path log = work / (tag + ".log");
+  auto start = Clock::now();
+  auto ours = run({PODPLANE_BINARY, "--quiet", "deps", "download", "--arch", "amd64,arm64"}, env_for(tag), log.string());
+  double seconds = since(start);
+  if (ours.status != 0) {
+    std::printf("deps download (%d ms): cold run failed (exit %d), see %s\n", delay_ms, ours.status, log.c_str());
+    return;
+  }
+  auto entries = read_log(access_log);
+  auto urls = answered_urls(entries, 0, server.base(), [](const std::string&) { return true; });
+  print_against_wire("deps download", delay_ms, seconds, ours, urls.size(), curl_parallel(urls, ca, work / ("curl-" + tag)));
+
+  const std::string host = server.base().substr(server.base().find("://") + 3);
+  const fs::path list = work / (tag + "-images.txt");
+  std::ofstream(list) << host << "/podplane-fixture/pause:3.10.2\n";
+  const std::size_t mark = entries.size();
+  start = Clock::now();
+  ours = run({PODPLANE_BINARY, "--quiet", "deps", "images", "-f", list.string(), "--arch", "all"}, env_for(tag + "-images"),
+             log.string());
+  seconds = since(start);
+  if (ours.status != 0) {
+    std::printf("deps images (%d ms): cold run failed (exit %d), see %s\n", delay_ms, ours.status, log.c_str());
+    return;
+  }
+  entries = read_log(access_log);
+  urls = answered_urls(entries, mark, server.base(), [](const std::string& path) { return path.starts_with("/v2/"); });
+  print_against_wire("deps images", delay_ms, seconds, ours, urls.size(),
+                     podplane::bench::curl_parallel(urls, work / ("curl-" + tag + "-images"),
+                                                    {.ca_file = ca, .headers = {kOciAccept}}));
 }
 
 // The real consumer's own way to fill a mirror: `terraform providers mirror` then `providers
@@ -314,7 +379,7 @@ void bench_terraform_peer(const fs::path& work, const nlohmann::json& fixture, c
 int main(int argc, char** argv) {
   fs::path work;
   long big_mib = 100;
-  bool memory = true, deps_tf = true;
+  bool memory = true, deps_tf = true, download = true;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--workdir" && i + 1 < argc) {
@@ -325,8 +390,10 @@ int main(int argc, char** argv) {
       memory = false;
     } else if (arg == "--skip-deps-tf") {
       deps_tf = false;
+    } else if (arg == "--skip-download") {
+      download = false;
     } else {
-      std::fprintf(stderr, "usage: deps_tf_bench [--workdir DIR] [--big-mib N] [--skip-memory] [--skip-deps-tf]\n");
+      std::fprintf(stderr, "usage: deps_tf_bench [--workdir DIR] [--big-mib N] [--skip-memory] [--skip-deps-tf] [--skip-download]\n");
       return 2;
     }
   }
@@ -336,7 +403,7 @@ int main(int argc, char** argv) {
     work = pattern;
   }
   fs::create_directories(work);
-  std::printf("deps_tf_bench: workdir %s\n", work.c_str());
+  std::printf("deps_tf_bench: workdir %s, load average %.1f at the start\n", work.c_str(), load_average());
 
   // 1. Engine vs sequential curl, 50 ms added per request.
   build(work / "small", {"--complete-platforms"});
@@ -349,7 +416,7 @@ int main(int argc, char** argv) {
     for (const auto& item : items) urls.push_back(item.url);
     const double engine = fetch_with_engine(items, ca, work / "deps-engine");
     const double curl = curl_loop(urls, ca, work / "curl-engine");
-    const double parallel = curl_parallel(urls, ca, work / "curl-parallel-engine");
+    const double parallel = curl_parallel(urls, ca, work / "curl-parallel-engine").seconds;
     std::printf("engine:  %zu zips, Downloader --jobs 8 %.2f s, sequential curl %.2f s: %.1fx (target >= 4x); "
                 "curl --parallel-max 8 %.2f s: %.2fx the wire\n",
                 items.size(), engine, curl, curl / engine, parallel, engine / parallel);
@@ -359,6 +426,9 @@ int main(int argc, char** argv) {
   if (deps_tf) {
     for (int delay_ms : {0, 50}) bench_deps_tf(work, ca, delay_ms);
     bench_terraform_peer(work, fixture, ca);
+  }
+  if (download) {
+    for (int delay_ms : {0, 50}) bench_deps_download(work, ca, delay_ms);
   }
 
   // 3. Peak memory with big zips, in a child so its ru_maxrss is the fetch's alone.

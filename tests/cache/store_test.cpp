@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/layout.hpp"
 #include "cache/row_rules.hpp"
@@ -123,6 +124,49 @@ TEST(Store, AddFileStreamsAndNamesTheFileInErrors) {
     EXPECT_THAT(error.what(), HasSubstr("big.bin"));
   }
   EXPECT_THROW((void)store.add_file(dir / "missing.bin"), Error);
+}
+
+TEST(Store, AddingManyAtOncePublishesEachAsAddBytesAndAddFileWould) {
+  TempDir dir;
+  Store store = Store::open(dir / "deps");
+  // Twenty objects (one already in the store, one twice in the batch): more than the batch's
+  // threads, so that some threads seal several.
+  std::vector<std::string> texts{"hello"};
+  for (int i = 0; i < 18; ++i) texts.push_back("object " + std::to_string(i));
+  texts.push_back("object 3");
+  const std::string existing = store.add_bytes("hello");
+  std::vector<std::string_view> contents(texts.begin(), texts.end());
+  auto digests = store.add_all_bytes(contents);
+  ASSERT_EQ(digests.size(), texts.size());
+  EXPECT_EQ(digests[0], existing);
+  EXPECT_EQ(digests[4], digests[19]);
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(digests[i], sha256_hex(texts[i])) << i;
+    EXPECT_TRUE(store.has_object(digests[i])) << i;
+    EXPECT_EQ(store.read_object(digests[i]), texts[i]) << i;
+    struct stat info {};
+    ASSERT_EQ(::stat(store.object_path(digests[i]).c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 07777, 0444u);
+  }
+  EXPECT_TRUE(temp_files(dir / "deps").empty());
+
+  // Files: digests in order, and a file that cannot be read is an error naming it, with every
+  // temp file of the batch removed and nothing of it added.
+  test::write_file(dir / "a.tf", "a");
+  test::write_file(dir / "b.tf", std::string(3 * 65536 + 5, 'b'));
+  auto files = store.add_files({dir / "a.tf", dir / "b.tf"});
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(store.read_object(files[1]).size(), 3u * 65536 + 5);
+  test::write_file(dir / "c.tf", "c only in a failed batch");
+  try {
+    (void)store.add_files({dir / "c.tf", dir / "missing.tf"});
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("missing.tf"));
+  }
+  EXPECT_FALSE(store.has_object(sha256_hex("c only in a failed batch")));
+  EXPECT_TRUE(temp_files(dir / "deps").empty());
+  EXPECT_TRUE(store.add_all_bytes({}).empty());
 }
 
 TEST(Store, AnUncommittedWriterLeavesNoTempFile) {
