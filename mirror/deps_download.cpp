@@ -17,8 +17,9 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/views.hpp"
-#include "mirror/http.hpp"
 #include "base/scratch_dir.hpp"
+#include "mirror/boot_files.hpp"
+#include "mirror/http.hpp"
 #include "mirror/images.hpp"
 #include "mirror/seeds.hpp"
 #include "mirror/vmconfig.hpp"
@@ -74,6 +75,15 @@ bool is_cached(const cache::Store& store, const VmconfigItem& item, const std::s
   return row && row->upstream_digest == item.digest && store.has_object(row->digest);
 }
 
+bool is_boot_file_cached(const cache::Store& store, const VmconfigItem& image, const VmconfigBootFile& file,
+                         const std::string& arch) {
+  auto row = store.find_artifact(cache::ArtifactKind::vmconfig_boot_file, image.name, image.version, platform_of(arch),
+                                 file.file_name());
+  return row && row->upstream_digest == file.digest && store.has_object(row->digest);
+}
+
+std::string image_label(const VmconfigItem& image) { return image.name + " " + image.version + " (" + image.basename() + ")"; }
+
 }  // namespace
 
 std::string deps_base_url() {
@@ -123,6 +133,9 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   Downloader downloader(options.download);
   ScratchDir scratch{"podplane-deps-"};
   std::map<std::string, std::pair<std::string, std::uint64_t>> fetched_this_run;  // "url digest" → object, size
+  // Boot files read out of an os image this run, by "<image url> <image digest> <path> <digest>":
+  // knc and knd manifests of one arch name the same ones.
+  std::map<std::string, cache::Artifact> boot_rows_this_run;
   // "url digest" that failed this run: knc and knd share artifacts, and one that already spent
   // its retry budget is not tried again for the next manifest (its failure is reported once).
   std::set<std::string> failed_this_run;
@@ -146,6 +159,19 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       for (const auto& item : items) {
         if (!is_cached(store, item, arch)) missing.push_back(item);
       }
+      // The kernel and initrd os.boot names inside the image: read out of it and checked
+      // before the image or they are committed (mirror/boot_files.hpp).
+      auto image = std::find_if(items.begin(), items.end(), [](const VmconfigItem& item) { return item.name == "os-image"; });
+      std::vector<VmconfigBootFile> missing_boot;
+      auto boot_key = [&](const VmconfigBootFile& file) {
+        return image->url + " " + image->digest + " " + file.path + " " + file.digest;
+      };
+      if (image != items.end()) {
+        for (const auto& file : manifest.boot_files) {
+          if (is_boot_file_cached(store, *image, file, arch)) continue;
+          missing_boot.push_back(file);
+        }
+      }
       std::vector<ImageRequest> missing_images;
       for (auto& request : vmconfig_image_requests(manifest.document, manifest.name)) {
         std::string key = request.reference.address() + " " + request.pinned_manifest;
@@ -156,11 +182,14 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       if (dry_run) {
         out << "VMConfig manifest: " << redact_url(fetched.url) << "\n";
         out << "VMConfig cache directory: " << (store.root() / "vmconfig").string() << "\n";
-        if (missing.empty()) {
+        if (missing.empty() && missing_boot.empty()) {
           out << "All dependencies already cached, nothing to download.\n";
         } else {
           out << "VMConfig artifacts that would be downloaded:\n";
           for (const auto& item : missing) out << "  \u2022 " << item.view_path() << " (" << item.size << " bytes)\n";
+          for (const auto& file : missing_boot)
+            out << "  \u2022 " << file.view_path(image->version) << " (read from the image, partition " << file.partition
+                << " " << file.path << ")\n";
         }
         if (!missing_images.empty()) {
           out << "Container images that would be downloaded:\n";
@@ -185,6 +214,37 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         row.trust = cache::Trust::checksum;
         rows.push_back(std::move(row));
       };
+      // Reads the boot files of `wanted` out of `image_file`, checks them, and adds them to the
+      // store and the rows to index. Throws (nothing added) when one does not match.
+      auto add_boot_files = [&](const fs::path& image_file, const std::vector<VmconfigBootFile>& wanted) {
+        fs::path work = scratch.path() / ("boot-" + std::to_string(boot_rows_this_run.size()) + "-" + std::to_string(failures.size()));
+        fs::create_directories(work);
+        auto extracted = read_boot_files(image_file, image_label(*image), wanted, work);
+        for (const auto& file : extracted) {
+          cache::Artifact row;
+          row.kind = cache::ArtifactKind::vmconfig_boot_file;
+          row.address = image->name;
+          row.version = image->version;
+          row.platform = platform_of(arch);
+          row.filename = file.file.file_name();
+          row.size = static_cast<std::int64_t>(fs::file_size(file.path));
+          row.digest = store.add_file(file.path);
+          row.upstream_digest = file.file.digest;
+          row.trust = cache::Trust::checksum;
+          boot_rows_this_run[boot_key(file.file)] = row;
+          rows.push_back(row);
+          fetched_bytes += static_cast<std::uint64_t>(row.size);
+          ++fetched_items;
+        }
+        std::error_code ignored;
+        fs::remove_all(work, ignored);
+      };
+      // Boot files this run already read from the same image (the other kind's manifest).
+      std::vector<VmconfigBootFile> to_read;
+      for (const auto& file : missing_boot) {
+        if (auto done = boot_rows_this_run.find(boot_key(file)); done != boot_rows_this_run.end()) rows.push_back(done->second);
+        else to_read.push_back(file);
+      }
       // sha256 items stream straight into the store, checked before the object is committed;
       // sha512 items land in a scratch file first, checked, then added.
       std::vector<DownloadItem> direct;
@@ -197,7 +257,10 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
           continue;
         }
         if (failed_this_run.count(item.url + " " + item.digest)) continue;
-        if (item.digest.starts_with("sha256:")) {
+        // An image with boot files to read goes through a scratch file: nothing of it reaches
+        // the store before they are checked.
+        bool read_boot = item.name == "os-image" && !to_read.empty();
+        if (item.digest.starts_with("sha256:") && !read_boot) {
           direct.push_back(DownloadItem{item.url, TypedDigest::parse(item.digest).hex, item.view_path(), {}});
           direct_items.push_back(&item);
         } else {
@@ -226,6 +289,10 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
             throw Error(mismatch_message("checksum mismatch for " + item->view_path(), expected.str(),
                                          TypedDigest{expected.algorithm, got}.str()));
           }
+          if (item->name == "os-image" && !to_read.empty()) {
+            add_boot_files(file, to_read);
+            to_read.clear();
+          }
           auto size = fs::file_size(file);
           auto digest = store.add_file(file);
           make_row(*item, digest, size);
@@ -238,6 +305,25 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         }
         std::error_code ec;
         fs::remove(file, ec);
+      }
+
+      // Boot files still to read come out of an image that is already stored.
+      if (!to_read.empty() && image != items.end()) {
+        std::optional<std::string> stored;
+        if (auto row = store.find_artifact(cache::ArtifactKind::vmconfig_artifact, image->name, image->version,
+                                           platform_of(arch), image->basename());
+            row && row->upstream_digest == image->digest && store.has_object(row->digest)) {
+          stored = row->digest;
+        } else if (auto known = fetched_this_run.find(image->url + " " + image->digest); known != fetched_this_run.end()) {
+          stored = known->second.first;
+        }
+        if (stored) {  // otherwise the image failed, and said so
+          try {
+            add_boot_files(store.object_path(*stored), to_read);
+          } catch (const Error& error) {
+            failures.push_back(error.what());
+          }
+        }
       }
 
       cache::Artifact manifest_row;
@@ -259,7 +345,8 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         log << "vmconfig " << kind << "_debian-13_" << arch << ": " << items.size() << " artifacts, "
             << missing.size() << " to fetch\n";
       }
-      counts.push_back({kind + "_debian-13_" + arch, missing.size(), items.size() - missing.size()});
+      counts.push_back({kind + "_debian-13_" + arch, missing.size() + missing_boot.size(),
+                        items.size() - missing.size() + manifest.boot_files.size() - missing_boot.size()});
     }
   }
   // Seeds are cross-arch: fetched once (Podplane: with the first arch).
