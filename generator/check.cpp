@@ -830,6 +830,10 @@ void check_boot_files(const cache::Store& store, const fs::path& stack_dir, Obje
         out.fail("-", item, "MISSING: " + file_name + " of os-image " + image_version + " (" + digest.substr(0, 19) + "…)", remedy);
         continue;
       }
+      if (!store.has_object(row->digest)) {
+        out.fail("-", item, "MISSING: the object of " + file_name + " (" + short_hash(row->digest) + ") is not in the store", remedy);
+        continue;
+      }
       if (auto problem = hashes.problem(row->digest)) {
         out.fail("-", item, "DAMAGED: " + file_name + " object " + short_hash(row->digest) + " is " + *problem, remedy);
         continue;

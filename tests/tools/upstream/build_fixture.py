@@ -26,6 +26,7 @@ OUT_DIR gets:
                                                  that the manifests' `images` pin as {{HOST}}/podplane-fixture/pause:3.10.2
                                                  (--images FILE: that JSON list instead, {{HOST}} allowed)
     manifests/seeds.json.tmpl, seeds/<name>/<ver>/<name>.netsy   Netsy seed snapshots (sha512-pinned)
+  os-images/<arch>-<fault>.qcow2                 the os images as made once (reused while their inputs hold)
   fixture.json                                   what was made (see docs/download.md)
 
 Zips, archives and git commits are deterministic; keys are made once and reused when OUT_DIR is
@@ -632,14 +633,21 @@ def boot_files(arch):
             ("initrd", "/boot/initrd.img-6.12.86+deb13-cloud-%s" % arch, pseudo_random("boot/initrd/" + arch, 32 * 1024))]
 
 
-_OS_IMAGES = {}
-
-
-def os_image_bytes(arch, fault):
-    """The qcow2 image of one arch: GPT, ext4 partition 1 with the boot files (deterministic)."""
-    if (arch, fault) not in _OS_IMAGES:
-        _OS_IMAGES[(arch, fault)] = make_os_image(arch, fault)
-    return _OS_IMAGES[(arch, fault)]
+def os_image_bytes(out, arch, fault):
+    """The qcow2 image of one arch: GPT, ext4 partition 1 with the boot files. mkfs.ext4 -d
+    stamps each inode with the real clock, so an image once made is kept in OUT_DIR/os-images/
+    and reused while its inputs are the same: building again never changes it."""
+    kept = os.path.join(out, "os-images", "%s-%s.qcow2" % (arch, fault or "good"))
+    inputs = hashlib.sha256(repr([(part, path, sha256_hex(data)) for part, path, data in boot_files(arch)]).encode()).hexdigest()
+    if os.path.exists(kept) and os.path.exists(kept + ".inputs"):
+        with open(kept + ".inputs") as f:
+            if f.read() == inputs:
+                with open(kept, "rb") as image:
+                    return image.read()
+    data = make_os_image(arch, fault)
+    write_if_changed(kept, data)
+    write_if_changed(kept + ".inputs", inputs)
+    return data
 
 
 def make_os_image(arch, fault):
@@ -676,7 +684,7 @@ def build_vmconfig(www, config, fixture, images, boot_fault=None):
             name = "vmconfig_%s_debian-13_%s" % (kind, arch)
             deps, image, listed = {}, None, []
             for key, art_name, version, path, typ, algo, size, providers in vmconfig_items(kind, arch, vm_version):
-                data = os_image_bytes(arch, boot_fault) if key == "os-image" else pseudo_random("vmconfig/" + path, size)
+                data = os_image_bytes(os.path.dirname(www), arch, boot_fault) if key == "os-image" else pseudo_random("vmconfig/" + path, size)
                 size = len(data)
                 write_if_changed(os.path.join(www, "artifacts", path), data)
                 digest = algo + ":" + hashlib.new(algo, data).hexdigest()
