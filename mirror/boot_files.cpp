@@ -1,6 +1,9 @@
 #include "mirror/boot_files.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <regex>
 #include <system_error>
@@ -28,15 +31,33 @@ std::string package_of(const std::string& tool) {
   return "e2fsprogs";  // debugfs
 }
 
+// sfdisk, blkid and debugfs live in /usr/sbin, which is not on an ordinary user's PATH on
+// Debian although they need no privilege for a file: PATH first, then the sbin directories.
+std::string program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string dir = dirs.substr(start, end - start);
+    if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) return name;
+    start = end + 1;
+  }
+  for (const char* dir : {"/usr/sbin/", "/sbin/"})
+    if (::access((dir + name).c_str(), X_OK) == 0) return dir + name;
+  return name;  // run_tool reports it missing
+}
+
 // Runs a tool and throws "<what>: <tool> failed (exit N):\n<its stderr>" unless it succeeds.
-ToolRun run_checked(const std::vector<std::string>& argv, const std::string& what) {
+ToolRun run_checked(std::vector<std::string> argv, const std::string& what) {
+  const std::string name = argv[0];
+  argv[0] = program(name);
   ToolRun run = run_tool(argv);
   if (run.missing) {
-    throw Error(what + ": " + argv[0] + " is not installed (Debian package " + package_of(argv[0]) +
+    throw Error(what + ": " + name + " is not installed (Debian package " + package_of(name) +
                 "; podplane reads boot files out of os images with it)");
   }
   if (run.exit_code != 0) {
-    throw Error(what + ": " + argv[0] + " failed (exit " + std::to_string(run.exit_code) + ")" +
+    throw Error(what + ": " + name + " failed (exit " + std::to_string(run.exit_code) + ")" +
                 (run.err.empty() ? std::string() : ":\n" + run.err));
   }
   return run;
@@ -162,8 +183,12 @@ std::vector<ExtractedBootFile> read_boot_files(const fs::path& image, const std:
     const fs::path& raw = raw_file.path();
     copy_slice(image, label, partition.offset, partition.size, raw, "partition " + std::to_string(number));
 
-    ToolRun type_run = run_tool({"blkid", "-p", "-o", "value", "-s", "TYPE", raw.string()});
+    // blkid exits 2 when it finds no file system: that is an answer here, not a failure.
+    ToolRun type_run = run_tool({program("blkid"), "-p", "-o", "value", "-s", "TYPE", raw.string()});
     if (type_run.missing) (void)run_checked({"blkid"}, where);
+    if (type_run.exit_code != 0 && type_run.exit_code != 2)
+      throw Error(where + ": blkid failed (exit " + std::to_string(type_run.exit_code) + ")" +
+                  (type_run.err.empty() ? std::string() : ":\n" + type_run.err));
     std::string type = type_run.out.substr(0, type_run.out.find('\n'));
     if (type != "ext2" && type != "ext3" && type != "ext4") {
       throw Error(mismatch_message(where + " is not an ext2/3/4 file system, so its boot files cannot be read",

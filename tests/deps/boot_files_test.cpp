@@ -83,6 +83,25 @@ TEST_F(BootFiles, KernelAndInitrdComeOutOfTheImageMatchingTheirDigests) {
   EXPECT_EQ(left_in_work(), (std::vector<std::string>{files[1].path.filename().string(), files[0].path.filename().string()}));
 }
 
+// Debian keeps sfdisk, blkid and debugfs in /usr/sbin, off an ordinary user's PATH.
+TEST_F(BootFiles, TheToolsInSbinAreFoundWhenPathLacksIt) {
+  auto image = make_image("disk.qcow2");
+  test::ScopedEnv path("PATH", "/usr/bin:/bin");
+  auto files = read_boot_files(image, "os-image 1 (disk.qcow2)", wanted(), dir_ / "work");
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(test::read_file(files[0].path), kernel_);
+}
+
+TEST_F(BootFiles, AMissingToolIsNamedWithItsPackage) {
+  auto image = make_image("disk.qcow2");
+  test::ScopedEnv path("PATH", (dir_ / "no-such-dir").string());
+  auto message = error_of(image, wanted());
+  EXPECT_NE(message.find("os-image 1 (disk.qcow2) is not a readable qcow2 image: qemu-img is not installed (Debian package "
+                         "qemu-utils; podplane reads boot files out of os images with it)"),
+            std::string::npos)
+      << message;
+}
+
 TEST_F(BootFiles, AKernelThatDiffersFromTheManifestIsRefusedWithExpectedAndGot) {
   auto image = make_image("disk.qcow2");
   auto files = wanted();

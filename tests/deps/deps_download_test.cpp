@@ -184,6 +184,20 @@ TEST(DepsDownload, TheBootKernelAndInitrdAreReadOutOfTheImageStoredAndVerified) 
       << again.out;
   EXPECT_NE(again.out.find("No new artifacts: nothing was transferred."), std::string::npos) << again.out;
 
+  // A store whose image came before its boot files were read (an older podplane): they are
+  // read out of the stored image, with nothing downloaded.
+  ASSERT_TRUE(have_program("sqlite3"));
+  auto forget = run({"sqlite3", (deps.root() / "store" / "index.db").string(),
+                     "DELETE FROM artifacts WHERE kind = 'vmconfig_boot_file'"});
+  ASSERT_EQ(forget.exit_code, 0) << forget.err;
+  ASSERT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_boot_file).empty());
+  auto requests = artifact_requests(upstream);
+  auto refill = deps.podplane({"deps", "download", "--arch", "amd64"});
+  ASSERT_EQ(refill.exit_code, 0) << refill.out << refill.err;
+  EXPECT_EQ(artifact_requests(upstream), requests) << "the image was downloaded again";
+  EXPECT_NE(refill.out.find("vmconfig knc_debian-13_amd64: fetched 2, present 6."), std::string::npos) << refill.out;
+  EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::vmconfig_boot_file).size(), 2u);
+
   // A bundle carries them to another store.
   TempDir other;
   auto create = deps.podplane({"bundle", "create", (other / "b.bundle").string()});
@@ -241,7 +255,8 @@ TEST(DepsDownload, AnImageWhoseKernelDiffersFromOsBootIsRefusedAndTheStoreIsUnch
     auto store = cache::Store::open(dir / "deps", cache::Store::Access::read_only);
     EXPECT_TRUE(store.artifacts().empty());
     for (const auto& item : manifest_entry(tampered, "vmconfig_knc_debian-13_arm64")["items"]) {
-      if (item["name"] == "os-image") EXPECT_FALSE(store.has_object(item["sha256"].get<std::string>())) << "the image was stored";
+      if (item["name"] != "os-image") continue;
+      EXPECT_FALSE(store.has_object(item["sha256"].get<std::string>())) << "the image was stored";
     }
     EXPECT_FALSE(store.has_object(kernel["sha256"].get<std::string>())) << "the kernel was stored";
   }

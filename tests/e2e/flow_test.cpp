@@ -410,15 +410,16 @@ TEST(Flow, ProxmoxStackFromABundleOffline) {
   // Without the kernel's object, check fails and says how to get it back.
   auto store_b = cache::Store::open(b, cache::Store::Access::read_only);
   auto kernels = store_b.artifacts({.kind = cache::ArtifactKind::vmconfig_boot_file, .platform = "linux_arm64"});
-  auto kernel = std::find_if(kernels.begin(), kernels.end(), [](const auto& a) { return a.filename.starts_with("vmlinuz-"); });
+  auto kernel = std::find_if(kernels.begin(), kernels.end(), [](const auto& boot) { return boot.filename.starts_with("vmlinuz-"); });
   ASSERT_NE(kernel, kernels.end()) << rows_b;
   fs::remove(store_b.object_path(kernel->digest));
   auto broken = run_offline({"cluster", "check"}, offline);
   EXPECT_EQ(broken.exit_code, 1) << show(broken);
-  EXPECT_TRUE(std::regex_search(broken.out + broken.err, row,
+  const std::string broken_text = broken.out + broken.err;
+  EXPECT_TRUE(std::regex_search(broken_text, row,
                                 std::regex("vmconfig_knc_debian-13_arm64 boot kernel +MISSING: the object of vmlinuz-")))
       << show(broken);
-  EXPECT_NE((broken.out + broken.err).find("podplane deps download --kind knc --arch arm64"), std::string::npos) << show(broken);
+  EXPECT_NE(broken_text.find("podplane deps download --kind knc --arch arm64"), std::string::npos) << show(broken);
 }
 
 }  // namespace
