@@ -114,6 +114,11 @@ TEST(DepsDownload, DryRunListsAndWritesNothing) {
       << result.out;
   EXPECT_NE(result.out.find("VMConfig artifacts that would be downloaded:"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("vmconfig/artifacts/netsy/1.1.0/netsy_1.1.0_linux_arm64.tar.gz"), std::string::npos) << result.out;
+  // The boot files os.boot names, read from the image once it is there.
+  EXPECT_NE(result.out.find("  \u2022 vmconfig/artifacts/os-image/20260512-2476/boot/vmlinuz-6.12.86+deb13-cloud-arm64 (read from "
+                            "the image, partition 1 /boot/vmlinuz-6.12.86+deb13-cloud-arm64)\n"),
+            std::string::npos)
+      << result.out;
   EXPECT_EQ(result.out.find("nstance-agent"), std::string::npos) << "provider-specific item without --providers";
   EXPECT_EQ(artifact_requests(upstream), 0u);
   EXPECT_FALSE(fs::exists(deps.root() / "vmconfig"));
