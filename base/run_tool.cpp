@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -11,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
 
@@ -51,9 +51,8 @@ ToolRun run_tool(const std::vector<std::string>& argv) {
   ::posix_spawn_file_actions_addopen(actions.get(), 0, "/dev/null", O_RDONLY, 0);
   ::posix_spawn_file_actions_adddup2(actions.get(), out_write.get(), 1);
   ::posix_spawn_file_actions_adddup2(actions.get(), err_write.get(), 2);
-  std::vector<char*> args;
-  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
+  std::vector<std::string> strings = argv;
+  std::vector<char*> args = exec_array(strings);
   pid_t pid = 0;
   int spawned = ::posix_spawnp(&pid, args[0], actions.get(), nullptr, args.data(), environ);
   ToolRun run;
@@ -90,11 +89,7 @@ ToolRun run_tool(const std::vector<std::string>& argv) {
       sinks[i]->append(buffer, std::min(room, static_cast<std::size_t>(n)));
     }
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error("waiting for " + argv[0] + ": " + std::strerror(errno));
-  }
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.exit_code = wait_exit_code(pid, argv[0]);
   while (!run.err.empty() && std::isspace(static_cast<unsigned char>(run.err.back()))) run.err.pop_back();
   return run;
 }

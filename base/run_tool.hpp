@@ -1,7 +1,9 @@
 #pragma once
 // Runs one external program (no shell) and collects what it printed: for the standard tools
 // podplane drives rather than reimplements (qemu-img, sfdisk, blkid, debugfs). stdin is
-// /dev/null; stdout and stderr are read separately, each kept up to a bound. Thread-compatible.
+// /dev/null; stdout and stderr are read separately, each kept up to a bound (git and the engine,
+// which need their own environment or a terminal, use base/child_process.hpp directly).
+// Thread-compatible.
 #include <string>
 #include <vector>
 
