@@ -42,6 +42,7 @@ int kind_rank(cache::ArtifactKind kind) {
     case cache::ArtifactKind::provider_package: return 3;
     case cache::ArtifactKind::vmconfig_manifest: return 4;
     case cache::ArtifactKind::vmconfig_artifact: return 5;
+    case cache::ArtifactKind::vmconfig_boot_file: return 5;  // beside the image it came out of
     case cache::ArtifactKind::seed_manifest: return 6;
     case cache::ArtifactKind::seed_snapshot: return 7;
     // Images top down, so that a volume holding an image's blobs usually holds its manifests.

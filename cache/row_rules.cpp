@@ -267,6 +267,12 @@ void check_artifact_layout(const Artifact& a) {
       }
       break;
     }
+    case ArtifactKind::vmconfig_boot_file:
+      if (a.address != "os-image") refuse(row, mismatch_message("a boot file's address (the image it is read from)", "os-image", a.address));
+      require_segment(row, "version", a.version);
+      if (!a.platform.empty()) require_platform(row, a.platform);
+      if (a.upstream_digest.empty()) refuse(row, "a boot file needs the digest os.boot gives it");
+      break;
     case ArtifactKind::seed_manifest:
       if (a.address != "seeds") refuse(row, mismatch_message("a seeds manifest's address", "seeds", a.address));
       require_segment(row, "version", a.version);

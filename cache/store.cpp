@@ -145,6 +145,7 @@ std::string_view to_string(ArtifactKind kind) {
     case ArtifactKind::provider_keys: return "provider_keys";
     case ArtifactKind::vmconfig_manifest: return "vmconfig_manifest";
     case ArtifactKind::vmconfig_artifact: return "vmconfig_artifact";
+    case ArtifactKind::vmconfig_boot_file: return "vmconfig_boot_file";
     case ArtifactKind::image_index: return "image_index";
     case ArtifactKind::image_manifest: return "image_manifest";
     case ArtifactKind::image_blob: return "image_blob";
@@ -157,13 +158,14 @@ std::string_view to_string(ArtifactKind kind) {
 ArtifactKind parse_artifact_kind(std::string_view text) {
   for (auto kind : {ArtifactKind::provider_package, ArtifactKind::provider_shasums, ArtifactKind::provider_signature,
                     ArtifactKind::provider_keys, ArtifactKind::vmconfig_manifest, ArtifactKind::vmconfig_artifact,
+                    ArtifactKind::vmconfig_boot_file,
                     ArtifactKind::image_index, ArtifactKind::image_manifest, ArtifactKind::image_blob,
                     ArtifactKind::seed_manifest, ArtifactKind::seed_snapshot}) {
     if (to_string(kind) == text) return kind;
   }
   throw Error("unknown artifact kind '" + std::string(text) +
               "' (expected provider_package, provider_shasums, provider_signature, provider_keys, "
-              "vmconfig_manifest, vmconfig_artifact, image_index, image_manifest, image_blob, seed_manifest or "
+              "vmconfig_manifest, vmconfig_artifact, vmconfig_boot_file, image_index, image_manifest, image_blob, seed_manifest or "
               "seed_snapshot)");
 }
 

@@ -30,6 +30,9 @@ enum class ArtifactKind {
   provider_keys,       // the registry's signing_keys JSON (armored public keys)
   vmconfig_manifest,   // a vmconfig_<kind>_debian-13_<arch>.json as fetched
   vmconfig_artifact,   // a file a vmconfig manifest lists
+  // A kernel or initrd read out of the os image (os.boot): address "os-image", version = the
+  // image's version, filename = the file's name in the image, upstream_digest = os.boot's digest.
+  vmconfig_boot_file,
   // Container images (docs/images.md): address = <upstream registry>/<repository>, filename =
   // the OCI digest "sha256:<hex>" of the object (always the object's own digest).
   image_index,         // an image index / manifest list; version = the tag it was fetched under

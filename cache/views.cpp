@@ -530,13 +530,14 @@ std::map<std::string, Artifact> vmconfig_artifact_paths(const std::vector<Artifa
     if (!inserted && vmconfig_artifact_wins(a, it->second)) it->second = a;
   };
   for (const auto& a : artifacts) {
-    if (a.kind != ArtifactKind::vmconfig_artifact) continue;
+    if (a.kind != ArtifactKind::vmconfig_artifact && a.kind != ArtifactKind::vmconfig_boot_file) continue;
     try {
       check_artifact_layout(a);
     } catch (const Error&) {
       continue;  // the views report it; no path is ever built from such a row
     }
-    std::string tail = std::string(kVmconfigArtifactsPath) + "/" + a.address + "/" + a.version + "/" + vmconfig_view_name(a);
+    std::string tail = std::string(kVmconfigArtifactsPath) + "/" + a.address + "/" + a.version + "/" +
+                       (a.kind == ArtifactKind::vmconfig_boot_file ? "boot/" + a.filename : vmconfig_view_name(a));
     offer(tail, a);
     if (a.platform.rfind("linux_", 0) == 0) offer(vmconfig_arch_base(a.platform.substr(6)) + "/" + tail, a);
   }

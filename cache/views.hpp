@@ -85,14 +85,16 @@ bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b);
 //                                                          arches collide, vmconfig_artifact_wins
 //   arch/<arch>/vmconfig/artifacts/<name>/<version>/<file> every artifact of that arch, never
 //                                                          another arch's
-// and a stack's userdata for <arch> gets <deps_mirror_url>/arch/<arch> as its base. Both the
+// A boot file read out of the os image (vmconfig_boot_file) sits beside it, as in Podplane's
+// cache: vmconfig/artifacts/os-image/<version>/boot/<file>, and the same below arch/<arch>/.
+// A stack's userdata for <arch> gets <deps_mirror_url>/arch/<arch> as its base. Both the
 // on-disk views under the deps root and `mirror serve`/`mirror export` use these paths, and
 // `cluster check` replays VMs against them.
 inline constexpr std::string_view kVmconfigArtifactsPath = "vmconfig/artifacts";
 // "arch/<arch>": the base below a mirror's root that serves only `arch`'s artifacts.
 std::string vmconfig_arch_base(std::string_view arch);
 // '/'-separated path relative to a mirror root (no leading '/') → the artifact served there,
-// for every row of `artifacts` that is a vmconfig artifact and meets the row rules. Rows
+// for every row of `artifacts` that is a vmconfig artifact or boot file and meets the row rules. Rows
 // without a platform appear on the plain path only.
 [[nodiscard]] std::map<std::string, Artifact> vmconfig_artifact_paths(const std::vector<Artifact>& artifacts);
 

@@ -799,34 +799,47 @@ void check_node_fetches(const cache::Store& store, const std::string& script, Re
   }
 }
 
-// The boot kernel and initrd a manifest names (os.boot) live inside the qcow2 image, on one of
-// its partitions; neither libarchive nor any tool podplane uses reads a qcow2 disk offline, so
-// their own digests are not checked: the image's digest, which is, covers their bytes. Said in
-// a row of its own, so that an `ok` elsewhere is never read as more than it is.
-void report_boot_files(const fs::path& stack_dir, Reporter& out) {
-  std::error_code error;
-  std::vector<fs::path> manifests;
-  for (const auto& entry : fs::directory_iterator(stack_dir, error)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind("podplane.cluster.vmconfig_", 0) == 0 && name.ends_with(".json")) manifests.push_back(entry.path());
-  }
-  std::sort(manifests.begin(), manifests.end());
-  for (const auto& file : manifests) {
-    json boot;
+// The boot kernel and initrd a manifest names (os.boot): `deps download` read them out of the
+// qcow2 image and checked them against these digests; here each must be in the store as the
+// vmconfig_boot_file row of that image, and its object must still hash to its name.
+void check_boot_files(const cache::Store& store, const fs::path& stack_dir, ObjectHashes& hashes, Reporter& out) {
+  for (const auto& file : stack_manifests(stack_dir)) {
+    json os;
     try {
-      boot = parse_json_within_limits(read_text(file).value(), file.string()).at("vmconfig").at("os").value("boot", json());
+      os = parse_json_within_limits(read_text(file).value(), file.string()).at("vmconfig").at("os");
     } catch (const std::exception&) {
       continue;  // check_manifests reports a manifest it cannot read
     }
-    std::vector<std::string> named;
-    for (const char* part : {"kernel", "initrd"})
-      if (boot.is_object() && boot.contains(part) && boot[part].is_object() && boot[part].contains("digest")) named.push_back(part);
-    if (named.empty()) continue;
+    if (!os.is_object() || !os.contains("boot") || !os["boot"].is_object()) continue;
     std::string name = file.filename().string();
-    std::string item = name.substr(17, name.size() - 17 - 5) + " boot " + (named.size() == 2 ? "kernel and initrd" : named[0]);
-    out.ok("-", item,
-           "NOT CHECKED on their own: they are inside the qcow2 image, which podplane cannot read offline; "
-           "the image's digest (checked above, and by every node) covers them");
+    std::string manifest = name.substr(17, name.size() - 17 - 5);  // vmconfig_knc_debian-13_amd64
+    std::string kind = manifest.substr(9, 3);
+    std::string arch = manifest.substr(manifest.rfind('_') + 1);
+    std::string image_version = os.value("image", json::object()).value("version", "");
+    for (const char* part : {"kernel", "initrd"}) {
+      const json& entry = os["boot"].value(part, json());
+      if (!entry.is_object() || !entry.contains("digest")) continue;
+      std::string path = entry.value("path", "");
+      std::string digest = entry.value("digest", "");
+      std::string file_name = path.substr(path.rfind('/') + 1);
+      std::string item = manifest + " boot " + part;
+      std::string remedy = "podplane deps download --kind " + kind + " --arch " + arch +
+                           " (online: reads it out of the os image and checks it), or import a bundle that has it";
+      auto row = store.find_artifact(cache::ArtifactKind::vmconfig_boot_file, "os-image", image_version, "linux_" + arch, file_name);
+      if (!row || row->upstream_digest != digest) {
+        out.fail("-", item, "MISSING: " + file_name + " of os-image " + image_version + " (" + digest.substr(0, 19) + "…)", remedy);
+        continue;
+      }
+      if (!store.has_object(row->digest)) {
+        out.fail("-", item, "MISSING: the object of " + file_name + " (" + short_hash(row->digest) + ") is not in the store", remedy);
+        continue;
+      }
+      if (auto problem = hashes.problem(row->digest)) {
+        out.fail("-", item, "DAMAGED: " + file_name + " object " + short_hash(row->digest) + " is " + *problem, remedy);
+        continue;
+      }
+      out.ok("-", item, "ok: " + file_name + " of os-image " + image_version + ", " + digest.substr(0, 19) + "… verified");
+    }
   }
 }
 
@@ -953,7 +966,8 @@ CheckReport check_stack(const cache::Store& store, const fs::path& config_file, 
     check_manifests(store, stack_dir, "proxmox", out);
     check_images(store, stack_dir, out);
     check_node_fetches(store, *read_text(stack_dir / proxmox_node_init_file), out);
-    report_boot_files(stack_dir, out);
+    ObjectHashes hashes(store);
+    check_boot_files(store, stack_dir, hashes, out);
     return report;
   }
   auto main_text = read_text(stack_dir / "podplane.cluster.main.tf");

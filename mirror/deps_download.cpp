@@ -18,8 +18,9 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/views.hpp"
-#include "mirror/http.hpp"
 #include "base/scratch_dir.hpp"
+#include "mirror/boot_files.hpp"
+#include "mirror/http.hpp"
 #include "mirror/images.hpp"
 #include "mirror/seeds.hpp"
 #include "mirror/vmconfig.hpp"
@@ -104,6 +105,15 @@ bool is_cached(const cache::Store& store, const VmconfigItem& item, const std::s
   return row && row->upstream_digest == item.digest && store.has_object(row->digest);
 }
 
+bool is_boot_file_cached(const cache::Store& store, const VmconfigItem& image, const VmconfigBootFile& file,
+                         const std::string& arch) {
+  auto row = store.find_artifact(cache::ArtifactKind::vmconfig_boot_file, image.name, image.version, platform_of(arch),
+                                 file.file_name());
+  return row && row->upstream_digest == file.digest && store.has_object(row->digest);
+}
+
+std::string image_label(const VmconfigItem& image) { return image.name + " " + image.version + " (" + image.basename() + ")"; }
+
 }  // namespace
 
 std::string deps_base_url() {
@@ -174,8 +184,12 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   // the first manifest that lists it; the others take its result.
   struct Fetch {
     VmconfigItem item;
+    std::string arch;
     std::optional<std::pair<std::string, std::uint64_t>> object;  // digest, size, once fetched
     std::string error;
+    // An os image whose os.boot files are still to be read: they are read out of the scratch
+    // file and checked before the image is added, so nothing of it is stored when one differs.
+    std::vector<VmconfigBootFile> boot_files;
   };
   std::vector<Fetch> fetches;
   std::map<std::string, std::size_t> fetch_of;  // "url digest" → index in fetches
@@ -188,8 +202,47 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     std::vector<VmconfigItem> items;
     std::vector<Claim> shared, direct, scratch;  // fetched for an earlier manifest; by this one into the store; via a file
     std::optional<cache::Artifact> manifest_row;
+    std::optional<VmconfigItem> image;        // the os image, when boot files of it are missing
+    std::vector<VmconfigBootFile> boot_files;  // os.boot files not stored yet
   };
   std::vector<ManifestPlan> plans;
+
+  // Boot files read out of an os image this run, by "<image url> <image digest> <path> <digest>":
+  // knc and knd manifests of one arch name the same ones.
+  std::map<std::string, cache::Artifact> boot_rows_this_run;
+  std::size_t boot_reads = 0;  // names each read's scratch dir
+  auto boot_key = [](const VmconfigItem& image, const VmconfigBootFile& file) {
+    return image.url + " " + image.digest + " " + file.path + " " + file.digest;
+  };
+  // Reads the boot files of `wanted` out of `image_file`, checks them, and adds them to the
+  // store and to boot_rows_this_run. Throws (no row recorded) when one does not match.
+  auto add_boot_files = [&](const VmconfigItem& image, const std::string& arch, const fs::path& image_file,
+                            const std::vector<VmconfigBootFile>& wanted) {
+    fs::path work = scratch.path() / ("boot-" + std::to_string(boot_reads++));
+    fs::create_directories(work);
+    auto extracted = read_boot_files(image_file, image_label(image), wanted, work);
+    std::vector<cache::Artifact> read;
+    for (const auto& file : extracted) {
+      cache::Artifact row;
+      row.kind = cache::ArtifactKind::vmconfig_boot_file;
+      row.address = image.name;
+      row.version = image.version;
+      row.platform = platform_of(arch);
+      row.filename = file.file.file_name();
+      row.size = static_cast<std::int64_t>(fs::file_size(file.path));
+      row.digest = store.add_file(file.path);
+      row.upstream_digest = file.file.digest;
+      row.trust = cache::Trust::checksum;
+      read.push_back(row);
+    }
+    for (std::size_t i = 0; i < read.size(); ++i) {
+      boot_rows_this_run[boot_key(image, extracted[i].file)] = read[i];
+      fetched_bytes += static_cast<std::uint64_t>(read[i].size);
+      ++fetched_items;
+    }
+    std::error_code ignored;
+    fs::remove_all(work, ignored);
+  };
 
   for (std::size_t m = 0; m < keys.size(); ++m) {
     const auto& [kind, arch] = keys[m];
@@ -202,6 +255,16 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     for (const auto& item : items) {
       if (!is_cached(store, item, arch)) missing.push_back(item);
     }
+    // The kernel and initrd os.boot names inside the image: read out of it and checked
+    // before the image or they are committed (mirror/boot_files.hpp).
+    auto image = std::find_if(items.begin(), items.end(), [](const VmconfigItem& item) { return item.name == "os-image"; });
+    std::vector<VmconfigBootFile> missing_boot;
+    if (image != items.end()) {
+      for (const auto& file : manifest.boot_files) {
+        if (is_boot_file_cached(store, *image, file, arch)) continue;
+        missing_boot.push_back(file);
+      }
+    }
     std::vector<ImageRequest> missing_images;
     for (auto& request : vmconfig_image_requests(manifest.document, manifest.name)) {
       std::string key = request.reference.address() + " " + request.pinned_manifest;
@@ -212,11 +275,14 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     if (dry_run) {
       out << "VMConfig manifest: " << redact_url(fetched.url) << "\n";
       out << "VMConfig cache directory: " << (store.root() / "vmconfig").string() << "\n";
-      if (missing.empty()) {
+      if (missing.empty() && missing_boot.empty()) {
         out << "All dependencies already cached, nothing to download.\n";
       } else {
         out << "VMConfig artifacts that would be downloaded:\n";
         for (const auto& item : missing) out << "  \u2022 " << item.view_path() << " (" << item.size << " bytes)\n";
+        for (const auto& file : missing_boot)
+          out << "  \u2022 " << file.view_path(image->version) << " (read from the image, partition " << file.partition
+              << " " << file.path << ")\n";
       }
       if (!missing_images.empty()) {
         out << "Container images that would be downloaded:\n";
@@ -229,18 +295,35 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
 
     ManifestPlan plan;
     plan.arch = arch;
+    if (!missing_boot.empty()) {
+      plan.image = *image;
+      plan.boot_files = missing_boot;
+    }
     plan.items = std::move(missing);
     for (std::size_t i = 0; i < plan.items.size(); ++i) {
       const auto& item = plan.items[i];
+      // An image with boot files to read goes through a scratch file: nothing of it reaches
+      // the store before they are checked.
+      bool read_boot = item.name == "os-image" && !missing_boot.empty();
       auto [known, added] = fetch_of.try_emplace(item.url + " " + item.digest, fetches.size());
       if (!added) {
+        if (read_boot) {
+          auto& wanted = fetches[known->second].boot_files;
+          for (const auto& file : missing_boot) {
+            bool listed = std::any_of(wanted.begin(), wanted.end(), [&](const VmconfigBootFile& w) {
+              return boot_key(item, w) == boot_key(item, file);
+            });
+            if (!listed) wanted.push_back(file);
+          }
+        }
         plan.shared.push_back({i, known->second});
         continue;
       }
-      fetches.push_back({item, std::nullopt, ""});
+      fetches.push_back({item, arch, std::nullopt, "", read_boot ? missing_boot : std::vector<VmconfigBootFile>{}});
       // sha256 items stream straight into the store, checked before the object is committed;
-      // sha512 items land in a scratch file first, checked, then added.
-      (item.digest.starts_with("sha256:") ? plan.direct : plan.scratch).push_back({i, known->second});
+      // sha512 items (and images with boot files to read) land in a scratch file first,
+      // checked, then added.
+      (item.digest.starts_with("sha256:") && !read_boot ? plan.direct : plan.scratch).push_back({i, known->second});
     }
 
     cache::Artifact manifest_row;
@@ -262,7 +345,8 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       log << "vmconfig " << kind << "_debian-13_" << arch << ": " << items.size() << " artifacts, " << plan.items.size()
           << " to fetch\n";
     }
-    counts.push_back({kind + "_debian-13_" + arch, plan.items.size(), items.size() - plan.items.size()});
+    counts.push_back({kind + "_debian-13_" + arch, plan.items.size() + plan.boot_files.size(),
+                      items.size() - plan.items.size() + manifest.boot_files.size() - plan.boot_files.size()});
     plans.push_back(std::move(plan));
   }
 
@@ -303,6 +387,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
           throw Error(mismatch_message("checksum mismatch for " + fetch.item.view_path(), expected.str(),
                                        TypedDigest{expected.algorithm, got}.str()));
         }
+        if (!fetch.boot_files.empty()) add_boot_files(fetch.item, fetch.arch, files[i], fetch.boot_files);
         auto size = fs::file_size(files[i]);
         fetch.object = {store.add_file(files[i]), size};
       } catch (const Error& error) {
@@ -343,6 +428,28 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
         fetched_bytes += fetch.object->second;
         ++fetched_items;
       }
+    }
+    if (plan.image) {
+      // Boot files not read this run come out of an image that was already stored.
+      std::vector<VmconfigBootFile> to_read;
+      for (const auto& file : plan.boot_files)
+        if (!boot_rows_this_run.count(boot_key(*plan.image, file))) to_read.push_back(file);
+      auto fetch = fetch_of.find(plan.image->url + " " + plan.image->digest);
+      bool fetched_here = fetch != fetch_of.end();
+      if (!to_read.empty() && !fetched_here) {  // a fetched image that failed has said so
+        auto row = store.find_artifact(cache::ArtifactKind::vmconfig_artifact, plan.image->name, plan.image->version,
+                                       platform_of(plan.arch), plan.image->basename());
+        if (row && row->upstream_digest == plan.image->digest && store.has_object(row->digest)) {
+          try {
+            add_boot_files(*plan.image, plan.arch, store.object_path(row->digest), to_read);
+          } catch (const Error& error) {
+            failures.push_back(error.what());
+          }
+        }
+      }
+      for (const auto& file : plan.boot_files)
+        if (auto done = boot_rows_this_run.find(boot_key(*plan.image, file)); done != boot_rows_this_run.end())
+          rows.push_back(done->second);
     }
     if (plan.manifest_row) rows.push_back(*plan.manifest_row);
   }

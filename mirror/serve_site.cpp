@@ -366,8 +366,11 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
     add(std::string(site_paths::deps_manifests) + name + ".json", manifest_resource(manifest));
   }
   // Artifacts at Podplane's plain path and at each arch's base (cache/views.hpp): the site,
-  // the views and `cluster check`'s replay of a VM agree on every path.
-  for (const auto& [path, artifact] : cache::vmconfig_artifact_paths(store.artifacts({.kind = cache::ArtifactKind::vmconfig_artifact}))) {
+  // the views and `cluster check`'s replay of a VM agree on every path. The boot files read out
+  // of each os image sit beside it (…/os-image/<version>/boot/<file>), for nodes that boot them.
+  auto vmconfig_rows = store.artifacts({.kind = cache::ArtifactKind::vmconfig_artifact});
+  for (auto& row : store.artifacts({.kind = cache::ArtifactKind::vmconfig_boot_file})) vmconfig_rows.push_back(std::move(row));
+  for (const auto& [path, artifact] : cache::vmconfig_artifact_paths(vmconfig_rows)) {
     auto segments = split(path, '/');
     if (!all_safe(segments)) {
       skip("vmconfig artifact with unsafe names: " + artifact.address + " " + artifact.version + " " + artifact.filename);

@@ -45,13 +45,15 @@ bool valid_digest(const std::string& digest) {
   return want != 0 && hex.size() == want && is_hex(hex);
 }
 
-// os.boot names the kernel and initrd inside the image by partition, path and digest. They
-// cannot be checked without reading the image's file system, which podplane does not do; a
-// digest that is not one is refused here, so no stack or node is ever given it.
-void check_boot(const json& os, const std::string& manifest) {
+// os.boot names the kernel and initrd inside the image by partition, path and digest; those
+// with a digest are read out of the image and checked at `deps download` (mirror/boot_files.hpp).
+// The path reaches debugfs as a command argument, so it must be a plain absolute path: no
+// white space, quotes, backslashes or control characters, no "." or ".." segments.
+std::vector<VmconfigBootFile> boot_files_of(const json& os, const std::string& manifest) {
   auto boot = os.find("boot");
-  if (boot == os.end()) return;
+  if (boot == os.end()) return {};
   if (!boot->is_object()) throw Error("vmconfig manifest " + manifest + ": os.boot is not an object");
+  std::vector<VmconfigBootFile> files;
   for (const char* part : {"kernel", "initrd"}) {
     auto entry = boot->find(part);
     if (entry == boot->end()) continue;
@@ -60,8 +62,31 @@ void check_boot(const json& os, const std::string& manifest) {
     std::string digest = text_of(*entry, "digest");
     if (entry->contains("digest") && !valid_digest(digest))
       throw Error(where + ".digest must be sha256:<64 hex> or sha512:<128 hex>, got \"" + digest + "\"");
-    if (text_of(*entry, "path").empty()) throw Error(where + ".path is empty");
+    std::string path = text_of(*entry, "path");
+    if (path.empty()) throw Error(where + ".path is empty");
+    if (!entry->contains("digest")) continue;
+    bool plain = path.size() > 1 && path.size() <= 4096 && path.front() == '/' && path.back() != '/' &&
+                 std::all_of(path.begin(), path.end(), [](char c) {
+                   auto byte = static_cast<unsigned char>(c);
+                   return byte > 0x20 && byte != 0x7f && c != '"' && c != '\'' && c != '\\';
+                 });
+    for (std::size_t start = 1; plain && start <= path.size();) {
+      std::size_t end = std::min(path.find('/', start), path.size());
+      std::string_view segment = std::string_view(path).substr(start, end - start);
+      if (segment.empty() || segment == "." || segment == "..") plain = false;
+      start = end + 1;
+    }
+    if (!plain)
+      throw Error(where + ".path must be an absolute path of plain segments without spaces or quotes, got \"" + path + "\"");
+    auto partition = entry->find("partition");
+    if (partition == entry->end() || !partition->is_number_integer() || partition->get<std::int64_t>() < 1 ||
+        partition->get<std::int64_t>() > 128) {
+      throw Error(where + ".partition must be a partition number from 1 to 128, got " +
+                  (partition == entry->end() ? std::string("nothing") : partition->dump()));
+    }
+    files.push_back({part, static_cast<int>(partition->get<std::int64_t>()), path, digest});
   }
+  return files;
 }
 
 bool valid_segment(std::string_view text) {
@@ -82,6 +107,12 @@ json without_cached(json value) {
 }  // namespace
 
 std::string VmconfigItem::basename() const { return url_file_name(url); }
+
+std::string VmconfigBootFile::file_name() const { return path.substr(path.rfind('/') + 1); }
+
+std::string VmconfigBootFile::view_path(const std::string& image_version) const {
+  return "vmconfig/artifacts/os-image/" + image_version + "/boot/" + file_name();
+}
 
 std::string VmconfigItem::view_path() const { return "vmconfig/artifacts/" + name + "/" + version + "/" + basename(); }
 
@@ -104,7 +135,7 @@ VmconfigManifest parse_vmconfig_manifest(std::string_view bytes, std::string_vie
     if (auto image = os->find("image"); image != os->end() && image->is_object()) {
       manifest.items.push_back(item_of("os-image", *image, label));
     }
-    check_boot(*os, label);
+    manifest.boot_files = boot_files_of(*os, label);
   }
   manifest.name = vmconfig_manifest_name(manifest.kind, manifest.arch);
   if (!expected_name.empty() && manifest.name != expected_name) {

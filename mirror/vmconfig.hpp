@@ -11,6 +11,9 @@
 //   vmconfig_artifact: address = item name ("containerd", "os-image"), version = item
 //     version, platform = "linux_<arch>", filename = basename(url), upstream_digest =
 //     the manifest's "sha256:…"/"sha512:…".
+//   vmconfig_boot_file: a kernel or initrd read out of the os image (os.boot): address =
+//     "os-image", version = the image's version, platform = "linux_<arch>", filename =
+//     basename(os.boot.<part>.path), upstream_digest = os.boot.<part>.digest.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,12 +36,25 @@ struct VmconfigItem {
   std::string view_path() const;  // vmconfig/artifacts/<name>/<version>/<basename>
 };
 
+// A file os.boot names inside the os image: the kernel or the initrd a VM boots directly.
+struct VmconfigBootFile {
+  std::string part;     // "kernel" | "initrd"
+  int partition = 0;    // 1-based partition number of the image's disk
+  std::string path;     // absolute path in that partition's ext2/3/4 file system
+  std::string digest;   // "sha256:<64 hex>" | "sha512:<128 hex>"
+
+  std::string file_name() const;  // the last segment of `path`
+  // vmconfig/artifacts/os-image/<image version>/boot/<file name> (Podplane's cache layout)
+  std::string view_path(const std::string& image_version) const;
+};
+
 struct VmconfigManifest {
   std::string name;     // vmconfig_<kind>_debian-13_<arch>
   std::string kind;     // knc | knd
   std::string arch;     // amd64 | arm64
   std::string version;  // vmconfig.version
   std::vector<VmconfigItem> items;  // os image first, then dependencies by name
+  std::vector<VmconfigBootFile> boot_files;  // os.boot entries that carry a digest: kernel, initrd
   nlohmann::json document;
 };
 

@@ -114,6 +114,11 @@ TEST(DepsDownload, DryRunListsAndWritesNothing) {
       << result.out;
   EXPECT_NE(result.out.find("VMConfig artifacts that would be downloaded:"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("vmconfig/artifacts/netsy/1.1.0/netsy_1.1.0_linux_arm64.tar.gz"), std::string::npos) << result.out;
+  // The boot files os.boot names, read from the image once it is there.
+  EXPECT_NE(result.out.find("  \u2022 vmconfig/artifacts/os-image/20260512-2476/boot/vmlinuz-6.12.86+deb13-cloud-arm64 (read from "
+                            "the image, partition 1 /boot/vmlinuz-6.12.86+deb13-cloud-arm64)\n"),
+            std::string::npos)
+      << result.out;
   EXPECT_EQ(result.out.find("nstance-agent"), std::string::npos) << "provider-specific item without --providers";
   EXPECT_EQ(artifact_requests(upstream), 0u);
   EXPECT_FALSE(fs::exists(deps.root() / "vmconfig"));
@@ -143,6 +148,150 @@ TEST(DepsDownload, DigestMismatchIndexesNothingAndSaysExpectedAndGot) {
   EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_artifact).empty());
   EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_manifest).empty());
   EXPECT_FALSE(fs::exists(deps.root() / "vmconfig"));
+}
+
+// os.boot (docs/deps.md "Boot kernel and initrd"): the kernel and initrd are read out of the
+// fixture's real qcow2 image (GPT, ext4 partition 1), checked against the manifest, stored as
+// vmconfig_boot_file rows laid out beside the image, verified by `deps verify`, carried by a
+// bundle, and a second run does nothing.
+TEST(DepsDownload, TheBootKernelAndInitrdAreReadOutOfTheImageStoredAndVerified) {
+  if (!have_program("qemu-img")) GTEST_SKIP() << "qemu-img is not installed (scripts/setup installs qemu-utils)";
+  FixtureUpstream upstream;
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "amd64"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const auto& boot = manifest_entry(upstream, "vmconfig_knc_debian-13_amd64")["boot"];
+  ASSERT_EQ(boot.size(), 2u);
+  auto rows = stored(deps.root(), cache::ArtifactKind::vmconfig_boot_file);
+  ASSERT_EQ(rows.size(), 2u) << "one row per file, shared by knc and knd";
+  for (const auto& file : boot) {
+    auto row = std::find_if(rows.begin(), rows.end(), [&](const auto& a) { return a.filename == file["file_name"]; });
+    ASSERT_NE(row, rows.end()) << file;
+    EXPECT_EQ(row->address, "os-image");
+    EXPECT_EQ(row->version, "20260512-2476");
+    EXPECT_EQ(row->platform, "linux_amd64");
+    EXPECT_EQ(row->digest, file["sha256"]);
+    EXPECT_EQ(row->upstream_digest, "sha256:" + file["sha256"].get<std::string>());
+    EXPECT_EQ(row->trust, cache::Trust::checksum);
+    for (const fs::path& base : {deps.root(), deps.root() / "arch" / "amd64"}) {
+      auto view = base / "vmconfig/artifacts/os-image/20260512-2476/boot" / file["file_name"].get<std::string>();
+      ASSERT_TRUE(fs::exists(view)) << view;
+      EXPECT_EQ(file_digest_hex(view), file["sha256"]) << view;
+    }
+  }
+  auto verify = deps.podplane({"deps", "verify"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_NE(verify.out.find(": ok"), std::string::npos) << verify.out;
+
+  auto again = deps.podplane({"deps", "download", "--arch", "amd64"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("All dependencies for knc_debian-13_amd64 are up to date (fetched 0, present 8)."), std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("No new artifacts: nothing was transferred."), std::string::npos) << again.out;
+
+  // A store whose image came before its boot files were read (an older podplane): they are
+  // read out of the stored image, with nothing downloaded.
+  ASSERT_TRUE(have_program("sqlite3"));
+  auto forget = run({"sqlite3", (deps.root() / "store" / "index.db").string(),
+                     "DELETE FROM artifacts WHERE kind = 'vmconfig_boot_file'"});
+  ASSERT_EQ(forget.exit_code, 0) << forget.err;
+  ASSERT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_boot_file).empty());
+  auto requests = artifact_requests(upstream);
+  auto refill = deps.podplane({"deps", "download", "--arch", "amd64"});
+  ASSERT_EQ(refill.exit_code, 0) << refill.out << refill.err;
+  EXPECT_EQ(artifact_requests(upstream), requests) << "the image was downloaded again";
+  EXPECT_NE(refill.out.find("vmconfig knc_debian-13_amd64: fetched 2, present 6."), std::string::npos) << refill.out;
+  EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::vmconfig_boot_file).size(), 2u);
+
+  // A bundle carries them to another store.
+  TempDir other;
+  auto create = deps.podplane({"bundle", "create", (other / "b.bundle").string()});
+  ASSERT_EQ(create.exit_code, 0) << create.out << create.err;
+  ProcessOptions import_options;
+  import_options.env = {{"PODPLANE_DEPS_CACHE_DIR", (other / "deps").string()}};
+  auto import = run_podplane({"bundle", "import", (other / "b.bundle").string(), "--allow-unsigned"}, import_options);
+  ASSERT_EQ(import.exit_code, 0) << import.out << import.err;
+  EXPECT_EQ(stored(other / "deps", cache::ArtifactKind::vmconfig_boot_file).size(), 2u);
+  EXPECT_TRUE(fs::exists(other / "deps/vmconfig/artifacts/os-image/20260512-2476/boot" /
+                         boot[0]["file_name"].get<std::string>()));
+}
+
+// What the index and the views hold, for "nothing already in the store is lost or changed".
+std::string store_state(const fs::path& root) {
+  std::string state;
+  auto store = cache::Store::open(root, cache::Store::Access::read_only);
+  for (const auto& a : store.artifacts())
+    state += std::string(cache::to_string(a.kind)) + " " + a.address + " " + a.version + " " + a.platform + " " + a.filename +
+             " " + a.digest + " " + a.upstream_digest + "\n";
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    auto relative = fs::relative(entry.path(), root).string();
+    if (relative.starts_with("store") || !entry.is_regular_file()) continue;
+    state += relative + " " + file_digest_hex(entry.path()) + "\n";
+  }
+  return state;
+}
+
+// The image's own digest matches its manifest entry, but the kernel inside it is not the one
+// os.boot names: the image is refused, nothing is indexed, and what the store held stays.
+TEST(DepsDownload, AnImageWhoseKernelDiffersFromOsBootIsRefusedAndTheStoreIsUnchanged) {
+  if (!have_program("qemu-img")) GTEST_SKIP() << "qemu-img is not installed (scripts/setup installs qemu-utils)";
+  FixtureUpstream good;
+  FixtureOptions fault;
+  fault.boot_fault = "kernel-digest";
+  FixtureUpstream tampered(fault);
+  TempDir dir;
+  auto deps_at = [&](const FixtureUpstream& upstream, std::vector<std::string> args) {
+    ProcessOptions options;
+    options.env = upstream.env(dir / "deps", dir / "cli.tfrc");
+    options.unset_env = {"PODPLANE_ARCH"};
+    return run_podplane(args, options);
+  };
+  // First an empty store: the image never enters it.
+  auto refused = deps_at(tampered, {"deps", "download", "--arch", "arm64", "--kind", "knc", "--skip-seeds"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  const auto& kernel = manifest_entry(tampered, "vmconfig_knc_debian-13_arm64")["boot"][0];
+  EXPECT_NE(refused.err.find("boot kernel " + kernel["path"].get<std::string>() + " (partition 1) of os-image 20260512-2476 "
+                             "(debian-13-genericcloud-arm64-20260512-2476.qcow2) does not match the manifest's "
+                             "os.boot.kernel.digest\n  expected: sha256:"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("\n  got:      sha256:" + kernel["sha256"].get<std::string>()), std::string::npos) << refused.err;
+  {
+    auto store = cache::Store::open(dir / "deps", cache::Store::Access::read_only);
+    EXPECT_TRUE(store.artifacts().empty());
+    for (const auto& item : manifest_entry(tampered, "vmconfig_knc_debian-13_arm64")["items"]) {
+      if (item["name"] != "os-image") continue;
+      EXPECT_FALSE(store.has_object(item["sha256"].get<std::string>())) << "the image was stored";
+    }
+    EXPECT_FALSE(store.has_object(kernel["sha256"].get<std::string>())) << "the kernel was stored";
+  }
+  EXPECT_FALSE(fs::exists(dir / "deps" / "vmconfig"));
+
+  // Then a store that holds the same image from a good manifest: the tampered one changes nothing.
+  auto filled = deps_at(good, {"deps", "download", "--arch", "arm64", "--kind", "knc", "--skip-seeds"});
+  ASSERT_EQ(filled.exit_code, 0) << filled.out << filled.err;
+  const std::string before = store_state(dir / "deps");
+  auto again = deps_at(tampered, {"deps", "download", "--arch", "arm64", "--kind", "knc", "--skip-seeds"});
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  EXPECT_NE(again.err.find("does not match the manifest's os.boot.kernel.digest"), std::string::npos) << again.err;
+  EXPECT_EQ(store_state(dir / "deps"), before);
+}
+
+// A digest-pinned "image" that is no qcow2 at all: qemu-img's own words, nothing indexed.
+TEST(DepsDownload, AnImageThatIsNoQcow2IsRefusedWithQemuImgsWords) {
+  if (!have_program("qemu-img")) GTEST_SKIP() << "qemu-img is not installed (scripts/setup installs qemu-utils)";
+  FixtureOptions fault;
+  fault.boot_fault = "corrupt-qcow2";
+  FixtureUpstream upstream(fault);
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "amd64", "--kind", "knd", "--skip-seeds"});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("os-image 20260512-2476 (debian-13-genericcloud-amd64-20260512-2476.qcow2) is not a readable "
+                            "qcow2 image: qemu-img failed (exit 1):\nqemu-img: "),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("Image is not in qcow2 format"), std::string::npos) << result.err;
+  EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_artifact).empty());
 }
 
 // Seeds (podplane.md §2.2, §6): seeds.json and every snapshot, sha512-checked, laid out where
@@ -210,7 +359,8 @@ TEST(DepsDownload, StatusSeesANewUpstreamManifest) {
   auto after = deps.podplane({"deps", "status", "--arch", "amd64", "--kind", "knc"});
   EXPECT_EQ(after.out, "New packages are available to download.\n") << after.err;
   // Fetching the new manifest adds to the store; the old manifest row stays.
-  ASSERT_EQ(deps.podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"}).exit_code, 0);
+  auto fetched = deps.podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"});
+  ASSERT_EQ(fetched.exit_code, 0) << fetched.out << fetched.err;
   EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::vmconfig_manifest).size(), 2u);
   EXPECT_NE(read_file(deps.root() / "vmconfig/manifests/vmconfig_knc_debian-13_amd64.json").find("\"1.0.0\""),
             std::string::npos);

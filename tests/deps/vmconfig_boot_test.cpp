@@ -2,6 +2,9 @@
 // manifest is refused with the item named (mirror/vmconfig.hpp).
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <vector>
+
 #include "base/error.hpp"
 #include "mirror/vmconfig.hpp"
 
@@ -35,6 +38,36 @@ TEST(VmconfigBoot, AKernelDigestThatIsNotOneIsRefused) {
     EXPECT_NE(message.find("os.boot.kernel.digest must be sha256:<64 hex> or sha512:<128 hex>, got \"md5:abc\""),
               std::string::npos) << message;
   }
+}
+
+// The path goes to debugfs as a command argument: only plain absolute paths; partitions 1..128.
+TEST(VmconfigBoot, APathOrPartitionThatCannotBeReadSafelyRefusesTheManifest) {
+  for (auto [field, value, expected] : std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+           {"path", "/boot/vmlinuz x /tmp/out", "os.boot.kernel.path must be an absolute path of plain segments"},
+           {"path", "/boot/\"quoted\"", "os.boot.kernel.path must be an absolute path of plain segments"},
+           {"path", "boot/vmlinuz", "os.boot.kernel.path must be an absolute path of plain segments"},
+           {"path", "/boot/../etc/shadow", "os.boot.kernel.path must be an absolute path of plain segments"},
+           {"partition", 0, "os.boot.kernel.partition must be a partition number from 1 to 128, got 0"},
+           {"partition", "1", "os.boot.kernel.partition must be a partition number from 1 to 128, got \"1\""}}) {
+    auto document = nlohmann::json::parse(manifest_with_boot("sha256:" + std::string(64, 'c')));
+    document["vmconfig"]["os"]["boot"]["kernel"][field] = value;
+    try {
+      (void)parse_vmconfig_manifest(document.dump(), "vmconfig_knc_debian-13_amd64");
+      ADD_FAILURE() << field << " " << value << " accepted";
+    } catch (const Error& error) {
+      EXPECT_NE(error.message().find(expected), std::string::npos) << error.message();
+    }
+  }
+}
+
+TEST(VmconfigBoot, TheFilesToReadAreListedWithPartitionPathAndDigest) {
+  auto manifest = parse_vmconfig_manifest(manifest_with_boot("sha256:" + std::string(64, 'c')), "vmconfig_knc_debian-13_amd64");
+  ASSERT_EQ(manifest.boot_files.size(), 2u);
+  EXPECT_EQ(manifest.boot_files[0].part, "kernel");
+  EXPECT_EQ(manifest.boot_files[0].partition, 1);
+  EXPECT_EQ(manifest.boot_files[0].file_name(), "vmlinuz");
+  EXPECT_EQ(manifest.boot_files[0].view_path("20260512-2476"), "vmconfig/artifacts/os-image/20260512-2476/boot/vmlinuz");
+  EXPECT_EQ(manifest.boot_files[1].digest, "sha512:" + std::string(128, 'b'));
 }
 
 }  // namespace

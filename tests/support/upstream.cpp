@@ -32,6 +32,7 @@ std::vector<std::string> build_args_of(const FixtureOptions& options) {
   for (const auto& spec : options.add_version) args.insert(args.end(), {"--add-version", spec});
   if (options.zip_size) args.insert(args.end(), {"--zip-size", std::to_string(*options.zip_size)});
   if (options.runnable_plugin) args.insert(args.end(), {"--runnable-plugin", *options.runnable_plugin});
+  if (!options.boot_fault.empty()) args.insert(args.end(), {"--boot-fault", options.boot_fault});
   return args;
 }
 

@@ -30,6 +30,9 @@ struct FixtureOptions {
   // "linux_amd64=PATH": that platform's zips of the providers the fixture plugin plays
   // (podplane, random, null, tls, cloudinit) carry the real plugin at PATH (tests/tools/tfplugin)
   std::optional<std::string> runnable_plugin;
+  // "kernel-digest", "missing-partition", "missing-path", "not-ext4", "corrupt-qcow2": the os
+  // image or its os.boot entries wrong in that way, the image's own digest right.
+  std::string boot_fault;
   // shared: built once per test binary and reused by every FixtureUpstream with equal options;
   // private_copy: built into this upstream's own dir, so rebuild() may change it.
   enum class Sharing { shared, private_copy };

@@ -3,6 +3,7 @@
 
     build_fixture.py OUT_DIR [--corrupt-zip NAME] [--wrong-key PROVIDER] [--shasums-mismatch NAME]
                              [--zip-size BYTES] [--add-provider NS/TYPE=V1,V2]... [--add-version WHAT=VERSION]...
+                             [--boot-fault kernel-digest|missing-partition|missing-path|not-ext4|corrupt-qcow2]
 
 OUT_DIR gets:
   tls/ca.pem, tls/server.pem, tls/server.key   test CA and a server cert for 127.0.0.1/localhost (openssl CLI)
@@ -17,12 +18,15 @@ OUT_DIR gets:
     archives/terraform-aws-nstance-<ver>.tar.gz  flat archive; …-<ver>-topdir.tar.gz with one top dir
     mirror/<host>/<ns>/<type>/{index.json,<ver>.json,*.zip}   provider network mirror
     manifests/vmconfig_<kind>_debian-13_<arch>.json.tmpl      vmconfig manifests ({{BASE}} filled at serve time)
-    artifacts/<name>/<ver>/<file>                the files the manifests list
+    artifacts/<name>/<ver>/<file>                the files the manifests list; the os image is a real
+                                                 qcow2 (boot_image.py): GPT, ext4 partition 1 holding the
+                                                 /boot/vmlinuz-… and /boot/initrd.img-… that os.boot names
     v2/podplane-fixture/pause/{manifests,blobs}/…  a static OCI registry (read side) holding one
                                                  multi-arch image (linux/amd64, linux/arm64, linux/arm/v7)
                                                  that the manifests' `images` pin as {{HOST}}/podplane-fixture/pause:3.10.2
                                                  (--images FILE: that JSON list instead, {{HOST}} allowed)
     manifests/seeds.json.tmpl, seeds/<name>/<ver>/<name>.netsy   Netsy seed snapshots (sha512-pinned)
+  os-images/<arch>-<fault>.qcow2                 the os images as made once (reused while their inputs hold)
   fixture.json                                   what was made (see docs/download.md)
 
 Zips, archives and git commits are deterministic; keys are made once and reused when OUT_DIR is
@@ -47,6 +51,7 @@ import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "images"))
 import make_image  # noqa: E402  (tests/tools/images: the same image maker the image tests use)
+import boot_image  # noqa: E402  (beside this file: a real GPT + ext4 qcow2 os image)
 
 ZIP_TIME = (2025, 1, 1, 0, 0, 0)
 EPOCH = 1735689600  # 2025-01-01T00:00:00Z
@@ -619,7 +624,59 @@ def build_seeds(www, fixture):
     fixture["seeds"] = {"version": SEEDS_VERSION, "snapshots": listed}
 
 
-def build_vmconfig(www, config, fixture, images):
+BOOT_FAULTS = ["kernel-digest", "missing-partition", "missing-path", "not-ext4", "corrupt-qcow2"]
+
+
+def boot_files(arch):
+    """What os.boot names in each arch's image: (part, path, bytes)."""
+    return [("kernel", "/boot/vmlinuz-6.12.86+deb13-cloud-%s" % arch, pseudo_random("boot/kernel/" + arch, 48 * 1024)),
+            ("initrd", "/boot/initrd.img-6.12.86+deb13-cloud-%s" % arch, pseudo_random("boot/initrd/" + arch, 32 * 1024))]
+
+
+def os_image_bytes(out, arch, fault):
+    """The qcow2 image of one arch: GPT, ext4 partition 1 with the boot files. mkfs.ext4 -d
+    stamps each inode with the real clock, so an image once made is kept in OUT_DIR/os-images/
+    and reused while its inputs are the same: building again never changes it."""
+    kept = os.path.join(out, "os-images", "%s-%s.qcow2" % (arch, fault or "good"))
+    inputs = hashlib.sha256(repr([(part, path, sha256_hex(data)) for part, path, data in boot_files(arch)]).encode()).hexdigest()
+    if os.path.exists(kept) and os.path.exists(kept + ".inputs"):
+        with open(kept + ".inputs") as f:
+            if f.read() == inputs:
+                with open(kept, "rb") as image:
+                    return image.read()
+    data = make_os_image(arch, fault)
+    write_if_changed(kept, data)
+    write_if_changed(kept + ".inputs", inputs)
+    return data
+
+
+def make_os_image(arch, fault):
+    if fault == "corrupt-qcow2":
+        return pseudo_random("vmconfig/os-image/" + arch, 96 * 1024)  # digest-pinned, but no qcow2
+    files = {path: data for _, path, data in boot_files(arch)}
+    work = tempfile.mkdtemp(prefix="os-image-")
+    try:
+        out = os.path.join(work, "image.qcow2")
+        boot_image.make_boot_image(out, files, "swap" if fault == "not-ext4" else "ext4")
+        with open(out, "rb") as f:
+            return f.read()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def os_boot(arch, fault):
+    boot = {"cmdline": "root=PARTUUID=%s ro console=ttyS0,115200" % boot_image.PART_GUID.lower()}
+    for part, path, data in boot_files(arch):
+        digest = "sha256:" + sha256_hex(data)
+        if fault == "kernel-digest" and part == "kernel":
+            digest = "sha256:" + sha256_hex(data + b"tampered")
+        if fault == "missing-path" and part == "kernel":
+            path = path.replace("vmlinuz-", "vmlinuz-missing-")
+        boot[part] = {"partition": 2 if fault == "missing-partition" else 1, "path": path, "digest": digest}
+    return boot
+
+
+def build_vmconfig(www, config, fixture, images, boot_fault=None):
     vm_version = config["vmconfig_version"]
     fixture["vmconfig"] = {"version": vm_version, "manifests": []}
     for kind in ("knc", "knd"):
@@ -627,7 +684,8 @@ def build_vmconfig(www, config, fixture, images):
             name = "vmconfig_%s_debian-13_%s" % (kind, arch)
             deps, image, listed = {}, None, []
             for key, art_name, version, path, typ, algo, size, providers in vmconfig_items(kind, arch, vm_version):
-                data = pseudo_random("vmconfig/" + path, size)
+                data = os_image_bytes(os.path.dirname(www), arch, boot_fault) if key == "os-image" else pseudo_random("vmconfig/" + path, size)
+                size = len(data)
                 write_if_changed(os.path.join(www, "artifacts", path), data)
                 digest = algo + ":" + hashlib.new(algo, data).hexdigest()
                 dep = {"version": version, "url": "{{BASE}}/artifacts/" + path, "type": typ, "digest": digest, "size": size}
@@ -640,11 +698,7 @@ def build_vmconfig(www, config, fixture, images):
                 listed.append({"name": art_name, "version": version, "path": "/artifacts/" + path,
                                "filename": os.path.basename(path), "digest": digest, "sha256": sha256_hex(data),
                                "size": size, "providers": providers or []})
-            boot = {"cmdline": "root=PARTUUID=94f1cc68-0000-4000-8000-000000000001 ro console=ttyS0,115200",
-                    "kernel": {"partition": 1, "path": "/boot/vmlinuz-6.12.86+deb13-cloud-%s" % arch,
-                               "digest": "sha256:" + sha256_hex(("kernel " + arch).encode())},
-                    "initrd": {"partition": 1, "path": "/boot/initrd.img-6.12.86+deb13-cloud-%s" % arch,
-                               "digest": "sha256:" + sha256_hex(("initrd " + arch).encode())}}
+            boot = os_boot(arch, boot_fault)
             manifest = {"vmconfig": {
                 "version": vm_version, "kind": kind,
                 "os": {"name": "debian-13", "arch": arch, "image": image, "boot": boot},
@@ -653,7 +707,10 @@ def build_vmconfig(www, config, fixture, images):
             path = "/manifests/%s.json" % name
             # serve.py fills {{BASE}} in *.tmpl files, so artifact urls are absolute like the real ones.
             write_json(os.path.join(www, path.lstrip("/") + ".tmpl"), manifest)
-            fixture["vmconfig"]["manifests"].append({"name": name, "kind": kind, "arch": arch, "path": path, "items": listed})
+            fixture["vmconfig"]["manifests"].append({
+                "name": name, "kind": kind, "arch": arch, "path": path, "items": listed,
+                "boot": [{"part": part, "path": p, "file_name": os.path.basename(p), "sha256": sha256_hex(data)}
+                         for part, p, data in boot_files(arch)]})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -721,6 +778,8 @@ def main():
     parser.add_argument("--runnable-plugin", metavar="PLATFORM=PATH",
                         help="put this real plugin executable (tests/tools/tfplugin) into the PLATFORM zips of %s"
                         % ", ".join(RUNNABLE_TYPES))
+    parser.add_argument("--boot-fault", choices=BOOT_FAULTS,
+                        help="make the os image or its os.boot entries wrong in this way (the image's own digest stays right)")
     parser.add_argument("--images", metavar="FILE",
                         help="JSON list of vmconfig image entries ({{HOST}} allowed) for the manifests, instead of the fixture image")
     args = parser.parse_args()
@@ -746,7 +805,7 @@ def main():
     if args.images:
         with open(args.images) as f:
             images = json.load(f)
-    build_vmconfig(www, config, fixture, images)
+    build_vmconfig(www, config, fixture, images, args.boot_fault)
     build_seeds(www, fixture)
     write_json(os.path.join(out, "fixture.json"), fixture)
 

@@ -1,0 +1,190 @@
+// Reading os.boot's kernel and initrd out of a real qcow2 image (mirror/boot_files.hpp) with the
+// real tools: images made by tests/tools/upstream/boot_image.py (GPT, partition 1 ext4 or swap,
+// qemu-img convert), then every way the image or the manifest's entry can be wrong.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "base/digest.hpp"
+#include "base/error.hpp"
+#include "mirror/boot_files.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace podplane::mirror {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+const std::string kKernel = "/boot/vmlinuz-6.12.86+deb13-cloud-amd64";
+const std::string kInitrd = "/boot/initrd.img-6.12.86+deb13-cloud-amd64";
+
+class BootFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* tool : {"qemu-img", "sfdisk", "debugfs", "mkfs.ext4", "blkid"}) {
+      if (!test::have_program(tool)) GTEST_SKIP() << tool << " is not installed (scripts/setup installs it)";
+    }
+    kernel_ = std::string(40000, 'k') + "kernel";
+    initrd_ = std::string(30000, 'i') + "initrd";
+    test::write_file(dir_ / "kernel", kernel_);
+    test::write_file(dir_ / "initrd", initrd_);
+    fs::create_directories(dir_ / "work");
+  }
+
+  fs::path make_image(const std::string& name, const std::string& partition_fs = "ext4") {
+    fs::path out = dir_ / name;
+    auto made = test::run({"python3", (test::source_dir() / "tests/tools/upstream/boot_image.py").string(), out.string(),
+                           "--file", kKernel + "=" + (dir_ / "kernel").string(), "--file",
+                           kInitrd + "=" + (dir_ / "initrd").string(), "--partition-fs", partition_fs});
+    if (made.exit_code != 0) throw std::runtime_error("boot_image.py failed:\n" + made.err);
+    return out;
+  }
+
+  std::vector<VmconfigBootFile> wanted(int partition = 1, const std::string& kernel_path = kKernel) const {
+    return {{"kernel", partition, kernel_path, "sha256:" + sha256_hex(kernel_)},
+            {"initrd", partition, kInitrd, "sha512:" + [&] {
+               Hasher hasher(DigestAlgorithm::sha512);
+               hasher.update(initrd_);
+               return hasher.finish_hex();
+             }()}};
+  }
+
+  std::string error_of(const fs::path& image, const std::vector<VmconfigBootFile>& files) {
+    try {
+      (void)read_boot_files(image, "os-image 1 (disk.qcow2)", files, dir_ / "work");
+    } catch (const Error& error) {
+      return error.message();
+    }
+    return "(no error)";
+  }
+
+  // What read_boot_files left in its work dir: only the files it returned, on every path.
+  std::vector<std::string> left_in_work() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir_ / "work")) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  TempDir dir_;
+  std::string kernel_, initrd_;
+};
+
+TEST_F(BootFiles, KernelAndInitrdComeOutOfTheImageMatchingTheirDigests) {
+  auto image = make_image("disk.qcow2");
+  auto files = read_boot_files(image, "os-image 1 (disk.qcow2)", wanted(), dir_ / "work");
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].file.part, "kernel");
+  EXPECT_EQ(test::read_file(files[0].path), kernel_);
+  EXPECT_EQ(files[1].file.part, "initrd");
+  EXPECT_EQ(test::read_file(files[1].path), initrd_);
+  // Neither the disk head nor the partition's raw copy stays behind.
+  EXPECT_EQ(left_in_work(), (std::vector<std::string>{files[1].path.filename().string(), files[0].path.filename().string()}));
+}
+
+// Debian keeps sfdisk, blkid and debugfs in /usr/sbin, off an ordinary user's PATH.
+TEST_F(BootFiles, TheToolsInSbinAreFoundWhenPathLacksIt) {
+  auto image = make_image("disk.qcow2");
+  test::ScopedEnv path("PATH", "/usr/bin:/bin");
+  auto files = read_boot_files(image, "os-image 1 (disk.qcow2)", wanted(), dir_ / "work");
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(test::read_file(files[0].path), kernel_);
+}
+
+TEST_F(BootFiles, AMissingToolIsNamedWithItsPackage) {
+  auto image = make_image("disk.qcow2");
+  test::ScopedEnv path("PATH", (dir_ / "no-such-dir").string());
+  auto message = error_of(image, wanted());
+  EXPECT_NE(message.find("os-image 1 (disk.qcow2) is not a readable qcow2 image: qemu-img is not installed (Debian package "
+                         "qemu-utils; podplane reads boot files out of os images with it)"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(BootFiles, AKernelThatDiffersFromTheManifestIsRefusedWithExpectedAndGot) {
+  auto image = make_image("disk.qcow2");
+  auto files = wanted();
+  files[0].digest = "sha256:" + sha256_hex("another kernel");
+  auto message = error_of(image, files);
+  EXPECT_NE(message.find("boot kernel " + kKernel + " (partition 1) of os-image 1 (disk.qcow2) does not match the manifest's "
+                         "os.boot.kernel.digest\n  expected: sha256:" + sha256_hex("another kernel") +
+                         "\n  got:      sha256:" + sha256_hex(kernel_)),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(left_in_work().size(), 1u) << "only the extracted kernel; no raw partition";
+}
+
+TEST_F(BootFiles, AMissingPartitionNamesTheImageThePartitionAndWhatThereIs) {
+  auto image = make_image("disk.qcow2");
+  auto message = error_of(image, wanted(2));
+  EXPECT_NE(message.find("os-image 1 (disk.qcow2) has no partition 2 (named by os.boot.kernel)\n  expected: partition 2\n"
+                         "  got:      partitions 1"),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(left_in_work().empty());
+}
+
+TEST_F(BootFiles, AMissingPathNamesThePathThePartitionAndDebugfsWords) {
+  auto image = make_image("disk.qcow2");
+  auto message = error_of(image, wanted(1, "/boot/vmlinuz-none"));
+  EXPECT_NE(message.find("os.boot.kernel /boot/vmlinuz-none on partition 1 of os-image 1 (disk.qcow2): no such file "
+                         "(debugfs: /boot/vmlinuz-none: File not found by ext2_lookup"),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(left_in_work().empty());
+}
+
+TEST_F(BootFiles, ADirectoryIsNotABootFile) {
+  auto image = make_image("disk.qcow2");
+  auto message = error_of(image, wanted(1, "/boot"));
+  EXPECT_NE(message.find("os.boot.kernel /boot on partition 1 of os-image 1 (disk.qcow2) is not a regular file\n"
+                         "  expected: regular\n  got:      directory"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(BootFiles, APartitionThatIsNotExt4SaysWhatItIs) {
+  auto image = make_image("disk.qcow2", "swap");
+  auto message = error_of(image, wanted());
+  EXPECT_NE(message.find("partition 1 of os-image 1 (disk.qcow2) is not an ext2/3/4 file system, so its boot files cannot "
+                         "be read\n  expected: ext2, ext3 or ext4\n  got:      swap"),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(left_in_work().empty());
+}
+
+TEST_F(BootFiles, ACorruptQcow2GivesQemuImgsOwnWords) {
+  test::write_file(dir_ / "disk.qcow2", "QFI\xfb but not really a qcow2 image");
+  auto message = error_of(dir_ / "disk.qcow2", wanted());
+  EXPECT_NE(message.find("os-image 1 (disk.qcow2) is not a readable qcow2 image: qemu-img failed (exit 1):\nqemu-img: "),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(left_in_work().empty());
+}
+
+TEST_F(BootFiles, ATruncatedQcow2IsAnErrorNotACrash) {
+  auto image = make_image("disk.qcow2");
+  fs::resize_file(image, 100000);  // the clusters of the partition table and the files are gone
+  auto message = error_of(image, wanted());
+  // qemu-img reads what is cut off as zeros; the tool that finds nothing there says so.
+  EXPECT_NE(message.find("os-image 1 (disk.qcow2) has no partition table sfdisk can read: sfdisk failed (exit 1):\nsfdisk: "),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(left_in_work().empty());
+}
+
+TEST_F(BootFiles, AnImageWithABackingFileIsRefusedBeforeAnythingOfItIsRead) {
+  test::write_file(dir_ / "secret", std::string(1 << 20, 's'));
+  auto made = test::run({"qemu-img", "create", "-q", "-f", "qcow2", "-u", "-b", (dir_ / "secret").string(), "-F", "raw",
+                         (dir_ / "disk.qcow2").string(), "1M"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto message = error_of(dir_ / "disk.qcow2", wanted());
+  EXPECT_NE(message.find("os-image 1 (disk.qcow2) refers to a backing file (" + (dir_ / "secret").string() +
+                         "); an os image must be self-contained"),
+            std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace podplane::mirror

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Makes a small, real os image as the Debian cloud images are laid out: a GPT disk whose
+partition 1 is an ext4 file system holding the files given, converted to qcow2.
+
+    boot_image.py OUT.qcow2 --file /boot/vmlinuz-x=KERNEL_FILE [--file PATH=FILE]... [--partition-fs ext4|swap]
+
+Only standard tools, none of them needing root: sfdisk (fdisk) on a plain file, mkfs.ext4 -d
+(e2fsprogs) or mkswap (util-linux) for the partition, qemu-img convert (qemu-utils). The
+output is deterministic for equal input (fixed UUIDs, hash seed and clock, sorted files).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SECTOR = 512
+PART_START = 2048          # sectors: 1 MiB, as every partitioning tool aligns
+DISK_BYTES = 8 << 20
+PART_BYTES = 6 << 20
+DISK_GUID = "94F1CC68-0000-4000-8000-000000000000"
+PART_GUID = "94F1CC68-0000-4000-8000-000000000001"  # the fixture manifests' root=PARTUUID=…
+FS_UUID = "94f1cc68-0000-4000-8000-0000000000aa"
+HASH_SEED = "94f1cc68-0000-4000-8000-0000000000bb"
+EPOCH = 1735689600  # 2025-01-01T00:00:00Z
+
+
+def run(argv, env=None):
+    result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    if result.returncode != 0:
+        sys.stderr.write(result.stderr.decode(errors="replace"))
+        raise SystemExit("%s failed (exit %d)" % (argv[0], result.returncode))
+    return result.stdout
+
+
+def make_boot_image(out, files, partition_fs="ext4"):
+    """files: {absolute path in the file system: bytes}. Writes OUT (qcow2)."""
+    work = tempfile.mkdtemp(prefix="boot-image-")
+    try:
+        root = os.path.join(work, "root")
+        os.makedirs(root)
+        for path, data in sorted(files.items()):
+            target = os.path.join(root, path.lstrip("/"))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(data)
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in dirnames + filenames:
+                os.utime(os.path.join(dirpath, name), (EPOCH, EPOCH))
+        os.utime(root, (EPOCH, EPOCH))
+        part = os.path.join(work, "part.raw")
+        with open(part, "wb") as f:
+            f.truncate(PART_BYTES)
+        env = dict(os.environ, E2FSPROGS_FAKE_TIME=str(EPOCH))
+        if partition_fs == "ext4":
+            run(["mkfs.ext4", "-q", "-F", "-U", FS_UUID, "-E", "hash_seed=%s,root_owner=0:0" % HASH_SEED, "-d", root, part], env=env)
+        elif partition_fs == "swap":
+            run(["mkswap", "-U", FS_UUID, part])
+        else:
+            raise SystemExit("unknown --partition-fs " + partition_fs)
+        disk = os.path.join(work, "disk.raw")
+        with open(disk, "wb") as f:
+            f.truncate(DISK_BYTES)
+        table = ("label: gpt\nlabel-id: %s\nfirst-lba: %d\n"
+                 "start=%d, size=%d, type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=%s\n"
+                 % (DISK_GUID, PART_START, PART_START, PART_BYTES // SECTOR, PART_GUID))
+        result = subprocess.run(["sfdisk", "-q", disk], input=table.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if result.returncode != 0:
+            sys.stderr.write(result.stderr.decode(errors="replace"))
+            raise SystemExit("sfdisk failed (exit %d)" % result.returncode)
+        with open(part, "rb") as src, open(disk, "r+b") as dst:
+            dst.seek(PART_START * SECTOR)
+            shutil.copyfileobj(src, dst)
+        tmp = out + ".tmp"
+        run(["qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", disk, tmp])
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--file", action="append", default=[], metavar="PATH=FILE")
+    parser.add_argument("--partition-fs", default="ext4", choices=["ext4", "swap"])
+    args = parser.parse_args()
+    files = {}
+    for spec in args.file:
+        path, _, source = spec.partition("=")
+        with open(source, "rb") as f:
+            files[path] = f.read()
+    make_boot_image(args.out, files, args.partition_fs)
+
+
+if __name__ == "__main__":
+    main()
