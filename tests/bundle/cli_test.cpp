@@ -29,11 +29,7 @@ using podplane::test::TempDir;
 using podplane::test::write_file;
 namespace fs = std::filesystem;
 
-ProcessOptions at(const fs::path& root) {
-  ProcessOptions options;
-  options.env["PODPLANE_DEPS_CACHE_DIR"] = root.string();
-  return options;
-}
+ProcessOptions at(const fs::path& root) { return podplane::test::with_deps_root(root); }
 
 std::string show(const ProcessResult& r) { return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
 

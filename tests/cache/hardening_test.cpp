@@ -62,11 +62,7 @@ void damage(const fs::path& object, const std::string& content) {
   std::ofstream(object, std::ios::binary | std::ios::trunc) << content;
 }
 
-test::ProcessOptions at(const fs::path& root) {
-  test::ProcessOptions options;
-  options.env["PODPLANE_DEPS_CACHE_DIR"] = root.string();
-  return options;
-}
+test::ProcessOptions at(const fs::path& root) { return test::with_deps_root(root); }
 
 std::string show(const test::ProcessResult& r) {
   return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;

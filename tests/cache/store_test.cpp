@@ -43,6 +43,16 @@ Artifact package(const std::string& digest, const std::string& platform = "linux
   return a;
 }
 
+// add_artifact must refuse `row` with an error that says `fragment`.
+void expect_rejected(Store& store, const Artifact& row, const std::string& fragment) {
+  try {
+    (void)store.add_artifact(row);
+    ADD_FAILURE() << "accepted a row that should fail with: " << fragment;
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr(fragment));
+  }
+}
+
 TEST(Store, OpenCreatesTheLayoutAndRecordsTheMigration) {
   TempDir dir;
   fs::path root = dir / "deps";
@@ -216,14 +226,7 @@ TEST(Store, BadArtifactsAreRejectedWithAReason) {
   TempDir dir;
   Store store = Store::open(dir.path());
   std::string digest = store.add_bytes("zip bytes");
-  auto expect_error = [&](Artifact a, const std::string& fragment) {
-    try {
-      (void)store.add_artifact(a);
-      ADD_FAILURE() << "accepted an artifact that should fail with: " << fragment;
-    } catch (const Error& error) {
-      EXPECT_THAT(error.what(), HasSubstr(fragment));
-    }
-  };
+  auto expect_error = [&](const Artifact& a, const std::string& fragment) { expect_rejected(store, a, fragment); };
   expect_error(package(std::string(64, 'f')), "not in the store");
   expect_error(package("xyz"), "not a sha256 digest");
   expect_error(package(digest, "linux-amd64"), "not of the form os_arch");
@@ -280,14 +283,7 @@ TEST(Store, ProtocolsFollowTheRowRules) {
   TempDir dir;
   Store store = Store::open(dir.path());
   std::string digest = store.add_bytes("zip bytes");
-  auto expect_error = [&](Artifact a, const std::string& fragment) {
-    try {
-      (void)store.add_artifact(a);
-      ADD_FAILURE() << "accepted an artifact that should fail with: " << fragment;
-    } catch (const Error& error) {
-      EXPECT_THAT(error.what(), HasSubstr(fragment));
-    }
-  };
+  auto expect_error = [&](const Artifact& a, const std::string& fragment) { expect_rejected(store, a, fragment); };
   Artifact spaced = package(digest);
   spaced.protocols = std::vector<std::string>{"6.0\n\"}"};
   expect_error(spaced, "is not a short printable word");
@@ -531,14 +527,7 @@ TEST(Store, ImageAndSeedRowsFollowTheirRules) {
     a.trust = Trust::checksum;
     return a;
   };
-  auto expect_error = [&](Artifact a, const std::string& fragment) {
-    try {
-      (void)store.add_artifact(a);
-      ADD_FAILURE() << "accepted an image row that should fail with: " << fragment;
-    } catch (const Error& error) {
-      EXPECT_THAT(error.what(), HasSubstr(fragment));
-    }
-  };
+  auto expect_error = [&](const Artifact& a, const std::string& fragment) { expect_rejected(store, a, fragment); };
   Artifact other_digest = image(ArtifactKind::image_blob);
   other_digest.filename = "sha256:" + std::string(64, 'b');
   expect_error(other_digest, "not the object's OCI digest");

@@ -77,8 +77,7 @@ ProcessResult run_offline(const std::vector<std::string>& args, ProcessOptions o
 }
 
 ProcessOptions at(const fs::path& root) {
-  ProcessOptions options;
-  options.env["PODPLANE_DEPS_CACHE_DIR"] = root.string();
+  ProcessOptions options = podplane::test::with_deps_root(root);
   options.unset_env = kProxyVariables;
   return options;
 }

@@ -16,12 +16,7 @@ using nlohmann::json;
 using podplane::test::read_file;
 using podplane::test::run_podplane;
 using podplane::test::TempDir;
-
-podplane::test::ProcessOptions with_root(const fs::path& root) {
-  podplane::test::ProcessOptions options;
-  options.env["PODPLANE_DEPS_CACHE_DIR"] = root.string();
-  return options;
-}
+using podplane::test::with_deps_root;
 
 // The nginx configuration docs/mirror.md documents, with test paths filled in.
 std::string nginx_config(const fs::path& prefix, const fs::path& root, int port) {
@@ -59,7 +54,7 @@ class ExportTest : public ::testing::Test {
 
 TEST_F(ExportTest, WritesTheSiteAndReplacesItAtomically) {
   fs::path out = temp_ / "www" / "mirror";
-  auto first = run_podplane({"mirror", "export", out.string()}, with_root(temp_ / "deps"));
+  auto first = run_podplane({"mirror", "export", out.string()}, with_deps_root(temp_ / "deps"));
   ASSERT_EQ(first.exit_code, 0) << first.err;
   auto store = cache::Store::open(temp_ / "deps", cache::Store::Access::read_only);
   auto site = mirror::MirrorSite::build(store);
@@ -98,7 +93,7 @@ TEST_F(ExportTest, WritesTheSiteAndReplacesItAtomically) {
     artifact.trust = cache::Trust::checksum;
     writable.add_artifact(artifact);
   }
-  auto second = run_podplane({"mirror", "export", out.string()}, with_root(temp_ / "deps"));
+  auto second = run_podplane({"mirror", "export", out.string()}, with_deps_root(temp_ / "deps"));
   ASSERT_EQ(second.exit_code, 0) << second.err;
   struct stat new_info {};
   ::stat(out.c_str(), &new_info);
@@ -112,7 +107,7 @@ TEST_F(ExportTest, WritesTheSiteAndReplacesItAtomically) {
   // A directory that is not an export is never replaced.
   fs::path foreign = temp_ / "home";
   podplane::test::write_file(foreign / "precious.txt", "keep me");
-  auto refused = run_podplane({"mirror", "export", foreign.string()}, with_root(temp_ / "deps"));
+  auto refused = run_podplane({"mirror", "export", foreign.string()}, with_deps_root(temp_ / "deps"));
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find("refusing to replace"), std::string::npos) << refused.err;
   EXPECT_EQ(read_file(foreign / "precious.txt"), "keep me");
@@ -130,7 +125,7 @@ TEST_F(ExportTest, NginxServesTheExportLikeMirrorServe) {
   // The export names the same mirror URL in the catalogue's snippets as mirror serve takes
   // from the request's Host, so that even the catalogue pages match byte for byte.
   fs::path out = temp_ / "export";
-  auto exported = run_podplane({"mirror", "export", out.string(), "--public-url", served}, with_root(temp_ / "deps"));
+  auto exported = run_podplane({"mirror", "export", out.string(), "--public-url", served}, with_deps_root(temp_ / "deps"));
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
 
   fs::path prefix = temp_ / "nginx";

@@ -44,8 +44,7 @@ class ImagesTest : public ::testing::Test {
   }
 
   ProcessOptions at(const fs::path& root) const {
-    ProcessOptions options;
-    options.env["PODPLANE_DEPS_CACHE_DIR"] = root.string();
+    ProcessOptions options = podplane::test::with_deps_root(root);
     options.env["PODPLANE_HTTP_RETRIES"] = "1";
     options.env["PODPLANE_HTTP_BACKOFF"] = "10ms";
     options.unset_env = {"http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};

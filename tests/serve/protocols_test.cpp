@@ -17,12 +17,7 @@ using nlohmann::json;
 using podplane::test::read_file;
 using podplane::test::run_podplane;
 using podplane::test::TempDir;
-
-podplane::test::ProcessOptions with_root(const fs::path& root) {
-  podplane::test::ProcessOptions options;
-  options.env["PODPLANE_DEPS_CACHE_DIR"] = root.string();
-  return options;
-}
+using podplane::test::with_deps_root;
 
 // NAMESPACE/TYPE → what the fixture registry lists for every version of it ([] for none); the
 // same for either origin host (the engine on PATH picks the host).
@@ -119,7 +114,7 @@ TEST(RegistryProtocols, ServedExportedAndCarriedAsUpstreamListedThem) {
   }
 
   const fs::path exported = dir / "export";
-  auto exported_run = run_podplane({"mirror", "export", exported.string()}, with_root(online));
+  auto exported_run = run_podplane({"mirror", "export", exported.string()}, with_deps_root(online));
   ASSERT_EQ(exported_run.exit_code, 0) << exported_run.err;
   auto read_exported = [&](const std::string& path) {
     fs::path file = exported / path.substr(1);
@@ -129,9 +124,9 @@ TEST(RegistryProtocols, ServedExportedAndCarriedAsUpstreamListedThem) {
 
   // Through a bundle into a store that never saw the upstream.
   const fs::path airgap = dir / "airgap";
-  auto created = run_podplane({"bundle", "create", (dir / "all.bundle").string()}, with_root(online));
+  auto created = run_podplane({"bundle", "create", (dir / "all.bundle").string()}, with_deps_root(online));
   ASSERT_EQ(created.exit_code, 0) << created.err;
-  auto imported = run_podplane({"bundle", "import", (dir / "all.bundle").string(), "--allow-unsigned"}, with_root(airgap));
+  auto imported = run_podplane({"bundle", "import", (dir / "all.bundle").string(), "--allow-unsigned"}, with_deps_root(airgap));
   ASSERT_EQ(imported.exit_code, 0) << imported.out << imported.err;
   MirrorServe serve(airgap, {"--listen", "127.0.0.1:0", "--plain-http"}, dir / "airgap-serve.err");
   ASSERT_TRUE(serve.started()) << serve.log();

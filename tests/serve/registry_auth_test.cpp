@@ -37,8 +37,7 @@ class RegistryAuthTest : public ::testing::Test {
 
   // A hermetic environment: no auth file of this machine's user is found.
   ProcessOptions at(const fs::path& root) const {
-    ProcessOptions options;
-    options.env["PODPLANE_DEPS_CACHE_DIR"] = root.string();
+    ProcessOptions options = podplane::test::with_deps_root(root);
     options.env["PODPLANE_HTTP_RETRIES"] = "1";
     options.env["PODPLANE_HTTP_BACKOFF"] = "10ms";
     options.env["HOME"] = (temp_ / "home").string();

@@ -108,6 +108,12 @@ ProcessResult run_podplane(const std::vector<std::string>& args, const ProcessOp
   return run(argv, options);
 }
 
+ProcessOptions with_deps_root(const fs::path& root) {
+  ProcessOptions options;
+  options.env["PODPLANE_DEPS_CACHE_DIR"] = root.string();
+  return options;
+}
+
 fs::path podplane_binary() { return PODPLANE_BINARY; }
 fs::path source_dir() { return PODPLANE_SOURCE_DIR; }
 fs::path test_data_dir() { return PODPLANE_TEST_DATA_DIR; }

@@ -42,6 +42,8 @@ struct ProcessOptions {
 ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 // Runs the podplane binary under test.
 ProcessResult run_podplane(const std::vector<std::string>& args, const ProcessOptions& options = {});
+// Options that point podplane at the store under `root` (PODPLANE_DEPS_CACHE_DIR).
+ProcessOptions with_deps_root(const fs::path& root);
 fs::path podplane_binary();
 fs::path source_dir();
 fs::path test_data_dir();
