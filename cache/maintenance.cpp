@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -38,24 +41,85 @@ constexpr const char* referenced_digests_sql =
     " UNION SELECT signature_digest FROM provenance WHERE signature_digest != ''"
     " UNION SELECT keys_digest FROM provenance WHERE keys_digest != ''";
 
-std::set<std::string> referenced_digests(sqlite::Database& db) {
-  std::set<std::string> digests;
-  sqlite::Statement select(db, referenced_digests_sql);
-  while (select.step()) digests.insert(select.text(0));
-  return digests;
-}
+// A sha256 digest as its 32 bytes: no allocation of its own, and half the size of its hex.
+// Byte order sorts as the lower-case hex does.
+struct RawDigest {
+  std::array<unsigned char, 32> bytes{};
 
-std::map<std::string, std::int64_t> indexed_objects(sqlite::Database& db) {
-  std::map<std::string, std::int64_t> objects;
-  sqlite::Statement select(db, "SELECT digest, size FROM objects");
-  while (select.step()) objects.emplace(select.text(0), select.integer(1));
+  // nullopt unless `hex` is a sha256 as we write it (is_sha256_hex).
+  static std::optional<RawDigest> parse(std::string_view hex) {
+    if (!is_sha256_hex(hex)) return std::nullopt;
+    auto nibble = [](char c) { return static_cast<unsigned char>(c <= '9' ? c - '0' : c - 'a' + 10); };
+    RawDigest digest;
+    for (std::size_t i = 0; i < digest.bytes.size(); ++i) digest.bytes[i] = static_cast<unsigned char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
+    return digest;
+  }
+  std::string hex() const { return to_hex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())); }
+  auto operator<=>(const RawDigest&) const = default;
+};
+
+// The objects table, sorted by digest, about 48 bytes an object (a 50,000-object store held
+// 8 MiB in a map of hex strings). A row whose digest is not a sha256 (a damaged or hostile
+// index) cannot name a file: it is kept aside in `malformed` for the caller to report.
+class IndexedObjects {
+ public:
+  struct Object {
+    RawDigest digest;
+    std::int64_t size = 0;
+    bool intact = false;  // deps verify: its file checked out
+  };
+
+  static IndexedObjects read(sqlite::Database& db) {
+    IndexedObjects objects;
+    sqlite::Statement count(db, "SELECT count(*) FROM objects");
+    if (count.step()) objects.sorted_.reserve(static_cast<std::size_t>(count.integer(0)));
+    sqlite::Statement select(db, "SELECT digest, size FROM objects ORDER BY digest");
+    while (select.step()) {
+      std::string text = select.text(0);
+      if (auto digest = RawDigest::parse(text)) objects.sorted_.push_back({*digest, select.integer(1), false});
+      else objects.malformed.push_back(std::move(text));
+    }
+    // ORDER BY compares the text; parse keeps that order, but a sort costs nothing when sorted.
+    if (!std::is_sorted(objects.sorted_.begin(), objects.sorted_.end(), by_digest)) {
+      std::sort(objects.sorted_.begin(), objects.sorted_.end(), by_digest);
+    }
+    return objects;
+  }
+
+  const Object* find(std::string_view hex) const {
+    auto digest = RawDigest::parse(hex);
+    if (!digest) return nullptr;
+    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), Object{*digest}, by_digest);
+    return it != sorted_.end() && it->digest == *digest ? &*it : nullptr;
+  }
+  bool contains(const RawDigest& digest) const {
+    return std::binary_search(sorted_.begin(), sorted_.end(), Object{digest}, by_digest);
+  }
+  bool empty() const { return sorted_.empty() && malformed.empty(); }
+  std::vector<Object>& all() { return sorted_; }
+  const std::vector<Object>& all() const { return sorted_; }
+
+  std::vector<std::string> malformed;  // digests of rows that are not a sha256
+
+ private:
+  static bool by_digest(const Object& a, const Object& b) { return a.digest < b.digest; }
+  std::vector<Object> sorted_;
+};
+
+// Objects no row depends on (garbage), by digest, with their size: the index says it in one
+// query instead of holding every referenced digest.
+std::vector<std::pair<std::string, std::int64_t>> unreferenced_objects(sqlite::Database& db) {
+  std::vector<std::pair<std::string, std::int64_t>> objects;
+  sqlite::Statement select(db, std::string("SELECT digest, size FROM objects WHERE digest NOT IN (") + referenced_digests_sql +
+                                   ") ORDER BY digest");
+  while (select.step()) objects.emplace_back(select.text(0), select.integer(1));
   return objects;
 }
 
-// Object files on disk, by digest, plus anything in objects/ that is not an object file.
-// Digests only (paths follow from them): a 50,000-object store would hold 50,000 paths.
+// Object files on disk, by digest (sorted), plus anything in objects/ that is not an object
+// file. Digests only (paths follow from them): a 50,000-object store would hold 50,000 paths.
 struct DiskObjects {
-  std::set<std::string> files;
+  std::vector<RawDigest> files;
   std::vector<fs::path> strays;
 };
 
@@ -70,11 +134,12 @@ DiskObjects scan_objects(const fs::path& root) {
     }
     std::error_code inner;
     for (fs::directory_iterator it(prefix->path(), inner), stop; !inner && it != stop; it.increment(inner)) {
-      std::string digest = first + it->path().filename().string();
-      if (is_sha256_hex(digest) && it->is_regular_file() && !it->is_symlink()) disk.files.insert(disk.files.end(), digest);
+      auto digest = RawDigest::parse(first + it->path().filename().string());
+      if (digest && it->is_regular_file() && !it->is_symlink()) disk.files.push_back(*digest);
       else disk.strays.push_back(it->path());
     }
   }
+  std::sort(disk.files.begin(), disk.files.end());
   return disk;
 }
 
@@ -136,27 +201,38 @@ ObjectCheck check_object(const Store::Impl& impl, const std::string& digest, std
   return {};
 }
 
-// What every view tree holds on disk: regular files (and anything else that is not a
-// directory), by path.
-std::set<fs::path> files_below(const std::vector<fs::path>& dirs) {
-  std::set<fs::path> files;
+// Calls `visit` with every file of the view trees: regular files and anything else that is
+// not a directory. Streams: a built store holds as many view files as objects.
+void for_each_file_below(const std::vector<fs::path>& dirs, const std::function<void(const fs::path&)>& visit) {
   for (const auto& dir : dirs) {
     std::error_code ec;
     for (fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end; !ec && it != end; it.increment(ec)) {
       std::error_code type_ec;
-      if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) files.insert(it->path());
+      if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) visit(it->path());
     }
   }
-  return files;
+}
+
+// The files of the view trees that no planned view is, in path order (what the problems
+// and the repair list name first). Usually none: only these are held, not every view file.
+std::set<fs::path> unplanned_files(const ViewPlan& plan) {
+  std::vector<std::string_view> planned;
+  planned.reserve(plan.files.size());
+  for (const auto& view : plan.files) planned.push_back(view.path);
+  std::sort(planned.begin(), planned.end());
+  std::set<fs::path> unplanned;
+  for_each_file_below(plan.directories, [&](const fs::path& file) {
+    if (!std::binary_search(planned.begin(), planned.end(), std::string_view(file.native()))) unplanned.insert(file);
+  });
+  return unplanned;
 }
 
 // Every view file against the plan: planned files hold their object or content; in a view
 // tree that was built, a planned file that is missing and a file no row put there are
 // problems (a module version's tree is exactly its rows). Views of missing objects are
 // skipped: the object is the problem.
-// `objects` are the indexed objects (digest, size), `intact` those whose file checked out.
-void check_views(const Store& store, const ViewPlan& plan, const std::map<std::string, std::int64_t>& objects,
-                 const std::set<std::string>& intact, VerifyReport& report) {
+// `objects` are the indexed objects, each marked whether its file checked out.
+void check_views(const Store& store, const ViewPlan& plan, const IndexedObjects& objects, VerifyReport& report) {
   const fs::path& root = store.root();
   const auto& impl = StoreInternals::of(store);
   std::map<fs::path, bool> built_trees;  // by first segment below the root: asked once each
@@ -170,15 +246,15 @@ void check_views(const Store& store, const ViewPlan& plan, const std::map<std::s
     }
     return it->second;
   };
-  std::set<std::string> planned;  // native path strings: an fs::path holds its components too
   std::size_t not_built = 0;
   for (const auto& view : plan.files) {
-    planned.insert(view.path.native());
-    if (!view.object_digest.empty() && !intact.count(view.object_digest)) continue;
+    const IndexedObjects::Object* object = view.object_digest.empty() ? nullptr : objects.find(view.object_digest);
+    if (!view.object_digest.empty() && (object == nullptr || !object->intact)) continue;
+    const fs::path path(view.path);
     std::error_code ec;
-    if (!fs::exists(fs::symlink_status(view.path, ec))) {
-      if (built(view.path)) {
-        report.problems.push_back("view " + relative_to(root, view.path) +
+    if (!fs::exists(fs::symlink_status(path, ec))) {
+      if (built(path)) {
+        report.problems.push_back("view " + relative_to(root, path) +
                                   " is missing (the index implies it; `podplane deps verify --repair` rebuilds the views)");
       } else {
         ++not_built;
@@ -187,34 +263,33 @@ void check_views(const Store& store, const ViewPlan& plan, const std::map<std::s
     }
     ++report.views_checked;
     std::string expected = view.object_digest.empty() ? sha256_hex(*view.content) : view.object_digest;
-    if (!view.object_digest.empty() && same_file(view.path, impl.object_path(view.object_digest))) continue;
+    if (!view.object_digest.empty() && same_file(path, impl.object_path(view.object_digest))) continue;
     if (report.depth == VerifyDepth::quick && !view.object_digest.empty()) {
       // A copy of its object (where a hard link failed): its size, not its bytes.
-      auto size = fs::file_size(view.path, ec);
-      auto expected_size = objects.at(view.object_digest);
+      auto size = fs::file_size(path, ec);
+      auto expected_size = object->size;
       if (ec || static_cast<std::int64_t>(size) != expected_size) {
-        report.problems.push_back(mismatch_message("view " + view.path.string() + " does not hold its object (size)",
+        report.problems.push_back(mismatch_message("view " + view.path + " does not hold its object (size)",
                                                    std::to_string(expected_size), ec ? ec.message() : std::to_string(size)));
       }
       continue;
     }
     std::string got;
     try {
-      got = file_digest_hex(view.path);
+      got = file_digest_hex(path);
     } catch (const Error& error) {
       report.problems.push_back(std::string("view unreadable: ") + error.what());
       continue;
     }
     if (got == expected) continue;
     if (!view.object_digest.empty()) {
-      report.problems.push_back(mismatch_message("view " + view.path.string() + " does not hold its object",
+      report.problems.push_back(mismatch_message("view " + view.path + " does not hold its object",
                                                  "sha256:" + view.object_digest, "sha256:" + got));
     } else {
-      report.problems.push_back("view " + view.path.string() + " differs from what the index implies (rebuild the views)");
+      report.problems.push_back("view " + view.path + " differs from what the index implies (rebuild the views)");
     }
   }
-  for (const auto& file : files_below(plan.directories)) {
-    if (planned.count(file.native())) continue;
+  for (const auto& file : unplanned_files(plan)) {
     if (is_temp_path_beside(file)) {
       report.notes.push_back("temp file of a view rebuild (a running podplane's, or left by a crash): " + file.string());
       continue;
@@ -289,52 +364,58 @@ VerifyReport verify_store(const Store& store, VerifyDepth depth) {
   }
 
   // Objects: every row has its file with the recorded size and content; every file has a row.
-  auto objects = indexed_objects(db);
-  auto disk = scan_objects(root);
-  auto quarantined = quarantined_objects(store);
-  std::set<std::string> intact;
-  for (const auto& [digest, size] : objects) {
-    bool writable = false;
-    auto check = check_object(impl, digest, size, depth, writable);
-    if (check.state != ObjectState::missing) ++report.objects_checked;
-    if (check.state == ObjectState::intact) {
-      intact.insert(intact.end(), digest);  // objects come in digest order
-      if (writable) report.notes.push_back("object " + digest + " is writable (objects should be read-only)");
-      continue;
-    }
-    std::string line = check.message;
-    if (auto q = quarantined.find(digest); q != quarantined.end() && check.state == ObjectState::missing) {
-      line += " was quarantined (" + q->second + "); take it again: `podplane deps tf`, `podplane deps download` or "
-              "`podplane bundle import` of a bundle that carries it";
-    } else {
-      line += "; `podplane deps verify --repair` quarantines it, then `podplane deps tf`, `podplane deps download` or "
-              "`podplane bundle import` takes it again";
-    }
-    report.problems.push_back(line);
+  auto objects = IndexedObjects::read(db);
+  for (const auto& digest : objects.malformed) {
+    report.problems.push_back("index row of objects names '" + digest + "', which is not a sha256 digest (64 lower-case hex digits)");
   }
-  for (const auto& digest : disk.files) {
-    if (!objects.count(digest)) report.garbage.push_back("unindexed object " + impl.object_path(digest).string());
+  {
+    auto quarantined = quarantined_objects(store);
+    for (auto& object : objects.all()) {
+      const std::string digest = object.digest.hex();
+      bool writable = false;
+      auto check = check_object(impl, digest, object.size, depth, writable);
+      if (check.state != ObjectState::missing) ++report.objects_checked;
+      if (check.state == ObjectState::intact) {
+        object.intact = true;
+        if (writable) report.notes.push_back("object " + digest + " is writable (objects should be read-only)");
+        continue;
+      }
+      std::string line = check.message;
+      if (auto q = quarantined.find(digest); q != quarantined.end() && check.state == ObjectState::missing) {
+        line += " was quarantined (" + q->second + "); take it again: `podplane deps tf`, `podplane deps download` or "
+                "`podplane bundle import` of a bundle that carries it";
+      } else {
+        line += "; `podplane deps verify --repair` quarantines it, then `podplane deps tf`, `podplane deps download` or "
+                "`podplane bundle import` takes it again";
+      }
+      report.problems.push_back(line);
+    }
   }
-  for (const auto& stray : disk.strays) report.garbage.push_back("stray file in the object store " + stray.string());
-  auto referenced = referenced_digests(db);
-  for (const auto& [digest, size] : objects) {
-    if (!referenced.count(digest)) report.garbage.push_back("unreferenced object " + digest + " (" + std::to_string(size) + " bytes)");
+  {
+    auto disk = scan_objects(root);
+    for (const auto& digest : disk.files) {
+      if (!objects.contains(digest)) report.garbage.push_back("unindexed object " + impl.object_path(digest.hex()).string());
+    }
+    for (const auto& stray : disk.strays) report.garbage.push_back("stray file in the object store " + stray.string());
+  }
+  for (const auto& [digest, size] : unreferenced_objects(db)) {
+    report.garbage.push_back("unreferenced object " + digest + " (" + std::to_string(size) + " bytes)");
   }
 
   // Rows: each names an object of its recorded size; hashes agree with the object.
   for (const auto& a : store.artifacts()) {
     ++report.artifacts_checked;
-    auto object = objects.find(a.digest);
-    if (object == objects.end()) {
+    const auto* object = objects.find(a.digest);
+    if (object == nullptr) {
       report.problems.push_back("dangling row: " + describe(a) + " names object " + a.digest + ", which is not in the store");
       continue;
     }
-    if (object->second != a.size) {
+    if (object->size != a.size) {
       report.problems.push_back(mismatch_message("row " + describe(a) + " records another size than its object's",
-                                                 std::to_string(object->second), std::to_string(a.size)));
+                                                 std::to_string(object->size), std::to_string(a.size)));
       continue;
     }
-    if (!intact.count(a.digest)) continue;  // already reported as missing or corrupt
+    if (!object->intact) continue;  // already reported as missing or corrupt
     for (auto& problem : artifact_content_problems(store, a, depth)) report.problems.push_back(std::move(problem));
   }
   {
@@ -351,13 +432,13 @@ VerifyReport verify_store(const Store& store, VerifyDepth depth) {
     for (const auto& file : tree.files) {
       ++report.module_files_checked;
       entries.emplace_back(file.path, file.digest);
-      auto object = objects.find(file.digest);
-      if (object == objects.end()) {
+      const auto* object = objects.find(file.digest);
+      if (object == nullptr) {
         report.problems.push_back("dangling row: " + describe(tree) + " file " + file.path + " names object " + file.digest +
                                   ", which is not in the store");
-      } else if (object->second != file.size) {
+      } else if (object->size != file.size) {
         report.problems.push_back(mismatch_message(describe(tree) + " file " + file.path + " records another size than its object's",
-                                                   std::to_string(object->second), std::to_string(file.size)));
+                                                   std::to_string(object->size), std::to_string(file.size)));
       }
     }
     std::string h1;
@@ -373,7 +454,7 @@ VerifyReport verify_store(const Store& store, VerifyDepth depth) {
     while (provenance.step()) {
       for (int column = 1; column <= 3; ++column) {
         std::string digest = provenance.text(column);
-        if (!digest.empty() && !objects.count(digest)) {
+        if (!digest.empty() && objects.find(digest) == nullptr) {
           report.problems.push_back("dangling row: provenance of artifact " + std::to_string(provenance.integer(0)) +
                                     " names object " + digest + ", which is not in the store");
         }
@@ -393,7 +474,7 @@ VerifyReport verify_store(const Store& store, VerifyDepth depth) {
   for (const auto& unplaced : plan.unplaced) {
     report.problems.push_back("no view for " + unplaced.reason + " (`podplane deps verify --repair` quarantines the row)");
   }
-  check_views(store, plan, objects, intact, report);
+  check_views(store, plan, objects, report);
   std::sort(report.garbage.begin(), report.garbage.end());
   return report;
 }
@@ -452,7 +533,11 @@ void refuse_untrustworthy_index(const Store& store) {
     }
   }
   auto disk = scan_objects(store.root());
-  auto indexed = indexed_objects(impl.db);
+  auto indexed = IndexedObjects::read(impl.db);
+  if (!indexed.malformed.empty()) {
+    throw Error(refused + "that index names an object '" + indexed.malformed.front() +
+                "', which is not a sha256 digest (64 lower-case hex digits). Nothing was deleted. `podplane deps verify` says more.");
+  }
   sqlite::Statement rows(impl.db, "SELECT (SELECT count(*) FROM artifacts) + (SELECT count(*) FROM module_trees)");
   std::int64_t content_rows = rows.step() ? rows.integer(0) : 0;
   if (content_rows == 0 && (!disk.files.empty() || !indexed.empty())) {
@@ -470,8 +555,8 @@ void refuse_untrustworthy_index(const Store& store) {
   std::size_t older = 0;
   std::string example;
   for (const auto& digest : disk.files) {
-    if (indexed.count(digest)) continue;
-    const fs::path file = impl.object_path(digest);
+    if (indexed.contains(digest)) continue;
+    const fs::path file = impl.object_path(digest.hex());
     struct stat info {};
     if (::lstat(file.c_str(), &info) == 0 && info.st_mtime < index_born) {
       if (older++ == 0) example = file.string();
@@ -506,11 +591,7 @@ GcReport collect_garbage(Store& store, DryRun dry_run) {
   std::map<std::string, std::int64_t> garbage;
   impl.transact([&] {
     garbage.clear();
-    auto objects = indexed_objects(impl.db);
-    auto referenced = referenced_digests(impl.db);
-    for (const auto& [digest, size] : objects) {
-      if (!referenced.count(digest)) garbage.emplace(digest, size);
-    }
+    for (auto& [digest, size] : unreferenced_objects(impl.db)) garbage.emplace(std::move(digest), size);
     if (dry_run == DryRun::yes) return;
     // Row first, file second: a crash in between leaves an unindexed file, which is garbage.
     sqlite::Statement remove(impl.db, "DELETE FROM objects WHERE digest = ?");
@@ -519,13 +600,13 @@ GcReport collect_garbage(Store& store, DryRun dry_run) {
       remove.bind(1, digest).run();
     }
   });
-  auto indexed = indexed_objects(impl.db);
+  auto indexed = IndexedObjects::read(impl.db);
   auto disk = scan_objects(root);
   for (const auto& digest : disk.files) {
-    if (indexed.count(digest)) continue;
+    if (indexed.contains(digest)) continue;
     std::error_code ec;
-    auto size = fs::file_size(impl.object_path(digest), ec);
-    garbage.emplace(digest, ec ? 0 : static_cast<std::int64_t>(size));
+    auto size = fs::file_size(impl.object_path(digest.hex()), ec);
+    garbage.emplace(digest.hex(), ec ? 0 : static_cast<std::int64_t>(size));
   }
   for (const auto& [digest, size] : garbage) {
     if (dry_run == DryRun::no) {
@@ -686,7 +767,10 @@ RepairReport repair_store(Store& store) {
   };
   std::vector<Moved> moved_objects;
   std::set<std::string> moved;
-  for (const auto& [digest, size] : indexed_objects(impl.db)) {
+  const auto indexed = IndexedObjects::read(impl.db);
+  for (const auto& object : indexed.all()) {
+    const std::string digest = object.digest.hex();
+    const std::int64_t size = object.size;
     bool writable = false;
     auto check = check_object(impl, digest, size, VerifyDepth::full, writable);
     if (check.state != ObjectState::wrong_size && check.state != ObjectState::corrupt) continue;
@@ -711,7 +795,7 @@ RepairReport repair_store(Store& store) {
   //    cannot lay out.
   impl.transact([&] {
     quarantine.begin();
-    auto objects = indexed_objects(impl.db);
+    auto objects = IndexedObjects::read(impl.db);
     for (const auto& a : store.artifacts()) {
       if (!store.has_object(a.digest)) continue;  // waits for the object; the row is fine
       auto problems = artifact_content_problems(store, a);
@@ -722,8 +806,8 @@ RepairReport repair_store(Store& store) {
       std::string reason;
       for (const auto& file : tree.files) {
         entries.emplace_back(file.path, file.digest);
-        auto object = objects.find(file.digest);
-        if (reason.empty() && (object == objects.end() || object->second != file.size || !store.has_object(file.digest))) {
+        const auto* object = objects.find(file.digest);
+        if (reason.empty() && (object == nullptr || object->size != file.size || !store.has_object(file.digest))) {
           reason = describe(tree) + ": the object of " + file.path + " (" + file.digest + ") is missing or damaged";
         }
       }
@@ -748,10 +832,9 @@ RepairReport repair_store(Store& store) {
       }
     }
     // A moved object no row needs any more leaves the index too (nothing will take it again).
-    auto referenced = referenced_digests(impl.db);
     sqlite::Statement forget(impl.db, "DELETE FROM objects WHERE digest = ?");
-    for (const auto& digest : moved) {
-      if (referenced.count(digest)) continue;
+    for (const auto& [digest, size] : unreferenced_objects(impl.db)) {
+      if (!moved.count(digest)) continue;
       forget.reset();
       forget.bind(1, digest).run();
     }
@@ -761,9 +844,7 @@ RepairReport repair_store(Store& store) {
   // 3. Views: a file no row implies, a view still holding the bytes of a quarantined object,
   //    and temp files of view rebuilds go (views are derived); then they are built again.
   auto plan = plan_views(store);
-  std::set<std::string> planned;  // native path strings: an fs::path holds its components too
   for (const auto& view : plan.files) {
-    planned.insert(view.path.native());
     if (view.object_digest.empty() || store.has_object(view.object_digest)) continue;
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(view.path, ec))) continue;
@@ -776,8 +857,7 @@ RepairReport repair_store(Store& store) {
       report.removed_views.push_back(relative_to(root, view.path) + " (it held damaged bytes of " + view.object_digest + ")");
     }
   }
-  for (const auto& file : files_below(plan.directories)) {
-    if (planned.count(file.native())) continue;
+  for (const auto& file : unplanned_files(plan)) {
     if (::unlink(file.c_str()) == 0) report.removed_views.push_back(relative_to(root, file) + " (no row implies it)");
   }
   (void)rebuild_views(store);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <random>
 #include <set>
@@ -32,18 +33,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Paths relative to the deps root, '/'-separated: what the claims below compare.
-std::string relative_path_of(const fs::path& root, const fs::path& path) { return path.lexically_relative(root).generic_string(); }
-
-// Every parent directory of a relative path ("a/b/c" → "a", "a/b").
-std::vector<std::string> parents_of(const std::string& path) {
-  std::vector<std::string> parents;
-  for (auto slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
-    parents.push_back(path.substr(0, slash));
-  }
-  return parents;
-}
-
 // The view files of one row (or of the selection), taken or refused as a whole.
 struct Candidate {
   RowRef row;
@@ -52,72 +41,112 @@ struct Candidate {
   std::optional<fs::path> claim; // a directory this row holds alone (a module version's tree)
 };
 
+// Every parent directory of a relative path ("a/b/c" → "a", "a/b"), as views into it.
+std::vector<std::string_view> parents_of(std::string_view path) {
+  std::vector<std::string_view> parents;
+  for (auto slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
+    parents.push_back(path.substr(0, slash));
+  }
+  return parents;
+}
+
 // What the accepted rows already occupy. A candidate may not put a file where another row
 // has a file or a directory, nor a directory where another has a file, nor anything inside
 // a directory another row claims (nor claim a directory that holds another row's files).
+// Paths are '/'-separated and relative to the deps root. A 50,000-object store takes ~50,000
+// paths: each is kept once, in an arena, and names its row by number, not by a copy of its name.
 class Claims {
  public:
-  explicit Claims(fs::path root) : root_(std::move(root)) {}
+  explicit Claims(const fs::path& root) : root_(root.native()) {
+    if (root_.empty() || root_.back() != '/') root_ += '/';
+  }
 
   std::optional<std::string> conflict(const Candidate& candidate) const {
     std::set<std::string> own;
-    for (const auto& file : candidate.files) own.insert(relative_path_of(root_, file.path));
+    for (const auto& file : candidate.files) own.insert(relative_path_of(file.path));
     std::optional<std::string> claim;
-    if (candidate.claim) claim = relative_path_of(root_, *candidate.claim);
+    if (candidate.claim) claim = relative_path_of(candidate.claim->native());
     for (const auto& path : own) {
-      for (const auto& parent : parents_of(path)) {
-        if (own.count(parent)) return "'" + parent + "' would be both a file and a directory";
+      for (auto parent : parents_of(path)) {
+        if (own.count(std::string(parent))) return "'" + std::string(parent) + "' would be both a file and a directory";
       }
     }
     for (const auto& path : own) {
-      if (auto it = files_.find(path); it != files_.end()) return "its view " + path + " is already the view of " + it->second;
-      if (auto it = dirs_.find(path); it != dirs_.end()) return "its view " + path + " is a directory of the views of " + it->second;
-      for (const auto& parent : parents_of(path)) {
-        if (auto it = files_.find(parent); it != files_.end()) return "its view " + path + " lies below " + parent + ", the view of " + it->second;
+      if (auto it = files_.find(path); it != files_.end()) return "its view " + path + " is already the view of " + name(it);
+      if (auto it = dirs_.find(path); it != dirs_.end()) return "its view " + path + " is a directory of the views of " + name(it);
+      for (auto parent : parents_of(path)) {
+        if (auto it = files_.find(parent); it != files_.end()) {
+          return "its view " + path + " lies below " + std::string(parent) + ", the view of " + name(it);
+        }
         if (auto it = claimed_.find(parent); it != claimed_.end() && parent != claim) {
-          return "its view " + path + " lies in " + parent + ", the view directory of " + it->second;
+          return "its view " + path + " lies in " + std::string(parent) + ", the view directory of " + name(it);
         }
       }
     }
     if (claim) {
-      if (auto it = files_.find(*claim); it != files_.end()) return "its view directory " + *claim + " is the view of " + it->second;
-      for (const auto& parent : parents_of(*claim)) {
+      if (auto it = files_.find(*claim); it != files_.end()) return "its view directory " + *claim + " is the view of " + name(it);
+      for (auto parent : parents_of(*claim)) {
         if (auto it = claimed_.find(parent); it != claimed_.end()) {
-          return "its view directory " + *claim + " lies in " + parent + ", the view directory of " + it->second;
+          return "its view directory " + *claim + " lies in " + std::string(parent) + ", the view directory of " + name(it);
         }
-        if (auto it = files_.find(parent); it != files_.end()) return "its view directory " + *claim + " lies below " + parent + ", the view of " + it->second;
+        if (auto it = files_.find(parent); it != files_.end()) {
+          return "its view directory " + *claim + " lies below " + std::string(parent) + ", the view of " + name(it);
+        }
       }
       for (const auto* taken : {&claimed_, &files_}) {
         if (auto it = at_or_below(*taken, *claim); it != taken->end()) {
-          return "its view directory " + *claim + " overlaps " + it->first + ", the view of " + it->second;
+          return "its view directory " + *claim + " overlaps " + std::string(it->first) + ", the view of " + name(it);
         }
       }
     }
     return std::nullopt;
   }
 
-  // The entry of `taken` that is `dir` or lies below it, if any.
-  static std::map<std::string, std::string>::const_iterator at_or_below(const std::map<std::string, std::string>& taken,
-                                                                        const std::string& dir) {
-    if (auto it = taken.find(dir); it != taken.end()) return it;
-    auto it = taken.lower_bound(dir + "/");  // "dir/…" sort together, right after "dir/"
-    return it != taken.end() && it->first.rfind(dir + "/", 0) == 0 ? it : taken.end();
-  }
-
   void take(const Candidate& candidate) {
+    const auto row = static_cast<std::uint32_t>(names_.size());
+    names_.push_back(candidate.name);
     for (const auto& file : candidate.files) {
-      std::string path = relative_path_of(root_, file.path);
-      files_.emplace(path, candidate.name);
-      for (const auto& parent : parents_of(path)) dirs_.emplace(parent, candidate.name);
+      std::string path = relative_path_of(file.path);
+      insert(files_, path, row);
+      for (auto parent : parents_of(path)) insert(dirs_, parent, row);
     }
-    if (candidate.claim) claimed_.emplace(relative_path_of(root_, *candidate.claim), candidate.name);
+    if (candidate.claim) insert(claimed_, relative_path_of(candidate.claim->native()), row);
   }
 
  private:
-  fs::path root_;
-  std::map<std::string, std::string> files_;    // path → the row it belongs to
-  std::map<std::string, std::string> dirs_;     // every parent directory of a taken file
-  std::map<std::string, std::string> claimed_;  // directories held alone
+  // path → the row it belongs to (an index into names_); keys point into arena_.
+  using Taken = std::pmr::map<std::string_view, std::uint32_t, std::less<>>;
+
+  // Relative to the deps root, '/'-separated (view paths are built below the root).
+  std::string relative_path_of(std::string_view path) const {
+    if (path.size() > root_.size() && path.compare(0, root_.size(), root_) == 0) return std::string(path.substr(root_.size()));
+    return fs::path(path).lexically_relative(root_).generic_string();
+  }
+
+  // The entry of `taken` that is `dir` or lies below it, if any.
+  static Taken::const_iterator at_or_below(const Taken& taken, const std::string& dir) {
+    if (auto it = taken.find(dir); it != taken.end()) return it;
+    const std::string below = dir + "/";
+    auto it = taken.lower_bound(below);  // "dir/…" sort together, right after "dir/"
+    return it != taken.end() && it->first.substr(0, below.size()) == below ? it : taken.end();
+  }
+
+  // The first row to take a path keeps it (as std::map::emplace did).
+  void insert(Taken& taken, std::string_view path, std::uint32_t row) {
+    if (taken.find(path) != taken.end()) return;
+    auto* bytes = static_cast<char*>(arena_.allocate(path.size(), 1));
+    std::copy(path.begin(), path.end(), bytes);
+    taken.emplace(std::string_view(bytes, path.size()), row);
+  }
+
+  const std::string& name(Taken::const_iterator it) const { return names_[it->second]; }
+
+  std::string root_;  // with a trailing '/'
+  std::pmr::monotonic_buffer_resource arena_;
+  std::vector<std::string> names_;  // every taken candidate's name
+  Taken files_{&arena_};    // path → the row it belongs to
+  Taken dirs_{&arena_};     // every parent directory of a taken file
+  Taken claimed_{&arena_};  // directories held alone
 };
 
 // <host>/nstance-dev/nstance/<cloud>: a package of Podplane's own stack.
@@ -396,13 +425,14 @@ void publish_copy(const fs::path& object, const fs::path& path, std::uint32_t mo
 enum class Published { written, present, object_missing };
 
 Published publish_view(const Store& store, const ViewFile& view) {
+  const fs::path path(view.path);
   std::error_code ec;
-  fs::create_directories(view.path.parent_path(), ec);
-  if (ec) throw Error("cannot create " + view.path.parent_path().string() + ": " + ec.message());
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) throw Error("cannot create " + path.parent_path().string() + ": " + ec.message());
   if (view.content) {
-    if (file_holds(view.path, *view.content)) return Published::present;
+    if (file_holds(path, *view.content)) return Published::present;
     // Readers and concurrent rebuilds see the old or the new file, never half of one.
-    write_file_durably(view.path, *view.content, FileMode{view.mode});
+    write_file_durably(path, *view.content, FileMode{view.mode});
     return Published::written;
   }
   fs::path object = store.object_path(view.object_digest);
@@ -413,17 +443,17 @@ Published publish_view(const Store& store, const ViewFile& view) {
   // Objects are 0444; a link serves any file that needs no execute bit, and an executable
   // module script becomes a copy with its recorded mode.
   bool linkable = (view.mode & 0111) == 0;
-  if (linkable && same_inode(view.path, object)) return Published::present;
-  if (regular_with_mode(view.path, linkable ? 0444 : view.mode) && file_digest_hex(view.path) == view.object_digest) {
+  if (linkable && same_inode(path, object)) return Published::present;
+  if (regular_with_mode(path, linkable ? 0444 : view.mode) && file_digest_hex(path) == view.object_digest) {
     return Published::present;  // a copy made where links fail
   }
   if (linkable) {
-    const std::string temp = temp_path_beside(view.path).string();
+    const std::string temp = temp_path_beside(path).string();
     if (::link(object.c_str(), temp.c_str()) == 0) {
-      if (::rename(temp.c_str(), view.path.c_str()) != 0) {
+      if (::rename(temp.c_str(), path.c_str()) != 0) {
         int saved = errno;
         ::unlink(temp.c_str());
-        throw Error("cannot replace " + view.path.string() + ": " + std::strerror(saved));
+        throw Error("cannot replace " + path.string() + ": " + std::strerror(saved));
       }
       // When a concurrent rebuild linked the view to the same object first, temp and view are
       // links to one inode and rename() does nothing (POSIX): drop the extra link. After a
@@ -433,7 +463,7 @@ Published publish_view(const Store& store, const ViewFile& view) {
     }
     // EXDEV (views on another filesystem), EPERM, EMLINK: fall back to a copy.
   }
-  publish_copy(object, view.path, linkable ? 0444 : view.mode);
+  publish_copy(object, path, linkable ? 0444 : view.mode);
   return Published::written;
 }
 
@@ -559,11 +589,11 @@ ViewStats rebuild_views(Store& store) {
   for (const auto& unplaced : plan.unplaced) stats.skipped_rows.push_back(unplaced.reason);
   for (const auto& view : plan.files) {
     auto inside = [&](const fs::path& dir) {
-      auto relative = view.path.lexically_relative(dir);
+      auto relative = fs::path(view.path).lexically_relative(dir);
       return !relative.empty() && *relative.begin() != "..";
     };
     if (!inside(tf) && !inside(vmconfig) && !inside(arch_bases) && !inside(seeds))
-      throw Error("refusing to write a view outside tf/, vmconfig/, arch/ and seeds/: " + view.path.string());
+      throw Error("refusing to write a view outside tf/, vmconfig/, arch/ and seeds/: " + view.path);
     switch (publish_view(store, view)) {
       case Published::written: ++stats.files_written; break;
       case Published::present: ++stats.files_present; break;

@@ -17,8 +17,10 @@ namespace podplane::cache {
 
 // One file of the views: either an object (hard-linked, or copied where a link fails or the
 // mode differs from the object's read-only 0444) or generated content.
+// `path` is a plain string: a store of 50,000 objects plans ~50,000 files, and a
+// std::filesystem::path also holds a list of its ~12 components (about 700 bytes a file).
 struct ViewFile {
-  std::filesystem::path path;          // absolute, under <root>/tf, <root>/vmconfig or <root>/arch
+  std::string path;                    // absolute, under <root>/tf, <root>/vmconfig or <root>/arch
   std::string object_digest;           // non-empty: the file is this object
   std::optional<std::string> content;  // otherwise: these bytes
   std::uint32_t mode = 0444;           // object files: the mode to give a copy (module files keep theirs)

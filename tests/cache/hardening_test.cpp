@@ -578,6 +578,42 @@ TEST(Gc, RefusesAnUnreadableIndex) {
   EXPECT_EQ(object_files(healthy.root), before);
 }
 
+// The objects table only checks a digest's length: a planted row of 64 characters that are not
+// lower-case hex names no file. verify reports it and goes on with every other check.
+const std::string kNotADigest = std::string(63, 'Z') + "!";
+
+TEST(Verify, AnObjectRowWhoseDigestIsNotASha256IsAProblemNotAnError) {
+  HealthyStore healthy;
+  sqlite(healthy.root, "INSERT INTO objects (digest, size, added_at) VALUES (" + quoted(kNotADigest) +
+                           ", 5, '2026-01-01T00:00:00Z');");
+  auto verify = test::run_podplane({"deps", "verify", "--quick", "--json"}, at(healthy.root));
+  ASSERT_EQ(verify.exit_code, 1) << show(verify);
+  auto report = nlohmann::json::parse(verify.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << show(verify);
+  auto problems = report["problems"].get<std::vector<std::string>>();
+  EXPECT_TRUE(any_contains(problems, "'" + kNotADigest + "', which is not a sha256 digest")) << show(verify);
+  EXPECT_FALSE(any_contains(problems, "object missing")) << show(verify);
+  // Every other check still ran.
+  EXPECT_EQ(report["objects_checked"], 4) << show(verify);
+  EXPECT_GT(report["views_checked"].get<int>(), 0) << show(verify);
+}
+
+TEST(Gc, RefusesAnIndexThatNamesAnObjectByAnythingButASha256) {
+  HealthyStore healthy;
+  const std::string orphan = healthy.digest_of("nobody references this");
+  sqlite(healthy.root, "INSERT INTO objects (digest, size, added_at) VALUES (" + quoted(kNotADigest) +
+                           ", 5, '2026-01-01T00:00:00Z');");
+  const auto before = object_files(healthy.root);
+  auto gc = test::run_podplane({"deps", "gc"}, at(healthy.root));
+  EXPECT_EQ(gc.exit_code, 1) << show(gc);
+  EXPECT_THAT(gc.err, HasSubstr("not a sha256 digest")) << show(gc);
+  EXPECT_THAT(gc.err, HasSubstr("Nothing was deleted")) << show(gc);
+  EXPECT_EQ(object_files(healthy.root), before);
+  auto rows = test::run({"sqlite3", layout::index_db(healthy.root).string(), "SELECT count(*) FROM objects WHERE digest IN (" +
+                                                                                quoted(kNotADigest) + "," + quoted(orphan) + ")"});
+  EXPECT_EQ(rows.out, "2\n") << "gc must leave the index as it was";
+}
+
 TEST(Gc, StillRemovesTheGarbageOfAHealthyStore) {
   HealthyStore healthy;
   std::string orphan = healthy.digest_of("nobody references this");
