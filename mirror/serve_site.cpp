@@ -284,16 +284,18 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
     }
     modules[tree.address][tree.version] = std::move(tree);
   }
-  for (const auto& [address, versions] : modules) {
+  // Each tree's files move into its package: a store of 50,000 objects has ~45,000 module
+  // files, and holding them twice would double the site's largest part.
+  for (auto& [address, versions] : modules) {
     std::string registry_dir = join_path({site_paths::modules, address});
     json version_list = json::array();
-    for (const auto& [version, tree] : versions) {
+    for (auto& [version, tree] : versions) {
       auto package = std::make_shared<ModulePackage>();
       package->address = address;
       package->version = version;
       std::set<std::string> directories;
       bool ok = true;
-      for (const auto& file : tree.files) {
+      for (auto& file : tree.files) {
         auto segments = split(file.path, '/');
         // File names inside a module are less constrained than URL segments, but never
         // climb out of the package nor hide behind an absolute path.
@@ -306,9 +308,11 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
         }
         std::string prefix;
         for (std::size_t i = 0; i + 1 < segments.size(); ++i) directories.insert(prefix += segments[i] + "/");
-        package->entries.push_back(
-            {file.path, (file.mode & 0111) ? 0755u : 0644u, store.object_path(file.digest), file.size, file.digest});
+        std::string object = store.object_path(file.digest).native();
+        package->entries.push_back({std::move(file.path), (file.mode & 0111) ? 0755u : 0644u, std::move(object), file.size,
+                                    std::move(file.digest)});
       }
+      std::vector<cache::ModuleFile>().swap(tree.files);
       if (!ok) {
         skip("module " + address + " " + version + " has an unsafe file path");
         continue;
@@ -441,7 +445,7 @@ void write_package(libarchive::Archive& writer, const ModulePackage& package, co
     writer.write_header(entry, "cannot write " + item.path + " of " + name, libarchive::Warnings::pass);
     if (directory) continue;
     std::ifstream in(item.object, std::ios::binary);
-    if (!in) throw Error("module " + name + ": missing object for " + item.path + " at " + item.object.string());
+    if (!in) throw Error("module " + name + ": missing object for " + item.path + " at " + item.object);
     std::int64_t written = 0;
     while (in) {
       in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));

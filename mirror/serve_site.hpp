@@ -35,11 +35,13 @@ inline constexpr std::string_view module_package_name = "package.tar.gz";
 
 struct Catalogue;
 
-// One file of a module package, resolved to its object in the store.
+// One file of a module package, resolved to its object in the store. `object` is a plain
+// string: a site of 50,000 module files would hold a std::filesystem::path's list of
+// components for each (about 700 bytes a file).
 struct ModulePackageEntry {
   std::string path;              // '/'-separated; directories end in '/'
   std::uint32_t mode = 0644;
-  std::filesystem::path object;  // empty for directories
+  std::string object;            // the object's file; empty for directories
   std::int64_t size = 0;
   std::string digest;            // sha256 hex of the object; empty for directories
 };
