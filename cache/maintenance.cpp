@@ -843,22 +843,25 @@ RepairReport repair_store(Store& store) {
 
   // 3. Views: a file no row implies, a view still holding the bytes of a quarantined object,
   //    and temp files of view rebuilds go (views are derived); then they are built again.
-  auto plan = plan_views(store);
-  for (const auto& view : plan.files) {
-    if (view.object_digest.empty() || store.has_object(view.object_digest)) continue;
-    std::error_code ec;
-    if (!fs::exists(fs::symlink_status(view.path, ec))) continue;
-    std::string got;
-    try {
-      got = file_digest_hex(view.path);
-    } catch (const Error&) {
+  //    Its plan is dropped first: rebuild and verify each make their own.
+  {
+    auto plan = plan_views(store);
+    for (const auto& view : plan.files) {
+      if (view.object_digest.empty() || store.has_object(view.object_digest)) continue;
+      std::error_code ec;
+      if (!fs::exists(fs::symlink_status(view.path, ec))) continue;
+      std::string got;
+      try {
+        got = file_digest_hex(view.path);
+      } catch (const Error&) {
+      }
+      if (got != view.object_digest && ::unlink(view.path.c_str()) == 0) {
+        report.removed_views.push_back(relative_to(root, view.path) + " (it held damaged bytes of " + view.object_digest + ")");
+      }
     }
-    if (got != view.object_digest && ::unlink(view.path.c_str()) == 0) {
-      report.removed_views.push_back(relative_to(root, view.path) + " (it held damaged bytes of " + view.object_digest + ")");
+    for (const auto& file : unplanned_files(plan)) {
+      if (::unlink(file.c_str()) == 0) report.removed_views.push_back(relative_to(root, file) + " (no row implies it)");
     }
-  }
-  for (const auto& file : unplanned_files(plan)) {
-    if (::unlink(file.c_str()) == 0) report.removed_views.push_back(relative_to(root, file) + " (no row implies it)");
   }
   (void)rebuild_views(store);
   if (!report.quarantined.empty() || !report.removed_views.empty()) {
