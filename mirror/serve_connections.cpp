@@ -130,11 +130,12 @@ SslContext make_tls_context(const TlsFiles& files) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// One client connection. The event thread owns it while it waits for a request head; a worker
-// owns it while answering; ownership moves under Impl::mutex, so only one thread touches it.
+// One client connection. The event thread owns it while it waits for a request head and while
+// it writes an answer made at once; a worker owns it while answering; ownership moves under
+// Impl::mutex, so only one thread touches it.
 
 struct Connection {
-  enum class Phase { handshake, head, idle };
+  enum class Phase { handshake, head, idle, writing };
 
   UniqueFd fd;
   SslSession ssl;  // null for plain HTTP
@@ -144,10 +145,16 @@ struct Connection {
   std::string input;         // bytes read and not yet taken by the request handler
   std::size_t consumed = 0;  // … of which the handler took these
   std::size_t scanned = 0;   // input[0, scanned) holds no end of head
+  std::size_t head_end = 0;  // set by head_complete(): where the first complete head ends
   Phase phase = Phase::head;
   Clock::time_point deadline;
-  bool want_write = false;   // TLS needs the socket writable to go on
+  bool want_write = false;   // TLS needs the socket writable to go on (or a write is blocked)
+  std::uint32_t watched = 0; // the epoll events registered for it
   std::size_t answered = 0;
+
+  // While the event thread writes an answer made at once (Phase::writing):
+  std::optional<PreparedAnswer> out;
+  std::size_t out_sent = 0;
 
   // While a worker answers:
   Clock::time_point read_deadline;
@@ -159,9 +166,11 @@ struct Connection {
   std::size_t pending() const { return input.size() - consumed; }
   bool head_complete() {
     std::size_t from = std::max(consumed, scanned >= 3 ? scanned - 3 : std::size_t{0});
-    bool found = input.find("\r\n\r\n", from) != std::string::npos;
+    auto end = input.find("\r\n\r\n", from);
     scanned = input.size();
-    return found;
+    if (end == std::string::npos) return false;
+    head_end = end + 4;
+    return true;
   }
 };
 
@@ -426,9 +435,25 @@ struct ConnectionServer::Impl {
     ::epoll_ctl(events.get(), op, fd, &event);
   }
 
+  // What the event thread waits for on `c`: to read its next request (and see it hang up), or
+  // to go on with a TLS handshake or an answer once the socket lets it. An answer being
+  // written does not watch for a hang-up: the write sees it, and a half-closed client would
+  // otherwise wake the loop over and over.
+  static std::uint32_t interest(const Connection& c) {
+    if (c.phase == Connection::Phase::writing) return c.want_write ? EPOLLOUT : EPOLLIN;
+    return (c.want_write ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP;
+  }
+  void rewatch(Connection& c) {
+    if (auto wanted = interest(c); wanted != c.watched) {
+      watch(c.fd.get(), wanted, EPOLL_CTL_MOD);
+      c.watched = wanted;
+    }
+  }
+
   void hold(std::unique_ptr<Connection> c) {
     int fd = c->fd.get();
-    watch(fd, (c->want_write ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP, EPOLL_CTL_ADD);
+    c->watched = interest(*c);
+    watch(fd, c->watched, EPOLL_CTL_ADD);
     timers.insert({c->deadline, fd});
     waiting[fd] = std::move(c);
   }
@@ -449,6 +474,7 @@ struct ConnectionServer::Impl {
   }
 
   void close_connection(std::unique_ptr<Connection> c) {
+    if (c->out) log_answer(*c);  // cut off half way: logged with what was sent
     if (c->ssl && c->phase != Connection::Phase::handshake) {
       ERR_clear_error();
       (void)SSL_shutdown(c->ssl.get());  // best effort close_notify; the socket does not wait for it
@@ -536,12 +562,12 @@ struct ConnectionServer::Impl {
           std::to_string(limits.head_timeout.count()) + " s (--header-timeout), the last from " + c.peer_address);
   }
 
-  // Moves a held connection on: handshake, read what arrived, hand over a complete head.
+  // Moves a held connection on: handshake, write what an answer made at once still has to send,
+  // read what arrived, answer a complete head at once or hand it to a worker.
   void advance(int fd) {
     auto it = waiting.find(fd);
     if (it == waiting.end()) return;
     Connection& c = *it->second;
-    bool was_want_write = c.want_write;
     c.want_write = false;
     if (c.phase == Connection::Phase::handshake) {
       ERR_clear_error();
@@ -550,14 +576,25 @@ struct ConnectionServer::Impl {
         int error = SSL_get_error(c.ssl.get(), done);
         if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) return close_connection(release(fd));
         c.want_write = error == SSL_ERROR_WANT_WRITE;
-        if (c.want_write != was_want_write) watch(fd, (c.want_write ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP, EPOLL_CTL_MOD);
-        return;
+        return rewatch(c);
       }
       c.phase = Connection::Phase::head;
     }
     char buffer[16 * 1024];
     while (true) {
+      if (c.phase == Connection::Phase::writing) {
+        switch (write_out(c)) {
+          case Written::blocked:
+            return rewatch(c);  // the rest when the socket can take it; nothing more is read
+          case Written::failed:
+            return close_connection(release(fd));
+          case Written::all:
+            if (!next_request(c)) return close_connection(release(fd));
+            continue;  // a pipelined request may be waiting in `input` already
+        }
+      }
       if (c.pending() > 0 && c.head_complete()) {
+        if (answer_here(c)) continue;
         auto handed = release(fd);
         std::lock_guard lock(mutex);
         ready.push_back(std::move(handed));
@@ -590,7 +627,94 @@ struct ConnectionServer::Impl {
         set_deadline(c, Clock::now() + limits.head_timeout);
       }
     }
-    if (c.want_write != was_want_write) watch(fd, (c.want_write ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP, EPOLL_CTL_MOD);
+    rewatch(c);
+  }
+
+  // Asks the handler for the whole answer to the head at the front of `c.input`; when it has
+  // one, `c` starts writing it (the head is taken) and the write gets the io deadline.
+  bool answer_here(Connection& c) {
+    RequestHead head{std::string_view(c.input).substr(c.consumed, c.head_end - c.consumed),
+                     c.peer_address,
+                     c.peer_port,
+                     c.local_address,
+                     c.local_port,
+                     c.answered + 1 >= limits.keep_alive_requests || stopping};
+    std::optional<PreparedAnswer> answer;
+    try {
+      answer = handler.answer_at_once(head);
+    } catch (...) {
+      return false;  // a worker answers it the usual way, errors and all
+    }
+    if (!answer) return false;
+    if (head.last) answer->close = true;
+    c.consumed = c.head_end;
+    c.out = std::move(answer);
+    c.out_sent = 0;
+    c.phase = Connection::Phase::writing;
+    set_deadline(c, Clock::now() + limits.io_timeout);
+    return true;
+  }
+
+  enum class Written { all, blocked, failed };
+
+  // Writes what is left of `c.out` without blocking. Progress moves the io deadline on.
+  Written write_out(Connection& c) {
+    const std::string& bytes = c.out->bytes;
+    std::size_t before = c.out_sent;
+    Written result = Written::all;
+    while (c.out_sent < bytes.size()) {
+      const char* data = bytes.data() + c.out_sent;
+      std::size_t left = bytes.size() - c.out_sent;
+      if (c.ssl) {
+        ERR_clear_error();
+        // A retry after WANT_* passes the same length: the buffer may move (the context
+        // accepts a moving write buffer), the length may not change.
+        int n = SSL_write(c.ssl.get(), data, static_cast<int>(std::min<std::size_t>(left, 1 << 20)));
+        if (n > 0) {
+          c.out_sent += static_cast<std::size_t>(n);
+          continue;
+        }
+        int error = SSL_get_error(c.ssl.get(), n);
+        if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) return Written::failed;
+        c.want_write = error == SSL_ERROR_WANT_WRITE;
+      } else {
+        ssize_t n = ::send(c.fd.get(), data, left, MSG_NOSIGNAL);
+        if (n > 0) {
+          c.out_sent += static_cast<std::size_t>(n);
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return Written::failed;
+        c.want_write = true;
+      }
+      result = Written::blocked;
+      break;
+    }
+    if (result == Written::blocked && c.out_sent > before) set_deadline(c, Clock::now() + limits.io_timeout);
+    return result;
+  }
+
+  // The access-log line of the answer made at once on `c`, with the body bytes that really
+  // left (the head is not counted, as for a worker's answer).
+  void log_answer(Connection& c) {
+    std::size_t body = c.out_sent > c.out->head_size ? c.out_sent - c.out->head_size : 0;
+    log(c.out->log_line + " " + std::to_string(body));
+  }
+
+  // After an answer made at once went out whole: logs it; false when the connection closes now,
+  // else `c` waits for (or already holds) its next request, with the deadline that applies.
+  bool next_request(Connection& c) {
+    log_answer(c);
+    bool close = c.out->close || stopping;
+    c.out.reset();
+    ++c.answered;
+    if (close) return false;
+    c.input.erase(0, c.consumed);
+    c.consumed = 0;
+    c.scanned = 0;
+    c.phase = c.pending() > 0 ? Connection::Phase::head : Connection::Phase::idle;
+    set_deadline(c, Clock::now() + (c.pending() > 0 ? limits.head_timeout : limits.idle_timeout));
+    return true;
   }
 
   // Connections back from the workers: closed, or held for their next request.
@@ -622,7 +746,7 @@ struct ConnectionServer::Impl {
     auto now = Clock::now();
     while (!timers.empty() && timers.begin()->first <= now) {
       auto c = release(timers.begin()->second);
-      if (c->phase != Connection::Phase::idle) note_timeout(*c);
+      if (c->phase != Connection::Phase::idle && c->phase != Connection::Phase::writing) note_timeout(*c);
       close_connection(std::move(c));
     }
     if (!accepting && accept_retry != Clock::time_point{} && now >= accept_retry && open < max_connections) {
