@@ -130,7 +130,7 @@ SslContext make_tls_context(const TlsFiles& files) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// One client connection. The event thread owns it while it waits for a request head and while
+// One client connection. Its event loop owns it while it waits for a request head and while
 // it writes an answer made at once; a worker owns it while answering; ownership moves under
 // Impl::mutex, so only one thread touches it.
 
@@ -153,7 +153,7 @@ struct Connection {
   std::uint32_t watched = 0; // the epoll events registered for it
   std::size_t answered = 0;
 
-  // While the event thread writes an answer made at once (Phase::writing):
+  // While its event loop writes an answer made at once (Phase::writing):
   std::optional<PreparedAnswer> out;
   std::size_t out_sent = 0;
 
@@ -178,7 +178,7 @@ struct Connection {
 thread_local Connection* current_connection = nullptr;
 
 // How long a worker waits for the next request of a keep-alive connection before handing it
-// back to the event thread, and how many requests in a row it answers before it does anyway
+// back to its event loop, and how many requests in a row it answers before it does anyway
 // (so that other connections get their turn). Handing back costs two thread switches per
 // request; keeping the connection costs a worker for the grace time.
 constexpr auto kKeepAliveGrace = std::chrono::milliseconds(20);
@@ -201,7 +201,7 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
 }
 
 // What cpp-httplib reads a request from and writes its answer to: first the head bytes the
-// event thread read, then the socket (non-blocking, waited on with poll and deadlines).
+// event loop read, then the socket (non-blocking, waited on with poll and deadlines).
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(Connection& connection, const ConnectionLimits& limits) : c_(connection), limits_(limits) {}
@@ -518,7 +518,7 @@ struct ConnectionServer::Impl {
       ::epoll_ctl(events.get(), op, fd, &event);
     }
 
-    // What the event thread waits for on `c`: to read its next request (and see it hang up), or
+    // What the loop waits for on `c`: to read its next request (and see it hang up), or
     // to go on with a TLS handshake or an answer once the socket lets it. An answer being
     // written does not watch for a hang-up: the write sees it, and a half-closed client would
     // otherwise wake the loop over and over.
@@ -693,6 +693,9 @@ struct ConnectionServer::Impl {
         c.phase = Connection::Phase::head;
       }
       char buffer[16 * 1024];
+      // A read shorter than the buffer (with nothing left inside TLS) emptied the socket: the
+      // next read would only say EAGAIN, a syscall per request; epoll reports what comes next.
+      bool drained = false;
       while (true) {
         if (c.phase == Connection::Phase::writing) {
           switch (write_out(c)) {
@@ -714,6 +717,7 @@ struct ConnectionServer::Impl {
           return;
         }
         if (c.pending() >= limits.max_head_bytes) return close_connection(release(fd));
+        if (drained) break;
         std::size_t got = 0;
         if (c.ssl) {
           ERR_clear_error();
@@ -733,6 +737,7 @@ struct ConnectionServer::Impl {
           if (n > 0) got = static_cast<std::size_t>(n);
         }
         if (got == 0) break;  // nothing more for now
+        drained = got < sizeof buffer && !(c.ssl && SSL_has_pending(c.ssl.get()) == 1);
         c.input.append(buffer, got);
         if (c.phase == Connection::Phase::idle) {  // the next request begins: it gets a head deadline
           c.phase = Connection::Phase::head;
@@ -928,7 +933,7 @@ struct ConnectionServer::Impl {
       }
       answer_one(*c);
       // A keep-alive client usually sends its next request at once: answer it here while it
-      // does, and give the connection back to the event thread once it pauses. A connection
+      // does, and give the connection back to its event loop once it pauses. A connection
       // holds a worker only while its requests keep arriving complete.
       for (std::size_t more = 0; more < kMostInARow && c->keep && !stopping && next_head_arrives(*c); ++more) answer_one(*c);
       {
@@ -979,7 +984,7 @@ struct ConnectionServer::Impl {
         if (n < 0 && errno == EINTR) continue;
         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return client_gone(c);
       }
-      if (!wait_for(c.fd.get(), wait, grace)) return false;  // a pause: back to the event thread
+      if (!wait_for(c.fd.get(), wait, grace)) return false;  // a pause: back to the event loop
     }
   }
 

@@ -1,9 +1,9 @@
 #pragma once
-// The connections of `mirror serve`. One event thread accepts, refuses a client address that
-// is over its connection cap, performs the TLS handshake and reads each request head, all
-// with deadlines. Small answers made in memory (RequestHandler::answer_at_once) are written by
-// the event thread itself, non-blocking and with the write deadline; a fixed pool of workers
-// answers the other complete requests (files, streams). A client that sends
+// The connections of `mirror serve`. Event loops (one per core) accept, refuse a client
+// address that is over its connection cap, perform the TLS handshake and read each request
+// head, all with deadlines. Small answers made in memory (RequestHandler::answer_at_once) are
+// written by the loop itself, non-blocking and with the write deadline; a fixed pool of
+// workers answers the other complete requests (files, streams). A client that sends
 // slowly, or nothing, therefore holds a socket for at most the head deadline but never a
 // worker, and one client address is answered by at most half of the workers at a time (its
 // other requests wait their turn). The answers come from a RequestHandler (cpp-httplib's
@@ -82,11 +82,11 @@ class RequestHandler {
   virtual ~RequestHandler() = default;
   // Answers one request read from `stream`, whose head is complete. `last`: the connection is
   // closed after this answer. Sets `client_closes` when the client asked for that. False when
-  // the connection must be closed now. Called on a worker.
+  // the connection must be closed now. Called on a worker, several at a time.
   virtual bool answer(httplib::Stream& stream, bool last, bool& client_closes) = 0;
   // The whole answer to `head` when it is small and made from memory alone (no file, no
   // request body), else nothing and the request goes to answer() on a worker. Called on the
-  // event loop, so it must not block; it must not throw.
+  // event loops (several at a time, and beside the workers), so it must not block.
   virtual std::optional<PreparedAnswer> answer_at_once(const RequestHead& head) {
     (void)head;
     return std::nullopt;

@@ -349,6 +349,17 @@ TEST(MirrorAtOnceTest, DocumentsAreAnsweredWhileEveryWorkerIsHeld) {
   auto body = received.substr(received.find("\r\n\r\n") + 4);
   EXPECT_EQ(body, http.fetch(server.url() + json).body);
   EXPECT_NE(received.find("Connection: close\r\n"), std::string::npos);
+
+  // HEAD, made at once too: the same length, no body, and 0 bytes in the log.
+  HttpRequest head;
+  head.method = "HEAD";
+  auto headed = http.fetch(server.url() + json, head);
+  EXPECT_EQ(headed.status, 200);
+  EXPECT_EQ(headed.header("content-length"), std::to_string(body.size()));
+  EXPECT_TRUE(headed.body.empty());
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_NE(server.log().find("\"HEAD " + json + " HTTP/1.1\" 200 0\n"), std::string::npos) << server.log();
+  EXPECT_NE(server.log().find("\"GET " + json + " HTTP/1.1\" 200 " + std::to_string(body.size()) + "\n"), std::string::npos);
 }
 
 }  // namespace
