@@ -8,8 +8,8 @@
 // mirror serve hashes each object once before its first byte goes out, so the first download
 // of the zip is timed on its own (it includes that check) and the wrk runs measure the steady
 // state.
-// Beside each row: the load average when it started (the machine is shared) and the CPU
-// seconds the server spent on it (nginx: master and workers).
+// Beside each row: the load average when it started (the machine is shared), the CPU seconds
+// the server spent on it (nginx: master and workers) and that per request, in microseconds.
 //   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N] [--podplane PATH]
 // --podplane runs another podplane binary (e.g. a build of the previous commit) as the server.
 #include <dirent.h>
@@ -285,13 +285,15 @@ int main(int argc, char** argv) {
     rows.push_back({zip_label, "nginx", measured(theirs + zip_path, nginx.pid(), true, clients, zip_seconds)});
   }
   std::printf("wrk: %d connections, %d s per row; nginx: worker_processes auto, sendfile, keep-alive\n", clients, seconds);
-  std::printf("%-20s %-9s %9s %10s %9s %9s %7s %7s %6s %6s\n", "workload", "server", "requests", "req/s", "p50 ms", "p99 ms",
-              "MiB/s", "errors", "load", "cpu s");
+  std::printf("%-20s %-9s %9s %10s %9s %9s %7s %7s %6s %6s %8s\n", "workload", "server", "requests", "req/s", "p50 ms",
+              "p99 ms", "MiB/s", "errors", "load", "cpu s", "cpu us/r");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i].result;
-    std::printf("%-20s %-9s %9zu %10.1f %9.2f %9.2f %7.1f %7zu %6.2f %6.2f\n", rows[i].workload.c_str(),
+    // CPU per request moves less with the other load on the machine than the rate does.
+    const double cpu_per_request = r.cpu_seconds >= 0 && r.requests > 0 ? r.cpu_seconds / static_cast<double>(r.requests) * 1e6 : -1;
+    std::printf("%-20s %-9s %9zu %10.1f %9.2f %9.2f %7.1f %7zu %6.2f %6.2f %8.1f\n", rows[i].workload.c_str(),
                 rows[i].server.c_str(), r.requests, r.requests / r.seconds, r.p50_ms, r.p99_ms,
-                r.bytes / r.seconds / 1048576.0, r.errors, r.load_average, r.cpu_seconds);
+                r.bytes / r.seconds / 1048576.0, r.errors, r.load_average, r.cpu_seconds, cpu_per_request);
     if (i % 2 == 1) {
       const auto& ours = rows[i - 1].result;
       // Requests per second for small answers (wrk's bytes include the headers, which differ);
