@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <ctime>
 #include <iostream>
 #include <mutex>
@@ -74,6 +75,63 @@ class HttpAnswers final : public httplib::Server {
 // Whether handle() answered the request this worker thread is processing (rather than
 // cpp-httplib refusing it before routing).
 thread_local bool answered_by_handler = false;
+
+// Set while this thread makes an answer at once (Impl::answer_at_once): the access-log line
+// goes there instead of the log, and handle() sets `needs_worker` for an answer it cannot make
+// from memory alone.
+thread_local PreparedAnswer* preparing = nullptr;
+thread_local bool needs_worker = false;
+
+// The largest document answered at once from the event loop; a bigger one goes to a worker so
+// that the loop never copies much for one request.
+constexpr std::size_t kMostAtOnce = 256 * 1024;
+
+// One request head in memory, its answer kept in memory: cpp-httplib's exact answer (the one a
+// worker would write to the socket) without touching the socket. A request that wants more
+// than its head (a body, `Expect: 100-continue`) is marked, and goes to a worker instead.
+class MemoryStream final : public httplib::Stream {
+ public:
+  MemoryStream(const RequestHead& head, PreparedAnswer& answer) : head_(head), answer_(answer) {}
+
+  bool wants_more() const { return wants_more_; }
+
+  bool is_readable() const override { return at_ < head_.bytes.size(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* data, size_t size) override {
+    if (at_ >= head_.bytes.size()) {
+      wants_more_ = true;
+      return -1;
+    }
+    std::size_t n = std::min(size, head_.bytes.size() - at_);
+    std::memcpy(data, head_.bytes.data() + at_, n);
+    at_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* data, size_t size) override {
+    // cpp-httplib writes the status line and headers in one piece, then the body.
+    if (answer_.bytes.empty()) {
+      if (size > 10 && std::memcmp(data, "HTTP/1.1 1", 10) == 0) wants_more_ = true;  // an interim answer
+      answer_.head_size = size;
+    }
+    answer_.bytes.append(data, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = head_.peer_address;
+    port = head_.peer_port;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = head_.local_address;
+    port = head_.local_port;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+
+ private:
+  const RequestHead& head_;
+  PreparedAnswer& answer_;
+  std::size_t at_ = 0;
+  bool wants_more_ = false;
+};
 
 using SliceWriter = std::function<bool(std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink)>;
 
@@ -168,6 +226,34 @@ struct MirrorServer::Impl final : RequestHandler {
   bool answer(httplib::Stream& stream, bool last, bool& client_closes) override {
     answered_by_handler = false;
     return http.answer(stream, last, client_closes);
+  }
+
+  // The same request processing as answer(), into memory; nothing when handle() needs a file
+  // or a stream (or too much memory), or the request wants more than its head.
+  std::optional<PreparedAnswer> answer_at_once(const RequestHead& head) override {
+    PreparedAnswer prepared;
+    MemoryStream stream(head, prepared);
+    answered_by_handler = false;
+    needs_worker = false;
+    preparing = &prepared;
+    bool client_closes = false;
+    bool ok = false;
+    try {
+      ok = http.answer(stream, head.last, client_closes);
+    } catch (...) {
+      needs_worker = true;  // a worker answers it, and logs what went wrong
+    }
+    preparing = nullptr;
+    if (needs_worker || stream.wants_more() || prepared.bytes.empty()) return std::nullopt;
+    prepared.close = !ok || client_closes || head.last;
+    return prepared;
+  }
+
+  // Whether the answer for `resource` is made from memory alone and small: what the event loop
+  // may answer at once (catalogue pages are rendered per request, so they go to a worker).
+  static bool made_at_once(const SiteResource& resource) {
+    return (resource.kind == ResourceKind::document && resource.body.size() <= kMostAtOnce) ||
+           resource.kind == ResourceKind::module_download;
   }
 
   void not_found(httplib::Response& res) {
@@ -279,6 +365,10 @@ struct MirrorServer::Impl final : RequestHandler {
     auto snapshot = current();
     const SiteResource* resource = snapshot->find(req.path == "/v2" ? std::string(site_paths::registry_api) : req.path);
     if (resource == nullptr) return registry ? registry_not_found(req, res) : not_found(res);
+    if (preparing != nullptr && !made_at_once(*resource)) {
+      needs_worker = true;
+      return;
+    }
     if (!resource->oci_digest.empty()) res.set_header("Docker-Content-Digest", resource->oci_digest);
     switch (resource->kind) {
       case ResourceKind::document:
@@ -369,9 +459,16 @@ struct MirrorServer::Impl final : RequestHandler {
     return httplib::Server::HandlerResponse::Unhandled;
   }
 
+  // The count of body bytes sent ends the line: an answer made at once gets it from the event
+  // loop once its bytes have gone out.
   void access_log(const httplib::Request& req, const httplib::Response& res) {
-    write_log(req.remote_addr + " - - [" + utc_timestamp_now() + "] \"" + printable(req.method) + " " + printable(req.target) + " " +
-              printable(req.version) + "\" " + std::to_string(res.status) + " " + std::to_string(body_bytes_sent()));
+    std::string line = req.remote_addr + " - - [" + utc_timestamp_now() + "] \"" + printable(req.method) + " " +
+                       printable(req.target) + " " + printable(req.version) + "\" " + std::to_string(res.status);
+    if (preparing != nullptr) {
+      preparing->log_line = std::move(line);
+      return;
+    }
+    write_log(line + " " + std::to_string(body_bytes_sent()));
   }
 };
 

@@ -130,11 +130,12 @@ SslContext make_tls_context(const TlsFiles& files) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// One client connection. The event thread owns it while it waits for a request head; a worker
-// owns it while answering; ownership moves under Impl::mutex, so only one thread touches it.
+// One client connection. Its event loop owns it while it waits for a request head and while
+// it writes an answer made at once; a worker owns it while answering; ownership moves under
+// Impl::mutex, so only one thread touches it.
 
 struct Connection {
-  enum class Phase { handshake, head, idle };
+  enum class Phase { handshake, head, idle, writing };
 
   UniqueFd fd;
   SslSession ssl;  // null for plain HTTP
@@ -144,10 +145,17 @@ struct Connection {
   std::string input;         // bytes read and not yet taken by the request handler
   std::size_t consumed = 0;  // … of which the handler took these
   std::size_t scanned = 0;   // input[0, scanned) holds no end of head
+  std::size_t head_end = 0;  // set by head_complete(): where the first complete head ends
   Phase phase = Phase::head;
   Clock::time_point deadline;
-  bool want_write = false;   // TLS needs the socket writable to go on
+  std::size_t loop = 0;      // the event loop that holds it between requests
+  bool want_write = false;   // TLS needs the socket writable to go on (or a write is blocked)
+  std::uint32_t watched = 0; // the epoll events registered for it
   std::size_t answered = 0;
+
+  // While its event loop writes an answer made at once (Phase::writing):
+  std::optional<PreparedAnswer> out;
+  std::size_t out_sent = 0;
 
   // While a worker answers:
   Clock::time_point read_deadline;
@@ -159,20 +167,25 @@ struct Connection {
   std::size_t pending() const { return input.size() - consumed; }
   bool head_complete() {
     std::size_t from = std::max(consumed, scanned >= 3 ? scanned - 3 : std::size_t{0});
-    bool found = input.find("\r\n\r\n", from) != std::string::npos;
+    auto end = input.find("\r\n\r\n", from);
     scanned = input.size();
-    return found;
+    if (end == std::string::npos) return false;
+    head_end = end + 4;
+    return true;
   }
 };
 
 thread_local Connection* current_connection = nullptr;
 
 // How long a worker waits for the next request of a keep-alive connection before handing it
-// back to the event thread, and how many requests in a row it answers before it does anyway
+// back to its event loop, and how many requests in a row it answers before it does anyway
 // (so that other connections get their turn). Handing back costs two thread switches per
 // request; keeping the connection costs a worker for the grace time.
 constexpr auto kKeepAliveGrace = std::chrono::milliseconds(20);
 constexpr std::size_t kMostInARow = 100;
+
+// Event loops: one per core, at most this many (past that, workers and the kernel need the cores).
+constexpr std::size_t kMostLoops = 4;
 
 // Waits until `fd` is ready for `events` or `deadline` passes; true when ready (an error or
 // hangup counts as ready: the next call reports it).
@@ -188,7 +201,7 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
 }
 
 // What cpp-httplib reads a request from and writes its answer to: first the head bytes the
-// event thread read, then the socket (non-blocking, waited on with poll and deadlines).
+// event loop read, then the socket (non-blocking, waited on with poll and deadlines).
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(Connection& connection, const ConnectionLimits& limits) : c_(connection), limits_(limits) {}
@@ -380,28 +393,30 @@ ListenAddress parse_listen_address(const std::string& text) {
 // ---------------------------------------------------------------------------------------------
 
 struct ConnectionServer::Impl {
+  struct EventLoop;
+
   ConnectionLimits limits;
   SslContext tls;
   RequestHandler& handler;
   LogLine log;
-  UniqueFd listener, events, wake;
+  UniqueFd listener;
   std::size_t max_connections = 0;
   std::atomic<bool> stopping{false};
+  // One event loop per core (at most kMostLoops): the first also accepts and deals the new
+  // connections out in turn; each keeps its connections between requests.
+  std::vector<std::unique_ptr<EventLoop>> loops;
+  std::size_t next_loop = 0;  // the first loop's only
 
-  // Event thread only.
-  std::map<int, std::unique_ptr<Connection>> waiting;  // by fd: registered with epoll and a timer
-  std::set<std::pair<Clock::time_point, int>> timers;
+  // Shared by the loops, under `counts_mutex`: taken per connection, never per request.
+  std::mutex counts_mutex;
   std::map<std::string, std::size_t> open_by_client;
   std::size_t open = 0;
-  bool accepting = false;
-  Clock::time_point accept_retry{};
   Throttled refused_log{std::chrono::seconds(10)}, timeout_log{std::chrono::seconds(10)};
 
   // Shared with the workers, under `mutex`.
   std::mutex mutex;
   std::condition_variable ready_changed;
   std::deque<std::unique_ptr<Connection>> ready;          // complete heads waiting for a worker
-  std::vector<std::unique_ptr<Connection>> returned;      // answered: back to the event thread
   std::map<std::string, std::size_t> busy_by_client;      // workers answering each address
   std::set<int> answering;                                // fds being answered (cut off at stop)
   bool workers_stop = false;
@@ -412,232 +427,485 @@ struct ConnectionServer::Impl {
 
   std::size_t worker_share() const { return std::max<std::size_t>(1, limits.workers / 2); }
 
-  void wake_event_thread() {
-    std::uint64_t one = 1;
-    (void)!::write(wake.get(), &one, sizeof one);
-  }
+  // --- the event loops ----------------------------------------------------------------------
 
-  // --- the event thread ---------------------------------------------------------------------
+  struct EventLoop {
+    Impl& server;
+    std::size_t index;
+    UniqueFd events, wake;
+    // Shared state, by the names the loop's code uses.
+    const ConnectionLimits& limits;
+    RequestHandler& handler;
+    const LogLine& log;
+    std::atomic<bool>& stopping;
+    std::mutex& mutex;
+    std::condition_variable& ready_changed;
+    std::deque<std::unique_ptr<Connection>>& ready;
 
-  void watch(int fd, std::uint32_t interest, int op) {
-    epoll_event event{};
-    event.events = interest;
-    event.data.fd = fd;
-    ::epoll_ctl(events.get(), op, fd, &event);
-  }
+    // This loop's thread only.
+    std::map<int, std::unique_ptr<Connection>> waiting;  // by fd: registered with epoll and a timer
+    std::set<std::pair<Clock::time_point, int>> timers;
+    bool accepting = false;  // the first loop's only
+    Clock::time_point accept_retry{};
+    std::string log_batch;  // access-log lines of answers made here, written once per wake-up
+    std::thread thread;
 
-  void hold(std::unique_ptr<Connection> c) {
-    int fd = c->fd.get();
-    watch(fd, (c->want_write ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP, EPOLL_CTL_ADD);
-    timers.insert({c->deadline, fd});
-    waiting[fd] = std::move(c);
-  }
+    // Under server.mutex: connections back from the workers, and new ones dealt to this loop.
+    std::vector<std::unique_ptr<Connection>> returned, dealt;
 
-  std::unique_ptr<Connection> release(int fd) {
-    auto it = waiting.find(fd);
-    auto c = std::move(it->second);
-    waiting.erase(it);
-    timers.erase({c->deadline, fd});
-    ::epoll_ctl(events.get(), EPOLL_CTL_DEL, fd, nullptr);
-    return c;
-  }
-
-  void set_deadline(Connection& c, Clock::time_point deadline) {
-    timers.erase({c.deadline, c.fd.get()});
-    c.deadline = deadline;
-    timers.insert({deadline, c.fd.get()});
-  }
-
-  void close_connection(std::unique_ptr<Connection> c) {
-    if (c->ssl && c->phase != Connection::Phase::handshake) {
-      ERR_clear_error();
-      (void)SSL_shutdown(c->ssl.get());  // best effort close_notify; the socket does not wait for it
+    EventLoop(Impl& owner, std::size_t loop_index)
+        : server(owner),
+          index(loop_index),
+          events(::epoll_create1(EPOLL_CLOEXEC)),
+          wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+          limits(owner.limits),
+          handler(owner.handler),
+          log(owner.log),
+          stopping(owner.stopping),
+          mutex(owner.mutex),
+          ready_changed(owner.ready_changed),
+          ready(owner.ready) {
+      if (!events || !wake) throw Error(std::string("mirror serve: cannot set up event polling: ") + std::strerror(errno));
+      watch(wake.get(), EPOLLIN, EPOLL_CTL_ADD);
     }
-    auto it = open_by_client.find(c->peer_address);
-    if (it != open_by_client.end() && --it->second == 0) open_by_client.erase(it);
-    --open;
-    c.reset();
-    if (!accepting && open < max_connections && !stopping) resume_accepting();
-  }
 
-  void resume_accepting() {
-    if (listener && !accepting) {
-      watch(listener.get(), EPOLLIN, EPOLL_CTL_ADD);
-      accepting = true;
+    void wake_up() {
+      std::uint64_t one = 1;
+      (void)!::write(wake.get(), &one, sizeof one);
     }
-  }
-  void pause_accepting() {
-    if (accepting) {
-      ::epoll_ctl(events.get(), EPOLL_CTL_DEL, listener.get(), nullptr);
-      accepting = false;
-    }
-  }
 
-  void accept_all() {
-    while (accepting) {
-      if (open >= max_connections) {
-        // Out of descriptors to spare: leave new clients in the listen backlog until one closes.
-        pause_accepting();
-        log("podplane: mirror serve: " + std::to_string(open) + " connections open, the most this process can hold; "
-            "new ones wait until one closes");
-        return;
+    // The access-log lines batched since the last call, in one write.
+    void flush_log() {
+      if (log_batch.empty()) return;
+      log_batch.pop_back();  // the last '\n': the log adds one per call
+      log(log_batch);
+      log_batch.clear();
+    }
+
+    // Serves until the server stops.
+    void serve() {
+      std::vector<epoll_event> ready_events(256);
+      while (!stopping) {
+        int n = ::epoll_wait(events.get(), ready_events.data(), static_cast<int>(ready_events.size()), next_timeout_ms());
+        if (n < 0 && errno != EINTR) {
+          log(std::string("podplane: mirror serve: event polling failed: ") + std::strerror(errno));
+          server.stopping = true;
+          for (auto& loop : server.loops) loop->wake_up();
+          break;
+        }
+        for (int i = 0; i < n; ++i) {
+          int fd = ready_events[static_cast<std::size_t>(i)].data.fd;
+          if (index == 0 && server.listener && fd == server.listener.get()) {
+            accept_all();
+          } else if (fd == wake.get()) {
+            std::uint64_t count = 0;
+            (void)!::read(fd, &count, sizeof count);
+            take_returned();
+          } else {
+            advance(fd);
+          }
+        }
+        expire();
+        flush_log();
       }
-      sockaddr_storage peer{};
-      socklen_t length = sizeof peer;
-      int fd = ::accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-        // EMFILE, ENFILE, ENOBUFS, ENOMEM: try again shortly rather than spin on a readable listener.
-        log(std::string("podplane: mirror serve: cannot accept a connection: ") + std::strerror(errno));
-        pause_accepting();
-        accept_retry = Clock::now() + std::chrono::milliseconds(200);
-        return;
+    }
+
+
+    void watch(int fd, std::uint32_t interest, int op) {
+      epoll_event event{};
+      event.events = interest;
+      event.data.fd = fd;
+      ::epoll_ctl(events.get(), op, fd, &event);
+    }
+
+    // What the loop waits for on `c`: to read its next request (and see it hang up), or
+    // to go on with a TLS handshake or an answer once the socket lets it. An answer being
+    // written does not watch for a hang-up: the write sees it, and a half-closed client would
+    // otherwise wake the loop over and over.
+    static std::uint32_t interest(const Connection& c) {
+      if (c.phase == Connection::Phase::writing) return c.want_write ? EPOLLOUT : EPOLLIN;
+      return (c.want_write ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP;
+    }
+    void rewatch(Connection& c) {
+      if (auto wanted = interest(c); wanted != c.watched) {
+        watch(c.fd.get(), wanted, EPOLL_CTL_MOD);
+        c.watched = wanted;
       }
-      auto c = std::make_unique<Connection>();
-      c->fd = UniqueFd(fd);
-      std::tie(c->peer_address, c->peer_port) = numeric_address(peer);
-      auto& count = open_by_client[c->peer_address];
-      if (count >= limits.per_client) {
-        if (count == 0) open_by_client.erase(c->peer_address);
-        if (auto refused = refused_log.note(); refused > 0)
-          log("podplane: mirror serve: refused " + std::to_string(refused) + " connection(s) from " + c->peer_address +
-              " over the per-client cap of " + std::to_string(limits.per_client) +
-              " open connections (--max-connections-per-client)");
-        continue;  // closed without an answer
+    }
+
+    void hold(std::unique_ptr<Connection> c) {
+      int fd = c->fd.get();
+      c->loop = index;
+      c->watched = interest(*c);
+      watch(fd, c->watched, EPOLL_CTL_ADD);
+      timers.insert({c->deadline, fd});
+      waiting[fd] = std::move(c);
+    }
+
+    std::unique_ptr<Connection> release(int fd) {
+      auto it = waiting.find(fd);
+      auto c = std::move(it->second);
+      waiting.erase(it);
+      timers.erase({c->deadline, fd});
+      ::epoll_ctl(events.get(), EPOLL_CTL_DEL, fd, nullptr);
+      return c;
+    }
+
+    void set_deadline(Connection& c, Clock::time_point deadline) {
+      timers.erase({c.deadline, c.fd.get()});
+      c.deadline = deadline;
+      timers.insert({deadline, c.fd.get()});
+    }
+
+    void close_connection(std::unique_ptr<Connection> c) {
+      if (c->out) log_answer(*c);  // cut off half way: logged with what was sent
+      if (c->ssl && c->phase != Connection::Phase::handshake) {
+        ERR_clear_error();
+        (void)SSL_shutdown(c->ssl.get());  // best effort close_notify; the socket does not wait for it
       }
-      ++count;
-      ++open;
-      sockaddr_storage local{};
-      length = sizeof local;
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
-      std::tie(c->local_address, c->local_port) = numeric_address(local);
-      // Headers and small answers go out at once: without it, Nagle plus delayed ACKs add ~40 ms
-      // to every keep-alive JSON answer (measured by bench/serve).
-      int yes = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
-      if (tls) {
-        c->ssl.reset(SSL_new(tls.get()));
-        if (!c->ssl || SSL_set_fd(c->ssl.get(), fd) != 1) {
+      bool room = false;
+      {
+        std::lock_guard lock(server.counts_mutex);
+        auto it = server.open_by_client.find(c->peer_address);
+        if (it != server.open_by_client.end() && --it->second == 0) server.open_by_client.erase(it);
+        --server.open;
+        room = server.open < server.max_connections;
+      }
+      c.reset();
+      // The first loop resumes at once; when another loop made room, the first one's retry does.
+      if (index == 0 && !accepting && room && !stopping) resume_accepting();
+    }
+
+    void resume_accepting() {
+      if (server.listener && !accepting) {
+        watch(server.listener.get(), EPOLLIN, EPOLL_CTL_ADD);
+        accepting = true;
+      }
+    }
+    void pause_accepting() {
+      if (accepting) {
+        ::epoll_ctl(events.get(), EPOLL_CTL_DEL, server.listener.get(), nullptr);
+        accepting = false;
+      }
+    }
+
+    void accept_all() {
+      while (accepting) {
+        std::size_t open_now = 0;
+        {
+          std::lock_guard lock(server.counts_mutex);
+          open_now = server.open;
+        }
+        if (open_now >= server.max_connections) {
+          // Out of descriptors to spare: leave new clients in the listen backlog until one closes
+          // (this loop's own closes resume at once, the other loops' at the next retry).
+          pause_accepting();
+          accept_retry = Clock::now() + std::chrono::milliseconds(200);
+          log("podplane: mirror serve: " + std::to_string(open_now) + " connections open, the most this process can hold; "
+              "new ones wait until one closes");
+          return;
+        }
+        sockaddr_storage peer{};
+        socklen_t length = sizeof peer;
+        int fd = ::accept4(server.listener.get(), reinterpret_cast<sockaddr*>(&peer), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+          if (errno == EINTR || errno == ECONNABORTED) continue;
+          if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+          // EMFILE, ENFILE, ENOBUFS, ENOMEM: try again shortly rather than spin on a readable listener.
+          log(std::string("podplane: mirror serve: cannot accept a connection: ") + std::strerror(errno));
+          pause_accepting();
+          accept_retry = Clock::now() + std::chrono::milliseconds(200);
+          return;
+        }
+        auto c = std::make_unique<Connection>();
+        c->fd = UniqueFd(fd);
+        std::tie(c->peer_address, c->peer_port) = numeric_address(peer);
+        bool over_cap = false;
+        std::size_t refused = 0;
+        {
+          std::lock_guard lock(server.counts_mutex);
+          auto& count = server.open_by_client[c->peer_address];
+          over_cap = count >= limits.per_client;
+          if (over_cap) {
+            if (count == 0) server.open_by_client.erase(c->peer_address);
+            refused = server.refused_log.note();
+          } else {
+            ++count;
+            ++server.open;
+          }
+        }
+        if (over_cap) {
+          if (refused > 0)
+            log("podplane: mirror serve: refused " + std::to_string(refused) + " connection(s) from " + c->peer_address +
+                " over the per-client cap of " + std::to_string(limits.per_client) +
+                " open connections (--max-connections-per-client)");
+          continue;  // closed without an answer
+        }
+        sockaddr_storage local{};
+        length = sizeof local;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
+        std::tie(c->local_address, c->local_port) = numeric_address(local);
+        // Headers and small answers go out at once: without it, Nagle plus delayed ACKs add ~40 ms
+        // to every keep-alive JSON answer (measured by bench/serve).
+        int yes = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+        if (server.tls) {
+          c->ssl.reset(SSL_new(server.tls.get()));
+          if (!c->ssl || SSL_set_fd(c->ssl.get(), fd) != 1) {
+            close_connection(std::move(c));
+            continue;
+          }
+          SSL_set_accept_state(c->ssl.get());
+          c->phase = Connection::Phase::handshake;
+        }
+        c->deadline = Clock::now() + limits.head_timeout;
+        server.deal(std::move(c));
+      }
+    }
+
+    void note_timeout(const Connection& c) {
+      std::size_t closed = 0;
+      {
+        std::lock_guard lock(server.counts_mutex);
+        closed = server.timeout_log.note();
+      }
+      if (closed > 0)
+        log("podplane: mirror serve: closed " + std::to_string(closed) + " connection(s) that sent no complete request within " +
+            std::to_string(limits.head_timeout.count()) + " s (--header-timeout), the last from " + c.peer_address);
+    }
+
+    // Moves a held connection on: handshake, write what an answer made at once still has to send,
+    // read what arrived, answer a complete head at once or hand it to a worker.
+    void advance(int fd) {
+      auto it = waiting.find(fd);
+      if (it == waiting.end()) return;
+      Connection& c = *it->second;
+      c.want_write = false;
+      if (c.phase == Connection::Phase::handshake) {
+        ERR_clear_error();
+        int done = SSL_do_handshake(c.ssl.get());
+        if (done != 1) {
+          int error = SSL_get_error(c.ssl.get(), done);
+          if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) return close_connection(release(fd));
+          c.want_write = error == SSL_ERROR_WANT_WRITE;
+          return rewatch(c);
+        }
+        c.phase = Connection::Phase::head;
+      }
+      char buffer[16 * 1024];
+      // A read shorter than the buffer (with nothing left inside TLS) emptied the socket: the
+      // next read would only say EAGAIN, a syscall per request; epoll reports what comes next.
+      bool drained = false;
+      while (true) {
+        if (c.phase == Connection::Phase::writing) {
+          switch (write_out(c)) {
+            case Written::blocked:
+              return rewatch(c);  // the rest when the socket can take it; nothing more is read
+            case Written::failed:
+              return close_connection(release(fd));
+            case Written::all:
+              if (!next_request(c)) return close_connection(release(fd));
+              continue;  // a pipelined request may be waiting in `input` already
+          }
+        }
+        if (c.pending() > 0 && c.head_complete()) {
+          if (answer_here(c)) continue;
+          auto handed = release(fd);
+          std::lock_guard lock(mutex);
+          ready.push_back(std::move(handed));
+          ready_changed.notify_one();
+          return;
+        }
+        if (c.pending() >= limits.max_head_bytes) return close_connection(release(fd));
+        if (drained) break;
+        std::size_t got = 0;
+        if (c.ssl) {
+          ERR_clear_error();
+          int n = SSL_read(c.ssl.get(), buffer, sizeof buffer);
+          if (n > 0) {
+            got = static_cast<std::size_t>(n);
+          } else {
+            int error = SSL_get_error(c.ssl.get(), n);
+            if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) return close_connection(release(fd));
+            c.want_write = error == SSL_ERROR_WANT_WRITE;
+          }
+        } else {
+          ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+          if (n == 0) return close_connection(release(fd));
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return close_connection(release(fd));
+          if (n > 0) got = static_cast<std::size_t>(n);
+        }
+        if (got == 0) break;  // nothing more for now
+        drained = got < sizeof buffer && !(c.ssl && SSL_has_pending(c.ssl.get()) == 1);
+        c.input.append(buffer, got);
+        if (c.phase == Connection::Phase::idle) {  // the next request begins: it gets a head deadline
+          c.phase = Connection::Phase::head;
+          set_deadline(c, Clock::now() + limits.head_timeout);
+        }
+      }
+      rewatch(c);
+    }
+
+    // Asks the handler for the whole answer to the head at the front of `c.input`; when it has
+    // one, `c` starts writing it (the head is taken) and the write gets the io deadline.
+    bool answer_here(Connection& c) {
+      RequestHead head{std::string_view(c.input).substr(c.consumed, c.head_end - c.consumed),
+                       c.peer_address,
+                       c.peer_port,
+                       c.local_address,
+                       c.local_port,
+                       c.answered + 1 >= limits.keep_alive_requests || stopping};
+      std::optional<PreparedAnswer> answer;
+      try {
+        answer = handler.answer_at_once(head);
+      } catch (...) {
+        return false;  // a worker answers it the usual way, errors and all
+      }
+      if (!answer) return false;
+      if (head.last) answer->close = true;
+      c.consumed = c.head_end;
+      c.out = std::move(answer);
+      c.out_sent = 0;
+      c.phase = Connection::Phase::writing;
+      set_deadline(c, Clock::now() + limits.io_timeout);
+      return true;
+    }
+
+    enum class Written { all, blocked, failed };
+
+    // Writes what is left of `c.out` without blocking. Progress moves the io deadline on.
+    Written write_out(Connection& c) {
+      const std::string& bytes = c.out->bytes;
+      std::size_t before = c.out_sent;
+      Written result = Written::all;
+      while (c.out_sent < bytes.size()) {
+        const char* data = bytes.data() + c.out_sent;
+        std::size_t left = bytes.size() - c.out_sent;
+        if (c.ssl) {
+          ERR_clear_error();
+          // A retry after WANT_* passes the same length: the buffer may move (the context
+          // accepts a moving write buffer), the length may not change.
+          int n = SSL_write(c.ssl.get(), data, static_cast<int>(std::min<std::size_t>(left, 1 << 20)));
+          if (n > 0) {
+            c.out_sent += static_cast<std::size_t>(n);
+            continue;
+          }
+          int error = SSL_get_error(c.ssl.get(), n);
+          if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) return Written::failed;
+          c.want_write = error == SSL_ERROR_WANT_WRITE;
+        } else {
+          ssize_t n = ::send(c.fd.get(), data, left, MSG_NOSIGNAL);
+          if (n > 0) {
+            c.out_sent += static_cast<std::size_t>(n);
+            continue;
+          }
+          if (n < 0 && errno == EINTR) continue;
+          if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return Written::failed;
+          c.want_write = true;
+        }
+        result = Written::blocked;
+        break;
+      }
+      if (result == Written::blocked && c.out_sent > before) set_deadline(c, Clock::now() + limits.io_timeout);
+      return result;
+    }
+
+    // The access-log line of the answer made at once on `c`, with the body bytes that really
+    // left (the head is not counted, as for a worker's answer).
+    void log_answer(Connection& c) {
+      std::size_t body = c.out_sent > c.out->head_size ? c.out_sent - c.out->head_size : 0;
+      log_batch += c.out->log_line;
+      log_batch += ' ';
+      log_batch += std::to_string(body);
+      log_batch += '\n';
+    }
+
+    // After an answer made at once went out whole: logs it; false when the connection closes now,
+    // else `c` waits for (or already holds) its next request, with the deadline that applies.
+    bool next_request(Connection& c) {
+      log_answer(c);
+      bool close = c.out->close || stopping;
+      c.out.reset();
+      ++c.answered;
+      if (close) return false;
+      c.input.erase(0, c.consumed);
+      c.consumed = 0;
+      c.scanned = 0;
+      c.phase = c.pending() > 0 ? Connection::Phase::head : Connection::Phase::idle;
+      set_deadline(c, Clock::now() + (c.pending() > 0 ? limits.head_timeout : limits.idle_timeout));
+      return true;
+    }
+
+    // New connections dealt to this loop: held. Connections back from the workers: closed, or
+    // held for their next request.
+    void take_returned() {
+      std::vector<std::unique_ptr<Connection>> back, fresh;
+      {
+        std::lock_guard lock(mutex);
+        back.swap(returned);
+        fresh.swap(dealt);
+      }
+      for (auto& c : fresh) {
+        if (stopping) close_connection(std::move(c));
+        else hold(std::move(c));
+      }
+      for (auto& c : back) {
+        if (!c->keep || stopping) {
           close_connection(std::move(c));
           continue;
         }
-        SSL_set_accept_state(c->ssl.get());
-        c->phase = Connection::Phase::handshake;
+        c->input.erase(0, c->consumed);
+        c->consumed = 0;
+        c->scanned = 0;
+        c->want_write = false;
+        bool more = c->pending() > 0 || (c->ssl && SSL_pending(c->ssl.get()) > 0);
+        c->phase = c->pending() > 0 ? Connection::Phase::head : Connection::Phase::idle;
+        c->deadline = Clock::now() + (c->pending() > 0 ? limits.head_timeout : limits.idle_timeout);
+        int fd = c->fd.get();
+        hold(std::move(c));
+        if (more) advance(fd);  // pipelined or TLS-buffered bytes: epoll would not report them
       }
-      c->deadline = Clock::now() + limits.head_timeout;
-      hold(std::move(c));
     }
-  }
 
-  void note_timeout(const Connection& c) {
-    if (auto closed = timeout_log.note(); closed > 0)
-      log("podplane: mirror serve: closed " + std::to_string(closed) + " connection(s) that sent no complete request within " +
-          std::to_string(limits.head_timeout.count()) + " s (--header-timeout), the last from " + c.peer_address);
-  }
-
-  // Moves a held connection on: handshake, read what arrived, hand over a complete head.
-  void advance(int fd) {
-    auto it = waiting.find(fd);
-    if (it == waiting.end()) return;
-    Connection& c = *it->second;
-    bool was_want_write = c.want_write;
-    c.want_write = false;
-    if (c.phase == Connection::Phase::handshake) {
-      ERR_clear_error();
-      int done = SSL_do_handshake(c.ssl.get());
-      if (done != 1) {
-        int error = SSL_get_error(c.ssl.get(), done);
-        if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) return close_connection(release(fd));
-        c.want_write = error == SSL_ERROR_WANT_WRITE;
-        if (c.want_write != was_want_write) watch(fd, (c.want_write ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP, EPOLL_CTL_MOD);
-        return;
+    void expire() {
+      auto now = Clock::now();
+      while (!timers.empty() && timers.begin()->first <= now) {
+        auto c = release(timers.begin()->second);
+        if (c->phase != Connection::Phase::idle && c->phase != Connection::Phase::writing) note_timeout(*c);
+        close_connection(std::move(c));
       }
-      c.phase = Connection::Phase::head;
-    }
-    char buffer[16 * 1024];
-    while (true) {
-      if (c.pending() > 0 && c.head_complete()) {
-        auto handed = release(fd);
-        std::lock_guard lock(mutex);
-        ready.push_back(std::move(handed));
-        ready_changed.notify_one();
-        return;
-      }
-      if (c.pending() >= limits.max_head_bytes) return close_connection(release(fd));
-      std::size_t got = 0;
-      if (c.ssl) {
-        ERR_clear_error();
-        int n = SSL_read(c.ssl.get(), buffer, sizeof buffer);
-        if (n > 0) {
-          got = static_cast<std::size_t>(n);
+      if (!accepting && accept_retry != Clock::time_point{} && now >= accept_retry) {
+        std::lock_guard lock(server.counts_mutex);
+        if (server.open < server.max_connections) {
+          accept_retry = {};
+          resume_accepting();
         } else {
-          int error = SSL_get_error(c.ssl.get(), n);
-          if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) return close_connection(release(fd));
-          c.want_write = error == SSL_ERROR_WANT_WRITE;
+          accept_retry = now + std::chrono::milliseconds(200);
         }
-      } else {
-        ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-        if (n == 0) return close_connection(release(fd));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return close_connection(release(fd));
-        if (n > 0) got = static_cast<std::size_t>(n);
-      }
-      if (got == 0) break;  // nothing more for now
-      c.input.append(buffer, got);
-      if (c.phase == Connection::Phase::idle) {  // the next request begins: it gets a head deadline
-        c.phase = Connection::Phase::head;
-        set_deadline(c, Clock::now() + limits.head_timeout);
       }
     }
-    if (c.want_write != was_want_write) watch(fd, (c.want_write ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP, EPOLL_CTL_MOD);
-  }
 
-  // Connections back from the workers: closed, or held for their next request.
-  void take_returned() {
-    std::vector<std::unique_ptr<Connection>> back;
+    int next_timeout_ms() const {
+      Clock::time_point next = Clock::time_point::max();
+      if (!timers.empty()) next = timers.begin()->first;
+      if (accept_retry != Clock::time_point{}) next = std::min(next, accept_retry);
+      if (next == Clock::time_point::max()) return -1;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1;
+      return static_cast<int>(std::clamp<long long>(left, 0, 60'000));
+    }
+  };
+
+  // Hands a new connection to the next loop in turn (called by the first loop, which accepts).
+  void deal(std::unique_ptr<Connection> c) {
+    EventLoop& to = *loops[next_loop];
+    next_loop = (next_loop + 1) % loops.size();
+    if (to.index == 0) return to.hold(std::move(c));
     {
       std::lock_guard lock(mutex);
-      back.swap(returned);
+      to.dealt.push_back(std::move(c));
     }
-    for (auto& c : back) {
-      if (!c->keep || stopping) {
-        close_connection(std::move(c));
-        continue;
-      }
-      c->input.erase(0, c->consumed);
-      c->consumed = 0;
-      c->scanned = 0;
-      c->want_write = false;
-      bool more = c->pending() > 0 || (c->ssl && SSL_pending(c->ssl.get()) > 0);
-      c->phase = c->pending() > 0 ? Connection::Phase::head : Connection::Phase::idle;
-      c->deadline = Clock::now() + (c->pending() > 0 ? limits.head_timeout : limits.idle_timeout);
-      int fd = c->fd.get();
-      hold(std::move(c));
-      if (more) advance(fd);  // pipelined or TLS-buffered bytes: epoll would not report them
-    }
-  }
-
-  void expire() {
-    auto now = Clock::now();
-    while (!timers.empty() && timers.begin()->first <= now) {
-      auto c = release(timers.begin()->second);
-      if (c->phase != Connection::Phase::idle) note_timeout(*c);
-      close_connection(std::move(c));
-    }
-    if (!accepting && accept_retry != Clock::time_point{} && now >= accept_retry && open < max_connections) {
-      accept_retry = {};
-      resume_accepting();
-    }
-  }
-
-  int next_timeout_ms() const {
-    Clock::time_point next = Clock::time_point::max();
-    if (!timers.empty()) next = timers.begin()->first;
-    if (accept_retry != Clock::time_point{}) next = std::min(next, accept_retry);
-    if (next == Clock::time_point::max()) return -1;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1;
-    return static_cast<int>(std::clamp<long long>(left, 0, 60'000));
+    to.wake_up();
   }
 
   // --- the workers --------------------------------------------------------------------------
@@ -665,7 +933,7 @@ struct ConnectionServer::Impl {
       }
       answer_one(*c);
       // A keep-alive client usually sends its next request at once: answer it here while it
-      // does, and give the connection back to the event thread once it pauses. A connection
+      // does, and give the connection back to its event loop once it pauses. A connection
       // holds a worker only while its requests keep arriving complete.
       for (std::size_t more = 0; more < kMostInARow && c->keep && !stopping && next_head_arrives(*c); ++more) answer_one(*c);
       {
@@ -673,10 +941,11 @@ struct ConnectionServer::Impl {
         auto it = busy_by_client.find(c->peer_address);
         if (--it->second == 0) busy_by_client.erase(it);
         answering.erase(c->fd.get());
-        returned.push_back(std::move(c));
+        EventLoop& home = *loops[c->loop];
+        home.returned.push_back(std::move(c));
+        home.wake_up();
       }
       ready_changed.notify_one();  // a request of that client may be eligible now
-      wake_event_thread();
     }
   }
 
@@ -715,7 +984,7 @@ struct ConnectionServer::Impl {
         if (n < 0 && errno == EINTR) continue;
         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return client_gone(c);
       }
-      if (!wait_for(c.fd.get(), wait, grace)) return false;  // a pause: back to the event thread
+      if (!wait_for(c.fd.get(), wait, grace)) return false;  // a pause: back to the event loop
     }
   }
 
@@ -745,10 +1014,8 @@ ConnectionServer::ConnectionServer(const ConnectionLimits& limits, const std::op
                                    RequestHandler& handler, LogLine log)
     : impl_(std::make_unique<Impl>(limits, handler, std::move(log))) {
   if (tls) impl_->tls = make_tls_context(*tls);
-  impl_->events = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
-  impl_->wake = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!impl_->events || !impl_->wake) throw Error(std::string("mirror serve: cannot set up event polling: ") + std::strerror(errno));
-  impl_->watch(impl_->wake.get(), EPOLLIN, EPOLL_CTL_ADD);
+  std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  for (std::size_t i = 0; i < std::min(cores, kMostLoops); ++i) impl_->loops.push_back(std::make_unique<Impl::EventLoop>(*impl_, i));
   // SSL_write writes with write(2), which raises SIGPIPE when the client has gone; a server
   // must see that as a failed write, not die of it.
   ::signal(SIGPIPE, SIG_IGN);
@@ -801,35 +1068,19 @@ int ConnectionServer::listen(const ListenAddress& address) {
 void ConnectionServer::run() {
   auto& impl = *impl_;
   if (!impl.listener) throw Error("mirror serve: run() before listen()");
-  impl.resume_accepting();
+  auto& first = *impl.loops.front();
+  first.resume_accepting();
   for (std::size_t i = 0; i < std::max<std::size_t>(impl.limits.workers, 1); ++i) impl.workers.emplace_back([&impl] { impl.work(); });
-
-  std::vector<epoll_event> ready(256);
-  while (!impl.stopping) {
-    int n = ::epoll_wait(impl.events.get(), ready.data(), static_cast<int>(ready.size()), impl.next_timeout_ms());
-    if (n < 0 && errno != EINTR) {
-      impl.log(std::string("podplane: mirror serve: event polling failed: ") + std::strerror(errno));
-      break;
-    }
-    for (int i = 0; i < n; ++i) {
-      int fd = ready[static_cast<std::size_t>(i)].data.fd;
-      if (fd == impl.listener.get()) {
-        impl.accept_all();
-      } else if (fd == impl.wake.get()) {
-        std::uint64_t count = 0;
-        (void)!::read(fd, &count, sizeof count);
-        impl.take_returned();
-      } else {
-        impl.advance(fd);
-      }
-    }
-    impl.expire();
-  }
+  for (std::size_t i = 1; i < impl.loops.size(); ++i) impl.loops[i]->thread = std::thread([loop = impl.loops[i].get()] { loop->serve(); });
+  first.serve();
 
   // Stop: no new connections; answers in progress are cut off (their sockets shut down so that
   // a blocked write returns at once); every connection is closed.
   impl.stopping = true;
-  impl.pause_accepting();
+  for (auto& loop : impl.loops) loop->wake_up();
+  for (auto& loop : impl.loops)
+    if (loop->thread.joinable()) loop->thread.join();
+  first.pause_accepting();
   impl.listener.reset();
   {
     std::lock_guard lock(impl.mutex);
@@ -839,15 +1090,18 @@ void ConnectionServer::run() {
   impl.ready_changed.notify_all();
   for (auto& worker : impl.workers) worker.join();
   impl.workers.clear();
-  impl.take_returned();
-  while (!impl.waiting.empty()) impl.close_connection(impl.release(impl.waiting.begin()->first));
+  for (auto& loop : impl.loops) {
+    loop->take_returned();
+    while (!loop->waiting.empty()) loop->close_connection(loop->release(loop->waiting.begin()->first));
+    loop->flush_log();
+  }
   std::lock_guard lock(impl.mutex);
   impl.ready.clear();
 }
 
 void ConnectionServer::stop() {
   impl_->stopping = true;
-  impl_->wake_event_thread();
+  for (auto& loop : impl_->loops) loop->wake_up();
 }
 
 std::uint64_t body_bytes_sent() { return current_connection != nullptr ? current_connection->body_bytes : 0; }

@@ -1,7 +1,9 @@
 #pragma once
-// The connections of `mirror serve`. One event thread accepts, refuses a client address that
-// is over its connection cap, performs the TLS handshake and reads each request head, all
-// with deadlines; a fixed pool of workers answers complete requests only. A client that sends
+// The connections of `mirror serve`. Event loops (one per core) accept, refuse a client
+// address that is over its connection cap, perform the TLS handshake and read each request
+// head, all with deadlines. Small answers made in memory (RequestHandler::answer_at_once) are
+// written by the loop itself, non-blocking and with the write deadline; a fixed pool of
+// workers answers the other complete requests (files, streams). A client that sends
 // slowly, or nothing, therefore holds a socket for at most the head deadline but never a
 // worker, and one client address is answered by at most half of the workers at a time (its
 // other requests wait their turn). The answers come from a RequestHandler (cpp-httplib's
@@ -17,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace httplib {
@@ -56,13 +59,38 @@ struct ListenAddress {
 // host does not resolve.
 [[nodiscard]] ListenAddress parse_listen_address(const std::string& text);
 
+// One complete request head as the event loop read it, for RequestHandler::answer_at_once.
+struct RequestHead {
+  std::string_view bytes;  // request line and headers, up to and with the blank line
+  const std::string& peer_address;
+  int peer_port = 0;
+  const std::string& local_address;
+  int local_port = 0;
+  bool last = false;  // the connection is closed after this answer
+};
+
+// A whole answer made in memory, written by the event loop without a worker.
+struct PreparedAnswer {
+  std::string bytes;          // status line, headers and body, as they go on the wire
+  std::size_t head_size = 0;  // of which the status line and headers (not counted in the log)
+  std::string log_line;       // the access-log line without its byte count (appended once sent)
+  bool close = false;         // the connection is closed after it
+};
+
 class RequestHandler {
  public:
   virtual ~RequestHandler() = default;
   // Answers one request read from `stream`, whose head is complete. `last`: the connection is
   // closed after this answer. Sets `client_closes` when the client asked for that. False when
-  // the connection must be closed now.
+  // the connection must be closed now. Called on a worker, several at a time.
   virtual bool answer(httplib::Stream& stream, bool last, bool& client_closes) = 0;
+  // The whole answer to `head` when it is small and made from memory alone (no file, no
+  // request body), else nothing and the request goes to answer() on a worker. Called on the
+  // event loops (several at a time, and beside the workers), so it must not block.
+  virtual std::optional<PreparedAnswer> answer_at_once(const RequestHead& head) {
+    (void)head;
+    return std::nullopt;
+  }
 };
 
 class ConnectionServer {

@@ -8,12 +8,17 @@
 // mirror serve hashes each object once before its first byte goes out, so the first download
 // of the zip is timed on its own (it includes that check) and the wrk runs measure the steady
 // state.
-//   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N]
+// Beside each row: the load average when it started (the machine is shared), the CPU seconds
+// the server spent on it (nginx: master and workers) and that per request, in microseconds.
+//   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N] [--podplane PATH]
+// --podplane runs another podplane binary (e.g. a build of the previous commit) as the server.
+#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <tuple>
@@ -25,12 +30,53 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct Result {
+  double load_average = 0;  // 1-minute, when the row started
+  double cpu_seconds = -1;  // the server's user + system time during the row
   double seconds = 0;
   std::size_t requests = 0;
   std::size_t errors = 0;
   std::uint64_t bytes = 0;
   double p50_ms = 0, p99_ms = 0;
 };
+
+double load_average() {
+  double one = 0;
+  std::ifstream("/proc/loadavg") >> one;
+  return one;
+}
+
+// utime + stime of `pid` (from /proc/PID/stat), and of its children when `with_children`.
+double cpu_seconds_of(pid_t pid, bool with_children) {
+  auto read_stat = [](const std::string& name, pid_t& parent) -> double {
+    std::ifstream in("/proc/" + name + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close = text.rfind(')');  // the command name may hold spaces
+    if (close == std::string::npos) return 0;
+    std::istringstream fields(text.substr(close + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i == 4) parent = static_cast<pid_t>(std::stol(field));
+      if (i == 14) utime = std::stoull(field);
+      if (i == 15) stime = std::stoull(field);
+    }
+    return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  };
+  pid_t parent = 0;
+  double total = read_stat(std::to_string(pid), parent);
+  if (!with_children) return total;
+  if (DIR* proc = ::opendir("/proc")) {
+    while (dirent* entry = ::readdir(proc)) {
+      std::string name = entry->d_name;
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      pid_t of = 0;
+      double cpu = read_stat(name, of);
+      if (of == pid) total += cpu;
+    }
+    ::closedir(proc);
+  }
+  return total;
+}
 
 // One request with libcurl: the first download, which for podplane includes the object's check.
 Result fetch_once(const std::string& url, const std::optional<fs::path>& ca) {
@@ -40,6 +86,7 @@ Result fetch_once(const std::string& url, const std::optional<fs::path>& ca) {
   auto start = Clock::now();
   auto answer = http.fetch(url, request);
   Result result;
+  result.load_average = load_average();
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result.requests = 1;
   result.errors = answer.status == 200 ? 0 : 1;
@@ -124,8 +171,13 @@ std::string nginx_config(const fs::path& prefix, const fs::path& root, int port,
 
 int main(int argc, char** argv) {
   int clients = 32, seconds = 8, zip_mib = 100;
+  std::string podplane = podplane::test::podplane_binary().string();
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
+    if (flag == "--podplane") {
+      podplane = argv[i + 1];
+      continue;
+    }
     int value = std::stoi(argv[i + 1]);
     if (flag == "--clients") clients = value;
     else if (flag == "--seconds") seconds = value;
@@ -183,10 +235,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::map<std::string, std::string> env{{"PODPLANE_DEPS_CACHE_DIR", (temp / "deps").string()}};
-  ps::Background plain({podplane::test::podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0",
+  ps::Background plain({podplane, "mirror", "serve", "--listen", "127.0.0.1:0",
                         "--plain-http"},
                        env, temp / "plain.log");
-  ps::Background tls({podplane::test::podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0",
+  ps::Background tls({podplane, "mirror", "serve", "--listen", "127.0.0.1:0",
                       "--tls-cert", (temp / "cert.pem").string(), "--tls-key", (temp / "key.pem").string()},
                      env, temp / "tls.log");
   std::string plain_url = plain.first_line(), tls_url = tls.first_line();
@@ -205,31 +257,43 @@ int main(int argc, char** argv) {
   };
   std::vector<Row> rows;
   auto ca = std::optional<fs::path>(temp / "cert.pem");
-  for (const auto& [scheme, ours, theirs, use_ca] :
-       std::vector<std::tuple<std::string, std::string, std::string, bool>>{
-           {"http", plain_url, "http://127.0.0.1:" + std::to_string(port), false},
-           {"https", tls_url, "https://127.0.0.1:" + std::to_string(tls_port), true}}) {
+  // A wrk run with the load average before it and the CPU time its server spent.
+  auto measured = [&](const std::string& url, pid_t server, bool with_children, int clients_now, int seconds_now) {
+    double load_before = load_average();
+    double cpu = cpu_seconds_of(server, with_children);
+    Result result = load(url, clients_now, seconds_now);
+    result.cpu_seconds = cpu_seconds_of(server, with_children) - cpu;
+    result.load_average = load_before;
+    return result;
+  };
+  for (const auto& [scheme, ours, theirs, use_ca, our_pid] :
+       std::vector<std::tuple<std::string, std::string, std::string, bool, pid_t>>{
+           {"http", plain_url, "http://127.0.0.1:" + std::to_string(port), false, plain.pid()},
+           {"https", tls_url, "https://127.0.0.1:" + std::to_string(tls_port), true, tls.pid()}}) {
     auto verify = use_ca ? ca : std::nullopt;
     // The first download: for podplane it includes the one-time sha256 check of the object.
     rows.push_back({scheme + " first zip", "podplane", fetch_once(ours + zip_path, verify)});
     rows.push_back({scheme + " first zip", "nginx", fetch_once(theirs + zip_path, verify)});
     load(ours + json_path, 2, 1);  // warm-up: page cache, TLS session setup paths
     load(theirs + json_path, 2, 1);
-    rows.push_back({scheme + " JSON", "podplane", load(ours + json_path, clients, seconds)});
-    rows.push_back({scheme + " JSON", "nginx", load(theirs + json_path, clients, seconds)});
+    rows.push_back({scheme + " JSON", "podplane", measured(ours + json_path, our_pid, false, clients, seconds)});
+    rows.push_back({scheme + " JSON", "nginx", measured(theirs + json_path, nginx.pid(), true, clients, seconds)});
     const std::string zip_label = scheme + " zip " + std::to_string(zip_mib) + " MiB";
     // Long enough for every connection to finish several zips; compared by bytes moved.
     const int zip_seconds = std::max(seconds, 20);
-    rows.push_back({zip_label, "podplane", load(ours + zip_path, clients, zip_seconds)});
-    rows.push_back({zip_label, "nginx", load(theirs + zip_path, clients, zip_seconds)});
+    rows.push_back({zip_label, "podplane", measured(ours + zip_path, our_pid, false, clients, zip_seconds)});
+    rows.push_back({zip_label, "nginx", measured(theirs + zip_path, nginx.pid(), true, clients, zip_seconds)});
   }
   std::printf("wrk: %d connections, %d s per row; nginx: worker_processes auto, sendfile, keep-alive\n", clients, seconds);
-  std::printf("%-20s %-9s %9s %10s %9s %9s %7s %7s\n", "workload", "server", "requests", "req/s", "p50 ms", "p99 ms",
-              "MiB/s", "errors");
+  std::printf("%-20s %-9s %9s %10s %9s %9s %7s %7s %6s %6s %8s\n", "workload", "server", "requests", "req/s", "p50 ms",
+              "p99 ms", "MiB/s", "errors", "load", "cpu s", "cpu us/r");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i].result;
-    std::printf("%-20s %-9s %9zu %10.1f %9.2f %9.2f %7.1f %7zu\n", rows[i].workload.c_str(), rows[i].server.c_str(),
-                r.requests, r.requests / r.seconds, r.p50_ms, r.p99_ms, r.bytes / r.seconds / 1048576.0, r.errors);
+    // CPU per request moves less with the other load on the machine than the rate does.
+    const double cpu_per_request = r.cpu_seconds >= 0 && r.requests > 0 ? r.cpu_seconds / static_cast<double>(r.requests) * 1e6 : -1;
+    std::printf("%-20s %-9s %9zu %10.1f %9.2f %9.2f %7.1f %7zu %6.2f %6.2f %8.1f\n", rows[i].workload.c_str(),
+                rows[i].server.c_str(), r.requests, r.requests / r.seconds, r.p50_ms, r.p99_ms,
+                r.bytes / r.seconds / 1048576.0, r.errors, r.load_average, r.cpu_seconds, cpu_per_request);
     if (i % 2 == 1) {
       const auto& ours = rows[i - 1].result;
       // Requests per second for small answers (wrk's bytes include the headers, which differ);
