@@ -230,6 +230,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     std::vector<VmconfigBootFile> boot_files;  // os.boot files not stored yet
   };
   std::vector<ManifestPlan> plans;
+  std::vector<std::string_view> manifest_bytes;  // new vmconfig manifests, into the store after the run
 
   // Boot files read out of an os image this run, by "<image url> <image digest> <path> <digest>":
   // knc and knd manifests of one arch name the same ones.
@@ -368,7 +369,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     auto current = current_manifest(store, manifest.name);
     if (!current || current->digest != manifest_row.digest) {
       manifest_row.filename = manifest.name + "_" + utc_file_stamp(std::time(nullptr)) + "_" + manifest_row.digest.substr(0, 12) + ".json";
-      (void)store.add_bytes(fetched.bytes, manifest_row.digest);
+      manifest_bytes.push_back(fetched.bytes);  // stored after the run, with the others
       plan.manifest_row = std::move(manifest_row);
     }
     if (!quiet) {
@@ -385,10 +386,8 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   std::optional<SeedsFetcher> seeds;
   if (seeds_document) seeds.emplace(store, std::move(*seeds_document), scratch.path());
   std::optional<ImageFetcher> images;
-  if (!dry_run && !image_requests.empty()) {
+  if (!dry_run && !image_requests.empty())
     images.emplace(store, image_requests, options.download, RegistryCredentials::load(options.registry_auth));
-    images->resolve();
-  }
 
   if (!dry_run) {
     // One run for everything: the artifacts, the seed snapshots and the images' manifests and
@@ -405,7 +404,22 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     downloader.run(store, [&](DownloadRun& run) {
       // What has the longest way after it goes first: the images' manifests (their blobs
       // follow), then the files checked and read after they land (the os images), then the rest.
-      if (images) images->start(run);
+      // The images' top manifests come on a thread of their own while the run begins; their
+      // manifests join the run (ahead of what is still queued) as soon as they are in.
+      if (images) {
+        auto tops = std::async(std::launch::async, [&images, &run] {
+                      struct WakeAtEnd {
+                        DownloadRun& run;
+                        ~WakeAtEnd() { run.wake(); }
+                      } wake{run};
+                      images->fetch_tops();
+                    }).share();
+        run.after(tops, [tops, &images, &run] {
+          tops.get();  // what fetch_tops could not keep to one image
+          images->resolve_tops();
+          images->start(run);
+        });
+      }
       for (const auto& plan : plans) {
         for (const auto& claim : plan.scratch) {
           auto& pending = scratch_fetches.emplace_back();
@@ -442,6 +456,8 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       }
       if (seeds) seeds->start(run);
     });
+    // The manifests' syncs overlap here instead of holding up the first request.
+    (void)store.add_all_bytes(manifest_bytes);
     for (auto& pending : scratch_fetches) {
       auto& fetch = fetches[pending.fetch];
       try {

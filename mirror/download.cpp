@@ -311,11 +311,16 @@ class Runner final : public DownloadRun {
   void add(DownloadItem item, fs::path destination, Then then) override {
     enqueue({std::move(item), std::move(destination), std::move(then)});
   }
+  void after(std::shared_future<void> ready, std::function<void()> then) override {
+    if (then_error_) return;  // the run is ending
+    afters_.push_back({std::move(ready), std::move(then)});
+  }
+  void wake() override { (void)curl_multi_wakeup(multi_.get()); }
 
   // The outcomes in the order the items were added. Rethrows what a `then` threw.
   std::vector<DownloadOutcome> run() {
     running_ = true;
-    while (!waiting_.empty() || !active_.empty() || !ended_.empty()) {
+    while (!waiting_.empty() || !active_.empty() || !ended_.empty() || !afters_.empty()) {
       start_eligible();
       int running = 0;
       transport::check(curl_multi_perform(multi_.get(), &running), "transfer loop failed");
@@ -324,8 +329,9 @@ class Runner final : public DownloadRun {
         if (message->msg == CURLMSG_DONE) finish(message->easy_handle, message->data.result);
       }
       report_ended();
+      report_ready();
       engine_.progress.tick();
-      if (!waiting_.empty() || !active_.empty()) {
+      if (!waiting_.empty() || !active_.empty() || !afters_.empty()) {
         transport::check(curl_multi_poll(multi_.get(), nullptr, 0, poll_timeout_ms(), nullptr), "waiting for transfers failed");
       }
     }
@@ -353,6 +359,26 @@ class Runner final : public DownloadRun {
     if (job.destination) return std::make_unique<FileSink>(*job.destination);
     if (store_ == nullptr) throw Error("internal: a download into the store without a store");
     return std::make_unique<StoreSink>(*store_, job.item);
+  }
+
+  // Calls the `then` of each `after` whose work is done (wake() ends the poll when one is).
+  void report_ready() {
+    for (auto it = afters_.begin(); it != afters_.end();) {
+      if (it->ready.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        ++it;
+        continue;
+      }
+      auto then = std::move(it->then);
+      it = afters_.erase(it);
+      if (then_error_) continue;
+      try {
+        then();  // may add items, or another `after`
+      } catch (...) {
+        then_error_ = std::current_exception();
+        waiting_.clear();
+      }
+      it = afters_.begin();  // `then` may have added to afters_
+    }
   }
 
   // Hands each ended item's outcome to its `then`, which may add items (never end one). After
@@ -557,6 +583,11 @@ class Runner final : public DownloadRun {
   std::deque<Job> jobs_;
   std::deque<DownloadOutcome> outcomes_;  // same index as jobs_
   std::vector<std::size_t> ended_;        // items ended since report_ended last ran
+  struct After {
+    std::shared_future<void> ready;
+    std::function<void()> then;
+  };
+  std::vector<After> afters_;
   std::exception_ptr then_error_;
   bool running_ = false;  // run() has begun: what is added now is a follow-up
   transport::CurlMulti multi_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,7 +49,7 @@ struct DownloadTotals {
 // per-host caps, so no item waits for a whole batch before it. `then` is called on the run's
 // thread as each item ends, in the order they end, with its outcome; it should be quick (the
 // transfers wait meanwhile) and may add() more items. Not thread-safe: add only before the run
-// starts or from a `then`.
+// starts or from a `then`, except wake().
 class DownloadRun {
  public:
   using Then = std::function<void(const DownloadOutcome&)>;
@@ -57,6 +58,11 @@ class DownloadRun {
   virtual void add(DownloadItem item, Then then) = 0;
   // To `destination`, atomically, as fetch_to_files.
   virtual void add(DownloadItem item, std::filesystem::path destination, Then then) = 0;
+  // Work on another thread that will know more items (an image's manifests, once its index is
+  // in): `then` is called on the run's thread once `ready` is, and may add them; the run does
+  // not end before. The other thread calls wake() when it is done, so the run looks at once.
+  virtual void after(std::shared_future<void> ready, std::function<void()> then) = 0;
+  virtual void wake() = 0;  // thread-safe
 };
 
 class Downloader {

@@ -179,6 +179,7 @@ struct ImageFetcher::Impl {
     std::string error;
   };
   struct Image {
+    std::optional<FetchedManifest> top;  // stored by finish(), once the run is over
     std::string version;
     std::optional<cache::Artifact> index_row;
     std::vector<Wanted> wanted;
@@ -200,6 +201,8 @@ struct ImageFetcher::Impl {
   std::map<std::string, std::optional<DownloadOutcome>> blobs;
   std::set<std::string> present;  // blob hex the store had before
   std::size_t blobs_present = 0;
+  std::vector<std::optional<FetchedManifest>> tops;  // by fetch_tops(), for each first request
+  std::vector<std::string> top_errors;
 
   // Reads a platform manifest (fetched for an index, or the image's own) and adds the blobs the
   // store lacks to `run`. Errors go to the manifest's `error`.
@@ -265,7 +268,7 @@ struct ImageFetcher::Impl {
     const auto& image = request.reference;
     auto& state = images[r];
     state.version = image.tag.empty() ? top.digest : image.tag;
-    (void)store.add_bytes(top.bytes, top.digest.substr(7));
+    state.top = top;
     if (is_index(top.media_type)) {
       state.index_row = image_row(cache::ArtifactKind::image_index, image, state.version, "", top.digest,
                                   static_cast<std::int64_t>(top.bytes.size()), top.url);
@@ -331,7 +334,7 @@ struct ImageFetcher::Impl {
 
 ImageFetcher::ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const DownloadOptions& options,
                            const RegistryCredentials& credentials)
-    : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0}) {
+    : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0, {}, {}}) {
   for (std::size_t r = 0; r < impl_->requests.size(); ++r) impl_->pullers.emplace_back(options.http, credentials);
   impl_->images.resize(impl_->requests.size());
 }
@@ -339,12 +342,19 @@ ImageFetcher::ImageFetcher(cache::Store& store, std::vector<ImageRequest> reques
 ImageFetcher::~ImageFetcher() = default;
 
 void ImageFetcher::resolve() {
+  fetch_tops();
+  resolve_tops();
+}
+
+void ImageFetcher::fetch_tops() {
   auto& impl = *impl_;
   const std::size_t count = impl.requests.size();
   // Every top manifest at once (a thread and a puller each, at most --jobs at a time): they
   // answer the registries' auth too, so that the run's requests carry it.
-  std::vector<std::optional<FetchedManifest>> tops(count);
-  std::vector<std::string> errors(count);
+  impl.tops.assign(count, std::nullopt);
+  impl.top_errors.assign(count, "");
+  auto& tops = impl.tops;
+  auto& errors = impl.top_errors;
   auto top_reference = [&](std::size_t r) {
     // A pinned or given digest is fetched by digest: immutable, whatever the tag says today.
     const auto& request = impl.requests[r];
@@ -376,7 +386,13 @@ void ImageFetcher::resolve() {
   for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
   work();
   for (auto& thread : threads) thread.join();
-  for (std::size_t r = 0; r < count; ++r) {
+}
+
+void ImageFetcher::resolve_tops() {
+  auto& impl = *impl_;
+  auto& tops = impl.tops;
+  auto& errors = impl.top_errors;
+  for (std::size_t r = 0; r < impl.requests.size(); ++r) {
     try {
       const auto& request = impl.requests[r];
       const auto& image = request.reference;
@@ -419,6 +435,12 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
   auto& impl = *impl_;
   ImageFetch result;
   const bool quiet = impl.options.progress == Progress::quiet;
+  // The top manifests, kept out of the run's way until now (their syncs overlap here).
+  std::vector<std::string_view> tops;
+  std::set<std::string> top_digests;
+  for (const auto& state : impl.images)
+    if (state.top && top_digests.insert(state.top->digest).second) tops.push_back(state.top->bytes);
+  (void)impl.store.add_all_bytes(tops);
   // Rows and failures in the order of the requests and of each index, however the run went.
   for (std::size_t r = 0; r < impl.requests.size(); ++r) {
     const auto& request = impl.requests[r];

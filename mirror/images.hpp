@@ -55,12 +55,14 @@ std::vector<std::string> image_platforms_of_archs(const std::vector<std::string>
                                       std::ostream& log);
 
 // The images of a run, fetched through a DownloadRun that other items share (deps download):
-//   resolve()  every image's top manifest (index or manifest) at once, with the registry's auth;
-//              the platforms each wants, chosen and checked against the pins
+//   resolve()  every image's top manifest (index or manifest) at once, with the registry's auth
+//              (fetch_tops(), which does not touch the store and may run on another thread);
+//              then the platforms each wants, chosen and checked against the pins (resolve_tops())
 //   start()    adds every wanted platform manifest to the run, and each one's blobs the store
 //              lacks as soon as that manifest has landed (a blob once, whichever image lists it)
 //   finish()   after the run: rows and failures in the order of the requests, as fetch_images
-// Not thread-safe; the run calls back on its own (the caller's) thread.
+// Not thread-safe, but for fetch_tops() running beside other work; the run calls back on its
+// own (the caller's) thread.
 class ImageFetcher {
  public:
   ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const DownloadOptions& options,
@@ -69,7 +71,9 @@ class ImageFetcher {
   ImageFetcher(const ImageFetcher&) = delete;
   ImageFetcher& operator=(const ImageFetcher&) = delete;
 
-  void resolve();
+  void resolve();  // fetch_tops(), then resolve_tops()
+  void fetch_tops();
+  void resolve_tops();
   void start(DownloadRun& run);  // the fetcher must outlive the run
   [[nodiscard]] ImageFetch finish(std::ostream& log);
 
