@@ -402,10 +402,10 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     };
     std::deque<ScratchFetch> scratch_fetches;
     downloader.run(store, [&](DownloadRun& run) {
-      // What has the longest way after it goes first: the images' manifests (their blobs
-      // follow), then the files checked and read after they land (the os images), then the rest.
-      // The images' top manifests come on a thread of their own while the run begins; their
-      // manifests join the run (ahead of what is still queued) as soon as they are in.
+      // What has the longest way after it goes first. The images' top manifests come on a
+      // thread of their own while the run begins; their platform manifests join the run (ahead
+      // of what is still queued) as soon as they are in, and each one's blobs when it lands.
+      // Then the files checked and read after they land (the os images), then the rest.
       if (images) {
         auto tops = std::async(std::launch::async, [&images, &run] {
                       struct WakeAtEnd {
