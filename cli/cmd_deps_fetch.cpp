@@ -51,6 +51,8 @@ mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const Glo
   options.mode = args.dry_run ? mirror::DepsDownloadOptions::Mode::dry_run : mirror::DepsDownloadOptions::Mode::fetch;
   options.seeds = args.skip_seeds ? mirror::DepsDownloadOptions::Seeds::skip : mirror::DepsDownloadOptions::Seeds::fetch;
   options.download.jobs = args.jobs;
+  // deps.podplane.dev (or its mirror) serves every manifest, artifact and seed: let --jobs apply to it.
+  options.download.per_host = args.jobs;
   options.download.progress = progress_of(global);
   options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
   if (!args.authfile.empty()) options.registry_auth.authfile = args.authfile;
@@ -157,6 +159,8 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     options.archs = mirror::split_list(images_args->archs);
     if (options.archs.empty()) options.archs = {mirror::default_vmconfig_arch()};
     options.download.jobs = images_args->jobs;
+    // A registry serves every blob of its images from one host: let --jobs apply to it.
+    options.download.per_host = images_args->jobs;
     options.download.progress = progress_of(global);
     options.download.http = mirror::HttpOptions::from_environment();
     if (!images_args->authfile.empty()) options.registry_auth.authfile = images_args->authfile;

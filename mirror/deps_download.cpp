@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <future>
 #include <cstdlib>
 #include <ctime>
 #include <map>
@@ -154,7 +156,6 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   bool dry_run = options.mode == DepsDownloadOptions::Mode::dry_run;
   bool quiet = options.download.progress == Progress::quiet;
 
-  HttpClient http(options.download.http);
   // Everything is fetched and checked first; rows are indexed together at the end.
   std::vector<cache::Artifact> rows;
   std::vector<std::string> failures;
@@ -178,7 +179,30 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   for (const auto& arch : archs) {
     for (const auto& kind : options.kinds) keys.push_back({kind, arch});
   }
-  auto manifests = fetch_manifests(options.download.http, base, keys);
+  // seeds.json alongside them: it needs nothing from them. Its error, if any, is thrown where
+  // the seeds are taken (after the manifests' own errors and dry-run listing, as before).
+  std::optional<SeedsDocument> seeds_document;
+  std::exception_ptr seeds_error;
+  std::thread seeds_thread;
+  if (options.seeds == DepsDownloadOptions::Seeds::fetch) {
+    seeds_thread = std::thread([&] {
+      try {
+        HttpClient seeds_http(options.download.http);
+        seeds_document = fetch_seeds_document(seeds_http, base);
+      } catch (...) {
+        seeds_error = std::current_exception();
+      }
+    });
+  }
+  auto manifests = [&] {
+    try {
+      return fetch_manifests(options.download.http, base, keys);
+    } catch (...) {
+      if (seeds_thread.joinable()) seeds_thread.join();
+      throw;
+    }
+  }();
+  if (seeds_thread.joinable()) seeds_thread.join();
 
   // knc and knd manifests share most artifacts: each (url, digest) is fetched once per run, by
   // the first manifest that lists it; the others take its result.
@@ -206,6 +230,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     std::vector<VmconfigBootFile> boot_files;  // os.boot files not stored yet
   };
   std::vector<ManifestPlan> plans;
+  std::vector<std::string_view> manifest_bytes;  // new vmconfig manifests, into the store after the run
 
   // Boot files read out of an os image this run, by "<image url> <image digest> <path> <digest>":
   // knc and knd manifests of one arch name the same ones.
@@ -214,15 +239,21 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   auto boot_key = [](const VmconfigItem& image, const VmconfigBootFile& file) {
     return image.url + " " + image.digest + " " + file.path + " " + file.digest;
   };
-  // Reads the boot files of `wanted` out of `image_file`, checks them, and adds them to the
-  // store and to boot_rows_this_run. Throws (no row recorded) when one does not match.
-  auto add_boot_files = [&](const VmconfigItem& image, const std::string& arch, const fs::path& image_file,
-                            const std::vector<VmconfigBootFile>& wanted) {
-    fs::path work = scratch.path() / ("boot-" + std::to_string(boot_reads++));
+  // Boot files read out of an image (on any thread, into `work`), then stored here: added to
+  // the store and to boot_rows_this_run, and `work` removed.
+  struct BootRead {
+    fs::path work;
+    std::vector<ExtractedBootFile> extracted;
+  };
+  auto next_boot_work = [&] { return scratch.path() / ("boot-" + std::to_string(boot_reads++)); };
+  auto read_boot_into = [](const VmconfigItem& image, const fs::path& image_file, const std::vector<VmconfigBootFile>& wanted,
+                      const fs::path& work) {
     fs::create_directories(work);
-    auto extracted = read_boot_files(image_file, image_label(image), wanted, work);
+    return BootRead{work, read_boot_files(image_file, image_label(image), wanted, work)};
+  };
+  auto store_boot_files = [&](const VmconfigItem& image, const std::string& arch, const BootRead& boot) {
     std::vector<cache::Artifact> read;
-    for (const auto& file : extracted) {
+    for (const auto& file : boot.extracted) {
       cache::Artifact row;
       row.kind = cache::ArtifactKind::vmconfig_boot_file;
       row.address = image.name;
@@ -236,12 +267,12 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       read.push_back(row);
     }
     for (std::size_t i = 0; i < read.size(); ++i) {
-      boot_rows_this_run[boot_key(image, extracted[i].file)] = read[i];
+      boot_rows_this_run[boot_key(image, boot.extracted[i].file)] = read[i];
       fetched_bytes += static_cast<std::uint64_t>(read[i].size);
       ++fetched_items;
     }
     std::error_code ignored;
-    fs::remove_all(work, ignored);
+    fs::remove_all(boot.work, ignored);
   };
 
   for (std::size_t m = 0; m < keys.size(); ++m) {
@@ -338,7 +369,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     auto current = current_manifest(store, manifest.name);
     if (!current || current->digest != manifest_row.digest) {
       manifest_row.filename = manifest.name + "_" + utc_file_stamp(std::time(nullptr)) + "_" + manifest_row.digest.substr(0, 12) + ".json";
-      (void)store.add_bytes(fetched.bytes, manifest_row.digest);
+      manifest_bytes.push_back(fetched.bytes);  // stored after the run, with the others
       plan.manifest_row = std::move(manifest_row);
     }
     if (!quiet) {
@@ -350,51 +381,97 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     plans.push_back(std::move(plan));
   }
 
+  // Seeds are cross-arch: fetched once (Podplane: with the first arch).
+  if (seeds_error) std::rethrow_exception(seeds_error);
+  std::optional<SeedsFetcher> seeds;
+  if (seeds_document) seeds.emplace(store, std::move(*seeds_document), scratch.path());
+  std::optional<ImageFetcher> images;
+  if (!dry_run && !image_requests.empty())
+    images.emplace(store, image_requests, options.download, RegistryCredentials::load(options.registry_auth));
+
   if (!dry_run) {
-    std::vector<DownloadItem> direct, scratch_items;
-    std::vector<std::size_t> direct_fetches, scratch_fetches;
-    std::vector<fs::path> files;
-    for (const auto& plan : plans) {
-      for (const auto& claim : plan.direct) {
-        const auto& item = fetches[claim.fetch].item;
-        direct.push_back(DownloadItem{item.url, TypedDigest::parse(item.digest).hex, item.view_path(), {}});
-        direct_fetches.push_back(claim.fetch);
+    // One run for everything: the artifacts, the seed snapshots and the images' manifests and
+    // blobs share the --jobs and per-host caps, and an image's blobs start as soon as their
+    // manifest lands. A sha512 file (or an os image with boot files to read) is checked, and
+    // its boot files read, on a thread of its own as soon as it lands, while the run goes on.
+    struct ScratchFetch {
+      std::size_t fetch;  // index in fetches
+      fs::path file;
+      std::optional<DownloadOutcome> outcome;
+      std::future<std::optional<BootRead>> checked;  // the digest checked, the boot files read
+    };
+    std::deque<ScratchFetch> scratch_fetches;
+    downloader.run(store, [&](DownloadRun& run) {
+      // What has the longest way after it goes first. The images' top manifests come on a
+      // thread of their own while the run begins; their platform manifests join the run (ahead
+      // of what is still queued) as soon as they are in, and each one's blobs when it lands.
+      // Then the files checked and read after they land (the os images), then the rest.
+      if (images) {
+        auto tops = std::async(std::launch::async, [&images, &run] {
+                      struct WakeAtEnd {
+                        DownloadRun& run;
+                        ~WakeAtEnd() { run.wake(); }
+                      } wake{run};
+                      images->fetch_tops();
+                    }).share();
+        run.after(tops, [tops, &images, &run] {
+          tops.get();  // what fetch_tops could not keep to one image
+          images->resolve_tops();
+          images->start(run);
+        });
       }
-      for (const auto& claim : plan.scratch) {
-        const auto& item = fetches[claim.fetch].item;
-        scratch_items.push_back(DownloadItem{item.url, std::nullopt, item.view_path(), {}});
-        scratch_fetches.push_back(claim.fetch);
-        files.push_back(scratch.path() / ("item-" + std::to_string(files.size())));
-      }
-    }
-    auto outcomes = downloader.fetch_into_store(store, direct);
-    for (std::size_t i = 0; i < outcomes.size(); ++i) {
-      auto& fetch = fetches[direct_fetches[i]];
-      if (!outcomes[i].ok) {
-        fetch.error = outcomes[i].error;
-        continue;
-      }
-      fetch.object = {outcomes[i].digest, outcomes[i].size};
-    }
-    outcomes = downloader.fetch_to_files(scratch_items, files);
-    for (std::size_t i = 0; i < outcomes.size(); ++i) {
-      auto& fetch = fetches[scratch_fetches[i]];
-      try {
-        if (!outcomes[i].ok) throw Error(outcomes[i].error);
-        auto expected = TypedDigest::parse(fetch.item.digest);
-        auto got = file_digest_hex(files[i], expected.algorithm);
-        if (got != expected.hex) {
-          throw Error(mismatch_message("checksum mismatch for " + fetch.item.view_path(), expected.str(),
-                                       TypedDigest{expected.algorithm, got}.str()));
+      for (const auto& plan : plans) {
+        for (const auto& claim : plan.scratch) {
+          auto& pending = scratch_fetches.emplace_back();
+          pending.fetch = claim.fetch;
+          pending.file = scratch.path() / ("item-" + std::to_string(scratch_fetches.size() - 1));
+          const auto& fetch = fetches[claim.fetch];
+          fs::path work = fetch.boot_files.empty() ? fs::path() : next_boot_work();
+          run.add(DownloadItem{fetch.item.url, std::nullopt, fetch.item.view_path(), {}}, pending.file,
+                  [&pending, &fetch, work, &read_boot_into](const DownloadOutcome& outcome) {
+                    pending.outcome = outcome;
+                    if (!outcome.ok) return;
+                    pending.checked = std::async(std::launch::async, [&pending, &fetch, work, &read_boot_into]() -> std::optional<BootRead> {
+                      auto expected = TypedDigest::parse(fetch.item.digest);
+                      auto got = file_digest_hex(pending.file, expected.algorithm);
+                      if (got != expected.hex) {
+                        throw Error(mismatch_message("checksum mismatch for " + fetch.item.view_path(), expected.str(),
+                                                     TypedDigest{expected.algorithm, got}.str()));
+                      }
+                      if (fetch.boot_files.empty()) return std::nullopt;
+                      return read_boot_into(fetch.item, pending.file, fetch.boot_files, work);
+                    });
+                  });
         }
-        if (!fetch.boot_files.empty()) add_boot_files(fetch.item, fetch.arch, files[i], fetch.boot_files);
-        auto size = fs::file_size(files[i]);
-        fetch.object = {store.add_file(files[i]), size};
+      }
+      for (const auto& plan : plans) {
+        for (const auto& claim : plan.direct) {
+          const auto& item = fetches[claim.fetch].item;
+          run.add(DownloadItem{item.url, TypedDigest::parse(item.digest).hex, item.view_path(), {}},
+                  [&fetch = fetches[claim.fetch]](const DownloadOutcome& outcome) {
+                    if (outcome.ok) fetch.object = {outcome.digest, outcome.size};
+                    else fetch.error = outcome.error;
+                  });
+        }
+      }
+      if (seeds) seeds->start(run);
+    });
+    // The manifests' syncs overlap here instead of holding up the first request.
+    (void)store.add_all_bytes(manifest_bytes);
+    for (auto& pending : scratch_fetches) {
+      auto& fetch = fetches[pending.fetch];
+      try {
+        if (!pending.outcome) throw Error("cannot fetch " + fetch.item.view_path() + ": the run stopped before it");
+        if (!pending.outcome->ok) throw Error(pending.outcome->error);
+        auto boot = pending.checked.get();
+        if (boot) store_boot_files(fetch.item, fetch.arch, *boot);
+        auto size = fs::file_size(pending.file);
+        fetch.object = {store.add_file(pending.file), size};
       } catch (const Error& error) {
         fetch.error = error.what();
       }
       std::error_code ec;
-      fs::remove(files[i], ec);
+      fs::remove(pending.file, ec);
     }
   }
 
@@ -441,7 +518,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
                                        platform_of(plan.arch), plan.image->basename());
         if (row && row->upstream_digest == plan.image->digest && store.has_object(row->digest)) {
           try {
-            add_boot_files(*plan.image, plan.arch, store.object_path(row->digest), to_read);
+            store_boot_files(*plan.image, plan.arch, read_boot_into(*plan.image, store.object_path(row->digest), to_read, next_boot_work()));
           } catch (const Error& error) {
             failures.push_back(error.what());
           }
@@ -453,26 +530,25 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     }
     if (plan.manifest_row) rows.push_back(*plan.manifest_row);
   }
-  // Seeds are cross-arch: fetched once (Podplane: with the first arch).
   std::size_t seeds_fetched = 0;
-  if (options.seeds == DepsDownloadOptions::Seeds::fetch) {
-    auto seeds = fetch_seeds(store, http, downloader, base, scratch.path(), dry_run ? SeedsMode::list_only : SeedsMode::fetch);
-    if (dry_run && !seeds.missing.empty()) {
-      out << "Seed snapshots that would be downloaded:\n";
-      for (const auto& path : seeds.missing) out << "  \u2022 " << path << "\n";
-    }
-    failures.insert(failures.end(), seeds.failures.begin(), seeds.failures.end());
-    rows.insert(rows.end(), seeds.rows.begin(), seeds.rows.end());
-    fetched_bytes += seeds.bytes;
-    seeds_fetched = seeds.fetched;
+  if (seeds && dry_run && !seeds->missing().empty()) {
+    out << "Seed snapshots that would be downloaded:\n";
+    for (const auto& path : seeds->missing()) out << "  \u2022 " << path << "\n";
   }
   if (dry_run) return;
+  if (seeds) {
+    auto fetched = seeds->finish();
+    failures.insert(failures.end(), fetched.failures.begin(), fetched.failures.end());
+    rows.insert(rows.end(), fetched.rows.begin(), fetched.rows.end());
+    fetched_bytes += fetched.bytes;
+    seeds_fetched = fetched.fetched;
+  }
   std::size_t images_fetched = 0;
-  if (!image_requests.empty()) {
-    auto images = fetch_images(store, image_requests, options.download, RegistryCredentials::load(options.registry_auth), log);
-    failures.insert(failures.end(), images.failures.begin(), images.failures.end());
-    rows.insert(rows.end(), images.rows.begin(), images.rows.end());
-    fetched_bytes += images.bytes;
+  if (images) {
+    auto fetched = images->finish(log);
+    failures.insert(failures.end(), fetched.failures.begin(), fetched.failures.end());
+    rows.insert(rows.end(), fetched.rows.begin(), fetched.rows.end());
+    fetched_bytes += fetched.bytes;
     images_fetched = image_requests.size();
   }
   if (!failures.empty()) {

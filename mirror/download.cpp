@@ -156,6 +156,7 @@ struct Transfer {
   std::size_t index = 0;
   const DownloadItem* item = nullptr;
   std::string host;
+  bool follow_up = false;  // added by another item's `then`: it starts before the first items
   std::unique_ptr<Sink> sink;
   transport::CurlEasy easy;
   transport::CurlSlist headers;
@@ -288,11 +289,17 @@ struct Callbacks {
 
 using Attempt = transport::RetryBudget::Attempt;
 
-class Runner {
+// One item of a run and where its bytes go.
+struct Job {
+  DownloadItem item;
+  std::optional<fs::path> destination;  // none: into the store
+  DownloadRun::Then then;               // may be empty
+};
+
+class Runner final : public DownloadRun {
  public:
-  Runner(Engine& engine, const std::vector<DownloadItem>& items,
-         const std::function<std::unique_ptr<Sink>(std::size_t index)>& make_sink)
-      : engine_(engine), items_(items), make_sink_(make_sink), outcomes_(items.size()) {
+  // `store` may be null when every item goes to a file.
+  Runner(Engine& engine, cache::Store* store) : engine_(engine), store_(store) {
     transport::check(curl_multi_setopt(multi_.get(), CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX), "cannot enable HTTP/2 multiplexing");
     transport::check(curl_multi_setopt(multi_.get(), CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(per_host())),
                      "cannot set the per-host connection limit");
@@ -300,16 +307,20 @@ class Runner {
                      "cannot set the connection limit");
   }
 
+  void add(DownloadItem item, Then then) override { enqueue({std::move(item), std::nullopt, std::move(then)}); }
+  void add(DownloadItem item, fs::path destination, Then then) override {
+    enqueue({std::move(item), std::move(destination), std::move(then)});
+  }
+  void after(std::shared_future<void> ready, std::function<void()> then) override {
+    if (then_error_) return;  // the run is ending
+    afters_.push_back({std::move(ready), std::move(then)});
+  }
+  void wake() override { (void)curl_multi_wakeup(multi_.get()); }
+
+  // The outcomes in the order the items were added. Rethrows what a `then` threw.
   std::vector<DownloadOutcome> run() {
-    for (std::size_t i = 0; i < items_.size(); ++i) {
-      auto t = std::make_unique<Transfer>();
-      t->engine = &engine_;
-      t->index = i;
-      t->item = &items_[i];
-      t->host = transport::host_key(items_[i].url);
-      waiting_.push_back(std::move(t));
-    }
-    while (!waiting_.empty() || !active_.empty()) {
+    running_ = true;
+    while (!waiting_.empty() || !active_.empty() || !ended_.empty() || !afters_.empty()) {
       start_eligible();
       int running = 0;
       transport::check(curl_multi_perform(multi_.get(), &running), "transfer loop failed");
@@ -317,16 +328,76 @@ class Runner {
       while (CURLMsg* message = curl_multi_info_read(multi_.get(), &left)) {
         if (message->msg == CURLMSG_DONE) finish(message->easy_handle, message->data.result);
       }
+      report_ended();
+      report_ready();
       engine_.progress.tick();
-      if (!waiting_.empty() || !active_.empty()) {
+      if (!waiting_.empty() || !active_.empty() || !afters_.empty()) {
         transport::check(curl_multi_poll(multi_.get(), nullptr, 0, poll_timeout_ms(), nullptr), "waiting for transfers failed");
       }
     }
     engine_.progress.done();
-    return std::move(outcomes_);
+    if (then_error_) std::rethrow_exception(then_error_);
+    return {std::make_move_iterator(outcomes_.begin()), std::make_move_iterator(outcomes_.end())};
   }
 
  private:
+  void enqueue(Job job) {
+    if (then_error_) return;  // the run is ending
+    jobs_.push_back(std::move(job));  // a deque: the items of running transfers stay where they are
+    outcomes_.emplace_back();
+    auto t = std::make_unique<Transfer>();
+    t->engine = &engine_;
+    t->index = jobs_.size() - 1;
+    t->item = &jobs_.back().item;
+    t->host = transport::host_key(t->item->url);
+    t->follow_up = running_;
+    waiting_.push_back(std::move(t));
+    engine_.progress.add_items(1);
+  }
+
+  std::unique_ptr<Sink> make_sink(const Job& job) {
+    if (job.destination) return std::make_unique<FileSink>(*job.destination);
+    if (store_ == nullptr) throw Error("internal: a download into the store without a store");
+    return std::make_unique<StoreSink>(*store_, job.item);
+  }
+
+  // Calls the `then` of each `after` whose work is done (wake() ends the poll when one is).
+  void report_ready() {
+    for (auto it = afters_.begin(); it != afters_.end();) {
+      if (it->ready.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        ++it;
+        continue;
+      }
+      auto then = std::move(it->then);
+      it = afters_.erase(it);
+      if (then_error_) continue;
+      try {
+        then();  // may add items, or another `after`
+      } catch (...) {
+        then_error_ = std::current_exception();
+        waiting_.clear();
+      }
+      it = afters_.begin();  // `then` may have added to afters_
+    }
+  }
+
+  // Hands each ended item's outcome to its `then`, which may add items (never end one). After
+  // a `then` threw, no other is called and nothing new starts; running transfers finish.
+  void report_ended() {
+    std::vector<std::size_t> ended;
+    ended.swap(ended_);
+    for (std::size_t index : ended) {
+      const auto& then = jobs_[index].then;
+      if (!then || then_error_) continue;
+      try {
+        then(outcomes_[index]);
+      } catch (...) {
+        then_error_ = std::current_exception();
+        waiting_.clear();
+      }
+    }
+  }
+
   int jobs() const { return std::max(1, engine_.options.jobs); }
   int per_host() const { return std::max(1, engine_.options.per_host); }
   int active_on(const std::string& host) const {
@@ -347,11 +418,19 @@ class Runner {
     return static_cast<int>(std::max<long>(timeout, 0));
   }
 
+  // Follow-ups first: each is the next step of a chain (a manifest's blobs) that the items
+  // queued from the start do not wait on.
+  enum class Pass { follow_ups, the_rest };
   void start_eligible() {
+    start_eligible(Pass::follow_ups);
+    start_eligible(Pass::the_rest);
+  }
+
+  void start_eligible(Pass pass) {
     const auto now = Clock::now();
     for (auto it = waiting_.begin(); it != waiting_.end() && static_cast<int>(active_.size()) < jobs();) {
       Transfer& t = **it;
-      if (t.not_before > now || host_active_[t.host] >= per_host()) {
+      if (t.follow_up != (pass == Pass::follow_ups) || t.not_before > now || host_active_[t.host] >= per_host()) {
         ++it;
         continue;
       }
@@ -368,7 +447,7 @@ class Runner {
   bool start(Transfer& t) {
     try {
       if (!t.budget) t.budget.emplace(engine_.options.http);
-      if (!t.sink) t.sink = make_sink_(t.index);
+      if (!t.sink) t.sink = make_sink(jobs_[t.index]);
       t.easy = transport::CurlEasy();
       CURL* easy = t.easy.get();
       transport::apply_common_options(easy, engine_.options.http);
@@ -441,6 +520,7 @@ class Runner {
       }
       t.sink.reset();
       engine_.progress.finished(t.item->label, outcome.ok, outcome.size);
+      ended_.push_back(t.index);
       return;
     }
     if (code == CURLE_OK) {
@@ -495,12 +575,21 @@ class Runner {
     outcome.error = message;
     t.sink.reset();  // removes its temp file
     engine_.progress.finished(t.item->label, false, 0);
+    ended_.push_back(t.index);
   }
 
   Engine& engine_;
-  const std::vector<DownloadItem>& items_;
-  const std::function<std::unique_ptr<Sink>(std::size_t index)>& make_sink_;
-  std::vector<DownloadOutcome> outcomes_;
+  cache::Store* store_;
+  std::deque<Job> jobs_;
+  std::deque<DownloadOutcome> outcomes_;  // same index as jobs_
+  std::vector<std::size_t> ended_;        // items ended since report_ended last ran
+  struct After {
+    std::shared_future<void> ready;
+    std::function<void()> then;
+  };
+  std::vector<After> afters_;
+  std::exception_ptr then_error_;
+  bool running_ = false;  // run() has begun: what is added now is a follow-up
   transport::CurlMulti multi_;
   std::deque<std::unique_ptr<Transfer>> waiting_;
   std::map<CURL*, std::unique_ptr<Transfer>> active_;
@@ -519,22 +608,27 @@ Downloader::~Downloader() = default;
 
 std::vector<DownloadOutcome> Downloader::fetch_into_store(cache::Store& store, const std::vector<DownloadItem>& items) {
   if (items.empty()) return {};
-  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, items.size())};
-  std::function<std::unique_ptr<Sink>(std::size_t)> make_sink = [&store, &items](std::size_t index) {
-    return std::make_unique<StoreSink>(store, items[index]);
-  };
-  return Runner(engine, items, make_sink).run();
+  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, 0)};
+  Runner runner(engine, &store);
+  for (const auto& item : items) runner.add(item, nullptr);
+  return runner.run();
 }
 
 std::vector<DownloadOutcome> Downloader::fetch_to_files(const std::vector<DownloadItem>& items,
                                                         const std::vector<std::filesystem::path>& destinations) {
   if (items.size() != destinations.size()) throw Error("internal: fetch_to_files needs one destination per item");
   if (items.empty()) return {};
-  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, items.size())};
-  std::function<std::unique_ptr<Sink>(std::size_t)> make_sink = [&destinations](std::size_t index) {
-    return std::make_unique<FileSink>(destinations[index]);
-  };
-  return Runner(engine, items, make_sink).run();
+  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, 0)};
+  Runner runner(engine, nullptr);
+  for (std::size_t i = 0; i < items.size(); ++i) runner.add(items[i], destinations[i], nullptr);
+  return runner.run();
+}
+
+void Downloader::run(cache::Store& store, const std::function<void(DownloadRun&)>& start) {
+  Engine engine{impl_->options, impl_->totals, ProgressDisplay(impl_->options.progress, 0)};
+  Runner runner(engine, &store);
+  start(runner);
+  (void)runner.run();
 }
 
 void Downloader::fetch_to_file(const DownloadItem& item, const std::filesystem::path& destination) {

@@ -5,6 +5,8 @@
 // whole file in memory). Progress on a terminal, plain log lines otherwise, nothing when quiet.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +44,27 @@ struct DownloadTotals {
   std::size_t transfers = 0;
 };
 
+// One parallel run that grows while it goes: an item added from another item's `then` (a
+// manifest's blobs, once the manifest is in) joins the same run, under the same --jobs and
+// per-host caps, so no item waits for a whole batch before it. `then` is called on the run's
+// thread as each item ends, in the order they end, with its outcome; it should be quick (the
+// transfers wait meanwhile) and may add() more items. Not thread-safe: add only before the run
+// starts or from a `then`, except wake().
+class DownloadRun {
+ public:
+  using Then = std::function<void(const DownloadOutcome&)>;
+  virtual ~DownloadRun() = default;
+  // Into the store, as fetch_into_store.
+  virtual void add(DownloadItem item, Then then) = 0;
+  // To `destination`, atomically, as fetch_to_files.
+  virtual void add(DownloadItem item, std::filesystem::path destination, Then then) = 0;
+  // Work on another thread that will know more items (an image's manifests, once its index is
+  // in): `then` is called on the run's thread once `ready` is, and may add them; the run does
+  // not end before. The other thread calls wake() when it is done, so the run looks at once.
+  virtual void after(std::shared_future<void> ready, std::function<void()> then) = 0;
+  virtual void wake() = 0;  // thread-safe
+};
+
 class Downloader {
  public:
   explicit Downloader(DownloadOptions options = {});
@@ -63,6 +86,11 @@ class Downloader {
   // Fetches one file to `destination` (e.g. a module archive to unpack), atomically; throws
   // the item's error.
   void fetch_to_file(const DownloadItem& item, const std::filesystem::path& destination);
+
+  // `start` adds the first items; the run ends when every item, and every item their `then`s
+  // added, has ended. An exception thrown by a `then` ends the run (no new transfer starts,
+  // running ones are let go) and is rethrown from here.
+  void run(cache::Store& store, const std::function<void(DownloadRun&)>& start);
 
   const DownloadTotals& totals() const;
 

@@ -1,11 +1,14 @@
 #include "mirror/images.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -164,153 +167,337 @@ bool image_stored(const cache::Store& store, const ImageRequest& request) {
   return true;
 }
 
-ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests, const DownloadOptions& options,
-                        const RegistryCredentials& credentials, std::ostream& log) {
-  ImageFetch result;
-  OciPuller puller(options.http, credentials);
-  bool quiet = options.progress == Progress::quiet;
-  std::vector<DownloadItem> downloads;
-  std::vector<std::pair<std::string, std::int64_t>> download_sizes;  // what each download must be
-  std::map<std::string, std::size_t> queued;                          // blob hex → index in downloads
-  std::vector<std::size_t> download_request;                          // download → request index
+// Per image request: what resolve() found, then what the run brought.
+struct ImageFetcher::Impl {
+  // One platform manifest an image wants, in the order its index lists it.
+  struct Wanted {
+    Descriptor descriptor;
+    std::string media_type;                 // the index's word for it, until the bytes say
+    Platform platform;
+    std::optional<FetchedManifest> manifest;  // once in the store
+    std::vector<Descriptor> blobs;          // config, then layers, once the manifest is read
+    std::string error;
+  };
+  struct Image {
+    std::optional<FetchedManifest> top;  // stored by finish(), once the run is over
+    std::string version;
+    std::optional<cache::Artifact> index_row;
+    std::vector<Wanted> wanted;
+    std::string error;  // resolving it failed: no rows
+  };
 
-  for (std::size_t r = 0; r < requests.size(); ++r) {
+  cache::Store& store;
+  std::vector<ImageRequest> requests;
+  DownloadOptions options;
+  std::vector<OciPuller> pullers;  // one per request: each resolves on its own thread
+  // The request whose top manifest (and puller, with its auth) serves request r: knc and knd
+  // manifests pin the same images, one request per arch.
+  std::vector<std::size_t> first;
+
+  OciPuller& puller(std::size_t r) { return pullers[first[r]]; }
+  std::vector<Image> images;
+  // Every blob hex this run: what the run made of it (nullopt while it is on its way, or when
+  // the store had it already).
+  std::map<std::string, std::optional<DownloadOutcome>> blobs;
+  std::set<std::string> present;  // blob hex the store had before
+  std::size_t blobs_present = 0;
+  std::vector<std::optional<FetchedManifest>> tops;  // by fetch_tops(), for each first request
+  std::vector<std::string> top_errors;
+
+  // Reads a platform manifest (fetched for an index, or the image's own) and adds the blobs the
+  // store lacks to `run`. Errors go to the manifest's `error`.
+  void read_manifest(std::size_t r, Wanted& wanted, DownloadRun& run) {
+    const auto& image = requests[r].reference;
+    auto& puller = this->puller(r);
+    const auto& manifest = *wanted.manifest;
+    auto document = parse_manifest(manifest, "the manifest of " + image.str() + " for " + wanted.platform.str());
+    std::string where = "the manifest " + manifest.digest + " of " + image.str();
+    std::vector<Descriptor> found{descriptor_of(document.value("config", json::object()), where)};
+    if (!document.contains("layers") || !document["layers"].is_array()) throw Error(where + " has no layers list");
+    for (const auto& layer : document["layers"]) found.push_back(descriptor_of(layer, where));
+    wanted.blobs = found;
+    for (const auto& blob : found) {
+      std::string hex = blob.digest.substr(7);
+      if (blobs.count(hex)) continue;
+      if (store.has_object(hex)) {
+        std::error_code ec;
+        auto stored = std::filesystem::file_size(store.object_path(hex), ec);
+        if (!ec && static_cast<std::int64_t>(stored) != blob.size)
+          throw Error(mismatch_message(where + " gives blob " + blob.digest + " another size than the stored object's",
+                                       std::to_string(stored), std::to_string(blob.size)));
+        blobs[hex] = std::nullopt;
+        present.insert(hex);
+        ++blobs_present;
+        continue;
+      }
+      blobs[hex] = std::nullopt;
+      run.add(DownloadItem{puller.blob_url(image, blob.digest), hex, image.address() + "@" + blob.digest,
+                           puller.auth_headers(image)},
+              [this, hex](const DownloadOutcome& outcome) { blobs[hex] = outcome; });
+    }
+  }
+
+  // A platform manifest the run brought (checked against its digest by the store's writer).
+  void manifest_arrived(std::size_t r, Wanted& wanted, const DownloadOutcome& outcome, DownloadRun& run) {
+    const auto& image = requests[r].reference;
+    try {
+      if (!outcome.ok)
+        throw Error("cannot fetch the manifest " + image.address() + "@" + wanted.descriptor.digest + ": " + outcome.error);
+      FetchedManifest manifest;
+      manifest.bytes = store.read_object(outcome.digest);
+      manifest.digest = "sha256:" + outcome.digest;
+      manifest.media_type = manifest_media_type(manifest.bytes, wanted.media_type);
+      manifest.url = puller(r).manifest_url(image, wanted.descriptor.digest);
+      if (static_cast<std::int64_t>(manifest.bytes.size()) != wanted.descriptor.size)
+        throw Error(mismatch_message("the manifest " + wanted.descriptor.digest + " of " + image.str() +
+                                         " has another size than its index says",
+                                     std::to_string(wanted.descriptor.size), std::to_string(manifest.bytes.size())));
+      if (is_index(manifest.media_type))
+        throw Error("the index " + images[r].index_row->filename + " of " + image.str() + " lists another index (" +
+                    wanted.descriptor.digest + ") for " + wanted.platform.str() + "; nested indexes are not supported");
+      wanted.manifest = std::move(manifest);
+      read_manifest(r, wanted, run);
+    } catch (const Error& error) {
+      wanted.error = error.what();
+    }
+  }
+
+  // The top manifest of request r (fetched already) into the store, its wanted platforms chosen.
+  void resolve(std::size_t r, const FetchedManifest& top) {
     const auto& request = requests[r];
     const auto& image = request.reference;
-    std::vector<cache::Artifact> rows;
-    try {
-      // A pinned or given digest is fetched by digest: immutable, whatever the tag says today.
-      std::string top_reference = !request.pinned_index.empty() ? request.pinned_index
-                                  : !image.digest.empty()       ? image.digest
-                                                                : image.tag;
-      if (!request.pinned_index.empty() && !image.digest.empty() && image.digest != request.pinned_index)
-        throw Error(mismatch_message("the reference's digest is not the pinned index", request.pinned_index, image.digest));
-      auto top = puller.manifest(image, top_reference);
-      std::string version = image.tag.empty() ? top.digest : image.tag;
-      (void)store.add_bytes(top.bytes, top.digest.substr(7));
-
-      std::vector<std::pair<FetchedManifest, Platform>> manifests;
-      if (is_index(top.media_type)) {
-        rows.push_back(image_row(cache::ArtifactKind::image_index, image, version, "", top.digest,
-                                 static_cast<std::int64_t>(top.bytes.size()), top.url));
-        auto document = parse_manifest(top, "the index of " + image.str());
-        if (!document.contains("manifests") || !document["manifests"].is_array())
-          throw Error("the index " + top.digest + " of " + image.str() + " has no manifests list");
-        std::vector<std::string> offered;
-        bool pinned_listed = false;
-        for (const auto& entry : document["manifests"]) {
-          auto platform = platform_of(entry.value("platform", json::object()));
-          if (platform.os.empty() || platform.arch.empty() || platform.os == "unknown") continue;  // attestations
-          offered.push_back(platform.str());
-          auto descriptor = descriptor_of(entry, "the index " + top.digest + " of " + image.str());
-          bool wanted = request.platforms.empty();
-          for (const auto& p : request.platforms) wanted = wanted || platform.matches(p);
-          if (!request.pinned_manifest.empty()) {
-            if (descriptor.digest != request.pinned_manifest) continue;
-            pinned_listed = true;
-            if (!wanted)
-              throw Error("the index " + top.digest + " lists the pinned manifest " + request.pinned_manifest + " for " +
-                          platform.str() + ", not for " + request.platforms.front());
-          } else if (!wanted) {
-            continue;
-          }
-          auto manifest = puller.manifest(image, descriptor.digest);
-          if (static_cast<std::int64_t>(manifest.bytes.size()) != descriptor.size)
-            throw Error(mismatch_message("the manifest " + descriptor.digest + " of " + image.str() + " has another size than its index says",
-                                         std::to_string(descriptor.size), std::to_string(manifest.bytes.size())));
-          if (is_index(manifest.media_type))
-            throw Error("the index " + top.digest + " of " + image.str() + " lists another index (" + descriptor.digest +
-                        ") for " + platform.str() + "; nested indexes are not supported");
-          manifests.emplace_back(std::move(manifest), platform);
-        }
-        if (!request.pinned_manifest.empty() && !pinned_listed)
-          throw Error("the index " + top.digest + " of " + image.str() + " does not list the pinned manifest " +
-                      request.pinned_manifest);
-        if (manifests.empty()) {
-          std::string list;
-          for (const auto& p : offered) list += (list.empty() ? "" : ", ") + p;
-          std::string wanted;
-          for (const auto& p : request.platforms) wanted += (wanted.empty() ? "" : ", ") + p;
-          throw Error("the index " + top.digest + " of " + image.str() + " has no manifest for " + wanted + " (it has: " +
-                      (list.empty() ? "none" : list) + ")");
-        }
-      } else {
-        if (!request.pinned_manifest.empty() && request.pinned_manifest != top.digest)
-          throw Error(mismatch_message("image " + image.str() + " is not the pinned manifest", request.pinned_manifest, top.digest));
-        // A single-platform image: its platform is in its config, fetched below like any blob;
-        // read it here (small) so that the rows say which platform it is.
-        auto document = parse_manifest(top, "the manifest of " + image.str());
-        auto config = descriptor_of(document.value("config", json::object()), "the manifest " + top.digest + " of " + image.str());
-        if (config.size > 4 * 1024 * 1024) throw Error("the config of " + image.str() + " is larger than 4 MiB");
-        Downloader small(options);
-        auto outcome = small.fetch_into_store(
-            store, {DownloadItem{puller.blob_url(image, config.digest), config.digest.substr(7), image.str() + " config",
-                                 puller.auth_headers(image)}});
-        if (!outcome[0].ok) throw Error(outcome[0].error);
-        auto platform = platform_of(json::parse(store.read_object(config.digest.substr(7)), nullptr, false));
-        if (platform.os.empty() || platform.arch.empty())
-          throw Error("the config " + config.digest + " of " + image.str() + " names no os and architecture");
+    auto& state = images[r];
+    state.version = image.tag.empty() ? top.digest : image.tag;
+    state.top = top;
+    if (is_index(top.media_type)) {
+      state.index_row = image_row(cache::ArtifactKind::image_index, image, state.version, "", top.digest,
+                                  static_cast<std::int64_t>(top.bytes.size()), top.url);
+      auto document = parse_manifest(top, "the index of " + image.str());
+      if (!document.contains("manifests") || !document["manifests"].is_array())
+        throw Error("the index " + top.digest + " of " + image.str() + " has no manifests list");
+      std::vector<std::string> offered;
+      bool pinned_listed = false;
+      for (const auto& entry : document["manifests"]) {
+        auto platform = platform_of(entry.value("platform", json::object()));
+        if (platform.os.empty() || platform.arch.empty() || platform.os == "unknown") continue;  // attestations
+        offered.push_back(platform.str());
+        auto descriptor = descriptor_of(entry, "the index " + top.digest + " of " + image.str());
         bool wanted = request.platforms.empty();
         for (const auto& p : request.platforms) wanted = wanted || platform.matches(p);
-        if (!wanted)
-          throw Error("image " + image.str() + " is a single-platform image for " + platform.str() + ", which was not asked for");
-        manifests.emplace_back(top, platform);
-      }
-
-      for (const auto& [manifest, platform] : manifests) {
-        (void)store.add_bytes(manifest.bytes, manifest.digest.substr(7));
-        rows.push_back(image_row(cache::ArtifactKind::image_manifest, image, version, platform.row(), manifest.digest,
-                                 static_cast<std::int64_t>(manifest.bytes.size()), manifest.url));
-        auto document = parse_manifest(manifest, "the manifest of " + image.str() + " for " + platform.str());
-        std::string where = "the manifest " + manifest.digest + " of " + image.str();
-        std::vector<Descriptor> blobs{descriptor_of(document.value("config", json::object()), where)};
-        if (!document.contains("layers") || !document["layers"].is_array()) throw Error(where + " has no layers list");
-        for (const auto& layer : document["layers"]) blobs.push_back(descriptor_of(layer, where));
-        for (const auto& blob : blobs) {
-          std::string hex = blob.digest.substr(7);
-          rows.push_back(image_row(cache::ArtifactKind::image_blob, image, manifest.digest, platform.row(), blob.digest,
-                                   blob.size, puller.blob_url(image, blob.digest)));
-          if (queued.count(hex)) continue;
-          if (store.has_object(hex)) {
-            std::error_code ec;
-            auto stored = std::filesystem::file_size(store.object_path(hex), ec);
-            if (!ec && static_cast<std::int64_t>(stored) != blob.size)
-              throw Error(mismatch_message(where + " gives blob " + blob.digest + " another size than the stored object's",
-                                           std::to_string(stored), std::to_string(blob.size)));
-            ++result.blobs_present;
-            queued[hex] = SIZE_MAX;
-            continue;
-          }
-          queued[hex] = downloads.size();
-          downloads.push_back(DownloadItem{puller.blob_url(image, blob.digest), hex, image.address() + "@" + blob.digest,
-                                           puller.auth_headers(image)});
-          download_sizes.emplace_back(blob.digest, blob.size);
-          download_request.push_back(r);
+        if (!request.pinned_manifest.empty()) {
+          if (descriptor.digest != request.pinned_manifest) continue;
+          pinned_listed = true;
+          if (!wanted)
+            throw Error("the index " + top.digest + " lists the pinned manifest " + request.pinned_manifest + " for " +
+                        platform.str() + ", not for " + request.platforms.front());
+        } else if (!wanted) {
+          continue;
         }
+        state.wanted.push_back({descriptor, text_field(entry, "mediaType"), platform, std::nullopt, {}, ""});
       }
-      if (!quiet) log << "image " << image.str() << ": " << manifests.size() << " platform(s)\n";
-      result.rows.insert(result.rows.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+      if (!request.pinned_manifest.empty() && !pinned_listed)
+        throw Error("the index " + top.digest + " of " + image.str() + " does not list the pinned manifest " +
+                    request.pinned_manifest);
+      if (state.wanted.empty()) {
+        std::string list;
+        for (const auto& p : offered) list += (list.empty() ? "" : ", ") + p;
+        std::string wanted;
+        for (const auto& p : request.platforms) wanted += (wanted.empty() ? "" : ", ") + p;
+        throw Error("the index " + top.digest + " of " + image.str() + " has no manifest for " + wanted + " (it has: " +
+                    (list.empty() ? "none" : list) + ")");
+      }
+      return;
+    }
+    if (!request.pinned_manifest.empty() && request.pinned_manifest != top.digest)
+      throw Error(mismatch_message("image " + image.str() + " is not the pinned manifest", request.pinned_manifest, top.digest));
+    // A single-platform image: its platform is in its config, fetched here (small) so that the
+    // rows say which platform it is.
+    auto document = parse_manifest(top, "the manifest of " + image.str());
+    auto config = descriptor_of(document.value("config", json::object()), "the manifest " + top.digest + " of " + image.str());
+    if (config.size > 4 * 1024 * 1024) throw Error("the config of " + image.str() + " is larger than 4 MiB");
+    Downloader small(options);
+    auto outcome = small.fetch_into_store(
+        store, {DownloadItem{puller(r).blob_url(image, config.digest), config.digest.substr(7), image.str() + " config",
+                             puller(r).auth_headers(image)}});
+    if (!outcome[0].ok) throw Error(outcome[0].error);
+    auto platform = platform_of(json::parse(store.read_object(config.digest.substr(7)), nullptr, false));
+    if (platform.os.empty() || platform.arch.empty())
+      throw Error("the config " + config.digest + " of " + image.str() + " names no os and architecture");
+    bool wanted = request.platforms.empty();
+    for (const auto& p : request.platforms) wanted = wanted || platform.matches(p);
+    if (!wanted)
+      throw Error("image " + image.str() + " is a single-platform image for " + platform.str() + ", which was not asked for");
+    state.wanted.push_back({Descriptor{top.digest, static_cast<std::int64_t>(top.bytes.size())}, top.media_type, platform,
+                            top, {}, ""});
+  }
+};
+
+ImageFetcher::ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const DownloadOptions& options,
+                           const RegistryCredentials& credentials)
+    : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0, {}, {}}) {
+  for (std::size_t r = 0; r < impl_->requests.size(); ++r) impl_->pullers.emplace_back(options.http, credentials);
+  impl_->images.resize(impl_->requests.size());
+}
+
+ImageFetcher::~ImageFetcher() = default;
+
+void ImageFetcher::resolve() {
+  fetch_tops();
+  resolve_tops();
+}
+
+void ImageFetcher::fetch_tops() {
+  auto& impl = *impl_;
+  const std::size_t count = impl.requests.size();
+  // Every top manifest at once (a thread and a puller each, at most --jobs at a time): they
+  // answer the registries' auth too, so that the run's requests carry it.
+  impl.tops.assign(count, std::nullopt);
+  impl.top_errors.assign(count, "");
+  auto& tops = impl.tops;
+  auto& errors = impl.top_errors;
+  auto top_reference = [&](std::size_t r) {
+    // A pinned or given digest is fetched by digest: immutable, whatever the tag says today.
+    const auto& request = impl.requests[r];
+    return !request.pinned_index.empty() ? request.pinned_index
+           : !request.reference.digest.empty() ? request.reference.digest
+                                                : request.reference.tag;
+  };
+  std::map<std::string, std::size_t> first_of;  // "address reference" → the first request asking it
+  std::vector<std::size_t> fetching;           // requests whose top is fetched
+  impl.first.clear();
+  for (std::size_t r = 0; r < count; ++r) {
+    auto [known, added] = first_of.try_emplace(impl.requests[r].reference.address() + " " + top_reference(r), r);
+    impl.first.push_back(known->second);
+    if (added) fetching.push_back(r);
+  }
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t k = next++; k < fetching.size(); k = next++) {
+      const std::size_t r = fetching[k];
+      try {
+        tops[r] = impl.pullers[r].manifest(impl.requests[r].reference, top_reference(r));
+      } catch (const Error& error) {
+        errors[r] = error.what();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const std::size_t workers = std::min<std::size_t>(fetching.size(), static_cast<std::size_t>(std::max(1, impl.options.jobs)));
+  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& thread : threads) thread.join();
+}
+
+void ImageFetcher::resolve_tops() {
+  auto& impl = *impl_;
+  auto& tops = impl.tops;
+  auto& errors = impl.top_errors;
+  for (std::size_t r = 0; r < impl.requests.size(); ++r) {
+    try {
+      const auto& request = impl.requests[r];
+      const auto& image = request.reference;
+      if (!request.pinned_index.empty() && !image.digest.empty() && image.digest != request.pinned_index)
+        throw Error(mismatch_message("the reference's digest is not the pinned index", request.pinned_index, image.digest));
+      const std::size_t f = impl.first[r];
+      if (!tops[f]) throw Error(errors[f]);
+      impl.resolve(r, *tops[f]);
     } catch (const Error& error) {
-      result.failures.push_back(request.source + ": " + image.str() + ": " + error.what());
+      impl.images[r].error = error.what();
     }
   }
+}
 
-  Downloader downloader(options);
-  auto outcomes = downloader.fetch_into_store(store, downloads);
-  for (std::size_t i = 0; i < outcomes.size(); ++i) {
-    const auto& request = requests[download_request[i]];
-    if (!outcomes[i].ok) {
-      result.failures.push_back(request.source + ": " + request.reference.str() + ": " + outcomes[i].error);
+void ImageFetcher::start(DownloadRun& run) {
+  auto& impl = *impl_;
+  for (std::size_t r = 0; r < impl.requests.size(); ++r) {
+    if (!impl.images[r].error.empty()) continue;
+    const auto& image = impl.requests[r].reference;
+    auto& puller = impl.puller(r);
+    for (auto& wanted : impl.images[r].wanted) {
+      if (wanted.manifest) {  // the image's own manifest, fetched by resolve()
+        try {
+          impl.read_manifest(r, wanted, run);
+        } catch (const Error& error) {
+          wanted.error = error.what();
+        }
+        continue;
+      }
+      auto headers = puller.auth_headers(image);
+      headers.push_back(std::string("Accept: ") + image_media::accept_all);
+      run.add(DownloadItem{puller.manifest_url(image, wanted.descriptor.digest), wanted.descriptor.digest.substr(7),
+                           image.address() + "@" + wanted.descriptor.digest, std::move(headers)},
+              [&impl, r, &wanted, &run](const DownloadOutcome& outcome) { impl.manifest_arrived(r, wanted, outcome, run); });
+    }
+  }
+}
+
+ImageFetch ImageFetcher::finish(std::ostream& log) {
+  auto& impl = *impl_;
+  ImageFetch result;
+  const bool quiet = impl.options.progress == Progress::quiet;
+  // The top manifests, kept out of the run's way until now (their syncs overlap here).
+  std::vector<std::string_view> tops;
+  std::set<std::string> top_digests;
+  for (const auto& state : impl.images)
+    if (state.top && top_digests.insert(state.top->digest).second) tops.push_back(state.top->bytes);
+  (void)impl.store.add_all_bytes(tops);
+  // Rows and failures in the order of the requests and of each index, however the run went.
+  for (std::size_t r = 0; r < impl.requests.size(); ++r) {
+    const auto& request = impl.requests[r];
+    const auto& image = request.reference;
+    const auto& state = impl.images[r];
+    std::string error = state.error;
+    for (const auto& wanted : state.wanted)
+      if (error.empty()) error = wanted.error;
+    if (!error.empty()) {
+      result.failures.push_back(request.source + ": " + image.str() + ": " + error);
       continue;
     }
-    if (static_cast<std::int64_t>(outcomes[i].size) != download_sizes[i].second)
-      result.failures.push_back(request.source + ": " + request.reference.str() + ": " +
-                                mismatch_message("blob " + download_sizes[i].first + " has another size than its manifest says",
-                                                 std::to_string(download_sizes[i].second), std::to_string(outcomes[i].size)));
-    ++result.blobs_fetched;
-    result.bytes += outcomes[i].size;
+    if (state.index_row) result.rows.push_back(*state.index_row);
+    for (const auto& wanted : state.wanted) {
+      const auto& manifest = *wanted.manifest;
+      result.rows.push_back(image_row(cache::ArtifactKind::image_manifest, image, state.version, wanted.platform.row(),
+                                      manifest.digest, static_cast<std::int64_t>(manifest.bytes.size()), manifest.url));
+      for (const auto& blob : wanted.blobs)
+        result.rows.push_back(image_row(cache::ArtifactKind::image_blob, image, manifest.digest, wanted.platform.row(),
+                                        blob.digest, blob.size, impl.puller(r).blob_url(image, blob.digest)));
+    }
+    if (!quiet) log << "image " << image.str() << ": " << state.wanted.size() << " platform(s)\n";
   }
+  // Each fetched blob once, under the first request that lists it.
+  std::set<std::string> reported;
+  for (std::size_t r = 0; r < impl.requests.size(); ++r) {
+    const auto& request = impl.requests[r];
+    for (const auto& wanted : impl.images[r].wanted) {
+      for (const auto& blob : wanted.blobs) {
+        std::string hex = blob.digest.substr(7);
+        if (impl.present.count(hex) || !reported.insert(hex).second) continue;
+        const auto& outcome = impl.blobs[hex];
+        if (!outcome) continue;  // never ended: the run stopped early
+        if (!outcome->ok) {
+          result.failures.push_back(request.source + ": " + request.reference.str() + ": " + outcome->error);
+          continue;
+        }
+        if (static_cast<std::int64_t>(outcome->size) != blob.size)
+          result.failures.push_back(request.source + ": " + request.reference.str() + ": " +
+                                    mismatch_message("blob " + blob.digest + " has another size than its manifest says",
+                                                     std::to_string(blob.size), std::to_string(outcome->size)));
+        ++result.blobs_fetched;
+        result.bytes += outcome->size;
+      }
+    }
+  }
+  result.blobs_present = impl.blobs_present;
   return result;
+}
+
+ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests, const DownloadOptions& options,
+                        const RegistryCredentials& credentials, std::ostream& log) {
+  ImageFetcher fetcher(store, requests, options, credentials);
+  fetcher.resolve();
+  Downloader downloader(options);
+  downloader.run(store, [&](DownloadRun& run) { fetcher.start(run); });
+  return fetcher.finish(log);
 }
 
 void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ostream& out, std::ostream& log) {

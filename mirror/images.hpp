@@ -8,6 +8,7 @@
 // the rest of its run, all or nothing. Errors are podplane::Error; per-image failures are
 // collected so that one bad image names itself and the others are still tried.
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -52,6 +53,34 @@ std::vector<std::string> image_platforms_of_archs(const std::vector<std::string>
 [[nodiscard]] ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests,
                                       const DownloadOptions& options, const RegistryCredentials& credentials,
                                       std::ostream& log);
+
+// The images of a run, fetched through a DownloadRun that other items share (deps download):
+//   resolve()  every image's top manifest (index or manifest) at once, with the registry's auth
+//              (fetch_tops(), which does not touch the store and may run on another thread);
+//              then the platforms each wants, chosen and checked against the pins (resolve_tops())
+//   start()    adds every wanted platform manifest to the run, and each one's blobs the store
+//              lacks as soon as that manifest has landed (a blob once, whichever image lists it)
+//   finish()   after the run: rows and failures in the order of the requests, as fetch_images
+// Not thread-safe, but for fetch_tops() running beside other work; the run calls back on its
+// own (the caller's) thread.
+class ImageFetcher {
+ public:
+  ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const DownloadOptions& options,
+               const RegistryCredentials& credentials);
+  ~ImageFetcher();
+  ImageFetcher(const ImageFetcher&) = delete;
+  ImageFetcher& operator=(const ImageFetcher&) = delete;
+
+  void resolve();  // fetch_tops(), then resolve_tops()
+  void fetch_tops();
+  void resolve_tops();
+  void start(DownloadRun& run);  // the fetcher must outlive the run
+  [[nodiscard]] ImageFetch finish(std::ostream& log);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Whether every row an image request needs is in the store with its object (no network).
 [[nodiscard]] bool image_stored(const cache::Store& store, const ImageRequest& request);

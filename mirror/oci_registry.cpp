@@ -90,7 +90,10 @@ bool plain_http_registry(const std::string& registry) {
   return false;
 }
 
-std::string media_type_of(const std::string& bytes, const std::string& content_type) {
+
+}  // namespace
+
+std::string manifest_media_type(const std::string& bytes, const std::string& content_type) {
   auto document = json::parse(bytes, nullptr, false);
   if (document.is_object() && document.contains("mediaType") && document["mediaType"].is_string())
     return document["mediaType"].get<std::string>();
@@ -99,14 +102,16 @@ std::string media_type_of(const std::string& bytes, const std::string& content_t
   return image_media::oci_manifest;
 }
 
-}  // namespace
-
 OciPuller::OciPuller(HttpOptions options, RegistryCredentials credentials)
     : http_(std::move(options)), auth_(std::move(credentials), RegistryAccess::pull) {}
 
 std::string OciPuller::base(const ImageReference& image) const {
   return (plain_http_registry(image.registry) ? "http://" : "https://") +
          (image.registry == "docker.io" ? std::string("registry-1.docker.io") : image.registry);
+}
+
+std::string OciPuller::manifest_url(const ImageReference& image, const std::string& reference) const {
+  return base(image) + "/v2/" + image.repository + "/manifests/" + reference;
 }
 
 std::string OciPuller::blob_url(const ImageReference& image, const std::string& digest) const {
@@ -133,7 +138,7 @@ HttpResponse OciPuller::get(const ImageReference& image, const std::string& url,
 
 FetchedManifest OciPuller::manifest(const ImageReference& image, const std::string& reference) {
   FetchedManifest fetched;
-  fetched.url = base(image) + "/v2/" + image.repository + "/manifests/" + reference;
+  fetched.url = manifest_url(image, reference);
   auto response = get(image, fetched.url, image_media::accept_all);
   if (response.status == 404)
     throw Error("image " + image.address() + ":" + reference + " not found (" + redact_url(fetched.url) + ")");
@@ -145,7 +150,7 @@ FetchedManifest OciPuller::manifest(const ImageReference& image, const std::stri
   std::string expected = reference.rfind("sha256:", 0) == 0 ? reference : response.header("docker-content-digest");
   if (!expected.empty() && expected != fetched.digest)
     throw Error(mismatch_message("manifest digest mismatch for " + image.address() + ":" + reference, expected, fetched.digest));
-  fetched.media_type = media_type_of(fetched.bytes, response.content_type());
+  fetched.media_type = manifest_media_type(fetched.bytes, response.content_type());
   return fetched;
 }
 

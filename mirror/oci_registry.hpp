@@ -54,6 +54,10 @@ struct FetchedManifest {
   std::string url;
 };
 
+// A manifest's media type: its own mediaType, else an index when it lists manifests, else
+// `content_type` (what the registry or the descriptor said) when that names one, else an OCI manifest.
+[[nodiscard]] std::string manifest_media_type(const std::string& bytes, const std::string& content_type);
+
 class OciPuller {
  public:
   OciPuller(HttpOptions options, RegistryCredentials credentials);
@@ -61,6 +65,9 @@ class OciPuller {
   // GET /v2/<repository>/manifests/<reference>. By digest: the bytes must hash to it. By tag:
   // the registry's Docker-Content-Digest, when given, must match the bytes.
   [[nodiscard]] FetchedManifest manifest(const ImageReference& image, const std::string& reference);
+  // Where a manifest is, for a download through the engine (with auth_headers and an Accept
+  // of image_media::accept_all).
+  std::string manifest_url(const ImageReference& image, const std::string& reference) const;
   // The blob URL and the headers (auth) a download of it needs.
   std::string blob_url(const ImageReference& image, const std::string& digest) const;
   std::vector<std::string> auth_headers(const ImageReference& image) const;

@@ -18,6 +18,8 @@ class ProgressDisplay {
   ProgressDisplay(const ProgressDisplay&) = delete;
   ProgressDisplay& operator=(const ProgressDisplay&) = delete;
 
+  // More items joined the run (a run that grows as its documents arrive).
+  void add_items(std::size_t count) { total_ += count; }
   // A transfer announced its length (Content-Length), so ETA can count on it.
   void expect_bytes(std::uint64_t bytes);
   // Bytes that will not arrive after all (a restart throws away what was written).

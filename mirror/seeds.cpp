@@ -56,41 +56,48 @@ void check_seed_digest(const fs::path& file, const std::string& expected) {
   if (got != expected) throw Error("podplane seed file digest is " + got + ", want " + expected);
 }
 
-SeedsFetch fetch_seeds(cache::Store& store, HttpClient& http, Downloader& downloader, const std::string& base,
-                       const fs::path& scratch, SeedsMode mode) {
-  SeedsFetch result;
-  std::string url = base + "/manifests/seeds.json";
-  auto response = http.get(url, {"Accept: application/json"});
-  if (response.status == 404) throw Error("file not found: " + redact_url(url) + " (pass --skip-seeds to go without seeds)");
-  if (response.status != 200) throw Error("cannot fetch " + redact_url(url) + ": " + response.status_text());
-  auto manifest = parse_seeds_manifest(response.body, "seeds.json");
+SeedsDocument fetch_seeds_document(HttpClient& http, const std::string& base) {
+  SeedsDocument document;
+  document.url = base + "/manifests/seeds.json";
+  auto response = http.get(document.url, {"Accept: application/json"});
+  if (response.status == 404)
+    throw Error("file not found: " + redact_url(document.url) + " (pass --skip-seeds to go without seeds)");
+  if (response.status != 200) throw Error("cannot fetch " + redact_url(document.url) + ": " + response.status_text());
+  document.bytes = std::move(response.body);
+  document.manifest = parse_seeds_manifest(document.bytes, "seeds.json");
+  return document;
+}
 
-  struct Missing {
-    const SeedSnapshot* snapshot;
-    std::string view;
-  };
-  std::vector<Missing> missing;
-  for (const auto& snapshot : manifest.snapshots) {
-    std::string view = "seeds/snapshots/" + snapshot.name + "/" + manifest.version + "/" + snapshot.filename;
-    auto stored = store.find_artifact(cache::ArtifactKind::seed_snapshot, snapshot.name, manifest.version, "", snapshot.filename);
-    if (stored && stored->upstream_digest == snapshot.digest && store.has_object(stored->digest)) continue;
-    result.missing.push_back(view);
-    missing.push_back({&snapshot, view});
+SeedsFetcher::SeedsFetcher(cache::Store& store, SeedsDocument document, fs::path scratch)
+    : store_(store), document_(std::move(document)), scratch_(std::move(scratch)) {
+  for (const auto& snapshot : document_.manifest.snapshots) {
+    std::string view = "seeds/snapshots/" + snapshot.name + "/" + document_.manifest.version + "/" + snapshot.filename;
+    auto stored = store_.find_artifact(cache::ArtifactKind::seed_snapshot, snapshot.name, document_.manifest.version, "",
+                                       snapshot.filename);
+    if (stored && stored->upstream_digest == snapshot.digest && store_.has_object(stored->digest)) continue;
+    missing_.push_back(view);
+    pending_.push_back({&snapshot, scratch_ / ("seed-" + snapshot.name), std::nullopt});
   }
-  if (mode == SeedsMode::list_only) return result;
-  // All snapshots in one parallel run, each to its own scratch file, checked, then added.
-  std::vector<DownloadItem> items;
-  std::vector<fs::path> files;
-  for (const auto& [snapshot, view] : missing) {
-    items.push_back(DownloadItem{snapshot->url, std::nullopt, view, {}});
-    files.push_back(scratch / ("seed-" + snapshot->name));
+}
+
+void SeedsFetcher::start(DownloadRun& run) {
+  // Each snapshot to its own scratch file, checked and added by finish().
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    run.add(DownloadItem{pending_[i].snapshot->url, std::nullopt, missing_[i], {}}, pending_[i].file,
+            [this, i](const DownloadOutcome& outcome) { pending_[i].outcome = outcome; });
   }
-  auto outcomes = downloader.fetch_to_files(items, files);
-  for (std::size_t i = 0; i < missing.size(); ++i) {
-    const auto& snapshot = *missing[i].snapshot;
-    const auto& file = files[i];
+}
+
+SeedsFetch SeedsFetcher::finish() {
+  SeedsFetch result;
+  result.missing = missing_;
+  const auto& manifest = document_.manifest;
+  for (const auto& pending : pending_) {
+    const auto& snapshot = *pending.snapshot;
+    const auto& file = pending.file;
     try {
-      if (!outcomes[i].ok) throw Error(outcomes[i].error);
+      if (!pending.outcome) throw Error("not fetched: the run stopped before it");
+      if (!pending.outcome->ok) throw Error(pending.outcome->error);
       check_seed_digest(file, snapshot.digest);
       cache::Artifact row;
       row.kind = cache::ArtifactKind::seed_snapshot;
@@ -98,7 +105,7 @@ SeedsFetch fetch_seeds(cache::Store& store, HttpClient& http, Downloader& downlo
       row.version = manifest.version;
       row.filename = snapshot.filename;
       row.size = static_cast<std::int64_t>(fs::file_size(file));
-      row.digest = store.add_file(file);
+      row.digest = store_.add_file(file);
       row.upstream_digest = snapshot.digest;
       row.upstream_url = snapshot.url;
       row.trust = cache::Trust::checksum;
@@ -117,15 +124,15 @@ SeedsFetch fetch_seeds(cache::Store& store, HttpClient& http, Downloader& downlo
   row.kind = cache::ArtifactKind::seed_manifest;
   row.address = "seeds";
   row.version = manifest.version;
-  row.digest = sha256_hex(response.body);
-  row.size = static_cast<std::int64_t>(response.body.size());
-  row.upstream_url = url;
+  row.digest = sha256_hex(document_.bytes);
+  row.size = static_cast<std::int64_t>(document_.bytes.size());
+  row.upstream_url = document_.url;
   row.trust = cache::Trust::unverified;  // published without a signature upstream
   bool known = false;
-  for (const auto& stored : store.artifacts({.kind = cache::ArtifactKind::seed_manifest})) known = known || stored.digest == row.digest;
+  for (const auto& stored : store_.artifacts({.kind = cache::ArtifactKind::seed_manifest})) known = known || stored.digest == row.digest;
   if (!known) {
     row.filename = "seeds_" + utc_file_stamp(std::time(nullptr)) + "_" + row.digest.substr(0, 12) + ".json";
-    (void)store.add_bytes(response.body, row.digest);
+    (void)store_.add_bytes(document_.bytes, row.digest);
     result.rows.push_back(std::move(row));
   }
   return result;

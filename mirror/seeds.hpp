@@ -6,6 +6,7 @@
 // all or nothing). Errors: podplane::Error naming the snapshot.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,40 @@ struct SeedsFetch {
   std::uint64_t bytes = 0;
 };
 
-enum class SeedsMode { fetch, list_only };
+// seeds.json as fetched from $PODPLANE_DEPS_URL/manifests/seeds.json. Error naming its URL
+// (a 404 says how to go without seeds) or what is malformed in it.
+struct SeedsDocument {
+  std::string url;
+  std::string bytes;
+  SeedsManifest manifest;
+};
+[[nodiscard]] SeedsDocument fetch_seeds_document(HttpClient& http, const std::string& base);
 
-// Fetches seeds.json from `base` and every snapshot the store lacks into the store, using
-// `scratch` for the sha512 check.
-[[nodiscard]] SeedsFetch fetch_seeds(cache::Store& store, HttpClient& http, Downloader& downloader, const std::string& base,
-                                     const std::filesystem::path& scratch, SeedsMode mode);
+// The snapshots of a seeds.json the store lacks, fetched through a run shared with other items:
+// start() adds each to the run, to its own file in `scratch`; finish(), after the run, checks
+// each against its sha512, adds it to the store and returns the rows (seeds.json's too, when the
+// store does not have it yet). Not thread-safe; must outlive the run.
+class SeedsFetcher {
+ public:
+  SeedsFetcher(cache::Store& store, SeedsDocument document, std::filesystem::path scratch);
+  SeedsFetcher(const SeedsFetcher&) = delete;
+  SeedsFetcher& operator=(const SeedsFetcher&) = delete;
+
+  const std::vector<std::string>& missing() const { return missing_; }  // view paths (for --dry-run)
+  void start(DownloadRun& run);
+  [[nodiscard]] SeedsFetch finish();
+
+ private:
+  struct Pending {
+    const SeedSnapshot* snapshot;
+    std::filesystem::path file;
+    std::optional<DownloadOutcome> outcome;  // once the run has ended it
+  };
+  cache::Store& store_;
+  SeedsDocument document_;
+  std::filesystem::path scratch_;
+  std::vector<std::string> missing_;
+  std::vector<Pending> pending_;  // same index as missing_
+};
 
 }  // namespace podplane::mirror

@@ -102,9 +102,8 @@ class Server {
       dup2(fds[1], 1);
       close(fds[0]);
       std::string delay = std::to_string(delay_ms);
-      // --nodelay: without it every answer waits 40 ms for a delayed ACK (serve.py's doc).
       execlp("python3", "python3", (kTools / "serve.py").c_str(), "--root", root.c_str(), "--delay-ms", delay.c_str(),
-             "--nodelay", "--log", log.c_str(), static_cast<char*>(nullptr));
+             "--log", log.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     close(fds[1]);

@@ -439,7 +439,48 @@ TEST(DepsDownload, ManifestThatLiesAboutItsLengthEnds) {
   EXPECT_NE(result.err.find(upstream.url("/manifests/vmconfig_knc_debian-13_amd64.json")), std::string::npos)
       << result.err;
   EXPECT_NE(result.err.find("3 attempts"), std::string::npos) << result.err;
-  EXPECT_EQ(upstream.requests("^/manifests/").size(), 3u);
+  // seeds.json is asked alongside the vmconfig manifest (and lies as well): only the
+  // manifest's own attempts are counted.
+  EXPECT_EQ(upstream.requests("^/manifests/vmconfig_").size(), 3u);
+}
+
+std::size_t held_too_long(const FixtureUpstream& upstream) {
+  std::size_t count = 0;
+  for (const auto& entry : upstream.access_log()) count += entry.fault == "hold-timeout" ? 1 : 0;
+  return count;
+}
+
+// The images a manifest pins come in the same run as its artifacts: the server holds the amd64
+// os image until an image blob is in flight too. A run that fetched the images after the
+// artifacts would hold it 20 s and log "hold-timeout".
+TEST(DepsDownload, ImagesShareOneRunWithTheArtifacts) {
+  ServeOptions serve;
+  serve.hold_until = {"2:(/v2/.*/blobs/|amd64-[0-9-]+\\.qcow2$)"};
+  FixtureUpstream upstream({}, serve);
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "amd64"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(held_too_long(upstream), 0u) << "the os image waited for the images";
+  EXPECT_FALSE(upstream.requests("/v2/.*/blobs/", 200).empty());
+  EXPECT_FALSE(stored(deps.root(), cache::ArtifactKind::image_blob).empty());
+  EXPECT_FALSE(stored(deps.root(), cache::ArtifactKind::vmconfig_boot_file).empty());
+}
+
+// The platform manifests of one index are fetched at once: the server holds them until all
+// three are in flight (one at a time would be held 20 s each and logged "hold-timeout").
+TEST(DepsDownload, ImagePlatformManifestsOfAnIndexComeAtOnce) {
+  ServeOptions serve;
+  serve.hold_until = {"3:/v2/.*/manifests/sha256:"};
+  FixtureUpstream upstream({}, serve);
+  VmconfigRun deps(upstream);
+  TempDir dir;
+  const std::string host = upstream.base_url().substr(upstream.base_url().find("://") + 3);
+  write_file(dir / "images.txt", host + "/podplane-fixture/pause:3.10.2\n");
+  auto result = deps.podplane({"deps", "images", "-f", (dir / "images.txt").string(), "--arch", "all"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(held_too_long(upstream), 0u) << "the platform manifests came one after another";
+  EXPECT_EQ(upstream.requests("/v2/.*/manifests/sha256:", 200).size(), 3u);
+  EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::image_manifest).size(), 3u);
 }
 
 TEST(DepsDownload, UnknownArchIsAUsageError) {

@@ -7,11 +7,14 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <future>
 
+#include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/store.hpp"
 #include "mirror/download.hpp"
@@ -251,6 +254,73 @@ TEST(Downloader, FetchesManyFilesInParallelIntoTheStore) {
   const auto concurrency = max_concurrency(log);
   EXPECT_GE(concurrency, 4u) << "transfers did not overlap";
   EXPECT_LE(concurrency, 8u) << "more transfers at once than jobs";
+}
+
+// Downloader::run: a `then` adds items to the run it ended in (they start before the items
+// queued at the start: with one job, the log shows the order), work on another thread joins it
+// through after(), and an item goes into the store or to a file as it says.
+TEST(Downloader, RunGrowsFromThensAndFromWorkOnAnotherThread) {
+  FixtureUpstream up;
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto all = packages(up);
+  ASSERT_GE(all.size(), 6u);
+  auto options = quiet_options(up);
+  options.jobs = 1;
+  Downloader downloader(options);
+  std::vector<std::string> ended;  // labels, in the order their thens ran
+  std::string follow_up_digest;
+  auto note = [&](const std::string& label) {
+    return [&ended, label](const mirror::DownloadOutcome& outcome) {
+      EXPECT_TRUE(outcome.ok) << outcome.error;
+      ended.push_back(label);
+    };
+  };
+  downloader.run(store, [&](mirror::DownloadRun& run) {
+    run.add(item_for(up, all[0]), [&](const mirror::DownloadOutcome& outcome) {
+      ASSERT_TRUE(outcome.ok) << outcome.error;
+      EXPECT_EQ(outcome.digest, all[0].sha256);
+      ended.push_back(all[0].filename);
+      run.add(item_for(up, all[1]), [&](const mirror::DownloadOutcome& follow_up) {
+        follow_up_digest = follow_up.digest;
+        ended.push_back(all[1].filename);
+      });
+      run.add(item_for(up, all[2], false), tmp / "files" / all[2].filename, note(all[2].filename));
+    });
+    run.add(item_for(up, all[3]), note(all[3].filename));
+    run.add(item_for(up, all[4]), note(all[4].filename));
+    auto ready = std::async(std::launch::async, [&run] { run.wake(); }).share();
+    run.after(ready, [&] { run.add(item_for(up, all[5]), note(all[5].filename)); });
+  });
+  ASSERT_EQ(ended.size(), 6u);
+  EXPECT_EQ(ended[0], all[0].filename);
+  auto position = [&](const Package& p) { return std::find(ended.begin(), ended.end(), p.filename) - ended.begin(); };
+  // The first item's two follow-ups before the items queued at the start (the one after() adds
+  // comes whenever its thread is done).
+  for (std::size_t follow_up : {1, 2})
+    for (std::size_t queued : {3, 4})
+      EXPECT_LT(position(all[follow_up]), position(all[queued])) << all[follow_up].filename << " after " << all[queued].filename;
+  EXPECT_EQ(follow_up_digest, all[1].sha256);
+  for (std::size_t i : {0, 1, 3, 4, 5}) EXPECT_TRUE(store.has_object(all[i].sha256)) << all[i].filename;
+  EXPECT_FALSE(store.has_object(all[2].sha256)) << "an item with a destination goes to its file";
+  EXPECT_EQ(file_digest_hex(tmp / "files" / all[2].filename, DigestAlgorithm::sha256), all[2].sha256);
+  auto zips = up.requests("\\.zip$");
+  ASSERT_EQ(zips.size(), 6u);
+  for (std::size_t i = 0; i < zips.size(); ++i)  // one job: the log has the order of the requests
+    EXPECT_EQ(fs::path(zips[i].path).filename().string(), ended[i]) << i;
+}
+
+TEST(Downloader, RunRethrowsWhatAThenThrew) {
+  FixtureUpstream up;
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto all = packages(up);
+  Downloader downloader(quiet_options(up));
+  EXPECT_THROW(downloader.run(store,
+                              [&](mirror::DownloadRun& run) {
+                                run.add(item_for(up, all[0]), [](const mirror::DownloadOutcome&) { throw Error("stop here"); });
+                              }),
+               Error);
 }
 
 TEST(Downloader, PerHostCapLimitsConcurrentTransfers) {

@@ -13,6 +13,8 @@
 //                                                   DepsTf.StackWithDirectGitAndArchiveSources
 //   VmconfigManifestsNameAbsoluteArtifactUrlsWithDigests
 //                                                   DepsDownload.FetchesBothKindsFilteredByProviderAndVerifiesEveryDigest
+//   AnswerIsLoggedBeforeItsClientHasIt              HostileUpstream.EngineStopsAt503ForeverAfterTheRetries,
+//                                                   PushTest.GivesUpOnARegistryThatAnswers503Forever
 //   FaultsAreInjectedAndLogged                      DepsTf.ServiceUnavailableThenSuccess,
 //                                                   DepsTf.TransferCutOffHalfWayIsResumed
 //   RebuildAddsAVersionWithoutChangingExistingFiles DepsTf.NewUpstreamVersionsArePickedUpAndWhatIsStoredStays,
@@ -21,6 +23,9 @@
 //                                                   DepsTf.TerraformEngineUsesItsOwnRegistryHost
 #include <gtest/gtest.h>
 
+#include <thread>
+
+#include "mirror/http.hpp"
 #include "tests/support/upstream.hpp"
 
 namespace podplane::test {
@@ -157,6 +162,40 @@ TEST(FixtureUpstreamSelfCheck, VmconfigManifestsNameAbsoluteArtifactUrlsWithDige
   EXPECT_TRUE(saw_providers);
   auto image = curl(up, {"-f", "-o", "/dev/null", "-w", "%{size_download}", manifest["os"]["image"]["url"].get<std::string>()});
   EXPECT_EQ(image.out, std::to_string(manifest["os"]["image"]["size"].get<int>()));
+}
+
+// Tests count log lines as soon as a client is done: each request's line must be in the file
+// before the client can have the answer's last byte (a 200, an injected 503, a 404 alike), with
+// no waiting. Four keep-alive clients at once, so that the server's threads compete (a line
+// written after the answer then lags it often), each reading the log right after every answer.
+TEST(FixtureUpstreamSelfCheck, AnswerIsLoggedBeforeItsClientHasIt) {
+  ServeOptions serve;
+  serve.fail_first = {"1000000:/unavailable/:503"};
+  FixtureUpstream up({}, serve);
+  mirror::HttpOptions options;
+  options.ca_file = up.ca_file();
+  options.max_retries = 0;
+  std::vector<std::string> problems(4);
+  std::vector<std::thread> clients;
+  for (std::size_t c = 0; c < problems.size(); ++c) {
+    clients.emplace_back([&, c] {
+      mirror::HttpClient http(options);
+      for (int i = 0; i < 40 && problems[c].empty(); ++i) {
+        const std::string tag = std::to_string(c) + "-" + std::to_string(i);
+        const std::string path = i % 3 == 0 ? "/unavailable/" + tag : i % 3 == 1 ? "/missing/" + tag : "/v1/providers/hashicorp/aws/versions";
+        const int expected = i % 3 == 0 ? 503 : i % 3 == 1 ? 404 : 200;
+        auto answer = http.get(up.url(path));
+        if (answer.status != expected) {
+          problems[c] = path + ": status " + std::to_string(answer.status);
+        } else if (i % 3 != 2 && up.requests("^" + path + "$").size() != 1) {
+          problems[c] = path + ": its line was not in the log when its answer had arrived";
+        }
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  for (const auto& problem : problems) EXPECT_EQ(problem, "");
+  EXPECT_EQ(up.requests("/versions$", 200).size(), 4u * 13u);
 }
 
 TEST(FixtureUpstreamSelfCheck, FaultsAreInjectedAndLogged) {

@@ -16,7 +16,6 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 extern char** environ;
 
@@ -212,16 +211,6 @@ std::vector<AccessLogEntry> FixtureUpstream::requests(const std::string& path_re
   std::vector<AccessLogEntry> matching;
   for (auto& entry : access_log()) {
     if (std::regex_search(entry.path, re) && (!status || entry.status == *status)) matching.push_back(std::move(entry));
-  }
-  return matching;
-}
-
-std::vector<AccessLogEntry> FixtureUpstream::requests_once_logged(const std::string& path_regex, std::size_t count) const {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  auto matching = requests(path_regex);
-  while (matching.size() < count && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    matching = requests(path_regex);
   }
   return matching;
 }

@@ -101,10 +101,6 @@ class FixtureUpstream {
   std::vector<AccessLogEntry> access_log() const;
   // Entries whose path matches `path_regex` (std::regex_search), optionally with this status.
   std::vector<AccessLogEntry> requests(const std::string& path_regex, std::optional<int> status = std::nullopt) const;
-  // The same, for a client that has just exited: the server logs a request after its answer's
-  // last byte, so on a loaded machine the log can lag the client. Waits (at most 10 s) until
-  // `count` entries match, then returns every match: more than `count` still shows up.
-  std::vector<AccessLogEntry> requests_once_logged(const std::string& path_regex, std::size_t count) const;
 
   // Runs build_fixture.py again on this upstream's tree with extra arguments, e.g.
   // {"--add-version", "aws=6.3.0"}; the server keeps running and serves the new files.

@@ -44,15 +44,16 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
 - Without --registry-to, /v2/ is the static registry build_fixture.py writes (www/v2/).
 - `{{HOST}}` in *.tmpl files is replaced by 127.0.0.1:PORT (image references in vmconfig manifests).
 - --delay-ms N: every request waits N ms before it is answered.
-- --nodelay: TCP_NODELAY on every connection. An answer's head and body are two writes, and
-  with Nagle on the body waits for the client's delayed ACK of the head: 40 ms added to every
-  answer, a stall no real server has (the benchmarks pass --nodelay). Off by default: the
-  access log line is written after the body, and tests that read the log right after an
-  answer rely on that stall for its line to be there already.
+- --nodelay: accepted for older callers and ignored: every connection has TCP_NODELAY, and an
+  answer's head and body go out together.
 - --log FILE: one JSON object per request and line: method, path, status, bytes (body bytes
   sent), range (the Range header or null), fault (null, "fail-first", "cut", "ignore-range",
   "drip", "lie-length", "hold-timeout", "proxy"),
   start and end (monotonic seconds: when the request arrived and when its answer was sent).
+  A request's line is in the file (flushed) before the last byte of its answer is sent, so a
+  client that has read a whole answer finds its line there at once; for a cut or lying answer,
+  before the connection is closed. It is written once the rest of the answer is out: "bytes"
+  counts the body bytes handed to the socket (the last one included).
 Python stdlib only: it is a test fixture.
 """
 import argparse
@@ -125,6 +126,7 @@ class State:
         if self.log_file:
             with self.lock:
                 self.log_file.write(json.dumps(entry, sort_keys=True) + "\n")
+                self.log_file.flush()
 
     def injected_failure(self, path):
         with self.lock:
@@ -175,10 +177,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "podplane-fixture/1"
 
-    def setup(self):
-        # --nodelay (see the module doc): TCP_NODELAY, so the body is not held back by Nagle.
-        self.disable_nagle_algorithm = self.server.state.args.nodelay
-        super().setup()
+    # No Nagle: with it, a write that follows another unacknowledged one waits for the client's
+    # delayed ACK (40 ms), a stall no real server has.
+    disable_nagle_algorithm = True
 
     def log_message(self, format, *args):  # quiet: the access log is --log
         pass
@@ -196,19 +197,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header(name, value)
         length = len(body) if content_length is None else content_length
         self.send_header("Content-Length", str(length))
-        self.end_headers()
+        head = b"".join(self._headers_buffer) + b"\r\n"
+        self._headers_buffer = []
+        body = b"" if self.command == "HEAD" else (body if cut is None else body[:cut])
+        # Everything but the answer's last byte, then the log line, then that byte: a client
+        # that has the whole answer finds the line in the file already (see the module doc).
+        answer = memoryview(head + body) if len(body) < 1 << 20 else None
         sent = 0
-        if self.command != "HEAD":
-            if cut is not None:
-                body = body[:cut]
-            try:
-                self.wfile.write(body)
-                self.wfile.flush()
-                sent = len(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+        try:
+            if answer is not None:
+                self.wfile.write(answer[:-1])
+            else:
+                self.wfile.write(head)
+                self.wfile.write(memoryview(body)[:-1])
+            sent = len(body)
+        except (BrokenPipeError, ConnectionResetError):
+            answer, body = None, b""
         self.state.log(method=self.command, path=path or self.path, status=status, bytes=sent,
                        range=self.headers.get("Range"), fault=fault, start=round(started, 6), end=round(time.monotonic(), 6))
+        try:
+            if answer is not None:
+                self.wfile.write(answer[-1:])
+            elif body:
+                self.wfile.write(memoryview(body)[-1:])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
         if cut is not None:
             self.close_connection = True
             try:
@@ -491,7 +504,7 @@ def main():
     mode.add_argument("--tls", dest="tls", action="store_true", default=True)
     mode.add_argument("--plain", dest="tls", action="store_false")
     parser.add_argument("--delay-ms", type=int, default=0)
-    parser.add_argument("--nodelay", action="store_true")
+    parser.add_argument("--nodelay", action="store_true")  # the default now; accepted, ignored
     parser.add_argument("--fail-first", action="append", default=[])
     parser.add_argument("--cut-after", action="append", default=[])
     parser.add_argument("--ignore-range", action="append", default=[])
