@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 
 #include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/parallel.hpp"
 #include "base/unique_fd.hpp"
 
 namespace podplane {
@@ -70,7 +72,11 @@ bool file_holds(const fs::path& path, std::string_view bytes) {
   return file_digest_hex(path) == sha256_hex(bytes);
 }
 
-void write_file_durably(const fs::path& path, std::string_view bytes, FileMode mode) {
+namespace {
+
+// The first half of write_file_durably: `bytes` in a synced temp file beside `path`, with its
+// mode. Returns the temp's path; on an error nothing is left.
+fs::path write_synced_temp(const fs::path& path, std::string_view bytes, FileMode mode) {
   const fs::path temp = temp_path_beside(path);
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode.exact ? 0600 : 0666));
   if (!fd) throw Error("cannot write " + path.string() + ": cannot create " + temp.string() + ": " + errno_text(errno));
@@ -80,11 +86,45 @@ void write_file_durably(const fs::path& path, std::string_view bytes, FileMode m
       throw Error("cannot set the mode of " + temp.string() + ": " + errno_text(errno));
     if (::fsync(fd.get()) != 0) throw Error("cannot sync " + temp.string() + ": " + errno_text(errno));
     fd.close_checked(temp.string());
-    if (::rename(temp.c_str(), path.c_str()) != 0)
-      throw Error("cannot replace " + path.string() + " with " + temp.string() + ": " + errno_text(errno));
   } catch (...) {
-    ::unlink(temp.c_str());  // never renamed: the temp is ours alone, and `path` is untouched
+    ::unlink(temp.c_str());
     throw;
+  }
+  return temp;
+}
+
+}  // namespace
+
+void write_files_durably(const std::vector<FileToWrite>& files) {
+  std::vector<fs::path> temps(files.size());
+  auto errors = on_threads(files.size(), [&](std::size_t i) { temps[i] = write_synced_temp(files[i].path, files[i].bytes, files[i].mode); });
+  std::set<fs::path> dirs;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (errors[i]) continue;
+    if (::rename(temps[i].c_str(), files[i].path.c_str()) != 0) {
+      errors[i] = std::make_exception_ptr(Error("cannot replace " + files[i].path.string() + " with " + temps[i].string() +
+                                                ": " + errno_text(errno)));  // errno read before the unlink
+      ::unlink(temps[i].c_str());
+      continue;
+    }
+    dirs.insert(directory_of(files[i].path));
+  }
+  const std::vector<fs::path> to_sync(dirs.begin(), dirs.end());
+  auto sync_errors = on_threads(to_sync.size(), [&](std::size_t i) { sync_directory(to_sync[i]); });
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  for (const auto& error : sync_errors) {
+    if (error) std::rethrow_exception(error);
+  }
+}
+
+void write_file_durably(const fs::path& path, std::string_view bytes, FileMode mode) {
+  const fs::path temp = write_synced_temp(path, bytes, mode);
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());  // never renamed: the temp is ours alone, and `path` is untouched
+    throw Error("cannot replace " + path.string() + " with " + temp.string() + ": " + errno_text(error));
   }
   // The new file is in place; a failed directory sync means it may not survive a crash, which
   // the caller must hear about all the same.

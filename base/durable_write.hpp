@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace podplane {
 
@@ -22,6 +23,17 @@ struct FileMode {
 // is as it was, and podplane::Error says what failed and where. Concurrent writers of one
 // path never share a temp: the last rename wins, whole.
 void write_file_durably(const std::filesystem::path& path, std::string_view bytes, FileMode mode = {});
+
+// Several files at once, each with write_file_durably's guarantees, their syncs overlapped:
+// the temp files written and fsynced on a few threads, then renamed in the order given, and
+// each directory fsynced once. The first error (in the order given) is thrown after the rest
+// were written or left as they were; a file whose temp failed keeps its old content.
+struct FileToWrite {
+  std::filesystem::path path;
+  std::string_view bytes;
+  FileMode mode;
+};
+void write_files_durably(const std::vector<FileToWrite>& files);
 
 // True when `path` is a regular file holding exactly `bytes` (no link followed): replacing it
 // would change nothing, so callers that report "unchanged" skip the write.

@@ -26,6 +26,7 @@
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
+#include "base/parallel.hpp"
 #include "cache/layout.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/store_impl.hpp"
@@ -378,27 +379,6 @@ void insert_object_rows(Store::Impl& store, const std::vector<std::pair<std::str
       insert.bind(1, digest).bind(2, size).bind(3, now).run();
     }
   });
-}
-
-// Runs fn(i) for i in [0, count) on up to 8 threads (syncs wait on the disk, not the CPU);
-// returns each index's error.
-std::vector<std::exception_ptr> on_threads(std::size_t count, const std::function<void(std::size_t)>& fn) {
-  std::vector<std::exception_ptr> errors(count);
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < count; i = next++) {
-      try {
-        fn(i);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t t = 1; t < std::min<std::size_t>(8, count); ++t) threads.emplace_back(work);
-  work();
-  for (auto& thread : threads) thread.join();
-  return errors;
 }
 
 }  // namespace

@@ -422,7 +422,9 @@ void publish_copy(const fs::path& object, const fs::path& path, std::uint32_t mo
   sync_directory(path.parent_path());
 }
 
-enum class Published { written, present, object_missing };
+// content_to_write: a document view whose bytes changed, left to the caller, which writes
+// them all at once (write_files_durably: their syncs overlap, each directory synced once).
+enum class Published { written, present, object_missing, content_to_write };
 
 Published publish_view(const Store& store, const ViewFile& view) {
   const fs::path path(view.path);
@@ -430,10 +432,7 @@ Published publish_view(const Store& store, const ViewFile& view) {
   fs::create_directories(path.parent_path(), ec);
   if (ec) throw Error("cannot create " + path.parent_path().string() + ": " + ec.message());
   if (view.content) {
-    if (file_holds(path, *view.content)) return Published::present;
-    // Readers and concurrent rebuilds see the old or the new file, never half of one.
-    write_file_durably(path, *view.content, FileMode{view.mode});
-    return Published::written;
+    return file_holds(path, *view.content) ? Published::present : Published::content_to_write;
   }
   fs::path object = store.object_path(view.object_digest);
   // An object quarantined by `deps verify --repair` (or lost) has no view until it is taken
@@ -587,6 +586,7 @@ ViewStats rebuild_views(Store& store) {
   const fs::path seeds = layout::seeds_dir(store.root());
   auto plan = plan_views(store);
   for (const auto& unplaced : plan.unplaced) stats.skipped_rows.push_back(unplaced.reason);
+  std::vector<FileToWrite> documents;
   for (const auto& view : plan.files) {
     auto inside = [&](const fs::path& dir) {
       auto relative = fs::path(view.path).lexically_relative(dir);
@@ -598,8 +598,12 @@ ViewStats rebuild_views(Store& store) {
       case Published::written: ++stats.files_written; break;
       case Published::present: ++stats.files_present; break;
       case Published::object_missing: ++stats.objects_missing; break;
+      case Published::content_to_write: documents.push_back({view.path, *view.content, FileMode{view.mode}}); break;
     }
   }
+  // Readers and concurrent rebuilds see the old or the new file, never half of one.
+  write_files_durably(documents);
+  stats.files_written += documents.size();
   return stats;
 }
 

@@ -125,6 +125,44 @@ TEST(WriteFileDurably, ConcurrentWritersAndAReaderOnlyEverSeeWholeFiles) {
   EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"lock"});
 }
 
+// Many files at once (the views of a run): each whole, with its mode; one that cannot be
+// written fails alone and is named, and no temp is left anywhere.
+TEST(WriteFilesDurably, WritesEveryFileWholeAndAFailureLeavesTheRestWritten) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "a");
+  fs::create_directories(dir.path() / "b");
+  write_file(dir.path() / "b" / "old.json", "old");
+  std::vector<std::string> texts;
+  for (int i = 0; i < 20; ++i) texts.push_back("document " + std::to_string(i));
+  std::vector<FileToWrite> files;
+  for (int i = 0; i < 20; ++i) {
+    files.push_back({dir.path() / (i % 2 ? "a" : "b") / ("f" + std::to_string(i) + ".json"), texts[i], FileMode{0644}});
+  }
+  files.push_back({dir.path() / "b" / "old.json", "new", FileMode{0600}});
+  write_files_durably(files);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(read_file(files[i].path), texts[i]) << i;
+  EXPECT_EQ(read_file(dir.path() / "b" / "old.json"), "new");
+  EXPECT_EQ(fs::status(dir.path() / "b" / "old.json").permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(names_in(dir.path() / "a").size(), 10u) << "no temp left";
+  EXPECT_EQ(names_in(dir.path() / "b").size(), 11u) << "no temp left";
+
+  // A directory that does not exist: that file fails, named; the others are written.
+  std::vector<FileToWrite> mixed{{dir.path() / "a" / "x.json", "x", {}},
+                                 {dir.path() / "missing" / "y.json", "y", {}},
+                                 {dir.path() / "b" / "old.json", "newer", {}}};
+  try {
+    write_files_durably(mixed);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("missing/y.json"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(read_file(dir.path() / "a" / "x.json"), "x");
+  EXPECT_EQ(read_file(dir.path() / "b" / "old.json"), "newer");
+  EXPECT_EQ(names_in(dir.path() / "a").size(), 11u);
+  EXPECT_FALSE(fs::exists(dir.path() / "missing"));
+  write_files_durably({});  // nothing to write is no error
+}
+
 TEST(TempPathBeside, IsHiddenBesideItsTargetUniqueAndRecognised) {
   const fs::path target = fs::path("dir") / "index.json";
   const fs::path a = temp_path_beside(target), b = temp_path_beside(target);
