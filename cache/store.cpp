@@ -272,7 +272,7 @@ struct ObjectWriter::Impl {
   std::string label = "object";
 
   std::string seal(std::optional<std::string_view> expected_sha256);
-  fs::path place(const std::string& digest);
+  std::vector<fs::path> place(const std::string& digest);
   void discard() {
     if (!finished && !temp.empty()) ::unlink(temp.c_str());
     finished = true;
@@ -329,12 +329,14 @@ std::string ObjectWriter::Impl::seal(std::optional<std::string_view> expected_sh
   return digest;
 }
 
-// Renames the sealed temp file into place; returns the directory whose entry changed (to be
-// synced before the row), or an empty path when an identical object was already there.
-fs::path ObjectWriter::Impl::place(const std::string& digest) {
+// Renames the sealed temp file into place; returns the directories whose entries changed (to be
+// synced before the row), none when an identical object was already there. That is the
+// object's `<2 hex>` directory, and `objects/sha256` too when the `<2 hex>` directory was made
+// for this object: a new directory's own entry must be durable before a row names a file in it.
+std::vector<fs::path> ObjectWriter::Impl::place(const std::string& digest) {
   fs::path target = store->object_path(digest);
   std::error_code ec;
-  fs::create_directories(target.parent_path(), ec);
+  const bool made_directory = fs::create_directories(target.parent_path(), ec);
   // Content-addressed: an object already in place is this content, unless it was damaged
   // after it was published. Checking costs one read of an object we already hold, and only
   // when the same bytes are added twice; a damaged one is replaced by the verified temp file.
@@ -352,7 +354,8 @@ fs::path ObjectWriter::Impl::place(const std::string& digest) {
   }
   finished = true;
   fd.reset();
-  return target.parent_path();
+  if (made_directory) return {target.parent_path(), target.parent_path().parent_path()};
+  return {target.parent_path()};
 }
 
 namespace {
@@ -388,7 +391,7 @@ std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256
   std::string digest = w.seal(expected_sha256);
   // The rename must be durable before the row that names it. A failed sync fails the add
   // before the row: the object file without a row is garbage that gc removes.
-  if (auto dir = w.place(digest); !dir.empty()) sync_directory(dir);
+  for (const auto& dir : w.place(digest)) sync_directory(dir);
   insert_object_rows(*w.store, {{digest, static_cast<std::int64_t>(w.size)}});
   return digest;
 }
@@ -412,7 +415,7 @@ std::vector<std::string> Store::add_many(std::size_t count, const std::function<
   std::vector<std::pair<std::string, std::int64_t>> rows;
   for (std::size_t i = 0; i < count && !failure; ++i) {
     try {
-      if (auto dir = writers[i]->impl_->place(digests[i]); !dir.empty()) dirs.insert(dir);
+      for (auto& dir : writers[i]->impl_->place(digests[i])) dirs.insert(std::move(dir));
       rows.emplace_back(digests[i], static_cast<std::int64_t>(writers[i]->impl_->size));
     } catch (...) {
       failure = std::current_exception();
