@@ -48,26 +48,9 @@ class LogLines {
   std::vector<std::string> lines_;
 };
 
-// A connection from `source` to `port` whose receive buffer stays small (set before connect,
-// which turns off its growth): a client that does not read blocks the server's writes soon.
-int connect_not_reading(const std::string& source, int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int small = 4096;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  sockaddr_in local{};
-  local.sin_family = AF_INET;
-  ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
-  sockaddr_in remote{};
-  remote.sin_family = AF_INET;
-  remote.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  remote.sin_port = htons(static_cast<uint16_t>(port));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
-      ::connect(fd, reinterpret_cast<sockaddr*>(&remote), sizeof remote) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+// A connection from `source` to `port` whose receive buffer stays small: a client that does not
+// read blocks the server's writes soon.
+int connect_not_reading(const std::string& source, int port) { return connect_from(source, port, 4096); }
 
 // A TLS client that sends one request and then reads nothing (not verifying the server: what
 // is tested is the server's side).

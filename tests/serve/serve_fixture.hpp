@@ -370,9 +370,12 @@ inline bool wait_for_port(int port, std::chrono::seconds timeout = std::chrono::
 
 // A TCP connection to 127.0.0.1:`port` from the loopback address `source` (all of 127.0.0.0/8 is
 // loopback on Linux, so one test can play several client addresses). -1 when it fails.
-inline int connect_from(const std::string& source, int port) {
+// `receive_buffer`: set before connect, which turns off its growth, so that a client that does
+// not read blocks the server's writes soon.
+inline int connect_from(const std::string& source, int port, std::optional<int> receive_buffer = std::nullopt) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (receive_buffer) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &*receive_buffer, sizeof *receive_buffer);
   sockaddr_in local{};
   local.sin_family = AF_INET;
   ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
