@@ -180,29 +180,16 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     for (const auto& kind : options.kinds) keys.push_back({kind, arch});
   }
   // seeds.json alongside them: it needs nothing from them. Its error, if any, is thrown where
-  // the seeds are taken (after the manifests' own errors and dry-run listing, as before).
-  std::optional<SeedsDocument> seeds_document;
-  std::exception_ptr seeds_error;
-  std::thread seeds_thread;
+  // the seeds are taken (after the manifests' own errors and dry-run listing, as before). The
+  // future waits for its thread when it is destroyed, so a throw before then leaves none behind.
+  std::future<SeedsDocument> seeds_document;
   if (options.seeds == DepsDownloadOptions::Seeds::fetch) {
-    seeds_thread = std::thread([&] {
-      try {
-        HttpClient seeds_http(options.download.http);
-        seeds_document = fetch_seeds_document(seeds_http, base);
-      } catch (...) {
-        seeds_error = std::current_exception();
-      }
+    seeds_document = std::async(std::launch::async, [&] {
+      HttpClient seeds_http(options.download.http);
+      return fetch_seeds_document(seeds_http, base);
     });
   }
-  auto manifests = [&] {
-    try {
-      return fetch_manifests(options.download.http, base, keys);
-    } catch (...) {
-      if (seeds_thread.joinable()) seeds_thread.join();
-      throw;
-    }
-  }();
-  if (seeds_thread.joinable()) seeds_thread.join();
+  auto manifests = fetch_manifests(options.download.http, base, keys);
 
   // knc and knd manifests share most artifacts: each (url, digest) is fetched once per run, by
   // the first manifest that lists it; the others take its result.
@@ -382,9 +369,8 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   }
 
   // Seeds are cross-arch: fetched once (Podplane: with the first arch).
-  if (seeds_error) std::rethrow_exception(seeds_error);
   std::optional<SeedsFetcher> seeds;
-  if (seeds_document) seeds.emplace(store, std::move(*seeds_document), scratch.path());
+  if (seeds_document.valid()) seeds.emplace(store, seeds_document.get(), scratch.path());
   std::optional<ImageFetcher> images;
   if (!dry_run && !image_requests.empty())
     images.emplace(store, image_requests, options.download, RegistryCredentials::load(options.registry_auth));
