@@ -371,12 +371,7 @@ class Runner final : public DownloadRun {
       auto then = std::move(it->then);
       it = afters_.erase(it);
       if (then_error_) continue;
-      try {
-        then();  // may add items, or another `after`
-      } catch (...) {
-        then_error_ = std::current_exception();
-        waiting_.clear();
-      }
+      call_then(then);  // may add items, or another `after`
       it = afters_.begin();  // `then` may have added to afters_
     }
   }
@@ -389,12 +384,18 @@ class Runner final : public DownloadRun {
     for (std::size_t index : ended) {
       const auto& then = jobs_[index].then;
       if (!then || then_error_) continue;
-      try {
-        then(outcomes_[index]);
-      } catch (...) {
-        then_error_ = std::current_exception();
-        waiting_.clear();
-      }
+      call_then([&] { then(outcomes_[index]); });
+    }
+  }
+
+  // What a `then` throws ends the run: no other `then` is called and nothing new starts;
+  // running transfers finish, and run() rethrows it.
+  void call_then(const std::function<void()>& then) {
+    try {
+      then();
+    } catch (...) {
+      then_error_ = std::current_exception();
+      waiting_.clear();
     }
   }
 
