@@ -164,6 +164,12 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
     std::string bytes;
     {
       std::error_code ec;
+      if (!fs::exists(*options.since, ec)) {
+        // The first bundle of a site has no inventory to start from: say how to make it.
+        throw Error("inventory " + options.since->string() +
+                    " does not exist; for a first bundle leave --since out (it then carries the whole store), and "
+                    "from then on pass the file `podplane bundle inventory -o FILE` writes on the other side");
+      }
       if (!fs::is_regular_file(*options.since, ec)) throw Error("inventory " + options.since->string() + " is not a readable file");
       std::FILE* f = std::fopen(options.since->c_str(), "rb");
       if (f == nullptr) throw Error("cannot open inventory " + options.since->string() + ": " + std::strerror(errno));

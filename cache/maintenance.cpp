@@ -165,6 +165,40 @@ std::map<std::string, std::string> quarantined_objects(const Store& store) {
   return objects;
 }
 
+// The one online command that takes object `digest` again, by the kind of the first row that
+// names it: a provider's files come from `deps tf`, vmconfig files and seeds from `deps
+// download`, application images from `deps images`. Run as printed, it fetches that object.
+std::string take_again_command(sqlite::Database& db, const std::string& digest) {
+  sqlite::Statement row(db, "SELECT kind, address, platform FROM artifacts WHERE digest = ? ORDER BY id LIMIT 1");
+  row.bind(1, digest);
+  if (!row.step()) {
+    sqlite::Statement file(db, "SELECT 1 FROM module_files WHERE digest = ? LIMIT 1");
+    file.bind(1, digest);
+    return file.step() ? "`podplane deps tf`" : "`podplane deps tf` or `podplane deps download`";
+  }
+  const std::string kind = row.text(0), address = row.text(1), platform = row.text(2);
+  const std::string arch = platform == "linux_amd64" || platform == "linux_arm64" ? platform.substr(6) : "";
+  if (kind.starts_with("provider_")) {
+    std::string command = "podplane deps tf --engine ";
+    command += address.starts_with("registry.terraform.io/") ? "terraform" : "tofu";
+    if (kind == "provider_package") command += " --platform " + platform;
+    // `deps tf` alone takes Podplane's stack; another provider comes with the root that needs it.
+    sqlite::Statement selected(db, "SELECT 1 FROM tf_selection_providers WHERE address = ?");
+    selected.bind(1, address);
+    if (!selected.step()) command += " --stack <the root that needs " + address + ">";
+    return "`" + command + "`";
+  }
+  if (kind.starts_with("vmconfig_")) {
+    return "`podplane deps download --providers all" + (arch.empty() ? std::string() : " --arch " + arch) + "`";
+  }
+  if (kind.starts_with("seed_")) return "`podplane deps download`";
+  if (kind.starts_with("image_")) {
+    return "`podplane deps images -f <a list naming " + address + ">` (or `podplane deps download" +
+           (arch.empty() ? std::string() : " --arch " + arch) + "` for an image a vmconfig manifest pins)";
+  }
+  return "`podplane deps tf` or `podplane deps download`";
+}
+
 enum class ObjectState { intact, missing, wrong_size, corrupt, unreadable };
 
 struct ObjectCheck {
@@ -382,11 +416,11 @@ VerifyReport verify_store(const Store& store, VerifyDepth depth) {
       }
       std::string line = check.message;
       if (auto q = quarantined.find(digest); q != quarantined.end() && check.state == ObjectState::missing) {
-        line += " was quarantined (" + q->second + "); take it again: `podplane deps tf`, `podplane deps download` or "
-                "`podplane bundle import` of a bundle that carries it";
+        line += " was quarantined (" + q->second + "); take it again: " + take_again_command(db, digest) +
+                " online, or `podplane bundle import` of a bundle that carries it";
       } else {
-        line += "; `podplane deps verify --repair` quarantines it, then `podplane deps tf`, `podplane deps download` or "
-                "`podplane bundle import` takes it again";
+        line += "; `podplane deps verify --repair` quarantines it, then " + take_again_command(db, digest) +
+                " online, or `podplane bundle import` of a bundle that carries it, takes it again";
       }
       report.problems.push_back(line);
     }

@@ -39,6 +39,8 @@ struct ClusterOptions {
   std::vector<std::string> platforms;
   std::string provider = "aws";
   std::string id = "example-cluster";
+  std::string arch;  // cluster init: the pools' arch (empty: the provider's default)
+  std::string deps_mirror_url;  // cluster init: the site's `mirror serve` (empty: a commented example)
 };
 
 bool interactive() { return ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO); }
@@ -90,7 +92,8 @@ void ensure_config(const fs::path& config_file) {
   if (provider != "proxmox")
     init.account = ask(provider == "aws" ? "AWS account ID" : "Google Cloud project ID",
                        provider == "aws" ? "123456789012" : "example-project");
-  init.arch = ask("VM architecture (amd64, arm64)", "arm64");
+  init.arch = ask(provider == "proxmox" ? "Node architecture (amd64, arm64)" : "VM architecture (amd64, arm64)",
+                  provider == "proxmox" ? "amd64" : "arm64");
   init.api_hostname = ask("Kubernetes API host name", "k8s.example.com");
   init.issuer_url = ask("OIDC issuer URL", "https://auth.example.com");
   std::string text = gen::starter_config(init);
@@ -192,6 +195,8 @@ void run_init(const ClusterOptions& options) {
   gen::InitOptions init;
   init.provider = provider_kind(options.provider);
   init.id = options.id;
+  init.arch = options.arch;
+  init.deps_mirror_url = options.deps_mirror_url;
   std::string text = gen::starter_config(init);
   (void)gen::parse_cluster_config(text, config_file.filename().string());  // --id must be valid
   if (fs::exists(config_file)) throw Error(config_file.string() + " already exists; not overwritten");
@@ -223,6 +228,12 @@ void register_cluster_commands(CLI::App& group, const GlobalOptions& global) {
   auto* init = group.add_subcommand("init", "Write a commented starting podplane.cluster.jsonc and its schema");
   init->add_option("--provider", options->provider, "Infrastructure provider: aws, google or proxmox")->capture_default_str();
   init->add_option("--id", options->id, "Cluster id")->capture_default_str();
+  init->add_option("--arch", options->arch,
+                   "The pools' VM architecture (default: amd64 for proxmox, whose nodes run VMs of their own arch; "
+                   "arm64 otherwise)")
+      ->check(CLI::IsMember({"amd64", "arm64"}));
+  init->add_option("--deps-mirror-url", options->deps_mirror_url,
+                   "Where the VMs fetch vmconfig artifacts: the site's `podplane mirror serve` URL (cluster.deps_mirror_url)");
   init->add_option("-f,--cluster-config", options->config, "Config file to write")->capture_default_str();
   init->callback([options] { run_init(*options); });
 

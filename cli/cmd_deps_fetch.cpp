@@ -1,6 +1,9 @@
 // podplane deps tf | download | status: the online commands that fill the store.
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <tuple>
+#include <utility>
 
 #include "base/error.hpp"
 #include "cache/layout.hpp"
@@ -32,6 +35,7 @@ struct DownloadArgs {
   std::vector<std::string> archs;
   std::vector<std::string> kinds;
   std::vector<std::string> providers;
+  std::string cluster_config;
   bool dry_run = false;
   bool skip_seeds = false;
   int jobs = 8;
@@ -42,12 +46,28 @@ mirror::Progress progress_of(const GlobalOptions& global) {
   return global.quiet ? mirror::Progress::quiet : mirror::Progress::automatic;
 }
 
+constexpr const char* kClusterConfigHere = "podplane.cluster.jsonc";
+
+// The provider-specific vmconfig items `deps download` takes when --providers is not given:
+// those of the cluster it fetches for (-f, else a podplane.cluster.jsonc in this directory),
+// else every provider's, so that no cluster made later lacks its items. Returns the list and
+// why it was chosen.
+std::pair<std::vector<std::string>, std::string> default_providers(const DownloadArgs& args) {
+  std::error_code ec;
+  std::string config = args.cluster_config;
+  if (config.empty() && std::filesystem::is_regular_file(kClusterConfigHere, ec)) config = kClusterConfigHere;
+  if (config.empty()) return {{"all"}, "no cluster config here or -f; --providers to choose"};
+  auto kind = std::string(generator::to_string(generator::load_cluster_config(config).provider.kind));
+  return {{kind}, "the provider of " + config + "; --providers to choose"};
+}
+
 mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const GlobalOptions& global) {
   mirror::DepsDownloadOptions options;
   options.archs = mirror::split_list(args.archs);
   auto kinds = mirror::split_list(args.kinds);
   if (!kinds.empty()) options.kinds = kinds;
   options.providers = mirror::split_list(args.providers);
+  options.providers_reason = "--providers";
   options.mode = args.dry_run ? mirror::DepsDownloadOptions::Mode::dry_run : mirror::DepsDownloadOptions::Mode::fetch;
   options.seeds = args.skip_seeds ? mirror::DepsDownloadOptions::Seeds::skip : mirror::DepsDownloadOptions::Seeds::fetch;
   options.download.jobs = args.jobs;
@@ -127,13 +147,19 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   download->add_option("--arch", download_args->archs, "amd64,arm64 (default: $PODPLANE_ARCH or this machine)");
   download->add_option("--kind", download_args->kinds, "knc,knd (default: both)");
   download->add_option("--providers", download_args->providers,
-                       "Provider-specific artifacts to include: aws, google, proxmox, … or all");
+                       "Provider-specific artifacts to include: aws, google, proxmox, … or all (default: the "
+                       "provider of the cluster config of -f or of ./podplane.cluster.jsonc, else all)");
+  download->add_option("-f,--cluster-config", download_args->cluster_config,
+                       "Take the provider-specific artifacts of this cluster config's provider")
+      ->check(CLI::ExistingFile)
+      ->excludes("--providers");
   download->add_flag("--dry-run", download_args->dry_run, "Print what would be downloaded; write nothing");
   download->add_flag("--skip-seeds", download_args->skip_seeds, "Skip the seeds manifest and snapshots");
   download->add_option("--jobs", download_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   add_authfile_option(*download, download_args->authfile);
   download->callback([download_args, &global] {
     auto options = download_options(*download_args, global);
+    if (options.providers.empty()) std::tie(options.providers, options.providers_reason) = default_providers(*download_args);
     auto store = cache::Store::open(cache::default_deps_root());
     mirror::deps_download(store, options, std::cout, std::cerr);
   });

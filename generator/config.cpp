@@ -271,8 +271,10 @@ std::string starter_config(const InitOptions& options) {
   std::string region = !options.region.empty() ? options.region : aws ? "us-east-1" : proxmox ? "site-a" : "europe-west1";
   std::string account = !options.account.empty() ? options.account : aws ? "123456789012" : "example-project";
   std::string zone = aws ? region + "a" : region + "-b";
-  std::string instance = proxmox ? "standard" : aws ? (options.arch == "arm64" ? "t4g.medium" : "t3.medium")
-                             : (options.arch == "arm64" ? "t2a-standard-2" : "e2-standard-2");
+  // Proxmox VE nodes are x86-64 hosts that run VMs of their own arch: an arm64 pool there would be emulated.
+  std::string arch = !options.arch.empty() ? options.arch : proxmox ? "amd64" : "arm64";
+  std::string instance = proxmox ? "standard" : aws ? (arch == "arm64" ? "t4g.medium" : "t3.medium")
+                             : (arch == "arm64" ? "t2a-standard-2" : "e2-standard-2");
   std::string hostname = options.api_hostname.empty() ? "k8s.example.com" : options.api_hostname;
   std::string issuer = options.issuer_url.empty() ? "https://auth.example.com" : options.issuer_url;
   std::string out;
@@ -287,12 +289,13 @@ std::string starter_config(const InitOptions& options) {
   out += "    \"name\": \"" + options.id + "\",\n";
   out += "    // Where VMs fetch vmconfig artifacts: your site's `podplane mirror serve`.\n";
   out += "    // Without it, $PODPLANE_DEPS_URL (else https://deps.podplane.dev) is used.\n";
-  out += "    // \"deps_mirror_url\": \"http://mirror.internal:8080\",\n";
+  if (options.deps_mirror_url.empty()) out += "    // \"deps_mirror_url\": \"http://mirror.internal:8080\",\n";
+  else out += "    \"deps_mirror_url\": " + nlohmann::json(options.deps_mirror_url).dump() + ",\n";
   out += "    \"oidc\": { \"issuer_url\": \"" + issuer + "\" },\n";
   out += "    // control-plane runs knc VMs; every other pool runs knd VMs.\n";
   out += "    \"pools\": {\n";
-  out += "      \"control-plane\": { \"arch\": \"" + options.arch + "\", \"instance_type\": \"" + instance + "\", \"size\": 1 },\n";
-  out += "      \"ingress\": { \"arch\": \"" + options.arch + "\", \"instance_type\": \"" + instance + "\", \"size\": 1 }\n";
+  out += "      \"control-plane\": { \"arch\": \"" + arch + "\", \"instance_type\": \"" + instance + "\", \"size\": 1 },\n";
+  out += "      \"ingress\": { \"arch\": \"" + arch + "\", \"instance_type\": \"" + instance + "\", \"size\": 1 }\n";
   out += "    },\n";
   out += "    \"providers\": [\n";
   if (options.provider == ProviderKind::proxmox) {

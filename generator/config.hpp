@@ -121,9 +121,10 @@ struct InitOptions {
   std::string id = "example-cluster";
   std::string region;      // empty → a sensible default per provider
   std::string account;     // empty → a placeholder per provider
-  std::string arch = "arm64";
+  std::string arch;        // empty → amd64 for Proxmox VE (x86-64 nodes), arm64 elsewhere
   std::string api_hostname;  // empty → k8s.example.com
   std::string issuer_url;    // empty → https://auth.example.com
+  std::string deps_mirror_url;  // empty → a commented example (VMs then use $PODPLANE_DEPS_URL)
 };
 
 // A commented starting config that validates against the schema.

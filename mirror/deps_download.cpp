@@ -35,6 +35,12 @@ using nlohmann::json;
 
 std::string platform_of(const std::string& arch) { return "linux_" + arch; }
 
+std::string join_list(const std::vector<std::string>& values) {
+  std::string out;
+  for (const auto& value : values) out += (out.empty() ? "" : ",") + value;
+  return out;
+}
+
 void check_choice(const std::string& value, std::initializer_list<const char*> allowed, const char* what) {
   for (const char* option : allowed) {
     if (value == option) return;
@@ -116,6 +122,29 @@ bool is_boot_file_cached(const cache::Store& store, const VmconfigItem& image, c
 
 std::string image_label(const VmconfigItem& image) { return image.name + " " + image.version + " (" + image.basename() + ")"; }
 
+// What one run transferred, each kind counted once: an artifact that several manifests list
+// is downloaded once, and boot files and seed snapshots are not vmconfig artifacts, so the
+// per-manifest lines above do not add up to the total without this breakdown.
+struct TransferTally {
+  std::size_t artifacts = 0, boot_files = 0, seeds = 0, images = 0;
+  std::uint64_t bytes = 0;
+};
+
+std::string transfer_summary(const TransferTally& tally) {
+  std::vector<std::string> parts;
+  auto count = [&](std::size_t n, const char* one, const char* many) {
+    if (n > 0) parts.push_back(std::to_string(n) + " " + (n == 1 ? one : many));
+  };
+  count(tally.artifacts, "vmconfig artifact", "vmconfig artifacts");
+  count(tally.boot_files, "boot file read out of an os image", "boot files read out of os images");
+  count(tally.seeds, "seed snapshot", "seed snapshots");
+  count(tally.images, "container image", "container images");
+  if (parts.empty()) return "No new artifacts: nothing was transferred.\n";
+  std::string line = "Fetched ";
+  for (std::size_t i = 0; i < parts.size(); ++i) line += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return line + " (" + std::to_string(tally.bytes) + " bytes).\n";
+}
+
 }  // namespace
 
 std::string deps_base_url() {
@@ -155,17 +184,21 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   std::string base = options.base_url.empty() ? deps_base_url() : options.base_url;
   bool dry_run = options.mode == DepsDownloadOptions::Mode::dry_run;
   bool quiet = options.download.progress == Progress::quiet;
+  out << "Providers: " << (options.providers.empty() ? std::string("none (only the items every provider needs)") : join_list(options.providers))
+      << (options.providers_reason.empty() ? "" : " (" + options.providers_reason + ")") << "\n";
 
   // Everything is fetched and checked first; rows are indexed together at the end.
   std::vector<cache::Artifact> rows;
   std::vector<std::string> failures;
   std::uint64_t fetched_bytes = 0;
-  std::size_t fetched_items = 0;
+  std::size_t fetched_items = 0;       // vmconfig artifacts downloaded (each once, however many manifests list it)
+  std::size_t fetched_boot_files = 0;  // kernels and initrds read out of os images
   Downloader downloader(options.download);
   ScratchDir scratch{"podplane-deps-"};
   struct ManifestCount {
     std::string manifest;  // knc_debian-13_amd64
     std::size_t fetched = 0, present = 0;
+    std::size_t shared = 0;  // of `fetched`, listed by an earlier manifest too and fetched once for both
   };
   std::vector<ManifestCount> counts;
   // Container images of every manifest, once each (knc and knd list the same ones).
@@ -256,7 +289,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     for (std::size_t i = 0; i < read.size(); ++i) {
       boot_rows_this_run[boot_key(image, boot.extracted[i].file)] = read[i];
       fetched_bytes += static_cast<std::uint64_t>(read[i].size);
-      ++fetched_items;
+      ++fetched_boot_files;
     }
     std::error_code ignored;
     fs::remove_all(boot.work, ignored);
@@ -364,7 +397,8 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
           << " to fetch\n";
     }
     counts.push_back({kind + "_debian-13_" + arch, plan.items.size() + plan.boot_files.size(),
-                      items.size() - plan.items.size() + manifest.boot_files.size() - plan.boot_files.size()});
+                      items.size() - plan.items.size() + manifest.boot_files.size() - plan.boot_files.size(),
+                      plan.shared.size()});
     plans.push_back(std::move(plan));
   }
 
@@ -545,7 +579,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   store.in_transaction([&] {
     for (const auto& row : rows) (void)store.add_artifact(row);
     store.audit("fetch", "deps download",
-                json{{"items", fetched_items}, {"images", images_fetched}, {"seeds", seeds_fetched}, {"bytes", fetched_bytes}, {"archs", archs},
+                json{{"items", fetched_items + fetched_boot_files}, {"images", images_fetched}, {"seeds", seeds_fetched}, {"bytes", fetched_bytes}, {"archs", archs},
                      {"kinds", options.kinds}});
   });
   (void)cache::rebuild_views(store);
@@ -553,13 +587,15 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   // says so, so a fill is never mistaken for a check.
   for (const auto& count : counts) {
     std::string tally = "fetched " + std::to_string(count.fetched) + ", present " + std::to_string(count.present);
-    if (count.fetched == 0) out << "All dependencies for " << count.manifest << " are up to date (" << tally << ").\n";
-    else out << "vmconfig " << count.manifest << ": " << tally << ".\n";
+    if (count.fetched == 0) {
+      out << "All dependencies for " << count.manifest << " are up to date (" << tally << ").\n";
+      continue;
+    }
+    out << "vmconfig " << count.manifest << ": " << tally;
+    if (count.shared > 0) out << " (" << count.shared << " of them also listed by an earlier manifest: downloaded once)";
+    out << ".\n";
   }
-  fetched_items += seeds_fetched;
-  if (fetched_items == 0 && images_fetched == 0) out << "No new artifacts: nothing was transferred.\n";
-  else if (images_fetched == 0) out << "Fetched " << fetched_items << " artifacts (" << fetched_bytes << " bytes).\n";
-  else out << "Fetched " << fetched_items << " artifacts and " << images_fetched << " images (" << fetched_bytes << " bytes).\n";
+  out << transfer_summary({fetched_items, fetched_boot_files, seeds_fetched, images_fetched, fetched_bytes});
 }
 
 DepsStatus deps_status(const cache::Store* store, const DepsDownloadOptions& options, std::ostream& out) {

@@ -27,6 +27,7 @@ struct DepsDownloadOptions {
   std::vector<std::string> archs;                    // amd64 | arm64
   std::vector<std::string> kinds{"knc", "knd"};      // knc | knd
   std::vector<std::string> providers;                // aws, google, …, or "all"
+  std::string providers_reason;                      // why these providers (printed with them), e.g. "--providers"
   Mode mode = Mode::fetch;
   enum class Seeds { fetch, skip };                  // --skip-seeds: no seeds.json, no snapshots
   Seeds seeds = Seeds::fetch;

@@ -430,7 +430,14 @@ class TfRun {
            << " bytes); " << summary.packages_present << " were already in the store. Platforms: " << platform_list
            << ".\n";
     }
-    out_ << "Cached cluster OpenTofu/Terraform dependencies\n";
+    if (options_.stacks.empty()) {
+      out_ << "Cached cluster OpenTofu/Terraform dependencies\n";  // the Podplane CLI's own last line
+      return;
+    }
+    // A --stack run fetched for the user's roots, not for a cluster: name them.
+    std::string root_list;
+    for (const auto& root : roots) root_list += (root_list.empty() ? "" : ", ") + root.name;
+    out_ << "Cached the OpenTofu/Terraform dependencies of " << root_list << "\n";
   }
 
   cache::Store& store_;

@@ -245,7 +245,8 @@ class Pusher {
       return;
     }
     uploaded_to_[digest] = repository;
-    say("uploading " + file.filename().string() + " → " + repository + " (" + std::to_string(size) + " bytes)");
+    // The digest whole: the object file is named by its digest less the two hex of its directory.
+    say("uploading " + digest + " → " + repository + " (" + std::to_string(size) + " bytes)");
     registry_.upload_file(repository, digest, file, size);
     ++stats.blobs_uploaded;
     stats.bytes_uploaded += size;

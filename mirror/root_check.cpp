@@ -308,7 +308,9 @@ void check_root(const RootCheckSource& source, const fs::path& root_dir, const s
         out.fail("-", "lock covers " + address,
                  "LOCK: the lock has " + locked->version + ", which \"" + constraints.canonical() +
                      "\" (the root's requirements) does not allow",
-                 rewrite + " (with --upgrade to choose afresh)");
+                 // Without --upgrade, deps tf keeps the locked version and refuses it, as `init` would.
+                 "podplane deps tf" + engine_flag(engine) + " --stack " + root.string() +
+                     " --write-lock --upgrade (online), then commit the lock");
         continue;
       }
       ++covered;

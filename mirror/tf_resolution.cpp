@@ -26,8 +26,12 @@ Version choose_provider_version(const ProviderWant& want, const std::vector<Vers
   const std::string address = want.address.str();
   if (want.pinned) {
     if (!merged.allows(*want.pinned)) {
+      // The constraints moved past the root's lock: only choosing afresh can follow them, as
+      // the engine's own `init -upgrade` would.
       throw Error("locked version " + want.pinned->str() + " of " + address + " does not meet the constraints \"" +
-                  merged.canonical() + "\"");
+                  merged.canonical() + "\" (asked for by " + want.declared_in +
+                  "); rerun this `podplane deps tf --stack … --write-lock` with --upgrade to choose a version "
+                  "afresh within them and rewrite the lock");
     }
     if (std::find(offered.begin(), offered.end(), *want.pinned) == offered.end()) {
       throw Error("locked version " + want.pinned->str() + " of " + address + " is not offered upstream");

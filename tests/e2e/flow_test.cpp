@@ -183,10 +183,7 @@ TEST(Flow, OnlineTransferAirGapAndMirror) {
       EXPECT_EQ(artifact.digest, published[artifact.filename]) << artifact.filename;
     }
 
-    // --providers all: the provider-specific vmconfig items (nstance-agent for aws). KNOWN BUG:
-    // with only `--providers aws`, `cluster check` of an aws cluster still demands the google
-    // (google-guest-agent) and proxmox (openbao) items and names `deps download --kind … --arch …`
-    // as the remedy, which cannot fetch them. Expected: aws needs only the aws items.
+    // --providers all: every provider's vmconfig items (nstance-agent for aws), as without it.
     auto download = run_podplane({"deps", "download", "--arch", "amd64,arm64", "--providers", "all"}, online);
     ASSERT_EQ(download.exit_code, 0) << show(download);
     for (const char* name : {"vmconfig_knc_debian-13_amd64", "vmconfig_knc_debian-13_arm64",
@@ -389,26 +386,26 @@ TEST(Flow, ProxmoxStackFromABundleOffline) {
   ASSERT_EQ(generated.exit_code, 0) << show(generated);
   auto check = run_offline({"cluster", "check"}, offline);
   ASSERT_EQ(check.exit_code, 0) << show(check);
-  // The starter config's pools are arm64: the script names the fixture's arm64 files by digest.
+  // The starter config's pools are amd64 (Proxmox VE nodes are x86-64): the script names the fixture's amd64 files by digest.
   std::string script = read_file(dir / "stack" / "podplane.cluster.proxmox.node-init.sh");
-  EXPECT_NE(script.find("readonly SERVER_DIGEST='sha256:" + published["nstance-server arm64"] + "'"), std::string::npos);
+  EXPECT_NE(script.find("readonly SERVER_DIGEST='sha256:" + published["nstance-server amd64"] + "'"), std::string::npos);
   EXPECT_NE(script.find("MIRROR_URL='http://mirror.site.internal:8080'"), std::string::npos);
-  // From the arm64 base of the mirror, and check replays exactly that.
-  EXPECT_NE(script.find("readonly IMAGE_PATH='arch/arm64/vmconfig/artifacts/os-image/"), std::string::npos) << script;
+  // From the amd64 base of the mirror, and check replays exactly that.
+  EXPECT_NE(script.find("readonly IMAGE_PATH='arch/amd64/vmconfig/artifacts/os-image/"), std::string::npos) << script;
   std::smatch row;
-  EXPECT_TRUE(std::regex_search(check.out, row, std::regex("Proxmox arm64 node fetches +ok: "))) << check.out;
+  EXPECT_TRUE(std::regex_search(check.out, row, std::regex("Proxmox amd64 node fetches +ok: "))) << check.out;
   // The kernel and initrd read out of each image online came through the bundle, and check
   // finds each in the store with the digest os.boot gives it.
   const std::string rows_b = content_rows(b);
   EXPECT_EQ(count_rows(rows_b, "vmconfig_boot_file", "os-image "), 4u) << rows_b;  // kernel and initrd per arch
   for (const char* part : {"kernel", "initrd"})
-    EXPECT_TRUE(std::regex_search(check.out, row, std::regex(std::string("vmconfig_knc_debian-13_arm64 boot ") + part + " +ok: ")))
+    EXPECT_TRUE(std::regex_search(check.out, row, std::regex(std::string("vmconfig_knc_debian-13_amd64 boot ") + part + " +ok: ")))
         << check.out;
   EXPECT_EQ(check.out.find("NOT CHECKED"), std::string::npos) << check.out;
 
   // Without the kernel's object, check fails and says how to get it back.
   auto store_b = cache::Store::open(b, cache::Store::Access::read_only);
-  auto kernels = store_b.artifacts({.kind = cache::ArtifactKind::vmconfig_boot_file, .platform = "linux_arm64"});
+  auto kernels = store_b.artifacts({.kind = cache::ArtifactKind::vmconfig_boot_file, .platform = "linux_amd64"});
   auto kernel = std::find_if(kernels.begin(), kernels.end(), [](const auto& boot) { return boot.filename.starts_with("vmlinuz-"); });
   ASSERT_NE(kernel, kernels.end()) << rows_b;
   fs::remove(store_b.object_path(kernel->digest));
@@ -416,9 +413,9 @@ TEST(Flow, ProxmoxStackFromABundleOffline) {
   EXPECT_EQ(broken.exit_code, 1) << show(broken);
   const std::string broken_text = broken.out + broken.err;
   EXPECT_TRUE(std::regex_search(broken_text, row,
-                                std::regex("vmconfig_knc_debian-13_arm64 boot kernel +MISSING: the object of vmlinuz-")))
+                                std::regex("vmconfig_knc_debian-13_amd64 boot kernel +MISSING: the object of vmlinuz-")))
       << show(broken);
-  EXPECT_NE(broken_text.find("podplane deps download --kind knc --arch arm64"), std::string::npos) << show(broken);
+  EXPECT_NE(broken_text.find("podplane deps download --kind knc --arch amd64"), std::string::npos) << show(broken);
 }
 
 }  // namespace
