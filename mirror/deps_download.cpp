@@ -351,6 +351,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       plan.boot_files = missing_boot;
     }
     plan.items = std::move(missing);
+    std::size_t shared_boot_files = 0;
     for (std::size_t i = 0; i < plan.items.size(); ++i) {
       const auto& item = plan.items[i];
       // An image with boot files to read goes through a scratch file: nothing of it reaches
@@ -366,6 +367,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
             });
             if (!listed) wanted.push_back(file);
           }
+          shared_boot_files = missing_boot.size();  // read once, out of the image the earlier manifest fetches
         }
         plan.shared.push_back({i, known->second});
         continue;
@@ -398,7 +400,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     }
     counts.push_back({kind + "_debian-13_" + arch, plan.items.size() + plan.boot_files.size(),
                       items.size() - plan.items.size() + manifest.boot_files.size() - plan.boot_files.size(),
-                      plan.shared.size()});
+                      plan.shared.size() + shared_boot_files});
     plans.push_back(std::move(plan));
   }
 

@@ -112,9 +112,28 @@ TEST_F(PrintedFixes, ClusterCheckMissingProviderItems) {
                      stack)
                 .exit_code,
             0);
+  {
+    // A Netsy seed from the store (deps download fetched seeds.json and the snapshots).
+    std::string config = read_file(stack / "podplane.cluster.jsonc");
+    const std::string id = "\"id\": \"fixes\",";
+    ASSERT_NE(config.find(id), std::string::npos) << config;
+    config.insert(config.find(id) + id.size(), "\n    \"seed\": { \"name\": \"minimal\", \"version\": \"2026.11.1\" },");
+    write_file(stack / "podplane.cluster.jsonc", config);
+  }
   auto created = podplane({"cluster", "create", "--no-apply"}, stack);
   ASSERT_EQ(created.exit_code, 0) << show(created);
   expect_printed_fixes_fix({"cluster", "check"}, stack, "nstance-agent");
+
+  // The seed snapshot apply reads, gone from the store's views: the printed `deps download`
+  // names no placeholder and puts it back.
+  std::smatch seed_path;
+  const std::string main_tf = read_file(stack / "podplane.cluster.main.tf");
+  ASSERT_TRUE(std::regex_search(main_tf, seed_path, std::regex("seed_path += \"([^\"]+)\""))) << main_tf;
+  const fs::path seed = stack / std::string(seed_path[1]);
+  ASSERT_TRUE(fs::exists(seed)) << seed;
+  fs::remove(seed);
+  expect_printed_fixes_fix({"cluster", "check"}, stack, "MISSING: " + std::string(seed_path[1]));
+  EXPECT_TRUE(fs::exists(seed)) << seed;
 }
 
 // A Proxmox starter config: pools of the nodes' own arch, amd64.
