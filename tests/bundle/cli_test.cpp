@@ -34,6 +34,45 @@ ProcessOptions at(const fs::path& root) { return podplane::test::with_deps_root(
 
 std::string show(const ProcessResult& r) { return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
 
+// Imports `bundle` into offline() in a child podplane that the test hook `variable` (bundle/
+// import.cpp) pauses at its point, and SIGKILLs it there. Returns what the hook announced, or
+// "" (with a test failure) when the import ended before it got there.
+std::string kill_import_at(const fs::path& offline, const std::string& bundle, const std::string& pub,
+                           const char* variable, const fs::path& fifo) {
+  EXPECT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  // Open before the import starts, so the hook always finds its reader.
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  EXPECT_GE(reader, 0) << std::strerror(errno);
+  pid_t pid = fork();
+  EXPECT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("PODPLANE_DEPS_CACHE_DIR", offline.c_str(), 1);
+    setenv(variable, fifo.c_str(), 1);
+    std::string binary = podplane::test::podplane_binary().string();
+    execl(binary.c_str(), binary.c_str(), "--quiet", "bundle", "import", bundle.c_str(), "--trust", pub.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  // Readiness probe, bounded (120 s): the announcement, while the import is still running.
+  std::string announced;
+  bool exited = false;
+  for (int i = 0; i < 600 && announced.find('\n') == std::string::npos && !exited; ++i) {
+    pollfd ready{reader, POLLIN, 0};
+    if (::poll(&ready, 1, 200) > 0 && (ready.revents & POLLIN)) {
+      char buffer[256];
+      ssize_t n = ::read(reader, buffer, sizeof buffer);
+      if (n > 0) announced.append(buffer, static_cast<std::size_t>(n));
+    }
+    exited = ::waitpid(pid, nullptr, WNOHANG) == pid;
+  }
+  if (!exited) ::kill(pid, SIGKILL);
+  int status = 0;
+  if (!exited) ::waitpid(pid, &status, 0);
+  ::close(reader);
+  EXPECT_FALSE(exited) << "the import ended before it got to " << variable;
+  EXPECT_TRUE(exited || (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+  return exited ? std::string() : announced;
+}
+
 class BundleCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -273,45 +312,6 @@ TEST_F(BundleCliLarge, ImportWhileAnotherProcessReadsTheStore) {
 // objects table) and no row. The test-only hook PODPLANE_TEST_IMPORT_PAUSE (bundle/import.cpp)
 // announces that object on a FIFO and holds the import there until the kill, so the rerun
 // always takes the resume path: it skips that object and imports the rest.
-// Imports `bundle` into offline() in a child podplane that the test hook `variable` (bundle/
-// import.cpp) pauses at its point, and SIGKILLs it there. Returns what the hook announced, or
-// "" (with a test failure) when the import ended before it got there.
-std::string kill_import_at(const fs::path& offline, const std::string& bundle, const std::string& pub,
-                           const char* variable, const fs::path& fifo) {
-  EXPECT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
-  // Open before the import starts, so the hook always finds its reader.
-  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  EXPECT_GE(reader, 0) << std::strerror(errno);
-  pid_t pid = fork();
-  EXPECT_GE(pid, 0);
-  if (pid == 0) {
-    setenv("PODPLANE_DEPS_CACHE_DIR", offline.c_str(), 1);
-    setenv(variable, fifo.c_str(), 1);
-    std::string binary = podplane::test::podplane_binary().string();
-    execl(binary.c_str(), binary.c_str(), "--quiet", "bundle", "import", bundle.c_str(), "--trust", pub.c_str(), (char*)nullptr);
-    _exit(127);
-  }
-  // Readiness probe, bounded (120 s): the announcement, while the import is still running.
-  std::string announced;
-  bool exited = false;
-  for (int i = 0; i < 600 && announced.find('\n') == std::string::npos && !exited; ++i) {
-    pollfd ready{reader, POLLIN, 0};
-    if (::poll(&ready, 1, 200) > 0 && (ready.revents & POLLIN)) {
-      char buffer[256];
-      ssize_t n = ::read(reader, buffer, sizeof buffer);
-      if (n > 0) announced.append(buffer, static_cast<std::size_t>(n));
-    }
-    exited = ::waitpid(pid, nullptr, WNOHANG) == pid;
-  }
-  if (!exited) ::kill(pid, SIGKILL);
-  int status = 0;
-  if (!exited) ::waitpid(pid, &status, 0);
-  ::close(reader);
-  EXPECT_FALSE(exited) << "the import ended before it got to " << variable;
-  EXPECT_TRUE(exited || (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
-  return exited ? std::string() : announced;
-}
-
 TEST_F(BundleCliLarge, ImportKilledAfterItsFirstObjectResumes) {
   const std::string bundle = (dir / "big.bundle").string();
   ASSERT_EQ(run_podplane({"bundle", "create", bundle, "--sign", key()}, at(online())).exit_code, 0);
