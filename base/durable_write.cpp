@@ -119,7 +119,40 @@ void write_files_durably(const std::vector<FileToWrite>& files) {
   }
 }
 
-void write_file_durably(const fs::path& path, std::string_view bytes, FileMode mode) {
+fs::path write_target(const fs::path& path) {
+  fs::path target = path;
+  for (int links = 0;; ++links) {
+    std::error_code ec;
+    auto status = fs::symlink_status(target, ec);
+    if (ec || !fs::is_symlink(status)) return target;  // a missing file is created where it is named
+    // The kernel's own limit on a chain of links (ELOOP after 40).
+    if (links == 40) throw Error("cannot write " + path.string() + ": too many levels of symbolic links");
+    fs::path link = fs::read_symlink(target, ec);
+    if (ec) throw Error("cannot write " + path.string() + ": cannot read the link " + target.string() + ": " + ec.message());
+    target = link.is_absolute() ? link : target.parent_path() / link;
+  }
+}
+
+namespace {
+
+// A device, FIFO or socket takes the bytes as a stream: opened for writing, never created,
+// truncated or synced, and never replaced by a file (`-o /dev/null` run as root must leave the
+// device node).
+bool write_in_place_if_special(const fs::path& target, const fs::path& named, std::string_view bytes) {
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return false;
+  UniqueFd fd(::open(target.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC));
+  if (!fd) throw Error("cannot write " + named.string() + ": " + errno_text(errno));
+  write_all(fd.get(), bytes, named);
+  fd.close_checked(named.string());
+  return true;
+}
+
+}  // namespace
+
+void write_file_durably(const fs::path& named, std::string_view bytes, FileMode mode) {
+  const fs::path path = write_target(named);
+  if (write_in_place_if_special(path, named, bytes)) return;
   const fs::path temp = write_synced_temp(path, bytes, mode);
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int error = errno;

@@ -22,9 +22,19 @@ struct FileMode {
 // and the directory fsynced, each result checked. On any error the temp is removed, `path`
 // is as it was, and podplane::Error says what failed and where. Concurrent writers of one
 // path never share a temp: the last rename wins, whole.
+// A user's target keeps what it is: a symbolic link is followed (write_target) and the file it
+// names is replaced, the link kept; a device, FIFO or socket is opened and written in place,
+// never replaced by a regular file.
 void write_file_durably(const std::filesystem::path& path, std::string_view bytes, FileMode mode = {});
 
-// Several files at once, each with write_file_durably's guarantees, their syncs overlapped:
+// The file a write of `path` lands in: `path`, or, where `path` is a symbolic link, the end of
+// its chain of links (which need not exist yet). Error on a loop of links.
+[[nodiscard]] std::filesystem::path write_target(const std::filesystem::path& path);
+
+// Several files at once (the store's views), each with write_file_durably's guarantees but
+// one: these are the store's own files, so a link or device found in their place is replaced,
+// never written through (nothing planted in a deps root can send a write outside it). Their
+// syncs are overlapped:
 // the temp files written and fsynced on a few threads, then renamed in the order given, and
 // each directory fsynced once. The first error (in the order given) is thrown after the rest
 // were written or left as they were; a file whose temp failed keeps its old content.

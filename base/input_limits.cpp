@@ -123,6 +123,10 @@ nlohmann::json parse_json_within_limits(std::string_view text, std::string_view 
     // nlohmann counts the byte just past the offending token; its text repeats the position.
     std::string message = error.what();
     if (auto detail = message.find("syntax error"); detail != std::string::npos) message = message.substr(detail);
+    // Its "last read: '<token>'" quotes the document's bytes, and what follows it cannot be
+    // told apart from them: a configuration file linked to a secret must not print the secret
+    // (into a CI log). The line and column say where.
+    if (auto quoted = message.find("; last read: "); quoted != std::string::npos) message.erase(quoted);
     fail_at(text, source_name, error.byte > 0 ? error.byte - 1 : 0, "invalid JSON: " + message);
   } catch (const nlohmann::json::exception& error) {
     throw Error(std::string(source_name) + ": invalid JSON: " + error.what());

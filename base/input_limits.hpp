@@ -53,7 +53,8 @@ void check_json_shape(std::string_view text, std::string_view source_name, JsonC
                       const InputLimits& limits = kDefaultInputLimits);
 
 // check_json_shape, then nlohmann_json's parse; a syntax error also becomes
-// "<source>:line:column: invalid JSON: …". For every JSON document from outside.
+// "<source>:line:column: invalid JSON: …", quoting none of the document's bytes. For every
+// JSON document from outside.
 [[nodiscard]] nlohmann::json parse_json_within_limits(std::string_view text, std::string_view source_name,
                                                       JsonComments comments = JsonComments::reject,
                                                       const InputLimits& limits = kDefaultInputLimits);

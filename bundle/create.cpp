@@ -437,9 +437,23 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
                                  std::to_string(plan.total_bytes) + " bytes (" + human_bytes(plan.total_bytes) + ")",
                                  std::to_string(free_bytes) + " bytes free (" + human_bytes(free_bytes) + ")"));
 
-  std::vector<char> buffer(1 << 20);
+  // A volume is a file. A symlink named as one is followed (the link kept); a device or FIFO
+  // (`bundle create /dev/null`, run as root) is refused before anything is written, never
+  // replaced by a file.
+  std::vector<fs::path> targets;
   for (const auto& volume : plan.volumes) {
-    fs::path temp = fs::path(volume.file.string() + ".tmp-" + std::to_string(::getpid()));
+    targets.push_back(write_target(volume.file));
+    struct stat st {};
+    if (::stat(targets.back().c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw Error("cannot write bundle volume " + volume.file.string() +
+                  ": it exists and is not a regular file (a bundle volume is a file: name a new one)");
+  }
+
+  std::vector<char> buffer(1 << 20);
+  for (std::size_t v = 0; v < plan.volumes.size(); ++v) {
+    const auto& volume = plan.volumes[v];
+    const fs::path& target = targets[v];
+    fs::path temp = fs::path(target.string() + ".tmp-" + std::to_string(::getpid()));
     RemoveOnSignal remove_temp_on_signal(temp);
     UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (out.get() < 0) throw Error("cannot create " + temp.string() + ": " + std::strerror(errno));
@@ -477,13 +491,13 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
       if (::stat(temp.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != volume.bytes)
         throw Error(mismatch_message("volume " + volume.file.string() + " came out at an unexpected size",
                                      std::to_string(volume.bytes), std::to_string(st.st_size)));
-      if (::rename(temp.c_str(), volume.file.c_str()) != 0)
-        throw Error("cannot rename " + temp.string() + " to " + volume.file.string() + ": " + std::strerror(errno));
+      if (::rename(temp.c_str(), target.c_str()) != 0)
+        throw Error("cannot rename " + temp.string() + " to " + target.string() + ": " + std::strerror(errno));
     } catch (...) {
       ::unlink(temp.c_str());
       throw;
     }
-    sync_directory(dir);
+    sync_directory(target.parent_path().empty() ? fs::path(".") : target.parent_path());
     if (progress)
       progress("wrote " + volume.file.string() + " (volume " + std::to_string(volume.manifest.volume_index) + " of " +
                std::to_string(volume.manifest.volume_count) + ", " + std::to_string(volume.manifest.objects.size()) +

@@ -250,24 +250,30 @@ class HashingSink : public ObjectSink {
   std::set<std::string> verified;
 };
 
-// Test-only hook, so that a test can SIGKILL an import at a known point (tests/bundle/
-// cli_test.cpp, ImportKilledAfterItsFirstObjectResumes). When PODPLANE_TEST_IMPORT_PAUSE names
-// a FIFO that the test holds open for reading, the first object this process commits is
-// announced on it ("committed <digest>\n") and the import then waits until no reader is left.
-// Unset, or naming anything but a FIFO with a reader, it does nothing.
-void pause_for_test_after_first_commit(const std::string& digest) {
-  static bool paused = false;
-  const char* fifo = std::getenv("PODPLANE_TEST_IMPORT_PAUSE");
-  if (fifo == nullptr || paused) return;
-  paused = true;
+// Test-only hooks, so that a test can SIGKILL an import at a known point (tests/bundle/
+// cli_test.cpp). When the variable names a FIFO that the test holds open for reading, the
+// import announces the point on it (`line`) and then waits until no reader is left. Unset, or
+// naming anything but a FIFO with a reader, it does nothing. The points:
+//   PODPLANE_TEST_IMPORT_PAUSE        after the first object commits ("committed <digest>")
+//   PODPLANE_TEST_IMPORT_PAUSE_VIEWS  after every row commits, before the views are written
+//                                     ("rows committed")
+void pause_for_test(const char* variable, const std::string& line) {
+  const char* fifo = std::getenv(variable);
+  if (fifo == nullptr) return;
   UniqueFd fd(::open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) return;
-  const std::string line = "committed " + digest + "\n";
   if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) return;
   pollfd until_no_reader{fd.get(), 0, 0};  // POLLERR once the last reader has closed its end
   while (::poll(&until_no_reader, 1, -1) < 0 && errno == EINTR) {
   }
+}
+
+void pause_for_test_after_first_commit(const std::string& digest) {
+  static bool paused = false;
+  if (paused) return;
+  paused = true;
+  pause_for_test("PODPLANE_TEST_IMPORT_PAUSE", "committed " + digest + "\n");
 }
 
 class StoreSink : public ObjectSink {
@@ -458,6 +464,9 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
   const std::string identity = store.identity();
   // The newest bundle of each signer before this run: a bundle older than that is a replay.
   std::map<std::string, std::optional<cache::BundleSignerMark>> marks_before;
+  // Rows commit volume by volume and the views are written once at the end: a kill in between
+  // leaves this mark, and the store's next open writes the views.
+  cache::ViewsPending views_pending = store.views_pending();
 
   for (const auto& file : files) {
     VolumeReport volume;
@@ -590,7 +599,11 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
   report.waiting_rows.assign(waiting.begin(), waiting.end());
   find_missing_volumes(report, &store);
 
-  if (!manifests.empty()) cache::rebuild_views(store);
+  if (!manifests.empty()) {
+    pause_for_test("PODPLANE_TEST_IMPORT_PAUSE_VIEWS", "rows committed\n");
+    cache::rebuild_views(store);
+  }
+  views_pending.done();
 
   json volumes = json::array();
   std::uint64_t imported = 0, bytes = 0;

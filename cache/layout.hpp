@@ -12,6 +12,8 @@ inline fs::path store_dir(const fs::path& root) { return root / "store"; }
 inline fs::path index_db(const fs::path& root) { return root / "store" / "index.db"; }
 inline fs::path objects_dir(const fs::path& root) { return root / "store" / "objects" / "sha256"; }
 inline fs::path temp_dir(const fs::path& root) { return root / "store" / "tmp"; }
+// Marks of writers that have committed rows whose views they have not written yet (ViewsPending).
+inline fs::path views_pending_dir(const fs::path& root) { return root / "store" / "views-pending"; }
 
 inline fs::path tf_dir(const fs::path& root) { return root / "tf"; }
 inline fs::path providers_dir(const fs::path& root) { return root / "tf" / "providers"; }

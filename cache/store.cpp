@@ -259,6 +259,57 @@ std::vector<fs::path> sweep_temp_files(const fs::path& root, Sweep sweep) {
   return swept;
 }
 
+namespace {
+
+// The marks in store/views-pending/ whose writer is gone (its flock is free: killed between
+// committing rows and writing their views), each held locked by us until the views are done.
+std::vector<std::pair<fs::path, UniqueFd>> orphaned_view_marks(const fs::path& root) {
+  std::vector<std::pair<fs::path, UniqueFd>> orphans;
+  std::error_code ec;
+  fs::directory_iterator it(layout::views_pending_dir(root), ec);
+  if (ec) return orphans;
+  for (const auto& entry : it) {
+    const fs::path& file = entry.path();
+    UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // gone, or its writer is alive
+    // Removed by its writer's done() between our open and our lock: not an orphan.
+    struct stat by_fd {}, by_path {};
+    if (::fstat(fd.get(), &by_fd) != 0 || ::lstat(file.c_str(), &by_path) != 0) continue;
+    if (by_fd.st_ino != by_path.st_ino || by_fd.st_dev != by_path.st_dev) continue;
+    orphans.emplace_back(file, std::move(fd));
+  }
+  return orphans;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// ViewsPending
+
+void ViewsPending::done() {
+  if (!locked_) return;
+  ::unlink(file_.c_str());  // while still locked: no opener can take it for an orphan
+  locked_.reset();
+}
+
+ViewsPending Store::views_pending() {
+  impl_->require_writable("mark views as pending");
+  const fs::path dir = layout::views_pending_dir(impl_->root);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("cannot create " + dir.string() + ": " + ec.message());
+  const fs::path file = temp_path_beside(dir / "writer");
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd) throw Error("cannot create " + file.string() + ": " + errno_text());
+  if (::flock(fd.get(), LOCK_EX) != 0) {
+    const std::string error = errno_text();
+    ::unlink(file.c_str());
+    throw Error("cannot lock " + file.string() + ": " + error);
+  }
+  sync_directory(dir);  // on disk before any row it stands for commits
+  return ViewsPending(file, std::move(fd));
+}
+
 // ---------------------------------------------------------------------------------------------
 // ObjectWriter
 
@@ -464,6 +515,11 @@ Store Store::open(const fs::path& deps_root, Access access, TempSweep sweep) {
 
   bool read_only = access == Access::read_only;
   impl->read_only_reason = "opened read-only";
+  // A writer died between committing rows and writing their views: a writable store finishes
+  // them before any command reads it, even one that asked only to read (as SQLite rolls back
+  // a hot journal for a reader), so that the views never stay behind the rows.
+  if (read_only && writable_directory(store_dir) && !orphaned_view_marks(impl->root).empty())
+    (void)open(deps_root, Access::read_write, TempSweep::none);
   if (!read_only) {
     std::error_code ec;
     fs::create_directories(layout::objects_dir(impl->root), ec);
@@ -521,6 +577,16 @@ Store Store::open(const fs::path& deps_root, Access access, TempSweep sweep) {
     });
     impl->schema_version = known_schema_version();
     if (sweep == TempSweep::at_open) (void)sweep_temp_files(impl->root, Sweep::remove);
+    if (auto orphans = orphaned_view_marks(impl->root); !orphans.empty()) {
+      Store opened(std::move(impl));
+      try {
+        finish_interrupted_views(opened);
+      } catch (const Error&) {
+        return opened;  // the marks stay for a later open; deps verify reports the views meanwhile
+      }
+      for (const auto& [file, locked] : orphans) ::unlink(file.c_str());
+      return opened;
+    }
   } else {
     if (!fs::exists(index)) throw Error("no store at " + impl->root.string() + ": " + index.string() + " does not exist");
     // mode=ro reads a live WAL through its -shm; on read-only media there is no -shm to map and

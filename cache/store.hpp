@@ -18,6 +18,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/unique_fd.hpp"
+
 namespace podplane::cache {
 
 // $PODPLANE_DEPS_CACHE_DIR, else $XDG_CACHE_HOME/podplane/deps, else ~/.cache/podplane/deps.
@@ -179,6 +181,23 @@ class ObjectWriter {
   std::unique_ptr<Impl> impl_;
 };
 
+// A mark that a writer is committing rows whose views it has not written yet (bundle import:
+// rows commit volume by volume, views are written once at the end). A file in
+// store/views-pending/ under this process's exclusive flock: a writer killed between its
+// commits and its views leaves a mark that nobody holds, and the next Store::open of the
+// writable store (any access, any command) rebuilds the views before anything else, then
+// removes it. done() removes the mark once the views are written; destroyed without done()
+// (an error on the way) it is left for that next open. Move-only.
+class ViewsPending {
+ public:
+  ViewsPending(std::filesystem::path file, UniqueFd locked) : file_(std::move(file)), locked_(std::move(locked)) {}
+  void done();
+
+ private:
+  std::filesystem::path file_;
+  UniqueFd locked_;  // closing it (the process dying) frees the mark for the next open
+};
+
 class Store {
  public:
   enum class Access { read_write, read_only };
@@ -248,6 +267,10 @@ class Store {
 
   void audit(std::string_view action, std::string_view subject, const nlohmann::json& detail);
   std::vector<AuditEntry> audit_log() const;
+
+  // Marks this process as a writer of rows whose views come later (ViewsPending), durably,
+  // before those rows commit. Writable stores only.
+  [[nodiscard]] ViewsPending views_pending();
 
   // Runs `body` in one write transaction, rerunning it whole when another process holds
   // the lock (SQLITE_BUSY). Calls to add_* inside join it.

@@ -48,6 +48,10 @@ struct StoreInternals {
 // as a view beside the rows already there (views.cpp: the same plan the views use).
 void check_written_rows_lay_out(const Store& store);
 
+// Writes every view of `store` (views.cpp: rebuild_views), for Store::open when a writer died
+// between committing rows and writing their views (ViewsPending).
+void finish_interrupted_views(Store& store);
+
 // Removes temp files in store/tmp whose writer is gone (its flock is free). Files of live
 // writers are left alone. Returns the files removed (or, with Sweep::list, that would be).
 enum class Sweep { list, remove };

@@ -13,6 +13,7 @@
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
+#include "cli/open_store.hpp"
 
 namespace podplane::cli {
 
@@ -134,11 +135,16 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
 
   auto* inventory = group.add_subcommand("inventory", "Describe what this store holds, to cut a delta on the online side");
   auto output = std::make_shared<std::string>();
-  inventory->add_option("-o,--output", *output, "Write to FILE instead of standard output");
+  inventory->add_option("-o,--output", *output,
+                        "Write to FILE instead of standard output ('-' is standard output; a device or FIFO is "
+                        "written in place, a symbolic link followed)");
   inventory->callback([output] {
+    // A new site's empty store is a valid inventory (it asks for everything); a store whose
+    // index was deleted is not: it would claim to hold nothing of what its objects hold.
+    refuse_lost_index(cache::default_deps_root());
     auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_write);
     std::string text = bundle::make_inventory(store).serialize();
-    if (output->empty()) {
+    if (output->empty() || *output == "-") {
       std::cout << text;
       return;
     }

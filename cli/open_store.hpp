@@ -12,12 +12,25 @@
 
 namespace podplane::cli {
 
+// Objects without their index: a store whose index was deleted or lost, never one to open as
+// new and empty (an inventory of nothing would ask for every object again). Throws then.
+inline void refuse_lost_index(const std::filesystem::path& root) {
+  std::error_code error;
+  if (std::filesystem::exists(cache::layout::index_db(root), error) || error) return;
+  if (std::filesystem::is_empty(cache::layout::objects_dir(root), error) || error) return;
+  throw Error("the store at " + root.string() + " has lost its index: " + cache::layout::index_db(root).string() +
+              " is missing while store/objects holds objects; nothing was created or changed (restore the index "
+              "from a backup, or import the bundles again into a new deps root)");
+}
+
 inline cache::Store open_existing_store() {
   std::filesystem::path root = cache::default_deps_root();
   std::error_code error;
-  if (!std::filesystem::exists(cache::layout::index_db(root), error))
+  if (!std::filesystem::exists(cache::layout::index_db(root), error)) {
+    refuse_lost_index(root);
     throw Error("no dependency store at " + root.string() +
                 " (set PODPLANE_DEPS_CACHE_DIR); run `podplane deps tf` while online, or import a bundle");
+  }
   bool writable = ::access(root.c_str(), W_OK) == 0 && ::access(cache::layout::store_dir(root).c_str(), W_OK) == 0;
   return cache::Store::open(root, writable ? cache::Store::Access::read_write : cache::Store::Access::read_only);
 }

@@ -109,7 +109,9 @@ void check_lock_covers_requirements(const fs::path& stack_dir, const lockfile::L
                               "`podplane cluster upgrade` (it rewrites the lock from the store)";
   lockfile::ModuleRequirements requirements;
   try {
-    requirements = lockfile::read_module_requirements(stack_dir);
+    // A generated stack calls its modules where the deps root keeps them, which may be
+    // anywhere (check_modules checks those paths against the store's views).
+    requirements = lockfile::read_module_requirements(stack_dir, stack_dir.root_path());
   } catch (const Error& e) {
     out.fail("-", "lock covers the stack's providers", "UNKNOWN: cannot read what the stack requires: " + e.message(),
              "the stack's files or module sources cannot be read: rerun `podplane cluster create`");

@@ -146,7 +146,7 @@ lockfile::LockFile newest_lock(const cache::Store& store, ProviderKind kind, con
   }
   for (const char* name : module_names) {
     if (package_dir.empty()) break;  // a stack without a module package (proxmox)
-    auto requirements = lockfile::read_module_requirements(package_dir / "modules" / name);
+    auto requirements = lockfile::read_module_requirements(package_dir / "modules" / name, package_dir);
     for (const auto& provider : requirements.providers) {
       std::string source = provider.source.empty() ? "hashicorp/" + provider.local_name : provider.source;
       auto address = lockfile::ProviderAddress::parse(source, host).str();

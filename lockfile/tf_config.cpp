@@ -52,19 +52,34 @@ void read_required_providers(const hcl::Block& block, const std::string& file, M
   }
 }
 
-void read_directory(const fs::path& dir, ModuleRequirements& out, std::set<fs::path>& visited);
+// A read of one module and the local modules it calls.
+struct Walk {
+  fs::path within;              // canonical: no local module outside it is read
+  std::set<fs::path> visited;   // canonical directories read so far
+};
+
+void read_directory(const fs::path& dir, ModuleRequirements& out, Walk& walk);
 
 // A local call is followed into its directory; any other is a remote call for the caller.
 // `where` ("file:line:col: ") prefixes the error of a local source that does not exist.
 void add_module_call(const fs::path& dir, ModuleCall call, const std::string& where, ModuleRequirements& out,
-                     std::set<fs::path>& visited) {
+                     Walk& walk) {
   if (is_local_source(call.source)) {
     std::error_code ec;
     fs::path child = dir / call.source;
     if (!fs::is_directory(child, ec)) {
       throw Error(where + "local module \"" + call.name + "\" not found: " + child.string());
     }
-    read_directory(child, out, visited);
+    // A path that climbs (or links) out of the repository would read any directory on the
+    // machine as configuration, and print what its errors quote.
+    const fs::path resolved = fs::canonical(child, ec);
+    const fs::path inside = resolved.lexically_relative(walk.within);
+    if (ec || inside.empty() || *inside.begin() == "..") {
+      throw Error(where + "local module \"" + call.name + "\" (source \"" + call.source + "\") leaves " +
+                  walk.within.string() + ": it is " + (ec ? child.string() : resolved.string()) +
+                  "; local modules are read only inside the repository (or the directory) of the root");
+    }
+    read_directory(child, out, walk);
   } else {
     out.remote_modules.push_back(std::move(call));
   }
@@ -98,7 +113,7 @@ std::string json_literal(const json& value, const std::string& what, const std::
   return text;
 }
 
-void read_json_file(const fs::path& dir, const fs::path& path, ModuleRequirements& out, std::set<fs::path>& visited) {
+void read_json_file(const fs::path& dir, const fs::path& path, ModuleRequirements& out, Walk& walk) {
   const std::string file = path.string();
   json document = parse_json_within_limits(read_file_within_limits(path, "configuration file"), file);
   if (!document.is_object()) throw Error(file + ": a .tf.json file must hold one JSON object");
@@ -140,18 +155,18 @@ void read_json_file(const fs::path& dir, const fs::path& path, ModuleRequirement
           if (!block->contains("source")) throw Error(file + ": module \"" + name + "\" has no source");
           call.source = json_literal((*block)["source"], "module source", file);
           if (block->contains("version")) call.version = json_literal((*block)["version"], "module version", file);
-          add_module_call(dir, std::move(call), file + ": ", out, visited);
+          add_module_call(dir, std::move(call), file + ": ", out, walk);
         }
       }
     }
   }
 }
 
-void read_directory(const fs::path& dir, ModuleRequirements& out, std::set<fs::path>& visited) {
+void read_directory(const fs::path& dir, ModuleRequirements& out, Walk& walk) {
   std::error_code ec;
   fs::path canonical = fs::canonical(dir, ec);
   if (ec) throw Error("cannot read module directory " + dir.string() + ": " + ec.message());
-  if (!visited.insert(canonical).second) return;
+  if (!walk.visited.insert(canonical).second) return;
 
   std::vector<fs::path> files, json_files;  // the native syntax's and the JSON syntax's
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -186,19 +201,35 @@ void read_directory(const fs::path& dir, ModuleRequirements& out, std::set<fs::p
       if (const hcl::Attribute* version = module->body.attribute("version")) {
         call.version = literal_string(version->value, "module version", file);
       }
-      add_module_call(dir, std::move(call), at(file, source->value.pos), out, visited);
+      add_module_call(dir, std::move(call), at(file, source->value.pos), out, walk);
     }
   }
-  for (const auto& path : json_files) read_json_file(dir, path, out, visited);
+  for (const auto& path : json_files) read_json_file(dir, path, out, walk);
 }
 
 }  // namespace
 
-ModuleRequirements read_module_requirements(const std::filesystem::path& dir) {
+ModuleRequirements read_module_requirements(const std::filesystem::path& dir, const std::filesystem::path& within) {
   ModuleRequirements requirements;
-  std::set<fs::path> visited;
-  read_directory(dir, requirements, visited);
+  std::error_code ec;
+  Walk walk{fs::canonical(within, ec), {}};
+  if (ec) throw Error("cannot read module directory " + within.string() + ": " + ec.message());
+  read_directory(dir, requirements, walk);
   return requirements;
+}
+
+std::filesystem::path repository_of(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const fs::path start = fs::canonical(dir, ec);
+  if (ec) return dir;
+  for (fs::path at = start;; at = at.parent_path()) {
+    if (fs::exists(at / ".git", ec)) return at;
+    if (at == at.root_path() || at.parent_path() == at) return start;
+  }
+}
+
+ModuleRequirements read_module_requirements(const std::filesystem::path& dir) {
+  return read_module_requirements(dir, repository_of(dir));
 }
 
 }  // namespace podplane::lockfile

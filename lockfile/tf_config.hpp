@@ -29,7 +29,16 @@ struct ModuleRequirements {
   std::vector<ModuleCall> remote_modules;  // every non-local call, across followed local modules
 };
 
-// Reads every *.tf and *.tf.json file in `dir`, and follows local module sources. Errors name the file.
+// Reads every *.tf and *.tf.json file in `dir`, and follows local module sources that stay
+// inside `within` (after links); one that leaves it is an error naming the call and where it
+// leads. Errors name the file.
+[[nodiscard]] ModuleRequirements read_module_requirements(const std::filesystem::path& dir,
+                                                          const std::filesystem::path& within);
+// Within repository_of(dir): a root's local modules may be anywhere in its git repository
+// (`../modules/vpc` of a monorepo), never outside it.
 [[nodiscard]] ModuleRequirements read_module_requirements(const std::filesystem::path& dir);
+
+// The nearest directory at or above `dir` that holds `.git`, else `dir` itself (canonical).
+[[nodiscard]] std::filesystem::path repository_of(const std::filesystem::path& dir);
 
 }  // namespace podplane::lockfile

@@ -118,23 +118,91 @@ bool wait_until(pid_t pid, std::chrono::steady_clock::time_point deadline, int& 
   return true;
 }
 
+// The login of a git URL (https://user:password@host/…), taken out of it: git's argv is
+// world-readable (/proc/<pid>/cmdline, ps), so the password reaches git through its
+// environment and a credential helper instead (git_login_config).
+struct GitLogin {
+  std::string url;   // without user and password
+  std::string host;  // host[:port], as git names it to a credential helper
+  std::string user, password;
+};
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+std::string percent_decoded(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex_digit(text[i + 1]) >= 0 && hex_digit(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(text[i + 1]) * 16 + hex_digit(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+GitLogin split_git_login(const std::string& url) {
+  GitLogin login{url, "", "", ""};
+  const auto scheme = url.find("://");
+  if (scheme == std::string::npos) return login;
+  const auto authority_start = scheme + 3;
+  const auto authority_end = std::min(url.find_first_of("/?#", authority_start), url.size());
+  const std::string authority = url.substr(authority_start, authority_end - authority_start);
+  const auto at = authority.rfind('@');
+  login.host = at == std::string::npos ? authority : authority.substr(at + 1);
+  if (at == std::string::npos) return login;
+  const std::string userinfo = authority.substr(0, at);
+  const auto colon = userinfo.find(':');
+  login.user = percent_decoded(userinfo.substr(0, colon));
+  if (colon != std::string::npos) login.password = percent_decoded(userinfo.substr(colon + 1));
+  for (const std::string* part : {&login.user, &login.password, &login.host}) {
+    if (part->find_first_of(std::string("\n\0", 2)) != std::string::npos)
+      throw Error("git module source " + redact_url(url) + ": its login holds a line break or a NUL");
+  }
+  login.url = url.substr(0, authority_start) + login.host + url.substr(authority_end);
+  return login;
+}
+
+// git -c options that hand `login` to git from the environment (git_login_environment) through
+// a credential helper, and only for its own host: the helpers of the user's git config are
+// dropped for this run (none may store the password), and no password is in the options.
+std::vector<std::string> git_login_config(const GitLogin& login) {
+  if (login.user.empty() && login.password.empty()) return {};
+  return {"-c", "credential.helper=", "-c",
+          "credential.helper=!f() { test \"$1\" = get || exit 0; host=; while IFS= read -r line && test -n \"$line\"; do "
+          "case \"$line\" in host=*) host=${line#host=};; esac; done; test \"$host\" = \"$PODPLANE_GIT_HOST\" || exit 0; "
+          "printf 'username=%s\\npassword=%s\\n' \"$PODPLANE_GIT_USERNAME\" \"$PODPLANE_GIT_PASSWORD\"; }; f"};
+}
+
+std::vector<std::string> git_login_environment(const GitLogin& login) {
+  if (login.user.empty() && login.password.empty()) return {};
+  return {"PODPLANE_GIT_HOST=" + login.host, "PODPLANE_GIT_USERNAME=" + login.user, "PODPLANE_GIT_PASSWORD=" + login.password};
+}
+
 // Runs git, capturing its stderr for the message. No shell is involved. Git gets the transfer
 // limits of every other request: the low-speed limit (GIT_HTTP_LOW_SPEED_*) and the deadline,
-// after which it is killed.
+// after which it is killed. `login` reaches it through the environment, never the argv.
 void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, std::string_view what,
-             const HttpOptions& http) {
+             const HttpOptions& http, const GitLogin& login) {
   // SSL_CERT_FILE is the one CA setting podplane honours for every transfer, so it also wins
   // over an inherited GIT_SSL_CAINFO: git then trusts exactly what the HTTP client trusts.
   const char* ca = std::getenv("SSL_CERT_FILE");
   bool override_ca = ca != nullptr && *ca != '\0';
   std::vector<std::string> env = environment_without(
-      override_ca ? std::vector<std::string_view>{"GIT_TERMINAL_PROMPT", "GIT_HTTP_LOW_SPEED_", "GIT_SSL_CAINFO"}
-                  : std::vector<std::string_view>{"GIT_TERMINAL_PROMPT", "GIT_HTTP_LOW_SPEED_"});
+      override_ca ? std::vector<std::string_view>{"GIT_TERMINAL_PROMPT", "GIT_HTTP_LOW_SPEED_", "GIT_SSL_CAINFO", "PODPLANE_GIT_"}
+                  : std::vector<std::string_view>{"GIT_TERMINAL_PROMPT", "GIT_HTTP_LOW_SPEED_", "PODPLANE_GIT_"});
   env.emplace_back("GIT_TERMINAL_PROMPT=0");  // never wait for a password on a terminal
   env.emplace_back("GIT_HTTP_LOW_SPEED_LIMIT=" + std::to_string(std::max(1L, http.low_speed_limit)));
   env.emplace_back("GIT_HTTP_LOW_SPEED_TIME=" + std::to_string(std::max<long long>(1, http.low_speed_timeout.count())));
   if (override_ca) env.emplace_back(std::string("GIT_SSL_CAINFO=") + ca);
+  for (auto& variable : git_login_environment(login)) env.push_back(std::move(variable));
   std::vector<std::string> argv_strings{"git"};
+  for (auto& option : git_login_config(login)) argv_strings.push_back(std::move(option));
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   auto argv = exec_array(argv_strings);
   auto envp = exec_array(env);
@@ -371,15 +439,16 @@ ModuleFetcher::Package ModuleFetcher::fetch_git(const ModuleSource& source, cons
   fs::path log = work_dir_ / ("git-" + std::to_string(counter_) + ".log");
   fs::path checkout = into / "repo";
   fs::create_directories(into);
+  const GitLogin login = split_git_login(source.url);
   if (source.ref.empty() || !is_commit_id(source.ref)) {
     std::vector<std::string> args{"-c", "advice.detachedHead=false", "clone", "--quiet", "--depth", "1"};
     if (!source.ref.empty()) args.insert(args.end(), {"--branch", source.ref});
-    args.insert(args.end(), {"--", source.url, checkout.string()});
-    run_git(args, log, what, http_.options());
+    args.insert(args.end(), {"--", login.url, checkout.string()});
+    run_git(args, log, what, http_.options(), login);
   } else {
-    run_git({"clone", "--quiet", "--", source.url, checkout.string()}, log, what, http_.options());
+    run_git({"clone", "--quiet", "--", login.url, checkout.string()}, log, what, http_.options(), login);
     run_git({"-c", "advice.detachedHead=false", "-C", checkout.string(), "checkout", "--quiet", source.ref}, log, what,
-            http_.options());
+            http_.options(), GitLogin{});
   }
   fs::remove_all(checkout / ".git");
   return Package{resolve_subdir(checkout, source.subdir), source.package_address()};

@@ -91,13 +91,14 @@ class CheckedModules : public ModulePackages {
         outcome.detail = "ok: " + package->version + " from " + where;
         auto dir = written_out(*package);
         remember(std::move(outcome));
-        return {*package, dir ? resolve_subdir(*dir, source.subdir) : scratch_ / "empty"};
+        const fs::path root = dir ? *dir : scratch_ / "empty";
+        return {*package, dir ? resolve_subdir(*dir, source.subdir) : root, root};
       }
     } catch (const Error& error) {
       outcome.detail = "UNREADABLE: " + error.message();
     }
     remember(std::move(outcome));
-    return {{address, "missing"}, scratch_ / "empty"};
+    return {{address, "missing"}, scratch_ / "empty", scratch_ / "empty"};
   }
 
  private:

@@ -23,7 +23,7 @@ ModulePackages::Called ModuleResolver::call(const RemoteModuleCall& call) {
                                         : direct_module_package(call);
   const std::string key = package.address + " " + package.version;
   if (auto it = packages_.find(key); it != packages_.end()) {
-    return {it->second.package, resolve_subdir(it->second.root, source.subdir)};
+    return {it->second.package, resolve_subdir(it->second.root, source.subdir), it->second.root};
   }
 
   Resolved resolved;
@@ -52,7 +52,7 @@ ModulePackages::Called ModuleResolver::call(const RemoteModuleCall& call) {
   }
   auto root = resolved.root;
   packages_.emplace(key, std::move(resolved));
-  return {std::move(package), resolve_subdir(root, source.subdir)};
+  return {std::move(package), resolve_subdir(root, source.subdir), root};
 }
 
 // Writes a stored module tree out of the objects so its .tf files can be read offline.

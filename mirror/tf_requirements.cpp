@@ -15,9 +15,9 @@ constexpr int kMaxModuleDepth = 8;  // nested remote module calls followed at mo
 
 // Adds what the module in `dir` requires (with the local modules it calls), then follows its
 // remote module calls, `depth` levels below the root.
-void read_module_dir(RootRequirements& root, const fs::path& dir, int depth, const std::string& host,
-                     ModulePackages& packages) {
-  auto requirements = lockfile::read_module_requirements(dir);
+void read_module_dir(RootRequirements& root, const fs::path& dir, const fs::path& within, int depth,
+                     const std::string& host, ModulePackages& packages) {
+  auto requirements = lockfile::read_module_requirements(dir, within);
   for (const auto& provider : requirements.providers) {
     std::string source = provider.source.empty() ? "hashicorp/" + provider.local_name : provider.source;
     ProviderAddress address;
@@ -36,7 +36,7 @@ void read_module_dir(RootRequirements& root, const fs::path& dir, int depth, con
     auto source = ModuleSource::parse(call.source, host);
     if (source.kind == ModuleSource::Kind::local) continue;  // followed by read_module_requirements
     auto called = packages.call({std::move(source), call.version, context});
-    read_module_dir(root, called.dir, depth + 1, host, packages);
+    read_module_dir(root, called.dir, called.root.empty() ? called.dir : called.root, depth + 1, host, packages);
   }
 }
 
@@ -64,7 +64,7 @@ RootRequirements read_root(const fs::path& dir, const std::string& registry_host
       pins.emplace(entry.address, Version::parse(entry.version));
     }
   }
-  read_module_dir(root, dir, 0, registry_host, packages);
+  read_module_dir(root, dir, lockfile::repository_of(dir), 0, registry_host, packages);
   for (const auto& [address, version] : pins) {
     auto it = root.providers.find(address);
     if (it == root.providers.end()) continue;  // a lock entry no module asks for: the engines drop it too
@@ -90,7 +90,7 @@ RootRequirements read_podplane_stack(const cache::PodplaneStack& stack, const st
     if (!fs::is_directory(dir)) {
       throw Error("module package " + called.package.address + " " + called.package.version + " lacks modules/" + name);
     }
-    read_module_dir(root, dir, 1, registry_host, packages);
+    read_module_dir(root, dir, called.root.empty() ? called.dir : called.root, 1, registry_host, packages);
   }
   return root;
 }

@@ -49,6 +49,7 @@ class ModulePackages {
   struct Called {
     ModulePackage package;
     std::filesystem::path dir;  // the called module: the package root plus the call's //subdir
+    std::filesystem::path root;  // the package root, which its local calls stay inside ("": dir)
   };
   virtual ~ModulePackages() = default;
   [[nodiscard]] virtual Called call(const RemoteModuleCall& call) = 0;

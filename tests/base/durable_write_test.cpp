@@ -7,11 +7,15 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstring>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -189,9 +193,78 @@ TEST(FileHolds, OnlyARegularFileWithExactlyTheBytes) {
   EXPECT_FALSE(file_holds(file, "same"));    // other size
   EXPECT_FALSE(file_holds(file, "sane\n"));  // same size, other bytes
   std::filesystem::create_symlink(file, dir / "link.hcl");
-  EXPECT_FALSE(file_holds(dir / "link.hcl", "same\n"));  // a link is replaced, never written through
+  EXPECT_FALSE(file_holds(dir / "link.hcl", "same\n"));  // a link is never taken for its target: it is written through
   std::filesystem::create_directory(dir / "directory");
   EXPECT_FALSE(file_holds(dir / "directory", ""));
+}
+
+}  // namespace
+}  // namespace podplane
+
+namespace podplane {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A symlinked .terraform.lock.hcl (kept in another directory, say) stays a link: the file it
+// names gets the new bytes, whole, and the link is left as it was.
+TEST(WriteFileDurably, WritesThroughASymlinkAndKeepsIt) {
+  test::TempDir dir;
+  fs::create_directories(dir / "shared");
+  test::write_file(dir / "shared" / "lock.hcl", "old\n");
+  fs::create_directories(dir / "root");
+  fs::create_symlink("../shared/lock.hcl", dir / "root" / ".terraform.lock.hcl");
+  fs::create_symlink(".terraform.lock.hcl", dir / "root" / "second-link.hcl");  // a chain of two links
+
+  write_file_durably(dir / "root" / "second-link.hcl", "new\n");
+  EXPECT_TRUE(fs::is_symlink(dir / "root" / ".terraform.lock.hcl"));
+  EXPECT_TRUE(fs::is_symlink(dir / "root" / "second-link.hcl"));
+  EXPECT_EQ(fs::read_symlink(dir / "root" / ".terraform.lock.hcl"), "../shared/lock.hcl");
+  EXPECT_EQ(test::read_file(dir / "shared" / "lock.hcl"), "new\n");
+  EXPECT_EQ(names_in(dir / "shared"), std::vector<std::string>{"lock.hcl"});
+  EXPECT_EQ(names_in(dir / "root"), (std::vector<std::string>{".terraform.lock.hcl", "second-link.hcl"}));
+
+  // A link whose file does not exist yet: the file is created where the link points.
+  fs::create_symlink("made-later.json", dir / "root" / "dangling");
+  write_file_durably(dir / "root" / "dangling", "{}");
+  EXPECT_TRUE(fs::is_symlink(dir / "root" / "dangling"));
+  EXPECT_EQ(test::read_file(dir / "root" / "made-later.json"), "{}");
+
+  fs::create_symlink("loop-b", dir / "root" / "loop-a");
+  fs::create_symlink("loop-a", dir / "root" / "loop-b");
+  EXPECT_THROW(write_file_durably(dir / "root" / "loop-a", "x"), Error);
+  EXPECT_TRUE(fs::is_symlink(dir / "root" / "loop-a"));
+}
+
+// `-o FIFO`: the bytes go into the pipe, and the FIFO is still a FIFO afterwards (a rename
+// would have put a regular file in its place).
+TEST(WriteFileDurably, WritesIntoAFifoInPlace) {
+  test::TempDir dir;
+  const fs::path fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  auto read = std::async(std::launch::async, [&] { return test::read_file(fifo); });
+  write_file_durably(fifo, "through the pipe\n");
+  ASSERT_EQ(read.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(read.get(), "through the pipe\n");
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"pipe"});
+}
+
+// `bundle inventory -o /dev/null` run as root replaced the device with a file. A null device
+// made in a temp dir (the machine's own /dev/null is never put at risk by a test) stays one.
+TEST(WriteFileDurably, WritesIntoADeviceInPlace) {
+  test::TempDir dir;
+  const fs::path null_device = dir / "null";
+  if (::mknod(null_device.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)
+    GTEST_SKIP() << "cannot make a device node here (needs CAP_MKNOD): " << std::strerror(errno);
+  write_file_durably(null_device, "discarded\n");
+  struct stat st {};
+  ASSERT_EQ(::lstat(null_device.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device node was replaced";
+  EXPECT_EQ(st.st_rdev, makedev(1, 3));
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"null"});
 }
 
 }  // namespace

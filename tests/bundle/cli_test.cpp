@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -32,6 +33,45 @@ namespace fs = std::filesystem;
 ProcessOptions at(const fs::path& root) { return podplane::test::with_deps_root(root); }
 
 std::string show(const ProcessResult& r) { return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
+
+// Imports `bundle` into offline() in a child podplane that the test hook `variable` (bundle/
+// import.cpp) pauses at its point, and SIGKILLs it there. Returns what the hook announced, or
+// "" (with a test failure) when the import ended before it got there.
+std::string kill_import_at(const fs::path& offline, const std::string& bundle, const std::string& pub,
+                           const char* variable, const fs::path& fifo) {
+  EXPECT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  // Open before the import starts, so the hook always finds its reader.
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  EXPECT_GE(reader, 0) << std::strerror(errno);
+  pid_t pid = fork();
+  EXPECT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("PODPLANE_DEPS_CACHE_DIR", offline.c_str(), 1);
+    setenv(variable, fifo.c_str(), 1);
+    std::string binary = podplane::test::podplane_binary().string();
+    execl(binary.c_str(), binary.c_str(), "--quiet", "bundle", "import", bundle.c_str(), "--trust", pub.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  // Readiness probe, bounded (120 s): the announcement, while the import is still running.
+  std::string announced;
+  bool exited = false;
+  for (int i = 0; i < 600 && announced.find('\n') == std::string::npos && !exited; ++i) {
+    pollfd ready{reader, POLLIN, 0};
+    if (::poll(&ready, 1, 200) > 0 && (ready.revents & POLLIN)) {
+      char buffer[256];
+      ssize_t n = ::read(reader, buffer, sizeof buffer);
+      if (n > 0) announced.append(buffer, static_cast<std::size_t>(n));
+    }
+    exited = ::waitpid(pid, nullptr, WNOHANG) == pid;
+  }
+  if (!exited) ::kill(pid, SIGKILL);
+  int status = 0;
+  if (!exited) ::waitpid(pid, &status, 0);
+  ::close(reader);
+  EXPECT_FALSE(exited) << "the import ended before it got to " << variable;
+  EXPECT_TRUE(exited || (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+  return exited ? std::string() : announced;
+}
 
 class BundleCli : public ::testing::Test {
  protected:
@@ -114,6 +154,92 @@ TEST_F(BundleCli, InventoryOutputIsReplacedWholeOrLeftAsItWas) {
   EXPECT_EQ(podplane::test::read_file(inventory), run_podplane({"bundle", "inventory"}, at(online())).out);
 }
 
+// An import killed after its rows committed and before it wrote their views: the next
+// command to open the store, whichever it is (here `deps ls`, which only reads), writes the
+// views first, so `deps verify` and a filesystem-mirror user find them without a re-import.
+TEST_F(BundleCli, ImportKilledBeforeItsViewsHasThemWrittenByTheNextCommand) {
+  const std::string bundle = (dir / "all.bundle").string();
+  ASSERT_EQ(run_podplane({"bundle", "create", bundle, "--sign", key()}, at(online())).exit_code, 0);
+  const std::string announced = kill_import_at(offline(), bundle, pub(), "PODPLANE_TEST_IMPORT_PAUSE_VIEWS", dir / "pause");
+  ASSERT_EQ(announced, "rows committed\n");
+  const fs::path lock = offline() / "tf" / ".terraform.lock.hcl";
+  ASSERT_FALSE(fs::exists(lock)) << "killed before the views, yet they were written";
+  ASSERT_FALSE(fs::is_empty(offline() / "store" / "views-pending")) << "the import left no mark";
+
+  auto ls = run_podplane({"deps", "ls"}, at(offline()));
+  ASSERT_EQ(ls.exit_code, 0) << show(ls);
+  EXPECT_TRUE(fs::exists(lock));
+  EXPECT_TRUE(fs::is_empty(offline() / "store" / "views-pending"));
+  auto verify = run_podplane({"deps", "verify"}, at(offline()));
+  EXPECT_EQ(verify.exit_code, 0) << show(verify);
+
+  // A completed import leaves no mark behind.
+  auto again = run_podplane({"bundle", "import", bundle, "--trust", pub()}, at(offline()));
+  ASSERT_EQ(again.exit_code, 0) << show(again);
+  EXPECT_TRUE(fs::is_empty(offline() / "store" / "views-pending"));
+}
+
+// `-o` keeps what its target is: a FIFO gets the inventory in place (it stays a FIFO), `-` is
+// standard output, and a symlink is written through and kept.
+TEST_F(BundleCli, InventoryOutputKeepsAFifoAStdoutAndALink) {
+  const std::string expected = run_podplane({"bundle", "inventory"}, at(online())).out;
+  ASSERT_FALSE(expected.empty());
+
+  auto to_stdout = run_podplane({"bundle", "inventory", "-o", "-"}, at(online()));
+  ASSERT_EQ(to_stdout.exit_code, 0) << show(to_stdout);
+  EXPECT_EQ(to_stdout.out, expected);
+  EXPECT_FALSE(fs::exists(fs::current_path() / "-"));
+
+  const fs::path fifo = dir / "inventory.pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  auto reader = run({"sh", "-c", "timeout 60 cat '" + fifo.string() + "' > '" + (dir / "read-from-pipe").string() + "' &"});
+  ASSERT_EQ(reader.exit_code, 0);
+  auto to_fifo = run_podplane({"bundle", "inventory", "-o", fifo.string()}, at(online()));
+  ASSERT_EQ(to_fifo.exit_code, 0) << show(to_fifo);
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced by a file";
+  for (int i = 0; i < 300 && podplane::test::read_file(dir / "read-from-pipe") != expected; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the reader's shell may still be writing
+  EXPECT_EQ(podplane::test::read_file(dir / "read-from-pipe"), expected);
+
+  write_file(dir / "kept" / "inventory.json", "old");
+  fs::create_symlink(dir / "kept" / "inventory.json", dir / "inventory-link.json");
+  auto through_link = run_podplane({"bundle", "inventory", "-o", (dir / "inventory-link.json").string()}, at(online()));
+  ASSERT_EQ(through_link.exit_code, 0) << show(through_link);
+  EXPECT_TRUE(fs::is_symlink(dir / "inventory-link.json"));
+  EXPECT_EQ(podplane::test::read_file(dir / "kept" / "inventory.json"), expected);
+}
+
+// `bundle create` onto a device or FIFO (`bundle create /dev/null` as root) is refused before
+// anything is written, and the node stays what it was.
+TEST_F(BundleCli, CreateRefusesATargetThatIsNotAFile) {
+  const fs::path fifo = dir / "volume.pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  auto refused = run_podplane({"bundle", "create", fifo.string()}, at(online()));
+  EXPECT_EQ(refused.exit_code, 1) << show(refused);
+  EXPECT_NE(refused.err.find("cannot write bundle volume " + fifo.string() + ": it exists and is not a regular file"),
+            std::string::npos)
+      << show(refused);
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced by a file";
+}
+
+// A store whose index.db was deleted is not a new, empty store: its inventory would ask the
+// online side for every object again. Refused, and no index is made.
+TEST_F(BundleCli, InventoryOfAStoreThatLostItsIndexIsRefused) {
+  const fs::path index = online() / "store" / "index.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(index.string() + suffix);
+  auto inventory = run_podplane({"bundle", "inventory"}, at(online()));
+  EXPECT_EQ(inventory.exit_code, 1) << show(inventory);
+  EXPECT_NE(inventory.err.find("has lost its index: " + index.string() + " is missing while store/objects holds objects"),
+            std::string::npos)
+      << show(inventory);
+  EXPECT_EQ(inventory.out, "");
+  EXPECT_FALSE(fs::exists(index));
+}
+
 TEST_F(BundleCli, ExitCodesForUsageAndDamage) {
   auto bad_size = run_podplane({"bundle", "create", (dir / "x").string(), "--volume-size", "12X"}, at(online()));
   EXPECT_EQ(bad_size.exit_code, 2) << show(bad_size);
@@ -189,38 +315,7 @@ TEST_F(BundleCliLarge, ImportWhileAnotherProcessReadsTheStore) {
 TEST_F(BundleCliLarge, ImportKilledAfterItsFirstObjectResumes) {
   const std::string bundle = (dir / "big.bundle").string();
   ASSERT_EQ(run_podplane({"bundle", "create", bundle, "--sign", key()}, at(online())).exit_code, 0);
-  const fs::path fifo = dir / "pause";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
-  // Open before the import starts, so the hook always finds its reader.
-  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  ASSERT_GE(reader, 0) << std::strerror(errno);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setenv("PODPLANE_DEPS_CACHE_DIR", offline().c_str(), 1);
-    setenv("PODPLANE_TEST_IMPORT_PAUSE", fifo.c_str(), 1);
-    std::string binary = podplane::test::podplane_binary().string();
-    execl(binary.c_str(), binary.c_str(), "--quiet", "bundle", "import", bundle.c_str(), "--trust", pub().c_str(), (char*)nullptr);
-    _exit(127);
-  }
-  // Readiness probe, bounded (120 s): the announcement, while the import is still running.
-  std::string announced;
-  bool exited = false;
-  for (int i = 0; i < 600 && announced.find('\n') == std::string::npos && !exited; ++i) {
-    pollfd ready{reader, POLLIN, 0};
-    if (::poll(&ready, 1, 200) > 0 && (ready.revents & POLLIN)) {
-      char buffer[256];
-      ssize_t n = ::read(reader, buffer, sizeof buffer);
-      if (n > 0) announced.append(buffer, static_cast<std::size_t>(n));
-    }
-    exited = ::waitpid(pid, nullptr, WNOHANG) == pid;
-  }
-  if (!exited) ::kill(pid, SIGKILL);
-  int status = 0;
-  if (!exited) ::waitpid(pid, &status, 0);
-  ::close(reader);
-  ASSERT_FALSE(exited) << "the import ended before it announced its first object";
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  const std::string announced = kill_import_at(offline(), bundle, pub(), "PODPLANE_TEST_IMPORT_PAUSE", dir / "pause");
   ASSERT_EQ(announced.size(), std::string("committed \n").size() + 64) << announced;
   const std::string first = announced.substr(10, 64);
 

@@ -23,6 +23,7 @@ using podplane::test::read_file;
 using podplane::test::run_podplane;
 using podplane::test::TempDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 const std::string kAws = "registry.opentofu.org/hashicorp/aws";
@@ -190,6 +191,26 @@ TEST_F(Rollback, ThroughTheBinary) {
   auto allowed = run_podplane({"bundle", "import", old_bundle.at(0).string(), "--trust", trust, "--allow-downgrade"}, options);
   EXPECT_EQ(allowed.exit_code, 0) << allowed.out << allowed.err;
   EXPECT_EQ(selected_version(cache::Store::open(offline, cache::Store::Access::read_only), kAws), "6.2.0");
+}
+
+// A replay whose selection is the store's already moves nothing: it is noted and the import
+// succeeds (exit 0), as docs/bundle-format.md says; only a replay that would move the
+// selection back is held (exit 1).
+TEST_F(Rollback, AReplayWithTheStoresOwnSelectionIsNotedAndExitsZero) {
+  // A newer bundle with the same selection: one more package that nothing selects.
+  test::add_provider(*source, "aws", "6.4.0", test::kPlatforms, 20000, "2026-12-05T10:00:00Z");
+  auto newest = create("newest.bundle");
+  const fs::path offline = dir / "offline";
+  podplane::test::ProcessOptions options;
+  options.env["PODPLANE_DEPS_CACHE_DIR"] = offline.string();
+  auto trust = keys.public_key.string();
+  ASSERT_EQ(run_podplane({"bundle", "import", newest.at(0).string(), "--trust", trust}, options).exit_code, 0);
+  auto replay = run_podplane({"bundle", "import", new_bundle.at(0).string(), "--trust", trust}, options);
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_THAT(replay.out + replay.err, HasSubstr("its selection is the store's already, nothing moved"))
+      << replay.out << replay.err;
+  EXPECT_THAT(replay.out, Not(HasSubstr("held:"))) << replay.out;
+  EXPECT_EQ(selected_version(cache::Store::open(offline, cache::Store::Access::read_only), kAws), "6.3.0");
 }
 
 // ---------------------------------------------------------------------------------------------

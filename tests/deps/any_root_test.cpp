@@ -34,8 +34,11 @@ FixtureOptions with_user_providers() {
 
 class Repo {
  public:
+  // A git repository, as a root's repository is: its roots call local modules anywhere in it.
   explicit Repo(const FixtureUpstream& upstream) : upstream_(upstream) {
     upstream.write_cli_config(dir_ / "cli.tfrc");
+    auto init = run({"git", "init", "-q", (dir_ / "repo").string()});
+    if (init.exit_code != 0) throw std::runtime_error("git init failed:\n" + init.err);
   }
   fs::path root() const { return dir_ / "deps"; }
   fs::path path(const std::string& relative) const { return dir_ / "repo" / relative; }

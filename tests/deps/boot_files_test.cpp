@@ -32,11 +32,14 @@ class BootFiles : public ::testing::Test {
     fs::create_directories(dir_ / "work");
   }
 
-  fs::path make_image(const std::string& name, const std::string& partition_fs = "ext4") {
+  fs::path make_image(const std::string& name, const std::string& partition_fs = "ext4",
+                      const std::vector<std::string>& options = {}) {
     fs::path out = dir_ / name;
-    auto made = test::run({"python3", (test::source_dir() / "tests/tools/upstream/boot_image.py").string(), out.string(),
-                           "--file", kKernel + "=" + (dir_ / "kernel").string(), "--file",
-                           kInitrd + "=" + (dir_ / "initrd").string(), "--partition-fs", partition_fs});
+    std::vector<std::string> argv{"python3", (test::source_dir() / "tests/tools/upstream/boot_image.py").string(), out.string(),
+                                  "--file", kKernel + "=" + (dir_ / "kernel").string(), "--file",
+                                  kInitrd + "=" + (dir_ / "initrd").string(), "--partition-fs", partition_fs};
+    argv.insert(argv.end(), options.begin(), options.end());
+    auto made = test::run(argv);
     if (made.exit_code != 0) throw std::runtime_error("boot_image.py failed:\n" + made.err);
     return out;
   }
@@ -51,8 +54,11 @@ class BootFiles : public ::testing::Test {
   }
 
   std::string error_of(const fs::path& image, const std::vector<VmconfigBootFile>& files) {
+    return error_in(image, files, dir_ / "work");
+  }
+  std::string error_in(const fs::path& image, const std::vector<VmconfigBootFile>& files, const fs::path& work) {
     try {
-      (void)read_boot_files(image, "os-image 1 (disk.qcow2)", files, dir_ / "work");
+      (void)read_boot_files(image, "os-image 1 (disk.qcow2)", files, work);
     } catch (const Error& error) {
       return error.message();
     }
@@ -184,6 +190,73 @@ TEST_F(BootFiles, AnImageWithABackingFileIsRefusedBeforeAnythingOfItIsRead) {
                          "); an os image must be self-contained"),
             std::string::npos)
       << message;
+}
+
+// A qcow2 whose virtual size no file system can hold as a file (64 TiB; ext4 stops at 16):
+// refused by its size, naming the image, never a bare file system error.
+TEST_F(BootFiles, AHugeVirtualSizeIsRefusedNamingTheImage) {
+  auto made = test::run({"qemu-img", "create", "-q", "-f", "qcow2", (dir_ / "disk.qcow2").string(), "64T"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto message = error_of(dir_ / "disk.qcow2", wanted());
+  EXPECT_NE(message.find("os-image 1 (disk.qcow2) has a virtual size larger than an os image can be\n  expected: at most "
+                         "4.0 TiB\n  got:      64.0 TiB (70368744177664 bytes)"),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(left_in_work().empty());
+}
+
+// Decompression bombs: a qcow2 of a few hundred KiB whose compressed clusters expand to a
+// partition of 96 MiB, read with a scratch dir on a 40 MiB tmpfs that a copy of the whole
+// partition would fill (as it filled $TMPDIR for every other writer of it).
+class BootFilesSmallScratch : public BootFiles {
+ protected:
+  void SetUp() override {
+    BootFiles::SetUp();
+    if (IsSkipped()) return;
+    fs::create_directories(scratch_);
+    auto mounted = test::run({"mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", scratch_.string()});
+    if (mounted.exit_code != 0) GTEST_SKIP() << "cannot mount a tmpfs (needs root or CAP_SYS_ADMIN): " << mounted.err;
+    mounted_ = true;
+  }
+  void TearDown() override {
+    if (mounted_) (void)test::run({"umount", scratch_.string()});
+  }
+  std::uint64_t scratch_used() const { return fs::space(scratch_).capacity - fs::space(scratch_).free; }
+
+  fs::path scratch_ = dir_ / "scratch";
+  bool mounted_ = false;
+};
+
+// The file system fills the partition with compressible data: the copy is refused before it
+// starts, saying how much it needed and how much there was, and the tmpfs stays empty.
+TEST_F(BootFilesSmallScratch, APartitionThatExpandsPastTheScratchIsRefusedBeforeItIsCopied) {
+  auto image = make_image("disk.qcow2", "ext4", {"--partition-mib", "96", "--filler-mib", "64", "--compress"});
+  ASSERT_LT(fs::file_size(image), 4u << 20) << "the image must be a small file that expands";
+  auto message = error_in(image, wanted(), scratch_);
+  EXPECT_NE(message.find("partition 1 of os-image 1 (disk.qcow2) expands to more than the scratch space can take to "
+                         "read its boot files, so nothing of it was read"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("\n  expected: at most 20.0 MiB\n  got:      "), std::string::npos) << message;
+  EXPECT_EQ(message.find("No space left"), std::string::npos) << message;
+  EXPECT_TRUE(fs::is_empty(scratch_));
+}
+
+// The file system is smaller than its partition, and the rest of the partition is filler: the
+// copy ends where the file system does, so the boot files come out within the small scratch.
+TEST_F(BootFilesSmallScratch, TheCopyEndsWhereTheFileSystemEnds) {
+  auto image = make_image("disk.qcow2", "ext4", {"--partition-mib", "96", "--fs-mib", "8", "--fill-after-fs", "--compress"});
+  ASSERT_LT(fs::file_size(image), 4u << 20);
+  std::vector<ExtractedBootFile> files;
+  try {
+    files = read_boot_files(image, "os-image 1 (disk.qcow2)", wanted(), scratch_);
+  } catch (const Error& error) {
+    FAIL() << error.message();
+  }
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(test::read_file(files[0].path), kernel_);
+  EXPECT_EQ(test::read_file(files[1].path), initrd_);
+  EXPECT_LT(scratch_used(), 1u << 20) << "only the boot files stay";
 }
 
 }  // namespace

@@ -348,6 +348,45 @@ TEST(DepsTf, StackWithDirectGitAndArchiveSources) {
                                          "terraform-aws-nstance-2.1.0-topdir" / "unversioned"));
 }
 
+// A git module source with a login (git::https://user:password@host/…): the private host
+// gets it, and no process podplane starts ever has the password in its argv, which every
+// local user can read (/proc/<pid>/cmdline, ps). strace records every exec of the run.
+TEST(DepsTf, AGitLoginReachesGitThroughNoArgv) {
+  if (!have_program("strace")) GTEST_SKIP() << "strace is not installed (scripts/setup installs it)";
+  const std::string password = "s3cret-pass-9471";
+  ServeOptions serve;
+  serve.git_login = "fixture-user:" + password;
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  const std::string host = upstream.base_url().substr(std::string("https://").size());
+  auto write_stack = [&](const std::string& name, const std::string& login) {
+    write_file(deps.dir() / name / "main.tf", "module \"shard\" {\n  source = \"git::https://" + login + host +
+                                                  "/git/terraform-aws-nstance.git//modules/shard?ref=v2.0.1\"\n}\n");
+    return (deps.dir() / name).string();
+  };
+
+  // Without the login the host refuses: the login below is what lets the clone through.
+  auto refused = deps.podplane({"deps", "tf", "--stack", write_stack("anonymous", ""), "--platform", "linux_amd64"});
+  ASSERT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+
+  ProcessOptions options;
+  options.env = deps.env();
+  options.unset_env = {"TF_TOKEN_registry_opentofu_org", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+  const fs::path trace = deps.dir() / "execve.log";
+  auto result = run({"strace", "-f", "-qq", "-e", "trace=execve", "-s", "100000", "-o", trace.string(),
+                     podplane_binary().string(), "deps", "tf", "--stack",
+                     write_stack("private", "fixture-user:" + password + "@"), "--platform", "linux_amd64"},
+                    options);
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const std::string execs = read_file(trace);
+  EXPECT_NE(execs.find("\"clone\""), std::string::npos) << "git was not run:\n" << execs;
+  EXPECT_EQ(execs.find(password), std::string::npos) << "the password is in an argv:\n" << execs;
+  EXPECT_EQ(result.out.find(password) + result.err.find(password), 2 * std::string::npos);
+  auto store = cache::Store::open(deps.root(), cache::Store::Access::read_only);
+  EXPECT_TRUE(store.find_module_tree(host + "/git/terraform-aws-nstance", "v2.0.1"));
+  for (const auto& tree : store.module_trees()) EXPECT_EQ(tree.upstream_url.find(password), std::string::npos);
+}
+
 // Module packages from outside are read by the rules a bundle is read with: every hostile
 // archive, tar.gz or zip, fails the run with an error naming the archive and the entry, and
 // what the store held before is held unchanged (index and views), with nothing written

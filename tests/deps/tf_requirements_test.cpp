@@ -33,7 +33,7 @@ class FixturePackages : public ModulePackages {
     auto text = call.source.text.substr(0, call.source.text.find("//"));
     auto root = roots.at(text);
     return {{call.source.kind == ModuleSource::Kind::registry ? call.source.registry.str() : text, "1.0.0"},
-            call.source.subdir.empty() ? root : root / call.source.subdir};
+            call.source.subdir.empty() ? root : root / call.source.subdir, root};
   }
 };
 

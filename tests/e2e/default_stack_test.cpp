@@ -41,7 +41,7 @@ class OnePackage : public ModulePackages {
 
   Called call(const mirror::RemoteModuleCall& call) override {
     calls.push_back(call.source.text + " " + call.constraints);
-    return {{call.source.registry.str(), "2.0.1"}, call.source.subdir.empty() ? root_ : root_ / call.source.subdir};
+    return {{call.source.registry.str(), "2.0.1"}, call.source.subdir.empty() ? root_ : root_ / call.source.subdir, root_};
   }
 
  private:

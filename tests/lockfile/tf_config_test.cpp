@@ -14,6 +14,7 @@ namespace {
 
 using test::TempDir;
 using test::write_file;
+namespace fs = std::filesystem;
 
 TEST(TfConfig, ReadsRequirementsAndFollowsLocalModules) {
   TempDir dir;
@@ -165,6 +166,70 @@ TEST(TfConfig, TfJsonErrorsNameTheFile) {
   EXPECT_NE(error_of("{\"module\": ").find(file + ":1:"), std::string::npos);
   EXPECT_NE(error_of("{\"module\": {\"y\": {\"source\": \"./missing\"}}}").find("local module \"y\" not found"),
             std::string::npos);
+}
+
+// A .tf.json linked to a secret file (it is a hostile root's to choose): its parse error
+// names the file, line and column and prints none of the bytes (which would land in a CI log).
+TEST(TfConfig, ATfJsonParseErrorPrintsNoneOfTheFilesBytes) {
+  TempDir dir;
+  write_file(dir / "secret", "\"SECRETVALUE-a1b2c3d4e5f6 more secret words\n");  // a quoted token, cut
+  fs::create_directories(dir / "root");
+  fs::create_symlink(dir / "secret", dir / "root/main.tf.json");
+  for (const std::string& text : {std::string(), std::string("{\"module\": \"SECRETVALUE-a1b2c3d4e5f6")}) {
+    if (!text.empty()) {
+      fs::remove(dir / "root/main.tf.json");
+      write_file(dir / "root/main.tf.json", text);
+    }
+    try {
+      (void)read_module_requirements(dir / "root");
+      FAIL() << "expected a parse error";
+    } catch (const Error& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find((dir / "root/main.tf.json").string() + ":1:"), std::string::npos) << message;
+      EXPECT_NE(message.find("invalid JSON: syntax error"), std::string::npos) << message;
+      EXPECT_EQ(message.find("SECRET"), std::string::npos) << message;
+      EXPECT_EQ(message.find("a1b2"), std::string::npos) << message;
+    }
+  }
+}
+
+// A local module path that climbs out of the repository (or, outside any repository, out of
+// the root's own directory), by "../" or through a link, is refused and named; one that
+// stays in the repository (a monorepo's ../modules) is read.
+TEST(TfConfig, LocalModulesLeavingTheRepositoryAreRefused) {
+  TempDir dir;
+  write_file(dir / "elsewhere/main.tf", "terraform {\n  required_providers {\n    aws = \"~> 6.0\"\n  }\n}\n");
+  write_file(dir / "plain/main.tf", "module \"up\" {\n  source = \"../elsewhere\"\n}\n");
+  try {
+    (void)read_module_requirements(dir / "plain");
+    FAIL() << "read a module outside the root";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("main.tf:2:12: local module \"up\" (source \"../elsewhere\") leaves " +
+                                             fs::canonical(dir / "plain").string() + ": it is " +
+                                             fs::canonical(dir / "elsewhere").string()),
+              std::string::npos)
+        << error.what();
+  }
+
+  // In a repository: ../ within it is read, and a link out of it is refused.
+  fs::create_directories(dir / "repo/.git");
+  write_file(dir / "repo/modules/vpc/main.tf", "terraform {\n  required_providers {\n    tls = \">= 4.0\"\n  }\n}\n");
+  write_file(dir / "repo/stacks/prod/main.tf", "module \"vpc\" {\n  source = \"../../modules/vpc\"\n}\n");
+  auto requirements = read_module_requirements(dir / "repo/stacks/prod");
+  ASSERT_EQ(requirements.providers.size(), 1u);
+  EXPECT_EQ(requirements.providers[0].local_name, "tls");
+
+  fs::create_directory_symlink(dir / "elsewhere", dir / "repo/modules/linked");
+  write_file(dir / "repo/stacks/dev/main.tf.json", R"({"module": {"linked": {"source": "../../modules/linked"}}})");
+  try {
+    (void)read_module_requirements(dir / "repo/stacks/dev");
+    FAIL() << "followed a link out of the repository";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("local module \"linked\" (source \"../../modules/linked\") leaves " +
+                                             fs::canonical(dir / "repo").string()),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace

@@ -102,6 +102,7 @@ void FixtureUpstream::start(const ServeOptions& serve) {
   if (serve.registry_token) argv.push_back("--registry-token");
   if (!serve.api_token.empty()) argv.insert(argv.end(), {"--api-token", serve.api_token});
   if (!serve.token_login.empty()) argv.insert(argv.end(), {"--token-login", serve.token_login});
+  if (!serve.git_login.empty()) argv.insert(argv.end(), {"--git-login", serve.git_login});
 
   const fs::path stderr_file = run_dir_->path() / "serve.stderr";
   int out_pipe[2];

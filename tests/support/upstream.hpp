@@ -58,6 +58,7 @@ struct ServeOptions {
   bool registry_token = false;            // /v2/ wants a Bearer token from /token (401 + WWW-Authenticate otherwise)
   std::string api_token;                  // /v1/providers/ and /v1/modules/ want `Authorization: Bearer <api_token>`
   std::string token_login;                // "user:password": /token issues tokens only for this Basic login
+  std::string git_login;                  // "user:password": /git/ answers only this Basic login
 };
 
 struct AccessLogEntry {

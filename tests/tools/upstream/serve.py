@@ -41,6 +41,8 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
 - --api-token TOKEN: the provider and module registry APIs (/v1/providers/, /v1/modules/) want
   `Authorization: Bearer TOKEN` (a private registry, as TF_TOKEN_<host> or a credentials block
   supply it) and answer 401 otherwise; package downloads and discovery stay open.
+- --git-login USER:PASSWORD: /git/ (git http-backend) wants that Basic login and answers 401
+  with `WWW-Authenticate: Basic realm="fixture-git"` otherwise, as a private git host does.
 - Without --registry-to, /v2/ is the static registry build_fixture.py writes (www/v2/).
 - `{{HOST}}` in *.tmpl files is replaced by 127.0.0.1:PORT (image references in vmconfig manifests).
 - --delay-ms N: every request waits N ms before it is answered.
@@ -239,6 +241,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.started = time.monotonic()
         self.held = None  # the connection may have carried a held GET before
         if path.startswith("/git/"):
+            login = self.state.args.git_login
+            if login is not None and self.headers.get("Authorization") != "Basic " + base64.b64encode(login.encode()).decode():
+                return self.finish_request(401, b"login needed\n", {"Content-Type": "text/plain",
+                                                                    "WWW-Authenticate": 'Basic realm="fixture-git"'}, path=path)
             return self.git(path)
         self.finish_request(405, b"method not allowed\n", {"Content-Type": "text/plain"}, path=path)
 
@@ -292,6 +298,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if lie is not None:
                 return self.lie(path, *lie)
         if path.startswith("/git/"):
+            login = self.state.args.git_login
+            if login is not None and self.headers.get("Authorization") != "Basic " + base64.b64encode(login.encode()).decode():
+                return self.finish_request(401, b"login needed\n", {"Content-Type": "text/plain",
+                                                                    "WWW-Authenticate": 'Basic realm="fixture-git"'}, path=path)
             return self.git(path)
         self.static(path)
 
@@ -516,6 +526,7 @@ def main():
     parser.add_argument("--registry-token", action="store_true")
     parser.add_argument("--api-token")
     parser.add_argument("--token-login")
+    parser.add_argument("--git-login")
     parser.add_argument("--log")
     args = parser.parse_args()
 
