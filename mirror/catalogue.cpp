@@ -7,7 +7,9 @@
 #include "base/error.hpp"
 #include "base/human_bytes.hpp"
 #include "base/split.hpp"
+#include "cache/views.hpp"
 #include "lockfile/version.hpp"
+#include "mirror/oci_registry.hpp"
 #include "mirror/serve_site.hpp"
 
 namespace podplane::mirror {
@@ -273,33 +275,112 @@ CatalogueSection vmconfig_artifacts_section(const CatalogueSource& source, Catal
   CatalogueSection section;
   section.id = "vmconfig-artifacts";
   section.title = "vmconfig artifacts";
-  section.summary = "The files the manifests list, per arch, as VMs fetch them from <deps_mirror_url>/vmconfig/artifacts/.";
+  section.summary = "The files the manifests list and the boot files read out of each os image, per arch, as VMs fetch "
+                    "them from <deps_mirror_url>/vmconfig/artifacts/ (and from their arch's base, "
+                    "<deps_mirror_url>/arch/<arch>/vmconfig/artifacts/, which the stacks give them).";
   section.empty = "No vmconfig artifacts are stored.";
   section.columns = {"Artifact", "Version", "Arch", "File", "Size", "Upstream digest", "Trust", "Served"};
-  const auto artifacts = artifacts_newest_first(source, cache::ArtifactKind::vmconfig_artifact);
+  // Where the site serves each row (cache/views.hpp): Podplane's plain path when its bytes won
+  // it, and its arch's base, which never holds another arch's bytes.
+  std::map<std::int64_t, std::string> plain, arch_base;
+  for (const auto& [path, artifact] : cache::vmconfig_artifact_paths(source.artifacts)) {
+    std::string site_path = "/" + path;
+    if (served_at(source, site_path, artifact.digest).empty()) continue;
+    (path.rfind("arch/", 0) == 0 ? arch_base : plain).emplace(artifact.id, site_path);
+  }
+  auto artifacts = artifacts_newest_first(source, cache::ArtifactKind::vmconfig_artifact);
+  auto boot_files = artifacts_newest_first(source, cache::ArtifactKind::vmconfig_boot_file);
+  artifacts.insert(artifacts.end(), boot_files.begin(), boot_files.end());
   for (const auto* artifact : artifacts) {
     auto arch = artifact->platform.empty() ? std::string("any") : arch_of(artifact->platform);
-    std::string site_path = std::string(site_paths::vmconfig) + "artifacts/" + artifact->address + "/" + artifact->version +
-                            "/" + artifact->filename;
-    std::string path = served_at(source, site_path, artifact->digest);
-    // Podplane's layout has no arch in the path: where two arches share one, the site serves
-    // one of them, and VMs of the other must fetch from upstream (docs/store.md).
-    std::string where = path.empty() ? (served(source, site_path) ? "no: another arch holds this path" : "no") : "yes";
-    if (path.empty() && served(source, site_path)) ++catalogue.arch_shared_paths[arch];
-    add_row(section, {code(artifact->address), code(artifact->version), code(arch), code(artifact->filename, path),
-                      text(human_bytes(static_cast<std::uint64_t>(artifact->size))), hash(artifact->upstream_digest),
-                      status(std::string(cache::to_string(artifact->trust)), tone_of(artifact->trust)),
+    const bool boot = artifact->kind == cache::ArtifactKind::vmconfig_boot_file;
+    auto at = [&](const std::map<std::int64_t, std::string>& paths) {
+      auto it = paths.find(artifact->id);
+      return it == paths.end() ? std::string() : it->second;
+    };
+    std::string path = at(plain).empty() ? at(arch_base) : at(plain);
+    // Two arches can share Podplane's plain path: the other arch's VMs get these bytes from
+    // their arch's base (docs/store.md), which is where the stacks point them.
+    std::string where = !at(plain).empty() ? "yes" : !path.empty() ? "yes, at its arch's base" : "no";
+    if (at(plain).empty() && !path.empty()) ++catalogue.arch_shared_paths[arch];
+    std::string file = boot ? "boot/" + artifact->filename : artifact->filename;
+    add_row(section, {code(artifact->address + (boot ? " (boot file)" : "")), code(artifact->version), code(arch),
+                      code(file, path), text(human_bytes(static_cast<std::uint64_t>(artifact->size))),
+                      hash(artifact->upstream_digest), status(std::string(cache::to_string(artifact->trust)), tone_of(artifact->trust)),
                       status(where, path.empty() ? Tone::warning : Tone::good)});
     section.data.push_back({{"name", artifact->address},
+                            {"kind", boot ? "boot_file" : "artifact"},
                             {"version", artifact->version},
                             {"arch", arch},
-                            {"filename", artifact->filename},
+                            {"filename", file},
                             {"size", artifact->size},
                             {"sha256", artifact->digest},
                             {"upstream_digest", artifact->upstream_digest},
                             {"trust", cache::to_string(artifact->trust)},
                             {"added_at", artifact->added_at},
                             {"upstream_url", artifact->upstream_url},
+                            {"path", path}});
+  }
+  return section;
+}
+
+// Container images: one row per stored index and manifest, linked to where /v2/ serves it.
+CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalogue) {
+  CatalogueSection section;
+  section.id = "images";
+  section.title = "Container images";
+  section.summary = "Every stored image index and platform manifest, as containerd and skopeo pull them from "
+                    "<mirror>/v2/mirror/<registry>/<repository>.";
+  section.empty = "No container images are stored (podplane deps images, or deps download for the pinned ones).";
+  section.columns = {"Image", "Tag", "Platform", "Digest", "Size", "Served"};
+  auto rows = artifacts_newest_first(source, cache::ArtifactKind::image_index);
+  auto manifests = artifacts_newest_first(source, cache::ArtifactKind::image_manifest);
+  rows.insert(rows.end(), manifests.begin(), manifests.end());
+  for (const auto* image : rows) {
+    std::string repository = mirror_repository(image->address);
+    std::string path = served_at(source, std::string(site_paths::registry_api) + repository + "/manifests/" + image->filename,
+                                 image->digest);
+    if (!path.empty()) catalogue.has_images = true;
+    std::string platform = image->kind == cache::ArtifactKind::image_index ? "index" : image->platform;
+    add_row(section, {code(image->address), code(image->version), code(platform), hash(image->filename),
+                      text(human_bytes(static_cast<std::uint64_t>(image->size))),
+                      status(path.empty() ? "no" : "yes", path.empty() ? Tone::warning : Tone::good)});
+    if (!path.empty()) section.rows.back().cells[3].href = path;
+    section.data.push_back({{"image", image->address},
+                            {"mirror_repository", repository},
+                            {"tag", image->version},
+                            {"platform", platform},
+                            {"digest", image->filename},
+                            {"size", image->size},
+                            {"added_at", image->added_at},
+                            {"upstream_url", image->upstream_url},
+                            {"path", path}});
+  }
+  return section;
+}
+
+// Seed snapshots (seeds.json pins them by sha512), at their /seeds/snapshots/ paths.
+CatalogueSection seeds_section(const CatalogueSource& source, Catalogue&) {
+  CatalogueSection section;
+  section.id = "seeds";
+  section.title = "Seeds";
+  section.summary = "The seed snapshots seeds.json names, served at <mirror>/seeds/snapshots/.";
+  section.empty = "No seed snapshots are stored.";
+  section.columns = {"Seed", "Version", "File", "Size", "Upstream digest", "Served"};
+  for (const auto* seed : artifacts_newest_first(source, cache::ArtifactKind::seed_snapshot)) {
+    std::string path = served_at(source, "/seeds/snapshots/" + seed->address + "/" + seed->version + "/" + seed->filename,
+                                 seed->digest);
+    add_row(section, {code(seed->address), code(seed->version), code(seed->filename, path),
+                      text(human_bytes(static_cast<std::uint64_t>(seed->size))), hash(seed->upstream_digest),
+                      status(path.empty() ? "no" : "yes", path.empty() ? Tone::warning : Tone::good)});
+    section.data.push_back({{"name", seed->address},
+                            {"version", seed->version},
+                            {"filename", seed->filename},
+                            {"size", seed->size},
+                            {"sha256", seed->digest},
+                            {"upstream_digest", seed->upstream_digest},
+                            {"added_at", seed->added_at},
+                            {"upstream_url", seed->upstream_url},
                             {"path", path}});
   }
   return section;
@@ -335,6 +416,7 @@ CatalogueSection bundles_section(const CatalogueSource& source, Catalogue&) {
       bool complete = volume.contains("complete") && volume["complete"].is_boolean() && volume["complete"].get<bool>();
       std::string error = str(volume, "error");
       std::string signer = str(volume, "signer");
+      // volume_index counts from 1, as the bundle manifest's volume.index (docs/bundle-format.md).
       auto index = num(volume, "volume_index"), count = num(volume, "volume_count");
       CatalogueCell who = signer.empty() ? text("unsigned") : hash(signer);
       who.more.push_back(trusted ? "trusted" : "not trusted");
@@ -342,7 +424,7 @@ CatalogueSection bundles_section(const CatalogueSource& source, Catalogue&) {
                             " present, " + std::to_string(num(volume, "missing")) + " missing";
       std::string result = !error.empty() ? error : complete ? "complete" : "incomplete";
       add_row(section, {text(entry->at), hash(str(volume, "bundle_id"), {str(volume, "file")}),
-                        text(std::to_string(index + 1) + " of " + std::to_string(std::max<std::int64_t>(count, 1))), who,
+                        text(std::to_string(index) + " of " + std::to_string(std::max<std::int64_t>(count, 1))), who,
                         text(objects), status(result, complete && error.empty() ? Tone::good : Tone::warning)});
       import["volumes"].push_back({{"file", str(volume, "file")},
                                    {"bundle_id", str(volume, "bundle_id")},
@@ -379,13 +461,12 @@ CatalogueSection signers_section(const CatalogueSource& source, Catalogue&) {
   return section;
 }
 
-// The sections in page order. Images and seeds (migration 004) get one function each here:
-// `CatalogueSection images_section(const CatalogueSource&, Catalogue&)` that also sets
-// catalogue.has_images, so that the containerd snippet stops saying it needs images.
+// The sections in page order. images_section also sets catalogue.has_images, so that the
+// containerd snippet stops saying it needs images once one is served.
 using SectionBuilder = CatalogueSection (*)(const CatalogueSource&, Catalogue&);
 constexpr SectionBuilder kSections[] = {
     providers_section, modules_section, vmconfig_manifests_section, vmconfig_artifacts_section,
-    bundles_section,   signers_section,
+    images_section,    seeds_section,   bundles_section,            signers_section,
 };
 
 }  // namespace

@@ -69,8 +69,8 @@ struct CatalogueRow {
   std::string search_text;
 };
 
-// One table of the catalogue. Adding a kind of content (images, seeds) = one function
-// returning a CatalogueSection, listed in catalogue.cpp's kSections.
+// One table of the catalogue. Adding a kind of content = one function returning a
+// CatalogueSection, listed in catalogue.cpp's kSections.
 struct CatalogueSection {
   std::string id;       // URL segment and catalogue.json key: providers, modules, …
   std::string title;    // heading
@@ -85,9 +85,10 @@ struct Catalogue {
   std::string primary_host;
   std::vector<std::string> origin_hosts;  // registries of the stored providers and modules, sorted
   std::vector<std::string> vmconfig_arches;  // arches with a stored vmconfig manifest, sorted
-  // Per arch: vmconfig artifacts whose path another arch's bytes hold (served from upstream only).
+  // Per arch: vmconfig artifacts whose plain path another arch's bytes hold (served at the
+  // arch's own base only, <deps_mirror_url>/arch/<arch>/, which the stacks give its VMs).
   std::map<std::string, std::size_t> arch_shared_paths;
-  bool has_images = false;  // set by the images section once it exists (containerd snippet)
+  bool has_images = false;  // the images section found one served (containerd snippet)
   std::vector<CatalogueSection> sections;
 
   const CatalogueSection* section(std::string_view id) const;
@@ -111,6 +112,11 @@ struct CataloguePage {
 
 // The HTML page, with inline CSS and script only (nothing is fetched from elsewhere).
 [[nodiscard]] std::string render_catalogue_html(const Catalogue& catalogue, const CataloguePage& page);
+
+// The Content-Security-Policy of the pages: nothing from anywhere, except the page's own
+// style and script, named by their sha256 (a script planted in a row's text never runs), and
+// no framing. The pages carry it in a <meta> too (frame-ancestors aside), for static exports.
+[[nodiscard]] std::string catalogue_content_security_policy();
 
 // The mirror's URL for snippets from a request's Host header: "scheme://host[:port]" when the
 // header is a plain host name, IPv4 address or bracketed IPv6 address with an optional port;

@@ -1,10 +1,13 @@
 // The catalogue as HTML (render_catalogue_html in catalogue.hpp). Everything is inline: the
 // page runs where nothing else is reachable. Every value from the index goes through
-// html_escape(); the literal markup around it is ours.
+// html_escape(); the literal markup around it is ours. The one style and the one script are
+// allowed by their hashes (catalogue_content_security_policy), so nothing else inline runs.
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "base/digest.hpp"
+#include "base/hex.hpp"
 #include "mirror/catalogue.hpp"
 #include "mirror/serve_site.hpp"
 
@@ -90,6 +93,16 @@ constexpr const char* kScript = R"js(
 })();
 )js";
 
+// 'sha256-<base64>' of an inline element's text, as a CSP source expression names it.
+std::string csp_hash(std::string_view text) { return "'sha256-" + base64_encode(from_hex(sha256_hex(text))) + "'"; }
+
+// The policy without frame-ancestors, which a <meta> policy may not carry.
+std::string page_policy() {
+  static const std::string policy = "default-src 'none'; script-src " + csp_hash(kScript) + "; style-src " +
+                                    csp_hash(kStyle) + "; img-src 'self'; form-action 'self'; base-uri 'none'";
+  return policy;
+}
+
 std::string lower(std::string_view text) {
   std::string out(text);
   for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -128,7 +141,9 @@ class Page {
   std::string render() {
     const CatalogueSection* only = request_.section.empty() ? nullptr : catalogue_.section(request_.section);
     out_.reserve(512 * 1024);
+    // The policy travels in the page too, so a static export served by any web server keeps it.
     out_ += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"" + page_policy() + "\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>";
     out_ += only ? html_escape(only->title) + " · " : "";
     out_ += "Podplane mirror catalogue</title>\n<style>";
@@ -214,8 +229,10 @@ class Page {
     for (const auto& arch : catalogue_.vmconfig_arches) {
       std::string note;
       if (auto it = catalogue_.arch_shared_paths.find(arch); it != catalogue_.arch_shared_paths.end())
-        note = " <span class=\"status warning\">" + std::to_string(it->second) +
-               " artifact(s) of this arch share a path with another arch's bytes: these VMs fetch them from upstream</span>";
+        note = " <span class=\"muted\">" + std::to_string(it->second) +
+               " artifact(s) of this arch share Podplane's plain path with another arch's bytes: the stacks give these "
+               "VMs <code>&lt;deps_mirror_url&gt;/arch/" + html_escape(arch) + "</code> as their base, where this mirror "
+               "serves them.</span>";
       snippet("<code>" + html_escape(arch) + "</code>",
               "In <code>podplane.cluster.jsonc</code> (or <code>export PODPLANE_DEPS_URL=…</code>):" + note,
               "\"deps_mirror_url\": \"" + url + "\"\n");
@@ -308,5 +325,7 @@ class Page {
 std::string render_catalogue_html(const Catalogue& catalogue, const CataloguePage& page) {
   return Page(catalogue, page).render();
 }
+
+std::string catalogue_content_security_policy() { return page_policy() + "; frame-ancestors 'none'"; }
 
 }  // namespace podplane::mirror

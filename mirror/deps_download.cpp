@@ -449,7 +449,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
           pending.file = scratch.path() / ("item-" + std::to_string(scratch_fetches.size() - 1));
           const auto& fetch = fetches[claim.fetch];
           fs::path work = fetch.boot_files.empty() ? fs::path() : next_boot_work();
-          run.add(DownloadItem{fetch.item.url, std::nullopt, fetch.item.view_path(), {}}, pending.file,
+          run.add(DownloadItem{fetch.item.url, std::nullopt, fetch.item.view_path(), {}, fetch.item.size}, pending.file,
                   [&pending, &fetch, work, &read_boot_into](const DownloadOutcome& outcome) {
                     pending.outcome = outcome;
                     if (!outcome.ok) return;
@@ -469,7 +469,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
       for (const auto& plan : plans) {
         for (const auto& claim : plan.direct) {
           const auto& item = fetches[claim.fetch].item;
-          run.add(DownloadItem{item.url, TypedDigest::parse(item.digest).hex, item.view_path(), {}},
+          run.add(DownloadItem{item.url, TypedDigest::parse(item.digest).hex, item.view_path(), {}, item.size},
                   [&fetch = fetches[claim.fetch]](const DownloadOutcome& outcome) {
                     if (outcome.ok) fetch.object = {outcome.digest, outcome.size};
                     else fetch.error = outcome.error;

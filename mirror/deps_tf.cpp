@@ -252,6 +252,7 @@ class TfRun {
       item.url = job.url;
       if (!job.expected.sha256.empty()) item.expected_sha256 = job.expected.sha256;
       item.label = job.filename;
+      item.expected_size = job.expected.size;  // the registry's package_size, when it states one
       items.push_back(std::move(item));  // no token: packages are fetched without credentials
     }
     auto outcomes = downloader_.fetch_into_store(store_, items);

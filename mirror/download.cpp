@@ -232,6 +232,24 @@ struct Callbacks {
     if (line == "\r\n" || line == "\n") decide_body(t);
   }
 
+  // Stops the transfer (a local failure, never retried) when the item would hold more than it
+  // may: its declared size, else the ceiling for items of unknown size. `total` is what it
+  // would hold; `announced` when the server's Content-Length says so before any byte came.
+  static void check_size(const Transfer& t, std::uint64_t total, bool announced) {
+    const auto& declared = t.item->expected_size;
+    const std::uint64_t allowed = declared.value_or(t.engine->options.http.max_download_bytes);
+    if (total <= allowed) return;
+    const std::string got = announced ? std::to_string(total) + " bytes (its Content-Length)"
+                                      : "at least " + std::to_string(total) + " bytes";
+    if (declared)
+      throw Error(mismatch_message("the server sends more than its declared size (stopped; nothing was kept)",
+                                   std::to_string(allowed) + " bytes", got));
+    throw Error(mismatch_message("the server sends more than " + std::to_string(allowed) +
+                                     " bytes, the ceiling for a download of unknown size (PODPLANE_HTTP_MAX_DOWNLOAD; "
+                                     "stopped, nothing was kept)",
+                                 "at most " + std::to_string(allowed) + " bytes", got));
+  }
+
   // At the end of a response's headers: keep its body, skip it (redirects), or keep a little
   // of it for the error message.
   static void decide_body(Transfer& t) {
@@ -245,6 +263,7 @@ struct Callbacks {
         t.start_offset = 0;
         t.restarted = true;
       }
+      if (t.content_length) check_size(t, *t.content_length, true);
       t.mode = BodyMode::keep;
     } else if (t.status == 206) {
       const auto start = content_range_start(t.content_range);
@@ -252,6 +271,7 @@ struct Callbacks {
         t.bad_range = true;
         t.mode = BodyMode::discard;
       } else {
+        if (t.content_length) check_size(t, *start + *t.content_length, true);
         t.mode = BodyMode::keep;
       }
     } else {
@@ -274,6 +294,7 @@ struct Callbacks {
           t.announced = *t.content_length;
           engine->progress.expect_bytes(t.announced);
         }
+        check_size(t, t.sink->size() + n, false);  // before a byte beyond it reaches the disk
         t.sink->write(data, n);
         engine->totals.bytes += n;
         engine->progress.received(n);
@@ -464,7 +485,7 @@ class Runner final : public DownloadRun {
       t.error_buffer[0] = '\0';
       t.start_offset = t.sink->size();
       using transport::set;
-      set(easy, CURLOPT_URL, t.item->url.c_str());
+      transport::set_url(easy, t.item->url);
       set(easy, CURLOPT_HTTPHEADER, t.headers.get());
       set(easy, CURLOPT_FOLLOWLOCATION, 1L);
       set(easy, CURLOPT_WRITEFUNCTION, Callbacks::body);

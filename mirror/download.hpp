@@ -30,6 +30,10 @@ struct DownloadItem {
   std::optional<std::string> expected_sha256;  // checked before the object is committed
   std::string label;                           // shown in progress and errors, e.g. the filename
   std::vector<std::string> headers;            // rarely needed: package downloads get no token
+  // The size the item is declared to have (an OCI descriptor's, a vmconfig item's, a registry's
+  // package_size): a transfer that would bring more stops at once and fails naming both sizes.
+  // Without it, HttpOptions::max_download_bytes is the ceiling.
+  std::optional<std::uint64_t> expected_size;
 };
 
 struct DownloadOutcome {

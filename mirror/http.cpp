@@ -73,6 +73,9 @@ HttpOptions HttpOptions::from_environment() {
   if (const char* v = env("PODPLANE_HTTP_LOW_SPEED_LIMIT")) {
     options.low_speed_limit = std::max(1L, parse_count("PODPLANE_HTTP_LOW_SPEED_LIMIT", v, 1L << 40));
   }
+  if (const char* v = env("PODPLANE_HTTP_MAX_DOWNLOAD")) {
+    options.max_download_bytes = std::max(1L, parse_count("PODPLANE_HTTP_MAX_DOWNLOAD", v, 1L << 50));
+  }
   if (options.deadline.count() == 0) throw UsageError("PODPLANE_HTTP_DEADLINE must be more than 0");
   return options;
 }
@@ -276,7 +279,7 @@ HttpResponse HttpClient::send(const HttpRequest& request) {
     for (const auto& header : request.headers) header_list.append(header);
     // No 100-continue round trip before each upload.
     if (!request.body.empty() || request.method == Method::post) header_list.append("Expect:");
-    set(easy, CURLOPT_URL, request.url.c_str());
+    transport::set_url(easy, request.url);
     set(easy, CURLOPT_HTTPHEADER, header_list.get());
     set_method(easy, request, exchange);
     set(easy, CURLOPT_WRITEFUNCTION, on_body);

@@ -32,6 +32,9 @@ struct HttpOptions {
   std::chrono::seconds low_speed_timeout{30};       // slower than low_speed_limit this long: abandoned
   long low_speed_limit = 1024;                      // bytes per second
   std::size_t max_body_bytes = 16 * 1024 * 1024;    // in-memory responses only
+  // Engine: the most bytes an item of unknown size may bring (a provider zip whose registry
+  // states no package_size, a module archive); an item with a declared size has that instead.
+  std::uint64_t max_download_bytes = std::uint64_t{4} << 30;
   std::optional<std::filesystem::path> ca_file;     // overrides SSL_CERT_FILE when set
 
   // The defaults above, each overridden by its PODPLANE_HTTP_* environment variable

@@ -68,6 +68,16 @@ Descriptor descriptor_of(const json& entry, const std::string& where) {
   return descriptor;
 }
 
+// Only manifests and indexes of the OCI and Docker types are stored, so that `mirror serve`
+// never hands a browser another type (text/html with a script) from the mirror's origin.
+void check_manifest_type(const FetchedManifest& manifest, const std::string& what) {
+  if (image_media::is_manifest_type(manifest.media_type)) return;
+  std::string shown;
+  for (unsigned char c : manifest.media_type.substr(0, 100)) shown += (c < 0x20 || c >= 0x7f || c == '"') ? '?' : static_cast<char>(c);
+  throw Error(what + " (" + manifest.digest + ") has the media type \"" + shown +
+              "\", not an OCI or Docker image manifest or index; it was not stored");
+}
+
 json parse_manifest(const FetchedManifest& manifest, const std::string& what) {
   auto document = json::parse(manifest.bytes, nullptr, false);
   if (!document.is_object()) throw Error(what + " (" + manifest.digest + ") is not a JSON object");
@@ -232,7 +242,7 @@ struct ImageFetcher::Impl {
       }
       blobs[hex] = std::nullopt;
       run.add(DownloadItem{puller.blob_url(image, blob.digest), hex, image.address() + "@" + blob.digest,
-                           puller.auth_headers(image)},
+                           puller.auth_headers(image), static_cast<std::uint64_t>(blob.size)},
               [this, hex](const DownloadOutcome& outcome) { blobs[hex] = outcome; });
     }
   }
@@ -248,6 +258,7 @@ struct ImageFetcher::Impl {
       manifest.digest = "sha256:" + outcome.digest;
       manifest.media_type = manifest_media_type(manifest.bytes, wanted.media_type);
       manifest.url = puller(r).manifest_url(image, wanted.descriptor.digest);
+      check_manifest_type(manifest, "the manifest " + wanted.descriptor.digest + " of " + image.str());
       if (static_cast<std::int64_t>(manifest.bytes.size()) != wanted.descriptor.size)
         throw Error(mismatch_message("the manifest " + wanted.descriptor.digest + " of " + image.str() +
                                          " has another size than its index says",
@@ -267,6 +278,7 @@ struct ImageFetcher::Impl {
     const auto& request = requests[r];
     const auto& image = request.reference;
     auto& state = images[r];
+    check_manifest_type(top, "the manifest of " + image.str());
     state.version = image.tag.empty() ? top.digest : image.tag;
     state.top = top;
     if (is_index(top.media_type)) {
@@ -318,7 +330,7 @@ struct ImageFetcher::Impl {
     Downloader small(options);
     auto outcome = small.fetch_into_store(
         store, {DownloadItem{puller(r).blob_url(image, config.digest), config.digest.substr(7), image.str() + " config",
-                             puller(r).auth_headers(image)}});
+                             puller(r).auth_headers(image), static_cast<std::uint64_t>(config.size)}});
     if (!outcome[0].ok) throw Error(outcome[0].error);
     auto platform = platform_of(json::parse(store.read_object(config.digest.substr(7)), nullptr, false));
     if (platform.os.empty() || platform.arch.empty())
@@ -425,7 +437,8 @@ void ImageFetcher::start(DownloadRun& run) {
       auto headers = puller.auth_headers(image);
       headers.push_back(std::string("Accept: ") + image_media::accept_all);
       run.add(DownloadItem{puller.manifest_url(image, wanted.descriptor.digest), wanted.descriptor.digest.substr(7),
-                           image.address() + "@" + wanted.descriptor.digest, std::move(headers)},
+                           image.address() + "@" + wanted.descriptor.digest, std::move(headers),
+                           static_cast<std::uint64_t>(wanted.descriptor.size)},
               [&impl, r, &wanted, &run](const DownloadOutcome& outcome) { impl.manifest_arrived(r, wanted, outcome, run); });
     }
   }

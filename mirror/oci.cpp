@@ -12,6 +12,7 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "mirror/http.hpp"
+#include "mirror/transport.hpp"
 
 namespace podplane::mirror {
 
@@ -59,22 +60,30 @@ class Registry {
   Registry(OciTarget target, const PushOptions& options, RegistryCredentials credentials)
       : target_(std::move(target)), options_(options), http_(http_options(options)),
         auth_(std::move(credentials), RegistryAccess::push),
-        base_((options.transport == Transport::https ? "https://" : "http://") + target_.registry) {}
+        base_((options.transport == Transport::https ? "https://" : "http://") + target_.registry),
+        origin_(transport::origin(base_ + "/")) {}
 
-  // One request for `repository`, with the Authorization its last challenge asked for; a 401
-  // is answered once (mirror/oci_auth.hpp) and the request sent again.
+  // One request for `repository`, with the Authorization its last challenge asked for when it
+  // goes to the registry itself; a 401 from the registry is answered once
+  // (mirror/oci_auth.hpp) and the request sent again. A request elsewhere (an upload Location
+  // on another host, port or scheme) carries no login, and a 401 from there is an error.
   HttpResponse request(Method method, const std::string& repository, const std::string& url,
                        const std::vector<std::string>& headers, RequestBody body = {}) {
     HttpRequest request;
     request.method = method;
     request.url = url;
     request.body = std::move(body);
+    const bool to_registry = transport::origin(url) == origin_;
     auto send = [&] {
-      request.headers = auth_.headers(target_.registry, repository);
+      request.headers.clear();
+      if (to_registry) request.headers = auth_.headers(target_.registry, repository);
       request.headers.insert(request.headers.end(), headers.begin(), headers.end());
       return http_.send(request);
     };
     auto response = send();
+    if (response.status == 401 && !to_registry)
+      throw Error(describe(method, url) + ": HTTP 401 from outside the registry " + origin_ +
+                  "; podplane sends the registry's login to the registry alone");
     if (response.status == 401) {
       auth_.answer(http_, target_.registry, repository, url, response);
       response = send();
@@ -90,13 +99,19 @@ class Registry {
     return base_ + "/v2/" + repository + "/" + tail;
   }
 
-  // An upload Location may be relative to the registry (distribution answers "/v2/…").
+  // An upload Location may be relative to the registry (distribution answers "/v2/…"), or
+  // elsewhere (then it gets no login, see request()), but never plain http from an https one.
   std::string resolve(const std::string& location) const {
+    std::string resolved;
     try {
-      return resolve_url(base_ + "/", location);
+      resolved = resolve_url(base_ + "/", location);
     } catch (const Error&) {
-      throw Error("the registry answered an unusable upload location: " + location);
+      throw Error("the registry answered an unusable upload location: " + redact_url(location));
     }
+    if (origin_.rfind("https://", 0) == 0 && transport::origin(resolved).rfind("https://", 0) != 0)
+      throw Error("the registry " + target_.registry + " answered an upload location that leaves https (" +
+                  redact_url(resolved) + "); podplane does not send a blob over plain http from a TLS registry");
+    return resolved;
   }
 
   static std::string with_digest(const std::string& location, const std::string& digest) {
@@ -218,6 +233,7 @@ class Registry {
   HttpClient http_;
   RegistryAuth auth_;
   std::string base_;
+  std::string origin_;  // scheme://host:port of base_: the only place a login is sent (and its token realm)
 };
 
 class Pusher {

@@ -93,6 +93,10 @@ bool plain_http_registry(const std::string& registry) {
 
 }  // namespace
 
+bool image_media::is_manifest_type(std::string_view media_type) {
+  return media_type == oci_index || media_type == oci_manifest || media_type == docker_list || media_type == docker_manifest;
+}
+
 std::string manifest_media_type(const std::string& bytes, const std::string& content_type) {
   auto document = json::parse(bytes, nullptr, false);
   if (document.is_object() && document.contains("mediaType") && document["mediaType"].is_string())

@@ -8,6 +8,7 @@
 // comma-separated), as with `skopeo --tls-verify=false`. Not thread-safe. Errors: podplane::Error.
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mirror/http.hpp"
@@ -24,6 +25,9 @@ inline constexpr const char* docker_manifest = "application/vnd.docker.distribut
 inline constexpr const char* accept_all =
     "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
     "application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json";
+// Whether `media_type` is one of the four above: the only types a manifest is stored and
+// served as (any other, text/html above all, would let a registry plant a page on the mirror).
+[[nodiscard]] bool is_manifest_type(std::string_view media_type);
 }  // namespace image_media
 
 // An image reference as users write it: [registry/]repository[:tag][@sha256:…]. Docker Hub's

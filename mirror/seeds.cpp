@@ -83,7 +83,7 @@ SeedsFetcher::SeedsFetcher(cache::Store& store, SeedsDocument document, fs::path
 void SeedsFetcher::start(DownloadRun& run) {
   // Each snapshot to its own scratch file, checked and added by finish().
   for (std::size_t i = 0; i < pending_.size(); ++i) {
-    run.add(DownloadItem{pending_[i].snapshot->url, std::nullopt, missing_[i], {}}, pending_[i].file,
+    run.add(DownloadItem{pending_[i].snapshot->url, std::nullopt, missing_[i], {}, pending_[i].snapshot->size}, pending_[i].file,
             [this, i](const DownloadOutcome& outcome) { pending_[i].outcome = outcome; });
   }
 }

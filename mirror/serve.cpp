@@ -82,6 +82,10 @@ thread_local bool answered_by_handler = false;
 thread_local PreparedAnswer* preparing = nullptr;
 thread_local bool needs_worker = false;
 
+// Set when a request was answered without its body being read (a method the mirror does not
+// serve): the connection closes after the answer, so those bytes are never taken for a request.
+thread_local bool close_after_answer = false;
+
 // The largest document answered at once from the event loop; a bigger one goes to a worker so
 // that the loop never copies much for one request.
 constexpr std::size_t kMostAtOnce = 256 * 1024;
@@ -225,7 +229,10 @@ struct MirrorServer::Impl final : RequestHandler {
 
   bool answer(httplib::Stream& stream, bool last, bool& client_closes) override {
     answered_by_handler = false;
-    return http.answer(stream, last, client_closes);
+    close_after_answer = false;
+    bool ok = http.answer(stream, last, client_closes);
+    if (close_after_answer) client_closes = true;
+    return ok;
   }
 
   // The same request processing as answer(), into memory; nothing when handle() needs a file
@@ -235,6 +242,7 @@ struct MirrorServer::Impl final : RequestHandler {
     MemoryStream stream(head, prepared);
     answered_by_handler = false;
     needs_worker = false;
+    close_after_answer = false;
     preparing = &prepared;
     bool client_closes = false;
     bool ok = false;
@@ -245,7 +253,7 @@ struct MirrorServer::Impl final : RequestHandler {
     }
     preparing = nullptr;
     if (needs_worker || stream.wants_more() || prepared.bytes.empty()) return std::nullopt;
-    prepared.close = !ok || client_closes || head.last;
+    prepared.close = !ok || client_closes || head.last || close_after_answer;
     return prepared;
   }
 
@@ -258,12 +266,32 @@ struct MirrorServer::Impl final : RequestHandler {
 
   void not_found(httplib::Response& res) {
     res.status = 404;
+    // Said on GET and HEAD alike (cpp-httplib adds "bytes" to a HEAD answer that names none).
+    res.set_header("Accept-Ranges", "none");
     res.set_content("not found\n", "text/plain");
+  }
+
+  // Anything but GET and HEAD, answered before its body is read (cpp-httplib would wait for a
+  // body without a length until the client gave up): 405, and the connection closes.
+  void method_not_allowed(const httplib::Request& req, httplib::Response& res) {
+    answered_by_handler = true;
+    close_after_answer = true;
+    res.status = 405;
+    res.set_header("Allow", "GET, HEAD");
+    res.set_header("Accept-Ranges", "none");
+    if (req.path == "/v2" || req.path.rfind(site_paths::registry_api, 0) == 0) {
+      res.set_header("Docker-Distribution-API-Version", "registry/2.0");
+      res.set_content(nlohmann::json{{"errors", {{{"code", "UNSUPPORTED"}, {"message", "this mirror is read-only: GET and HEAD only"}}}}}.dump() + "\n",
+                      "application/json");
+      return;
+    }
+    res.set_content("method not allowed: this mirror is read-only (GET and HEAD only)\n", "text/plain");
   }
 
   // An object that is missing or does not match its digest: a 500 that says so, never its bytes.
   void refuse(const httplib::Request& req, httplib::Response& res, const std::string& digest, const OpenedObject& opened) {
     res.status = 500;
+    res.set_header("Accept-Ranges", "none");
     res.set_content("object " + digest + (opened.state == ObjectState::missing ? " is missing from" : " is damaged in") +
                         " this mirror's store; its operator must run " + kRepairCommand + "\n",
                     "text/plain");
@@ -354,6 +382,7 @@ struct MirrorServer::Impl final : RequestHandler {
       message = "blob unknown to this mirror: " + path.substr(path.rfind('/') + 1);
     }
     res.status = 404;
+    res.set_header("Accept-Ranges", "none");
     res.set_content(nlohmann::json{{"errors", {{{"code", code}, {"message", message}}}}}.dump() + "\n", "application/json");
   }
 
@@ -381,6 +410,7 @@ struct MirrorServer::Impl final : RequestHandler {
         CataloguePage page{resource->catalogue_section, req.path, mirror_url_for(req), req.get_param_value("q")};
         auto html = std::make_shared<const std::string>(render_catalogue_html(*resource->catalogue, page));
         res.set_header("Cache-Control", "no-cache");
+        res.set_header("Content-Security-Policy", catalogue_content_security_policy());
         answer_bytes(req, res, html->size(), resource->content_type, "",
                      [html](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {
                        return sink.write(html->data() + offset, static_cast<size_t>(length));
@@ -493,8 +523,16 @@ MirrorServer::MirrorServer(const fs::path& deps_root, ServeOptions options, std:
   http.set_keep_alive_max_count(o.limits.keep_alive_requests);
   http.set_keep_alive_timeout(o.limits.idle_timeout.count());
   http.set_payload_max_length(64 * 1024);  // read-only: no request carries a body we want
+  // Every answer, errors included: a browser never guesses a type from the bytes (a stored
+  // document that looks like HTML stays what its Content-Type says).
+  http.set_default_headers({{"X-Content-Type-Options", "nosniff"}});
   Impl* self = impl_.get();
   http.Get(".*", [self](const httplib::Request& req, httplib::Response& res) { self->handle(req, res); });
+  http.set_pre_routing_handler([self](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+    self->method_not_allowed(req, res);
+    return httplib::Server::HandlerResponse::Handled;
+  });
   http.set_error_handler(httplib::Server::HandlerWithResponse(
       [self](const httplib::Request& req, httplib::Response& res) { return self->after_refused_range(req, res); }));
   http.set_exception_handler([self](const httplib::Request&, httplib::Response& res, std::exception_ptr thrown) {

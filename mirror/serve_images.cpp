@@ -22,6 +22,9 @@ namespace {
 
 using nlohmann::json;
 
+// The Content-Type a stored manifest is served with: its own mediaType when that is a manifest
+// or index type, else application/octet-stream (a row from an older store or a bundle may
+// name anything; a browser must never be handed it as a page).
 std::string media_type_of(const cache::Store& store, const cache::Artifact& row) {
   json document;
   try {
@@ -29,11 +32,12 @@ std::string media_type_of(const cache::Store& store, const cache::Artifact& row)
   } catch (const std::exception&) {
     return "";
   }
-  if (document.is_object() && document.contains("mediaType") && document["mediaType"].is_string())
-    return document["mediaType"].get<std::string>();
-  if (document.is_object() && document.contains("manifests")) return image_media::oci_index;
-  if (document.is_object()) return image_media::oci_manifest;
-  return "";
+  if (!document.is_object()) return "";
+  if (document.contains("mediaType") && document["mediaType"].is_string()) {
+    auto type = document["mediaType"].get<std::string>();
+    return image_media::is_manifest_type(type) ? type : "application/octet-stream";
+  }
+  return document.contains("manifests") ? image_media::oci_index : image_media::oci_manifest;
 }
 
 }  // namespace

@@ -215,6 +215,31 @@ std::string host_key(const std::string& url) {
   return key;
 }
 
+std::string origin(const std::string& url) {
+  CURLU* u = curl_url();
+  if (u == nullptr) return "";
+  std::string key;
+  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
+    char* scheme = nullptr;
+    if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && scheme != nullptr) key = scheme;
+    curl_free(scheme);
+  }
+  curl_url_cleanup(u);
+  std::string host = host_key(url);
+  if (key.empty() || host.empty()) return "";
+  key += "://" + host;
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return key;
+}
+
+void set_url(CURL* easy, const std::string& url) {
+  set(easy, CURLOPT_URL, url.c_str());
+  const bool tls = url.size() >= 8 && std::equal(url.begin(), url.begin() + 8, "https://", [](char a, char b) {
+                     return std::tolower(static_cast<unsigned char>(a)) == b;
+                   });
+  set(easy, CURLOPT_REDIR_PROTOCOLS_STR, tls ? "https" : "http,https");
+}
+
 std::string describe(CURLcode code, const char* error_buffer) {
   if (error_buffer != nullptr && *error_buffer != '\0') {
     std::string text = error_buffer;

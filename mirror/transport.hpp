@@ -140,6 +140,14 @@ size_t without_exceptions(std::string& failure, Body&& body) noexcept {
 // "host:port" of a URL, for per-host limits ("" when it does not parse).
 [[nodiscard]] std::string host_key(const std::string& url);
 
+// "scheme://host:port" of a URL, lower-cased, the default port filled in ("" when it does not
+// parse): whom a login may be sent to (the same origin as the registry's, nothing else).
+[[nodiscard]] std::string origin(const std::string& url);
+
+// The request's URL, and the redirects it may follow: from an https URL only to https (a
+// downgrade to plain http is refused, whatever headers the request carries).
+void set_url(CURL* easy, const std::string& url);
+
 // A curl failure in words: the error buffer when set, else curl's text for the code.
 [[nodiscard]] std::string describe(CURLcode code, const char* error_buffer);
 

@@ -3,6 +3,9 @@
 // a warm rerun, a digest mismatch that indexes nothing, and status before/after an upstream change.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "base/digest.hpp"
 #include "cache/store.hpp"
 #include "tests/support/test_support.hpp"
@@ -149,6 +152,32 @@ TEST(DepsDownload, DigestMismatchIndexesNothingAndSaysExpectedAndGot) {
   EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_artifact).empty());
   EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_manifest).empty());
   EXPECT_FALSE(fs::exists(deps.root() / "vmconfig"));
+}
+
+TEST(DepsDownload, AnArtifactLargerThanItsDeclaredSizeIsStoppedThereAndIndexesNothing) {
+  // The server streams 32 MiB for an artifact the manifest declares much smaller.
+  const std::string path = "artifacts/containerd/2.3.1/containerd-2.3.1-linux-amd64.tar.gz";
+  const std::uint64_t streamed = 32 << 20;
+  ServeOptions serve;
+  serve.stream = {std::to_string(streamed) + ":containerd-2\\.3\\.1-linux-amd64\\.tar\\.gz$"};
+  FixtureUpstream upstream({}, serve);
+  const auto declared = fs::file_size(upstream.www() / path);
+  VmconfigRun deps(upstream);
+  auto result = deps.podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("containerd-2.3.1-linux-amd64.tar.gz"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("the server sends more than its declared size (stopped; nothing was kept)\n  expected: " +
+                            std::to_string(declared) + " bytes\n  got:      at least "),
+            std::string::npos)
+      << result.err;
+  EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_artifact).empty());
+  std::vector<AccessLogEntry> sent;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       (sent = upstream.requests("containerd-2\\.3\\.1-linux-amd64\\.tar\\.gz$")).empty() &&
+       std::chrono::steady_clock::now() < deadline;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the server logs once its writes fail
+  ASSERT_EQ(sent.size(), 1u) << "stopped, not retried";
+  for (const auto& entry : sent) EXPECT_LT(entry.bytes, streamed / 2) << "the transfer went on after the declared size";
 }
 
 // os.boot (docs/deps.md "Boot kernel and initrd"): the kernel and initrd are read out of the

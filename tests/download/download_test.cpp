@@ -95,13 +95,14 @@ TEST(ResolveUrl, FollowsRfc3986) {
 TEST(HttpOptions, FromEnvironmentTakesEachOverrideAndRefusesNonsense) {
   const char* names[] = {"PODPLANE_HTTP_RETRIES", "PODPLANE_HTTP_RESUMES", "PODPLANE_HTTP_BACKOFF",
                          "PODPLANE_HTTP_MAX_WAIT", "PODPLANE_HTTP_DEADLINE", "PODPLANE_HTTP_CONNECT_TIMEOUT",
-                         "PODPLANE_HTTP_LOW_SPEED_TIME", "PODPLANE_HTTP_LOW_SPEED_LIMIT"};
+                         "PODPLANE_HTTP_LOW_SPEED_TIME", "PODPLANE_HTTP_LOW_SPEED_LIMIT", "PODPLANE_HTTP_MAX_DOWNLOAD"};
   for (const char* name : names) unsetenv(name);
   const auto defaults = mirror::HttpOptions::from_environment();
   EXPECT_EQ(defaults.max_retries, 4);
   EXPECT_EQ(defaults.deadline, std::chrono::hours(1));
   EXPECT_EQ(defaults.low_speed_limit, 1024);
   EXPECT_EQ(defaults.low_speed_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(defaults.max_download_bytes, std::uint64_t{4} << 30);
   {
     ScopedEnv retries("PODPLANE_HTTP_RETRIES", "2");
     ScopedEnv resumes("PODPLANE_HTTP_RESUMES", "0");
@@ -111,6 +112,7 @@ TEST(HttpOptions, FromEnvironmentTakesEachOverrideAndRefusesNonsense) {
     ScopedEnv connect("PODPLANE_HTTP_CONNECT_TIMEOUT", "3");
     ScopedEnv low_time("PODPLANE_HTTP_LOW_SPEED_TIME", "1500ms");  // libcurl counts whole seconds: 2 s
     ScopedEnv low_limit("PODPLANE_HTTP_LOW_SPEED_LIMIT", "4096");
+    ScopedEnv max_download("PODPLANE_HTTP_MAX_DOWNLOAD", "1048576");
     const auto options = mirror::HttpOptions::from_environment();
     EXPECT_EQ(options.max_retries, 2);
     EXPECT_EQ(options.max_resumes, 0);
@@ -120,10 +122,12 @@ TEST(HttpOptions, FromEnvironmentTakesEachOverrideAndRefusesNonsense) {
     EXPECT_EQ(options.connect_timeout, std::chrono::seconds(3));
     EXPECT_EQ(options.low_speed_timeout, std::chrono::seconds(2));
     EXPECT_EQ(options.low_speed_limit, 4096);
+    EXPECT_EQ(options.max_download_bytes, 1048576u);
   }
   for (const auto& [name, value] : std::vector<std::pair<const char*, const char*>>{
            {"PODPLANE_HTTP_RETRIES", "-1"}, {"PODPLANE_HTTP_RETRIES", "many"}, {"PODPLANE_HTTP_DEADLINE", "5 parsecs"},
-           {"PODPLANE_HTTP_DEADLINE", "0"}, {"PODPLANE_HTTP_BACKOFF", "99999999999h"}}) {
+           {"PODPLANE_HTTP_DEADLINE", "0"}, {"PODPLANE_HTTP_BACKOFF", "99999999999h"},
+           {"PODPLANE_HTTP_MAX_DOWNLOAD", "4G"}}) {
     ScopedEnv bad(name, value);
     try {
       (void)mirror::HttpOptions::from_environment();

@@ -1,10 +1,11 @@
 // The HTTP client and the download engine against hostile upstreams: a 1 byte/s drip, a
-// Content-Length that lies while Range is ignored, 503 forever, and a transfer that is fast
-// enough but never ends. Every one must end within the retry budget, with an error naming the
+// Content-Length that lies while Range is ignored, 503 forever, a transfer that is fast
+// enough but never ends, and one that sends more than the item's declared size. Every one must end within the retry budget, with an error naming the
 // URL and the reason; the request counts are taken from the server's access log.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "base/error.hpp"
 #include "cache/store.hpp"
@@ -170,6 +171,109 @@ TEST(HostileUpstream, DocumentGetGivesUpOnALyingLength) {
   EXPECT_TRUE(contains(error, url)) << error;
   EXPECT_TRUE(contains(error, "3 attempts")) << error;
   EXPECT_EQ(up.requests("/aws/versions$").size(), 3u);
+}
+
+// Regular files under `dir` (temp files included): what a refused transfer left behind.
+std::size_t files_under(const fs::path& dir) {
+  std::size_t count = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file()) ++count;
+  return count;
+}
+
+TEST(HostileUpstream, EngineStopsAnItemAtItsDeclaredSizeAndKeepsNothing) {
+  const std::string arm64_zip = "/releases/aws/6.2.0/terraform-provider-aws_6.2.0_linux_arm64.zip";
+  const std::uint64_t streamed = 32 << 20;
+  ServeOptions serve;
+  serve.stream = {std::to_string(streamed) + ":aws_6\\.2\\.0_linux_arm64\\.zip$"};  // no Content-Length
+  FixtureUpstream up({}, serve);
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  const auto zip_size = fs::file_size(up.www() / kZipPath.substr(1));
+  Downloader downloader(budget_options(up));
+
+  auto announced = zip_item(up);  // its Content-Length says more than declared: no byte is taken
+  announced.expected_size = 1000;
+  auto exact = zip_item(up);      // the declared size, exactly: fetched as ever
+  exact.expected_size = zip_size;
+  DownloadItem unannounced;      // the body only shows it, as it streams
+  unannounced.url = up.url(arm64_zip);
+  unannounced.label = "aws arm64 zip";
+  unannounced.expected_size = 1000;
+  std::vector<mirror::DownloadOutcome> outcomes;
+  std::vector<mirror::DownloadOutcome> to_file;
+  {
+    Watchdog watchdog(seconds(60), "downloads larger than their declared size");
+    outcomes = downloader.fetch_into_store(store, {announced, exact});
+    to_file = downloader.fetch_to_files({unannounced}, {tmp / "files" / "arm64.zip"});
+  }
+  ASSERT_FALSE(outcomes[0].ok);
+  EXPECT_TRUE(contains(outcomes[0].error, up.url(kZipPath))) << outcomes[0].error;
+  EXPECT_TRUE(contains(outcomes[0].error, "more than its declared size")) << outcomes[0].error;
+  EXPECT_TRUE(contains(outcomes[0].error, "expected: 1000 bytes")) << outcomes[0].error;
+  EXPECT_TRUE(contains(outcomes[0].error, "got:      " + std::to_string(zip_size) + " bytes (its Content-Length)"))
+      << outcomes[0].error;
+  ASSERT_TRUE(outcomes[1].ok) << outcomes[1].error;
+  EXPECT_EQ(outcomes[1].size, zip_size);
+  EXPECT_EQ(files_under(tmp / "deps" / "store" / "objects"), 1u) << "only the exact item is stored";
+
+  ASSERT_FALSE(to_file[0].ok);
+  EXPECT_TRUE(contains(to_file[0].error, "expected: 1000 bytes")) << to_file[0].error;
+  EXPECT_TRUE(contains(to_file[0].error, "got:      at least ")) << to_file[0].error;
+  EXPECT_EQ(files_under(tmp / "files"), 0u) << "nothing kept, no temp file left";
+  // Stopped at once, not retried, and long before the 32 MiB the server would send.
+  std::vector<AccessLogEntry> sent;
+  for (auto deadline = std::chrono::steady_clock::now() + seconds(20);
+       (sent = up.requests("linux_arm64\\.zip$")).empty() && std::chrono::steady_clock::now() < deadline;)
+    std::this_thread::sleep_for(milliseconds(20));  // the server logs once its writes fail
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].fault, "stream");
+  EXPECT_LT(sent[0].bytes, streamed / 2);
+}
+
+TEST(HostileUpstream, EngineHoldsAnItemOfUnknownSizeToTheCeiling) {
+  FixtureUpstream up;
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto options = budget_options(up);
+  options.http.max_download_bytes = 4096;
+  Downloader downloader(options);
+  auto outcomes = downloader.fetch_into_store(store, {zip_item(up)});
+  ASSERT_FALSE(outcomes[0].ok);
+  EXPECT_TRUE(contains(outcomes[0].error, "the ceiling for a download of unknown size (PODPLANE_HTTP_MAX_DOWNLOAD"))
+      << outcomes[0].error;
+  EXPECT_TRUE(contains(outcomes[0].error, "expected: at most 4096 bytes")) << outcomes[0].error;
+  EXPECT_EQ(files_under(tmp / "deps" / "store" / "objects"), 0u);
+  EXPECT_EQ(up.requests(kZipRegex).size(), 1u) << "not retried";
+}
+
+TEST(HostileUpstream, ARedirectKeepsTheLoginHomeAndNeverLeavesHttps) {
+  ServeOptions plain;
+  plain.scheme = ServeOptions::Scheme::http;
+  FixtureUpstream plain_host({}, plain);
+  FixtureUpstream other_port;
+  FixtureUpstream up;  // the three share one tree: the redirects below are up's
+  write_file(up.www() / "redirect" / "to-plain.headers", "Status: 302\nLocation: " + plain_host.url(kZipPath) + "\n");
+  write_file(up.www() / "redirect" / "to-port.headers", "Status: 302\nLocation: " + other_port.url(kZipPath) + "\n");
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  Downloader downloader(budget_options(up));
+  auto item = [&](const std::string& path) {
+    DownloadItem redirected = zip_item(up);
+    redirected.url = up.url(path);
+    redirected.headers = {"Authorization: Basic dXNlcjpzM2NyZXQ="};
+    return redirected;
+  };
+  auto outcomes = downloader.fetch_into_store(store, {item("/redirect/to-plain"), item("/redirect/to-port")});
+  ASSERT_FALSE(outcomes[0].ok) << "followed a redirect from https to plain http";
+  EXPECT_TRUE(contains(outcomes[0].error, up.url("/redirect/to-plain"))) << outcomes[0].error;
+  EXPECT_TRUE(plain_host.access_log().empty()) << "a request went out over plain http";
+  ASSERT_TRUE(outcomes[1].ok) << outcomes[1].error;
+  auto there = other_port.requests(kZipRegex);
+  ASSERT_EQ(there.size(), 1u);
+  EXPECT_FALSE(there[0].authorization) << "the login followed the redirect to another port";
+  EXPECT_TRUE(up.requests("/redirect/to-port$")[0].authorization) << "the first host got it";
 }
 
 }  // namespace

@@ -98,12 +98,56 @@ mirror::CatalogueSource sample_source(const std::string& hostile = "<script>aler
     artifact.added_at = "2026-11-03T10:00:00Z";
     source.artifacts.push_back(artifact);
   }
+  cache::Artifact boot;  // a kernel read out of the amd64 os image
+  boot.id = 14;
+  boot.kind = cache::ArtifactKind::vmconfig_boot_file;
+  boot.address = "os-image";
+  boot.version = "13.2";
+  boot.platform = "linux_amd64";
+  boot.filename = "vmlinuz-6.12";
+  boot.digest = std::string(64, '6');
+  boot.size = 2048;
+  boot.upstream_digest = "sha256:" + boot.digest;
+  boot.trust = cache::Trust::checksum;
+  boot.added_at = "2026-11-03T10:00:00Z";
+  source.artifacts.push_back(boot);
+  source.served["/vmconfig/artifacts/os-image/13.2/boot/vmlinuz-6.12"] = boot.digest;
+  for (auto [id, kind, platform, digest] : {std::tuple{20, cache::ArtifactKind::image_index, "", '7'},
+                                            std::tuple{21, cache::ArtifactKind::image_manifest, "linux_amd64", '8'}}) {
+    cache::Artifact image;
+    image.id = id;
+    image.kind = kind;
+    image.address = "registry.k8s.io/pause";
+    image.version = "3.10";
+    image.platform = platform;
+    image.digest = std::string(64, digest);
+    image.filename = "sha256:" + image.digest;
+    image.upstream_digest = image.filename;
+    image.size = 512;
+    image.trust = cache::Trust::checksum;
+    source.artifacts.push_back(image);
+    source.served["/v2/mirror/registry.k8s.io/pause/manifests/" + image.filename] = image.digest;
+  }
+  cache::Artifact seed;
+  seed.id = 30;
+  seed.kind = cache::ArtifactKind::seed_snapshot;
+  seed.address = "recommended";
+  seed.version = "2026.11.1";
+  seed.filename = "recommended.netsy";
+  seed.digest = std::string(64, '5');
+  seed.size = 24576;
+  seed.upstream_digest = "sha512:" + std::string(128, '5');
+  seed.trust = cache::Trust::checksum;
+  source.artifacts.push_back(seed);
+  source.served["/seeds/snapshots/recommended/2026.11.1/recommended.netsy"] = seed.digest;
   source.served["/v1/mirror/registry.opentofu.org/hashicorp/aws/terraform-provider-aws_6.2.0_linux_amd64.zip"] =
       std::string(64, 'a');
   source.served["/v1/providers/registry.opentofu.org/hashicorp/aws/6.2.0/download/linux/amd64"] = "";
   source.served["/v1/modules/registry.opentofu.org/nstance-dev/nstance/aws/2.0.1/package.tar.gz"] = "";
   source.served["/vmconfig/manifests/vmconfig_knc_debian-13_amd64.json"] = std::string(64, 'e');
   source.served["/vmconfig/artifacts/kubernetes/1.34.1/kubernetes-server.tar.gz"] = std::string(64, '1');
+  source.served["/arch/amd64/vmconfig/artifacts/kubernetes/1.34.1/kubernetes-server.tar.gz"] = std::string(64, '1');
+  source.served["/arch/arm64/vmconfig/artifacts/kubernetes/1.34.1/kubernetes-server.tar.gz"] = std::string(64, '2');
 
   cache::AuditEntry import;
   import.id = 7;
@@ -115,7 +159,7 @@ mirror::CatalogueSource sample_source(const std::string& hostile = "<script>aler
                        {"bytes_imported", 123456},
                        {"volumes", json::array({{{"file", "/media/usb/transfer.bundle"},
                                                  {"bundle_id", "b-" + hostile},
-                                                 {"volume_index", 0},
+                                                 {"volume_index", 1},  // from 1, as bundle import records it
                                                  {"volume_count", 1},
                                                  {"complete", true},
                                                  {"signer", "sha256:" + std::string(64, '9')},
@@ -148,10 +192,25 @@ TEST(CatalogueTest, ModelOrdersVersionsNewestFirstAndSaysWhatIsServed) {
   EXPECT_EQ(aws["versions"][1]["platforms"][0]["signature"]["signers"][0], "HashiCorp Security <script>alert(1)</script>");
   EXPECT_EQ(data["vmconfig_arches"], json::array({"amd64", "arm64"}));
   EXPECT_EQ(data["origin_hosts"], json::array({"registry.opentofu.org", "registry.terraform.io"}));
-  // The arm64 artifact's path holds the amd64 bytes: it is not served, and the page says so.
+  // The arm64 artifact's plain path holds the amd64 bytes: it is served at its arch's base.
   EXPECT_EQ(data["vmconfig-artifacts"][0]["path"], "/vmconfig/artifacts/kubernetes/1.34.1/kubernetes-server.tar.gz");
-  EXPECT_EQ(data["vmconfig-artifacts"][1]["path"], "");
+  EXPECT_EQ(data["vmconfig-artifacts"][1]["path"], "/arch/arm64/vmconfig/artifacts/kubernetes/1.34.1/kubernetes-server.tar.gz");
   EXPECT_EQ(catalogue.arch_shared_paths.at("arm64"), 1u);
+  // Boot files, images and seeds have rows of their own, linked to where they are served.
+  ASSERT_EQ(data["vmconfig-artifacts"].size(), 3u);
+  EXPECT_EQ(data["vmconfig-artifacts"][2]["kind"], "boot_file");
+  EXPECT_EQ(data["vmconfig-artifacts"][2]["path"], "/vmconfig/artifacts/os-image/13.2/boot/vmlinuz-6.12");
+  ASSERT_EQ(data["images"].size(), 2u);
+  EXPECT_EQ(data["images"][0]["platform"], "index");
+  EXPECT_EQ(data["images"][1]["path"], "/v2/mirror/registry.k8s.io/pause/manifests/sha256:" + std::string(64, '8'));
+  EXPECT_TRUE(catalogue.has_images);
+  ASSERT_EQ(data["seeds"].size(), 1u);
+  EXPECT_EQ(data["seeds"][0]["path"], "/seeds/snapshots/recommended/2026.11.1/recommended.netsy");
+  // A single volume is volume 1 of 1.
+  EXPECT_EQ(data["bundles"][0]["volumes"][0]["volume_index"], 1);
+  auto bundles = mirror::render_catalogue_html(catalogue, {"bundles", "/catalogue/bundles/", "", ""});
+  EXPECT_NE(bundles.find("<td>1 of 1</td>"), std::string::npos);
+  EXPECT_EQ(bundles.find("2 of 1"), std::string::npos);
   EXPECT_EQ(data["bundles"][0]["volumes"][0]["imported"], 42);
 }
 
@@ -213,8 +272,17 @@ TEST(CatalogueTest, SnippetsNameTheMirrorUrlAndEveryOriginHost) {
   EXPECT_NE(html.find("url = \"<span class=\"mirror-url\">https://mirror.site:8443</span>/v1/mirror/\""), std::string::npos);
   EXPECT_NE(html.find("SSL_CERT_FILE"), std::string::npos);
   EXPECT_NE(html.find("\"deps_mirror_url\": \"<span class=\"mirror-url\">https://mirror.site:8443</span>\""), std::string::npos);
-  EXPECT_NE(html.find("share a path with another arch"), std::string::npos);
-  EXPECT_NE(html.find("Needs images in this mirror"), std::string::npos);
+  // arm64's bytes lost the plain path to amd64's: the advice names the arch base its VMs use.
+  EXPECT_NE(html.find("share Podplane's plain path with another arch's bytes: the stacks give these VMs "
+                      "<code>&lt;deps_mirror_url&gt;/arch/arm64</code> as their base"),
+            std::string::npos);
+  EXPECT_EQ(html.find("fetch them from upstream"), std::string::npos);
+  EXPECT_EQ(html.find("Needs images in this mirror"), std::string::npos) << "it serves an image";
+  auto without_images = sample_source();
+  std::erase_if(without_images.artifacts, [](const cache::Artifact& a) { return a.kind == cache::ArtifactKind::image_index ||
+                                                                                a.kind == cache::ArtifactKind::image_manifest; });
+  EXPECT_NE(mirror::render_catalogue_html(mirror::build_catalogue(without_images), {"", "/", "", ""}).find("Needs images in this mirror"),
+            std::string::npos);
   // Links stay relative to where the page is.
   EXPECT_NE(html.find("href=\"v1/mirror/registry.opentofu.org/hashicorp/aws/terraform-provider-aws_6.2.0_linux_amd64.zip\""),
             std::string::npos);

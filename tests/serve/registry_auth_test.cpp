@@ -245,5 +245,56 @@ TEST_F(PushLoginTest, PushGetsItsTokenFromTheRealmWithTheLogin) {
   EXPECT_EQ(outputs_.find(login_.password), std::string::npos);
 }
 
+// A registry whose upload answer sends the blob elsewhere: the fixture upstream in front of the
+// htpasswd registry moves every Location to `elsewhere` (another port, or plain http).
+class PushLocationTest : public PushLoginTest {
+ protected:
+  std::unique_ptr<podplane::test::FixtureUpstream> front(podplane::test::ServeOptions::Scheme scheme, const std::string& location_to) {
+    podplane::test::ServeOptions serve;
+    serve.scheme = scheme;
+    serve.proxy_to = registry_->base();
+    serve.location_to = location_to;
+    return std::make_unique<podplane::test::FixtureUpstream>(podplane::test::FixtureOptions{}, serve);
+  }
+  std::unique_ptr<podplane::test::FixtureUpstream> elsewhere() {
+    podplane::test::ServeOptions serve;
+    serve.scheme = podplane::test::ServeOptions::Scheme::http;
+    serve.proxy_to = registry_->base();
+    return std::make_unique<podplane::test::FixtureUpstream>(podplane::test::FixtureOptions{}, serve);
+  }
+};
+
+TEST_F(PushLocationTest, AnUploadLocationOnAnotherPortGetsNoLogin) {
+  auto other = elsewhere();
+  auto registry = front(podplane::test::ServeOptions::Scheme::http, other->base_url());
+  std::string target = "oci://127.0.0.1:" + std::to_string(registry->port()) + "/site";
+  auto pushed = push(target, {"--plain-http", "--creds-file", (temp_ / "creds").string()});
+  // The other port passes the upload on to the registry without a login, which refuses it.
+  ASSERT_EQ(pushed.exit_code, 1) << show(pushed);
+  EXPECT_NE(pushed.err.find("HTTP 401 from outside the registry http://127.0.0.1:" + std::to_string(registry->port())),
+            std::string::npos)
+      << pushed.err;
+  auto sent_there = other->access_log();
+  ASSERT_FALSE(sent_there.empty()) << "the upload never went to the Location";
+  for (const auto& entry : sent_there) EXPECT_FALSE(entry.authorization) << entry.method << " " << entry.path << " carried the login";
+  bool registry_got_login = false;
+  for (const auto& entry : registry->access_log()) registry_got_login = registry_got_login || entry.authorization;
+  EXPECT_TRUE(registry_got_login) << "the registry itself still gets the login";
+  EXPECT_EQ(outputs_.find(login_.password), std::string::npos);
+}
+
+TEST_F(PushLocationTest, AnUploadLocationThatLeavesHttpsIsRefused) {
+  auto other = elsewhere();
+  auto registry = front(podplane::test::ServeOptions::Scheme::https, other->base_url());
+  std::string target = "oci://127.0.0.1:" + std::to_string(registry->port()) + "/site";
+  auto pushed = push(target, {"--creds-file", (temp_ / "creds").string()}, {{"SSL_CERT_FILE", registry->ca_file().string()}});
+  ASSERT_EQ(pushed.exit_code, 1) << show(pushed);
+  EXPECT_NE(pushed.err.find("answered an upload location that leaves https (" + other->base_url() + "/v2/site/"),
+            std::string::npos)
+      << pushed.err;
+  EXPECT_TRUE(other->access_log().empty()) << "a request went out over plain http";
+  EXPECT_EQ(outputs_.find(login_.password), std::string::npos);
+}
+
 }  // namespace
 }  // namespace podplane::serve_test

@@ -96,8 +96,10 @@ void FixtureUpstream::start(const ServeOptions& serve) {
   for (const auto& spec : serve.ignore_range) argv.insert(argv.end(), {"--ignore-range", spec});
   for (const auto& spec : serve.drip) argv.insert(argv.end(), {"--drip", spec});
   for (const auto& spec : serve.lie_length) argv.insert(argv.end(), {"--lie-length", spec});
+  for (const auto& spec : serve.stream) argv.insert(argv.end(), {"--stream", spec});
   for (const auto& spec : serve.hold_until) argv.insert(argv.end(), {"--hold-until", spec});
   if (!serve.proxy_to.empty()) argv.insert(argv.end(), {"--proxy-to", serve.proxy_to});
+  if (!serve.location_to.empty()) argv.insert(argv.end(), {"--location-to", serve.location_to});
   if (!serve.registry_to.empty()) argv.insert(argv.end(), {"--registry-to", serve.registry_to});
   if (serve.registry_token) argv.push_back("--registry-token");
   if (!serve.api_token.empty()) argv.insert(argv.end(), {"--api-token", serve.api_token});
@@ -200,6 +202,7 @@ std::vector<AccessLogEntry> FixtureUpstream::access_log() const {
     entry.bytes = j.value("bytes", std::uint64_t{0});
     if (j.contains("range") && j["range"].is_string()) entry.range = j["range"].get<std::string>();
     if (j.contains("fault") && j["fault"].is_string()) entry.fault = j["fault"].get<std::string>();
+    entry.authorization = j.value("authorization", false);
     entry.start = j.value("start", 0.0);
     entry.end = j.value("end", 0.0);
     entries.push_back(std::move(entry));

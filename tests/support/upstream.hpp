@@ -49,11 +49,13 @@ struct ServeOptions {
   std::vector<std::string> ignore_range;  // "REGEX": answer Range requests with 200 and the whole file
   std::vector<std::string> drip;          // "BYTES_PER_SEC:REGEX": every GET sends its body that slowly
   std::vector<std::string> lie_length;    // "CLAIMED:SENT:REGEX": every GET claims CLAIMED bytes, sends SENT, closes
+  std::vector<std::string> stream;        // "BYTES:REGEX": every GET sends BYTES bytes with no Content-Length, then closes
   // "N:REGEX": matching requests are not answered until N of them are in flight at once (so
   // parallel transfers overlap in the access log however slow the machine); after 20 s of
   // waiting they are answered anyway and logged with fault "hold-timeout".
   std::vector<std::string> hold_until;
   std::string proxy_to;                   // "http://HOST:PORT": forward every unfaulted request there
+  std::string location_to;                // "SCHEME://HOST:PORT": forwarded answers' Location moved there
   std::string registry_to;                // "http://HOST:PORT": forward /v2/ there (a docker-registry), serve the rest
   bool registry_token = false;            // /v2/ wants a Bearer token from /token (401 + WWW-Authenticate otherwise)
   std::string api_token;                  // /v1/providers/ and /v1/modules/ want `Authorization: Bearer <api_token>`
@@ -67,7 +69,8 @@ struct AccessLogEntry {
   int status = 0;
   std::uint64_t bytes = 0;           // body bytes sent
   std::optional<std::string> range;  // the request's Range header
-  std::string fault;                 // "", "fail-first", "cut", "ignore-range", "drip", "lie-length", "hold-timeout", "proxy"
+  std::string fault;                 // "", "fail-first", "cut", "ignore-range", "drip", "lie-length", "stream", "hold-timeout", "proxy"
+  bool authorization = false;        // the request carried an Authorization header
   double start = 0;                  // server's monotonic clock, seconds: request arrived
   double end = 0;                    // … answer sent
 };

@@ -4,7 +4,8 @@
     serve.py --root OUT_DIR [--port 0] [--tls|--plain] [--delay-ms N] [--nodelay]
              [--fail-first N:REGEX:STATUS[:RETRY_AFTER]]... [--cut-after BYTES:REGEX]...
              [--ignore-range REGEX]... [--drip BYTES_PER_SEC:REGEX]...
-             [--lie-length CLAIMED:SENT:REGEX]... [--hold-until N:REGEX]... [--proxy-to URL]
+             [--lie-length CLAIMED:SENT:REGEX]... [--stream BYTES:REGEX]... [--hold-until N:REGEX]...
+             [--proxy-to URL [--location-to URL]]
              [--registry-to URL [--registry-token [--token-login USER:PASSWORD]]] [--api-token TOKEN] [--log FILE]
 
 Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts connections.
@@ -22,6 +23,10 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
   for as long as the client stays. Logged (fault "drip") when the headers have gone out.
 - --lie-length CLAIMED:SENT:REGEX: every GET of a matching path, with or without Range,
   answers 200 with Content-Length CLAIMED, sends SENT body bytes and closes the connection.
+- --stream BYTES:REGEX: every GET of a matching path answers 200 without a Content-Length
+  (the body ends when the connection closes: a size the client cannot know in advance) and
+  sends BYTES made-up bytes, or fewer when the client leaves first. Logged (fault "stream")
+  once it ends, "bytes" counting what the socket took.
 - --hold-until N:REGEX: a request of a matching path is not answered until N matching requests
   are in flight at once; from then on none waits. So a client that runs N transfers in
   parallel shows it in the log (N overlapping start/end intervals) however slow the machine
@@ -30,6 +35,8 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
 - --proxy-to URL: a fault-injecting reverse proxy: every request (any method, with its body)
   that no fault answers is forwarded to URL (plain http), with X-Forwarded-Proto and
   X-Forwarded-Host, and its answer is passed back. --root then only supplies tls/.
+- --location-to URL: a forwarded answer's Location header is moved to URL's scheme, host and
+  port (path and query kept): a registry that sends uploads somewhere else.
 - --registry-to URL: requests below /v2/ (an OCI registry's API) are forwarded to URL (plain
   http, e.g. a docker-registry on loopback), every method with its body (a push goes through);
   everything else is served from OUT_DIR as usual.
@@ -50,8 +57,8 @@ Prints `listening https://127.0.0.1:PORT` (or http://) on stdout once it accepts
   answer's head and body go out together.
 - --log FILE: one JSON object per request and line: method, path, status, bytes (body bytes
   sent), range (the Range header or null), fault (null, "fail-first", "cut", "ignore-range",
-  "drip", "lie-length", "hold-timeout", "proxy"),
-  start and end (monotonic seconds: when the request arrived and when its answer was sent).
+  "drip", "lie-length", "stream", "hold-timeout", "proxy"), authorization (whether the request
+  carried an Authorization header), start and end (monotonic seconds: when the request arrived and when its answer was sent).
   A request's line is in the file (flushed) before the last byte of its answer is sent, so a
   client that has read a whole answer finds its line there at once; for a cut or lying answer,
   before the connection is closed. It is written once the rest of the answer is out: "bytes"
@@ -108,6 +115,12 @@ class State:
             if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
                 raise SystemExit("--lie-length wants CLAIMED:SENT:REGEX, got " + spec)
             self.lie_rules.append((int(parts[0]), int(parts[1]), re.compile(parts[2])))
+        self.stream_rules = []
+        for spec in args.stream:
+            n, _, regex = spec.partition(":")
+            if not n.isdigit() or not regex:
+                raise SystemExit("--stream wants BYTES:REGEX, got " + spec)
+            self.stream_rules.append((int(n), re.compile(regex)))
         self.hold_rules = []
         for spec in args.hold_until:
             n, _, regex = spec.partition(":")
@@ -122,6 +135,7 @@ class State:
             raise SystemExit("--proxy-to wants an http:// URL, got " + args.proxy_to)
         self.base = ""
         self.registry = urllib.parse.urlsplit(args.registry_to) if args.registry_to else None
+        self.location_to = urllib.parse.urlsplit(args.location_to) if args.location_to else None
         self.token = "fixture-token-" + str(os.getpid())
 
     def log(self, **entry):
@@ -165,6 +179,9 @@ class State:
 
     def lie_for(self, path):
         return next(((claimed, sent) for claimed, sent, regex in self.lie_rules if regex.search(path)), None)
+
+    def stream_for(self, path):
+        return next((n for n, regex in self.stream_rules if regex.search(path)), None)
 
     def cut_for(self, path):
         with self.lock:
@@ -216,7 +233,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             answer, body = None, b""
         self.state.log(method=self.command, path=path or self.path, status=status, bytes=sent,
-                       range=self.headers.get("Range"), fault=fault, start=round(started, 6), end=round(time.monotonic(), 6))
+                       range=self.headers.get("Range"), fault=fault, authorization="Authorization" in self.headers,
+                       start=round(started, 6), end=round(time.monotonic(), 6))
         try:
             if answer is not None:
                 self.wfile.write(answer[-1:])
@@ -297,6 +315,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             lie = self.state.lie_for(path)
             if lie is not None:
                 return self.lie(path, *lie)
+            stream = self.state.stream_for(path)
+            if stream is not None:
+                return self.stream(path, stream)
         if path.startswith("/git/"):
             login = self.state.args.git_login
             if login is not None and self.headers.get("Authorization") != "Basic " + base64.b64encode(login.encode()).decode():
@@ -338,6 +359,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.finish_request(200, body[:sent], {"Content-Type": "application/octet-stream"}, path=path,
                             fault="lie-length", cut=sent, content_length=claimed)
 
+    def stream(self, path, total):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        chunk, sent = b"s" * 65536, 0
+        try:
+            self.wfile.flush()
+            while sent < total:
+                n = min(len(chunk), total - sent)
+                self.wfile.write(chunk[:n])
+                sent += n
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+        self.state.log(method=self.command, path=path, status=200, bytes=sent, range=self.headers.get("Range"),
+                       fault="stream", authorization="Authorization" in self.headers,
+                       start=round(self.started, 6), end=round(time.monotonic(), 6))
+
     def issue_token(self, query):
         params = urllib.parse.parse_qs(query)
         login = self.state.args.token_login
@@ -375,6 +416,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for name, value in answer.getheaders():
             if name.lower() not in ("connection", "keep-alive", "transfer-encoding", "content-length"):
                 passed[name] = value
+            if name.lower() == "location" and self.state.location_to:
+                moved = urllib.parse.urlsplit(value)
+                passed[name] = urllib.parse.urlunsplit((self.state.location_to.scheme, self.state.location_to.netloc,
+                                                        moved.path, moved.query, moved.fragment))
         length = answer.getheader("Content-Length") if self.command == "HEAD" else None
         self.finish_request(answer.status, answer_body, passed, path=path,
                             content_length=int(length) if length is not None else None)
@@ -520,8 +565,10 @@ def main():
     parser.add_argument("--ignore-range", action="append", default=[])
     parser.add_argument("--drip", action="append", default=[])
     parser.add_argument("--lie-length", action="append", default=[])
+    parser.add_argument("--stream", action="append", default=[])
     parser.add_argument("--hold-until", action="append", default=[])
     parser.add_argument("--proxy-to")
+    parser.add_argument("--location-to")
     parser.add_argument("--registry-to")
     parser.add_argument("--registry-token", action="store_true")
     parser.add_argument("--api-token")
