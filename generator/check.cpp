@@ -535,8 +535,8 @@ void check_seed(const cache::Store& store, const fs::path& stack_dir, const std:
     const std::string item = "seed " + name + " " + version;
     // Seeds are not per arch: any `deps download` without --skip-seeds takes them, so the fix
     // names no placeholder a user would have to fill in.
-    const std::string fetch = "podplane deps download (online; it fetches seeds.json and the snapshots), or import a bundle "
-                              "that has the seed; then rerun `podplane cluster create`";
+    const std::string fetch = "podplane deps download (online, without --skip-seeds: it fetches seeds.json and the "
+                              "snapshots), or import a bundle that has the seed; then rerun `podplane cluster create`";
     if (path.empty()) {
       out.fail("-", item, "UPSTREAM: the seed resource has no seed_path, so apply would download the snapshot", fetch);
       continue;

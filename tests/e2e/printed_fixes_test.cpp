@@ -136,6 +136,18 @@ TEST_F(PrintedFixes, ClusterCheckMissingProviderItems) {
   EXPECT_TRUE(fs::exists(seed)) << seed;
 }
 
+// A first bundle has no inventory from the other side yet: the refusal says to leave --since
+// out, and so left out the bundle is made.
+TEST_F(PrintedFixes, BundleSinceAMissingInventorySaysToLeaveItOut) {
+  ASSERT_EQ(podplane({"--quiet", "deps", "tf", "--platform", "linux_amd64"}).exit_code, 0);
+  auto refused = podplane({"bundle", "create", (dir / "deps.bundle").string(), "--since", (dir / "inventory.json").string()});
+  EXPECT_EQ(refused.exit_code, 1) << show(refused);
+  EXPECT_NE(refused.err.find("does not exist; for a first bundle leave --since out"), std::string::npos) << show(refused);
+  EXPECT_FALSE(fs::exists(dir / "deps.bundle"));
+  auto made = podplane({"bundle", "create", (dir / "deps.bundle").string()});
+  EXPECT_EQ(made.exit_code, 0) << show(made);
+}
+
 // A Proxmox starter config: pools of the nodes' own arch, amd64.
 TEST_F(PrintedFixes, ProxmoxStarterConfigIsAmd64) {
   const fs::path site = dir / "site";
