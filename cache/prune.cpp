@@ -275,10 +275,10 @@ void decide(const Store& store, const PrunePolicy& policy, Inventory& inventory)
     for (const auto& [digest, source] : policy.pinned_manifests)
       if (m.digest == digest) keep(items[m.item], "pinned by " + source);
   }
-  // 3. --older-than: what was added since is kept.
+  // 3. --older-than: what was added since is kept, whatever needs it or not.
   if (policy.added_before) {
     for (auto& item : items)
-      if (own_item(item.family) && item.added_at >= *policy.added_before) keep(item, "added since " + *policy.added_before);
+      if (item.added_at >= *policy.added_before) keep(item, "added since " + *policy.added_before);
   }
   // 4. What kept manifests list: their files, boot files and images; then each kept image's blobs.
   for (const auto& m : inventory.manifests) {

@@ -64,7 +64,8 @@ struct PrunePolicy {
   std::vector<ItemPin> pins;
   // vmconfig manifests a stack pinned, by the sha256 of their bytes, with who pins them.
   std::vector<std::pair<std::string, std::string>> pinned_manifests;
-  // --older-than: an item added at or after this time (RFC 3339 UTC) is kept.
+  // --older-than: an item added at or after this time (RFC 3339 UTC) is kept, one that only
+  // exists for another item too.
   std::optional<std::string> added_before;
 };
 

@@ -294,10 +294,7 @@ TEST(Prune, KeepsWhatALockOrAManifestPinsAndWhatWasAddedSince) {
   policy.pins.clear();
   policy.pinned_manifests.clear();
   policy.added_before = "2000-01-01T00:00:00Z";
-  auto recent = plan_prune(store, policy);
-  ASSERT_EQ(recent.removed_items(), 1u);  // only the artifact no manifest lists: it has no age of its own
-  for (const auto& item : recent.items)
-    if (item.kept_because.empty()) EXPECT_EQ(item.name, "stray");
+  EXPECT_EQ(plan_prune(store, policy).removed_items(), 0u);  // the artifact no manifest lists too
   policy.added_before = "2999-01-01T00:00:00Z";
   EXPECT_GT(plan_prune(store, policy).removed_items(), 0u);
 }
