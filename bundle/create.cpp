@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,7 @@
 #include "base/unique_fd.hpp"
 #include "bundle/archive_io.hpp"
 #include "bundle/signing.hpp"
+#include "cache/prune.hpp"
 
 namespace podplane::bundle {
 
@@ -240,20 +242,48 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
     travelling_objects.erase(std::unique(travelling_objects.begin(), travelling_objects.end()), travelling_objects.end());
     rows.push_back(Row{type, keep(), std::move(travelling_objects), 0});
   };
+  // The receiver's newest version of each name, from the rows its inventory lists.
+  std::map<std::pair<cache::ItemFamily, std::string>, std::string> receiver_newest;
+  auto received = [&](cache::ItemFamily family, const std::string& name, const std::string& version) {
+    auto& newest_there = receiver_newest[{family, name}];
+    if (newest_there.empty() || cache::older_version(newest_there, version)) newest_there = version;
+  };
   for (auto& a : artifacts) {
-    consider(Row::Type::artifact, objects_of(a), row_id(a.artifact, a.provenance), [&] {
+    const std::string id = row_id(a.artifact, a.provenance);
+    if (auto [family, own] = cache::item_family(a.artifact.kind); own && inventory && inventory->rows.count(id))
+      received(family, a.artifact.address, a.artifact.version);
+    consider(Row::Type::artifact, objects_of(a), id, [&] {
       kept_artifacts.push_back(a);
       return kept_artifacts.size() - 1;
     });
   }
   for (auto& t : trees) {
-    consider(Row::Type::module, objects_of(t), row_id(t), [&] {
+    const std::string id = row_id(t);
+    if (inventory && inventory->rows.count(id)) received(cache::ItemFamily::module, t.address, t.version);
+    consider(Row::Type::module, objects_of(t), id, [&] {
       kept_trees.push_back(t);
       return kept_trees.size() - 1;
     });
   }
   plan.artifacts = kept_artifacts.size();
   plan.module_trees = kept_trees.size();
+  {
+    std::set<std::tuple<cache::ItemFamily, std::string, std::string>> older;
+    auto count_older = [&](cache::ItemFamily family, const std::string& name, const std::string& version, std::int64_t bytes) {
+      auto there = receiver_newest.find({family, name});
+      if (there == receiver_newest.end() || !cache::older_version(version, there->second)) return;
+      older.emplace(family, name, version);
+      plan.older_than_receiver_bytes += static_cast<std::uint64_t>(bytes);
+    };
+    for (const auto& a : kept_artifacts)
+      if (auto [family, own] = cache::item_family(a.artifact.kind); own) count_older(family, a.artifact.address, a.artifact.version, a.artifact.size);
+    for (const auto& t : kept_trees) {
+      std::int64_t bytes = 0;
+      for (const auto& module_file : t.files) bytes += module_file.size;
+      count_older(cache::ItemFamily::module, t.address, t.version, bytes);
+    }
+    plan.older_than_receiver_items = older.size();
+  }
 
   // 2. Objects in first-use order, each stat'ed so that a damaged store stops us here.
   std::vector<ManifestObject> objects;

@@ -44,6 +44,11 @@ struct BundlePlan {
   std::uint64_t object_bytes = 0;
   std::uint64_t total_bytes = 0;  // sum of the volume files
   bool signed_bundle = false;
+  // With --since: the travelling items (a provider, module, manifest, image or seed version)
+  // older than the newest version of the same name the receiver holds, and their rows' bytes.
+  // Usually what the receiver pruned, sent again (docs/store.md "Prune and bundles").
+  std::size_t older_than_receiver_items = 0;
+  std::uint64_t older_than_receiver_bytes = 0;
   std::vector<VolumePlan> volumes;
 };
 

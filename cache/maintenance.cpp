@@ -23,6 +23,7 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "cache/layout.hpp"
+#include "cache/maintenance_steps.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/store_impl.hpp"
 #include "cache/views.hpp"
@@ -525,40 +526,13 @@ nlohmann::json to_json(const VerifyReport& report) {
           {"notes", report.notes}};
 }
 
-namespace {
-
-// gc and repair must be alone: writers hold store/lock shared for their whole life, so holding
-// it exclusively means no object can sit between "renamed into place" and "indexed", and no
-// reader of ours is between "the object is intact" and "take it".
-class ExclusiveStoreLock {
- public:
-  ExclusiveStoreLock(Store::Impl& impl, const std::string& what, const std::string& command) : impl_(impl) {
-    if (::flock(impl_.store_lock.get(), LOCK_EX | LOCK_NB) != 0) {
-      // A failed conversion may drop the shared lock: take it back before reporting.
-      while (::flock(impl_.store_lock.get(), LOCK_SH) != 0 && errno == EINTR) {
-      }
-      throw Error("cannot " + what + ": another podplane process has the store at " + impl_.root.string() +
-                  " open for writing; run " + command + " again when it has finished");
-    }
-  }
-  ~ExclusiveStoreLock() {
-    while (::flock(impl_.store_lock.get(), LOCK_SH) != 0 && errno == EINTR) {
-    }
-  }
-  ExclusiveStoreLock(const ExclusiveStoreLock&) = delete;
-  ExclusiveStoreLock& operator=(const ExclusiveStoreLock&) = delete;
-
- private:
-  Store::Impl& impl_;
-};
-
 // gc deletes objects on the index's word that no row needs them. An index that cannot be read
 // whole, that lists no content while objects exist, or that was created after objects it does
 // not know (it was lost and made again) cannot give that word: refuse, delete nothing.
-void refuse_untrustworthy_index(const Store& store) {
+void refuse_untrustworthy_index(const Store& store, std::string_view command) {
   auto& impl = const_cast<Store::Impl&>(StoreInternals::of(store));
   const fs::path index = layout::index_db(store.root());
-  const std::string refused = "deps gc refused: it deletes objects on the word of the index " + index.string() + ", and ";
+  const std::string refused = std::string(command) + " refused: it deletes objects on the word of the index " + index.string() + ", and ";
   {
     sqlite::Statement check(impl.db, "PRAGMA quick_check");
     std::string result = check.step() ? check.text(0) : "no answer";
@@ -604,15 +578,18 @@ void refuse_untrustworthy_index(const Store& store) {
   }
 }
 
-}  // namespace
-
 GcReport collect_garbage(Store& store, DryRun dry_run) {
   auto& impl = StoreInternals::of(store);
   impl.require_writable("collect garbage");
   ExclusiveStoreLock alone(impl, "collect garbage", "gc");
+  refuse_untrustworthy_index(store, "deps gc");
+  return remove_garbage(store, dry_run);
+}
+
+GcReport remove_garbage(Store& store, DryRun dry_run) {
+  auto& impl = StoreInternals::of(store);
   GcReport report;
   const fs::path& root = store.root();
-  refuse_untrustworthy_index(store);
 
   for (const auto& file : sweep_temp_files(root, Sweep::list)) {
     std::error_code ec;
@@ -893,9 +870,7 @@ RepairReport repair_store(Store& store) {
         report.removed_views.push_back(relative_to(root, view.path) + " (it held damaged bytes of " + view.object_digest + ")");
       }
     }
-    for (const auto& file : unplanned_files(plan)) {
-      if (::unlink(file.c_str()) == 0) report.removed_views.push_back(relative_to(root, file) + " (no row implies it)");
-    }
+    for (const auto& file : remove_unplanned_views(plan, root)) report.removed_views.push_back(file + " (no row implies it)");
   }
   (void)rebuild_views(store);
   if (!report.quarantined.empty() || !report.removed_views.empty()) {
@@ -903,6 +878,14 @@ RepairReport repair_store(Store& store) {
   }
   report.after = verify_store(store);
   return report;
+}
+
+std::vector<std::string> remove_unplanned_views(const ViewPlan& plan, const fs::path& root) {
+  std::vector<std::string> removed;
+  for (const auto& file : unplanned_files(plan)) {
+    if (::unlink(file.c_str()) == 0) removed.push_back(relative_to(root, file));
+  }
+  return removed;
 }
 
 nlohmann::json to_json(const RepairReport& report) {

@@ -126,6 +126,16 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
               << human_bytes(plan.total_bytes) << " to write, " << (plan.signed_bundle ? "signed" : "UNSIGNED") << "\n";
     for (const auto& v : plan.volumes)
       std::cout << "  " << v.file.string() << ": " << v.manifest.objects.size() << " objects, " << v.bytes << " bytes\n";
+    if (options.since) {
+      // What the receiver pruned comes back in a delta: say so, so that the site sees it.
+      std::cout << "of the delta, " << plan.older_than_receiver_items << " item(s) ("
+                << human_bytes(plan.older_than_receiver_bytes)
+                << ") are versions older than the receiver's newest of the same name"
+                << (plan.older_than_receiver_items > 0 ? " (pruned there? `podplane deps prune` here with the same policy stops "
+                                                         "sending them)"
+                                                       : "")
+                << "\n";
+    }
     std::cout.flush();
     bundle::write_bundle(store, plan, options, [&](const std::string& line) {
       if (!global.quiet) std::cerr << line << "\n";

@@ -11,6 +11,7 @@
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
+#include "cli/open_store.hpp"
 #include "mirror/signature_recheck.hpp"
 
 namespace podplane::cli {
@@ -18,12 +19,6 @@ namespace podplane::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Queries open read-only: they work on read-only media and never sweep or create anything.
-std::optional<cache::Store> open_for_reading(const fs::path& root) {
-  if (!fs::exists(cache::layout::index_db(root))) return std::nullopt;
-  return cache::Store::open(root, cache::Store::Access::read_only);
-}
 
 struct Row {
   std::string kind, address, version, platform, size;
@@ -92,16 +87,6 @@ void deps_ls(bool json) {
   }
   if (json) std::cout << list.dump(2) << "\n";
   else print_table(rows);
-}
-
-// Commands that change an existing store never create one (gc, repair): a missing index is an
-// error, not an empty store to act on.
-cache::Store open_existing_for_writing(const fs::path& root, const std::string& command) {
-  if (!fs::exists(cache::layout::index_db(root))) {
-    throw Error(command + " refused: there is no store index at " + cache::layout::index_db(root).string() +
-                " (and " + command + " never creates one; nothing was changed)");
-  }
-  return cache::Store::open(root, cache::Store::Access::read_write, cache::Store::TempSweep::none);
 }
 
 void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalOptions& global) {

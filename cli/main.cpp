@@ -130,6 +130,7 @@ int run(int argc, char** argv) {
 
   podplane::cli::register_deps_fetch_commands(*deps, global);
   podplane::cli::register_deps_store_commands(*deps, global);
+  podplane::cli::register_deps_prune_commands(*deps, global);
   podplane::cli::register_lock_commands(*lock, global);
   podplane::cli::register_bundle_commands(*bundle, global);
   podplane::cli::register_cluster_commands(*cluster, global);

@@ -2,8 +2,8 @@
 // stores, of 5,000 and of 50,000 objects (a tenth of them named by artifact rows, the rest by
 // module files in trees of 100), then times each command on both and prints its time, the
 // growth ratio (50k time / 5k time; linear is 10) and its peak RSS:
-//   deps ls, deps verify --quick, deps verify, bundle inventory, bundle create --since (a delta
-//   of 10 new rows), mirror serve start-to-first-answer.
+//   deps ls, deps verify --quick, deps verify, bundle inventory, deps du, deps prune --keep 1
+//   --dry-run, bundle create --since (a delta of 10 new rows), mirror serve start-to-first-answer.
 // Targets at 50k: each under 2 s (full verify excepted: it rehashes every byte), growth linear
 // or better, peak RSS < 100 MiB. Run by hand (not by ctest); docs/performance.md records the numbers.
 //
@@ -219,6 +219,8 @@ Measured measure(const std::string& podplane, const fs::path& root, const fs::pa
     keep("deps verify --quick", run({podplane, "deps", "verify", "--quick"}, root));
     keep("deps verify", run({podplane, "deps", "verify"}, root));
     keep("bundle inventory", run({podplane, "bundle", "inventory", "-o", inventory.string()}, root));
+    keep("deps du", run({podplane, "deps", "du"}, root));
+    keep("deps prune --dry-run", run({podplane, "deps", "prune", "--keep", "1", "--dry-run"}, root));
     keep("mirror serve start", serve_start(podplane, root, work / (label + "-serve.log")));
   }
   // The delta: ten new rows after the inventory was taken.

@@ -126,6 +126,9 @@ TEST_F(BundleCli, KeygenCreateVerifyImportAndDelta) {
   auto cut = run_podplane({"bundle", "create", delta, "--since", inventory, "--sign", key()}, at(online()));
   ASSERT_EQ(cut.exit_code, 0) << show(cut);
   EXPECT_NE(cut.out.find(" 5 objects"), std::string::npos) << cut.out;
+  // A newer version is not what the receiver pruned: none of the delta is older than its newest.
+  EXPECT_NE(cut.out.find("of the delta, 0 item(s) (0 B) are versions older than the receiver's newest"), std::string::npos)
+      << cut.out;
   EXPECT_LT(fs::file_size(delta), fs::file_size(bundle));
   auto apply = run_podplane({"bundle", "import", delta, "--trust", pub()}, at(offline()));
   ASSERT_EQ(apply.exit_code, 0) << show(apply);

@@ -22,7 +22,8 @@ class ChildProcess {
  public:
   ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file) : stderr_file_(stderr_file) {
     int in[2], out[2];
-    if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    // Close-on-exec, so that a second child does not hold this one's stdin open (dup2 clears it on 0 and 1).
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in[0], 0);

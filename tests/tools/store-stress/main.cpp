@@ -8,6 +8,11 @@
 //   --pause-in-object K     half of object K written to its temp file, then "PAUSED\n" on stdout
 //   --pause-after-commit K  object K published and indexed, its row not yet, then "COMMITTED <digest>\n"
 // The test SIGKILLs it there; no sleeps are involved on either side.
+//
+// store-stress ROOT --prune KEEP [--pause-after planned|rows|views]
+//
+// Prunes the store at ROOT to the newest KEEP versions (cache::prune_store), stopping after
+// the named step with "PRUNE <step>\n" on stdout until stdin closes (the kill points of a prune).
 #include <unistd.h>
 
 #include <cstdint>
@@ -21,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "cache/prune.hpp"
 #include "cache/store.hpp"
 
 namespace {
@@ -57,7 +63,8 @@ int main(int argc, char** argv) {
   }
   std::string root = argv[1];
   std::string worker = "0";
-  int shared = 0, unique = 0, pause_in = -1, pause_after = -1;
+  int shared = 0, unique = 0, pause_in = -1, pause_after = -1, prune = 0;
+  std::string prune_pause;
   std::size_t size = 2048;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
@@ -67,12 +74,27 @@ int main(int argc, char** argv) {
     else if (flag == "--size") size = std::stoul(value);
     else if (flag == "--pause-in-object") pause_in = std::stoi(value);
     else if (flag == "--pause-after-commit") pause_after = std::stoi(value);
+    else if (flag == "--prune") prune = std::stoi(value);
+    else if (flag == "--pause-after") prune_pause = value;
     else {
       std::cerr << "store-stress: unknown flag " << flag << "\n";
       return 2;
     }
   }
   try {
+    if (prune > 0) {
+      Store store = Store::open(root, Store::Access::read_write, Store::TempSweep::none);
+      podplane::cache::PrunePolicy policy;
+      policy.keep = static_cast<std::size_t>(prune);
+      const char* names[] = {"planned", "rows", "views"};
+      auto report = podplane::cache::prune_store(store, policy, [&](podplane::cache::PruneStep step) {
+        if (prune_pause != names[static_cast<int>(step)]) return;
+        std::cout << "PRUNE " << prune_pause << std::endl;
+        wait_for_stdin_to_close();
+      });
+      std::cout << "PRUNED " << report.plan.removed_items() << std::endl;
+      return 0;
+    }
     Store store = Store::open(root);
     int sequence = 0;
     auto ingest = [&](const std::string& address, int index) {

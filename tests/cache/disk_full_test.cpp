@@ -1,0 +1,152 @@
+// A full disk: commands that write fail with the error named ("No space left on device"),
+// remove their temp files and leave the store as it was. The store lives on a small tmpfs
+// the test mounts (and unmounts), filled up by a file beside it.
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/layout.hpp"
+#include "cache/maintenance.hpp"
+#include "cache/store.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace podplane::cache {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+using ::testing::HasSubstr;
+
+fs::path stress_binary() { return test::build_dir() / "tests/tools/store-stress/store-stress"; }
+
+// A tmpfs of `size` bytes at dir/disk for the test's life.
+class SmallDisk {
+ public:
+  SmallDisk(const fs::path& where, const std::string& size) : path_(where) {
+    fs::create_directories(path_);
+    std::string options = "size=" + size + ",mode=0755";
+    mounted_ = ::mount("tmpfs", path_.c_str(), "tmpfs", 0, options.c_str()) == 0;
+    error_ = mounted_ ? "" : std::strerror(errno);
+  }
+  ~SmallDisk() {
+    if (mounted_) (void)::umount2(path_.c_str(), MNT_DETACH);
+  }
+  SmallDisk(const SmallDisk&) = delete;
+  SmallDisk& operator=(const SmallDisk&) = delete;
+  bool mounted() const { return mounted_; }
+  const std::string& error() const { return error_; }
+  const fs::path& path() const { return path_; }
+
+  // Writes a filler file until the disk is full, then frees `spare` bytes of it.
+  void fill_leaving(std::size_t spare) {
+    const fs::path filler = path_ / "filler";
+    int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    std::string block(4096, 'x');
+    std::size_t written = 0;
+    for (;;) {
+      ssize_t n = ::write(fd, block.data(), block.size());
+      if (n <= 0) break;
+      written += static_cast<std::size_t>(n);
+    }
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(written > spare ? written - spare : 0)), 0);
+    ::close(fd);
+  }
+
+ private:
+  fs::path path_;
+  bool mounted_ = false;
+  std::string error_;
+};
+
+std::set<std::string> rows_of(const fs::path& root) {
+  Store store = Store::open(root, Store::Access::read_only);
+  std::set<std::string> rows;
+  for (const auto& a : store.artifacts()) rows.insert(a.address + " " + a.version + " " + a.digest);
+  return rows;
+}
+
+std::vector<fs::path> temp_files(const fs::path& root) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(layout::temp_dir(root), ec), end; !ec && it != end; it.increment(ec)) files.push_back(it->path());
+  return files;
+}
+
+class DiskFull : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(stress_binary())) << "build the store-stress helper first: " << stress_binary();
+    disk_.emplace(dir_ / "disk", "3m");
+    if (!disk_->mounted()) GTEST_SKIP() << "mounting a tmpfs needs root (CAP_SYS_ADMIN): " << disk_->error();
+    root_ = disk_->path() / "deps";
+    auto filled = test::run({stress_binary().string(), root_.string(), "--worker", "a", "--unique", "4", "--size", "1000"});
+    ASSERT_EQ(filled.exit_code, 0) << filled.err;
+    before_ = rows_of(root_);
+  }
+  void TearDown() override { disk_.reset(); }
+
+  void expect_store_as_it_was() {
+    EXPECT_EQ(rows_of(root_), before_);
+    EXPECT_TRUE(temp_files(root_).empty());
+    Store store = Store::open(root_, Store::Access::read_only);
+    auto verify = verify_store(store);
+    EXPECT_TRUE(verify.ok()) << to_json(verify).dump(2);
+  }
+
+  TempDir dir_;
+  std::optional<SmallDisk> disk_;
+  fs::path root_;
+  std::set<std::string> before_;
+};
+
+TEST_F(DiskFull, AnObjectThatDoesNotFitFailsNamingTheFullDiskAndLeavesNoTempFile) {
+  disk_->fill_leaving(64 * 1024);
+  auto ingest = test::run({stress_binary().string(), root_.string(), "--worker", "b", "--unique", "1", "--size", "400000"});
+  EXPECT_EQ(ingest.exit_code, 1) << ingest.out;
+  EXPECT_THAT(ingest.err, HasSubstr("No space left on device"));
+  expect_store_as_it_was();
+}
+
+TEST_F(DiskFull, ABundleImportThatDoesNotFitFailsAndLeavesTheStoreAsItWas) {
+  // The bundle comes from a store on the ordinary disk, with more bytes than the small one has.
+  const fs::path online = dir_ / "online";
+  auto filled = test::run({stress_binary().string(), online.string(), "--worker", "big", "--unique", "6", "--size", "300000"});
+  ASSERT_EQ(filled.exit_code, 0) << filled.err;
+  auto created = test::run_podplane({"bundle", "create", (dir_ / "big.bundle").string()}, test::with_deps_root(online));
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  disk_->fill_leaving(256 * 1024);
+  auto imported = test::run_podplane({"bundle", "import", (dir_ / "big.bundle").string(), "--allow-unsigned"},
+                                     test::with_deps_root(root_));
+  EXPECT_EQ(imported.exit_code, 1) << imported.out;
+  EXPECT_THAT(imported.err + imported.out, HasSubstr("No space left on device"));
+  expect_store_as_it_was();
+}
+
+TEST_F(DiskFull, PruneAndGcOnAFullDiskFinishOrFailCleanly) {
+  disk_->fill_leaving(0);
+  auto prune = test::run_podplane({"deps", "prune", "--keep", "1"}, test::with_deps_root(root_));
+  // Deleting needs a little room for the index's log: either it fits, or the error says why.
+  if (prune.exit_code != 0) {
+    EXPECT_THAT(prune.err, HasSubstr("full"));
+    expect_store_as_it_was();
+  }
+  fs::remove(disk_->path() / "filler");
+  auto again = test::run_podplane({"deps", "prune", "--keep", "1"}, test::with_deps_root(root_));
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  Store store = Store::open(root_, Store::Access::read_only);
+  EXPECT_TRUE(verify_store(store).ok());
+}
+
+}  // namespace
+}  // namespace podplane::cache
