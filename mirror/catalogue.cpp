@@ -1,6 +1,7 @@
 #include "mirror/catalogue.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -379,13 +380,63 @@ CatalogueSection signers_section(const CatalogueSource& source, Catalogue&) {
   return section;
 }
 
-// The sections in page order. Images and seeds (migration 004) get one function each here:
-// `CatalogueSection images_section(const CatalogueSource&, Catalogue&)` that also sets
-// catalogue.has_images, so that the containerd snippet stops saying it needs images.
+// One row per image and tag: its index, or its manifest when no index of that tag is stored,
+// with the key fingerprints of its verified cosign signature, or "unsigned" (docs/images.md).
+CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalogue) {
+  CatalogueSection section;
+  section.id = "images";
+  section.title = "Container images";
+  section.summary = "The images mirror serve answers under /v2/mirror/<registry>/<repository>, per tag, and who signed them.";
+  section.empty = "No container images are stored.";
+  section.columns = {"Image", "Tag", "Digest", "Platforms", "Signature"};
+  std::set<std::pair<std::string, std::string>> indexed;  // (address, tag) with an index row
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> platforms;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> signers;  // (address, .sig tag) → keys
+  for (const auto& a : source.artifacts) {
+    if (a.kind == cache::ArtifactKind::image_index) indexed.insert({a.address, a.version});
+    if (a.kind == cache::ArtifactKind::image_manifest) platforms[{a.address, a.version}].push_back(a.platform);
+    if (a.kind != cache::ArtifactKind::image_attachment) continue;
+    auto& keys = signers[{a.address, a.version}];
+    if (auto it = source.provenance.find(a.id); it != source.provenance.end())
+      for (const auto& p : it->second)
+        if (!p.key_fingerprint.empty() && std::find(keys.begin(), keys.end(), p.key_fingerprint) == keys.end())
+          keys.push_back(p.key_fingerprint);
+  }
+  std::vector<const cache::Artifact*> tops;
+  for (const auto& a : source.artifacts)
+    if (a.kind == cache::ArtifactKind::image_index ||
+        (a.kind == cache::ArtifactKind::image_manifest && !indexed.count({a.address, a.version})))
+      tops.push_back(&a);
+  std::sort(tops.begin(), tops.end(), [](const cache::Artifact* a, const cache::Artifact* b) {
+    return std::tie(a->address, a->version, a->platform) < std::tie(b->address, b->version, b->platform);
+  });
+  for (const auto* top : tops) {
+    auto keys = signers[{top->address, "sha256-" + top->filename.substr(7) + ".sig"}];
+    auto listed = top->kind == cache::ArtifactKind::image_index ? platforms[{top->address, top->version}]
+                                                                : std::vector<std::string>{top->platform};
+    std::string platform_text;
+    for (const auto& p : listed) platform_text += (platform_text.empty() ? "" : " ") + p;
+    auto signature = keys.empty() ? status("unsigned", Tone::warning)
+                                  : hash(keys.front(), std::vector<std::string>(keys.begin() + 1, keys.end()));
+    if (!keys.empty()) signature.tone = Tone::good;
+    add_row(section, {code(top->address), code(top->version), hash(top->filename), code(platform_text), signature});
+    section.data.push_back({{"image", top->address},
+                            {"tag", top->version},
+                            {"digest", top->filename},
+                            {"platforms", listed},
+                            {"signed", !keys.empty()},
+                            {"signed_by", keys},
+                            {"added_at", top->added_at}});
+  }
+  catalogue.has_images = !tops.empty();
+  return section;
+}
+
+// The sections in page order.
 using SectionBuilder = CatalogueSection (*)(const CatalogueSource&, Catalogue&);
 constexpr SectionBuilder kSections[] = {
     providers_section, modules_section, vmconfig_manifests_section, vmconfig_artifacts_section,
-    bundles_section,   signers_section,
+    images_section,    bundles_section, signers_section,
 };
 
 }  // namespace
@@ -437,7 +488,7 @@ CatalogueSource gather_catalogue_source(const cache::Store& store, const MirrorS
   source.primary_host = site.primary_host();
   source.artifacts = store.artifacts();
   for (const auto& artifact : source.artifacts) {
-    if (artifact.kind == cache::ArtifactKind::provider_package) {
+    if (artifact.kind == cache::ArtifactKind::provider_package || artifact.kind == cache::ArtifactKind::image_attachment) {
       auto checks = store.provenance_of(artifact.id);
       if (!checks.empty()) source.provenance[artifact.id] = std::move(checks);
     }

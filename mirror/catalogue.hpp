@@ -31,7 +31,7 @@ std::string html_escape(std::string_view text);
 struct CatalogueSource {
   std::string primary_host;                                         // what /.well-known answers for
   std::vector<cache::Artifact> artifacts;                           // every kind
-  std::map<std::int64_t, std::vector<cache::Provenance>> provenance;  // provider packages, by artifact id
+  std::map<std::int64_t, std::vector<cache::Provenance>> provenance;  // provider packages, image signatures, by artifact id
   std::map<std::string, std::vector<KeyIdentity>> keys;             // keys document digest → its keys
   std::vector<cache::ModuleTree> modules;                           // files may be left empty
   std::map<std::int64_t, std::size_t> module_file_counts;           // tree id → number of files
@@ -87,7 +87,7 @@ struct Catalogue {
   std::vector<std::string> vmconfig_arches;  // arches with a stored vmconfig manifest, sorted
   // Per arch: vmconfig artifacts whose path another arch's bytes hold (served from upstream only).
   std::map<std::string, std::size_t> arch_shared_paths;
-  bool has_images = false;  // set by the images section once it exists (containerd snippet)
+  bool has_images = false;  // set by the images section when images are stored (containerd snippet)
   std::vector<CatalogueSection> sections;
 
   const CatalogueSection* section(std::string_view id) const;
