@@ -41,11 +41,13 @@ CosignKey CosignKey::load(const fs::path& file) {
     (void)openssl::last_error();
     throw Error("the cosign public key " + file.string() + " is not an ECDSA P-256 key (cosign generate-key-pair makes one)");
   }
-  unsigned char* der = nullptr;
-  int length = i2d_PUBKEY(key.get(), &der);
+  // The DER SubjectPublicKeyInfo, written into our own buffer (nothing for us to free).
+  int length = i2d_PUBKEY(key.get(), nullptr);
   if (length <= 0) throw Error("cannot encode the cosign public key " + file.string() + ": " + openssl::last_error());
-  std::string spki(reinterpret_cast<const char*>(der), static_cast<std::size_t>(length));
-  OPENSSL_free(der);
+  std::string spki(static_cast<std::size_t>(length), '\0');
+  auto* out = reinterpret_cast<unsigned char*>(spki.data());
+  if (i2d_PUBKEY(key.get(), &out) != length)
+    throw Error("cannot encode the cosign public key " + file.string() + ": " + openssl::last_error());
   CosignKey loaded;
   loaded.key_ = std::make_shared<Handle>(Handle{std::move(key)});
   loaded.fingerprint_ = "sha256:" + sha256_hex(spki);
