@@ -50,9 +50,10 @@ int kind_rank(cache::ArtifactKind kind) {
     // Images top down, so that a volume holding an image's blobs usually holds its manifests.
     case cache::ArtifactKind::image_index: return 8;
     case cache::ArtifactKind::image_manifest: return 9;
-    case cache::ArtifactKind::image_blob: return 10;
+    case cache::ArtifactKind::image_attachment: return 10;  // a signature, then its payloads
+    case cache::ArtifactKind::image_blob: return 11;
   }
-  return 11;
+  return 12;
 }
 
 std::uint64_t statvfs_free(const fs::path& dir) {

@@ -26,6 +26,7 @@
 #include "bundle/create.hpp"
 #include "bundle/manifest.hpp"
 #include "bundle/signing.hpp"
+#include "cache/cosign_policy.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/row_rules.hpp"
@@ -459,6 +460,7 @@ ImportReport verify_bundle(const std::vector<fs::path>& files, const VerifyOptio
 ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& files, const VerifyOptions& options) {
   if (store.read_only()) throw Error("cannot import into the read-only store at " + store.root().string());
   std::vector<PublicKey> trusted = load_trusted(options);
+  const auto cosign_policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);
   ImportReport report;
   std::vector<ImportedManifest> manifests;
   const std::string identity = store.identity();
@@ -550,6 +552,13 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
             p.artifact_id = id;
             store.add_provenance(p);
           }
+        }
+        if (cosign_policy.requires_signatures()) {
+          // Checked against the rows as this transaction left them: a failure rolls them back.
+          std::vector<cache::Artifact> rows;
+          for (const auto& travelling : manifest->artifacts)
+            if (have(travelling.artifact.digest)) rows.push_back(travelling.artifact);
+          cache::verify_stored_image_signatures(store, rows, cosign_policy);
         }
         for (const auto& tree : manifest->module_trees) {
           if (!std::all_of(tree.files.begin(), tree.files.end(), [&](const auto& f) { return have(f.digest); })) continue;
@@ -644,6 +653,7 @@ ImportReport import_bundle(const fs::path& deps_root, const std::vector<fs::path
     return import_bundle(store, files, options);
   }
   std::vector<PublicKey> trusted = load_trusted(options);
+  (void)cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);  // a bad key or policy stops it before a store exists
   ImportReport preflight;
   bool any = false;
   for (const auto& file : files) {

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <functional>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ struct VerifyOptions {
   Downgrades downgrades = Downgrades::refuse;
   ExpiredBundles expired = ExpiredBundles::refuse;
   std::function<std::time_t()> now;  // seam for tests (default: the clock)
+  // import --cosign-key: every image a volume indexes must carry a stored cosign signature by
+  // one of these keys (or of those the policy names for it: cache/cosign_policy.hpp), or none
+  // of that volume's rows is recorded.
+  std::vector<std::filesystem::path> cosign_keys;
+  std::optional<std::filesystem::path> cosign_policy;  // import --cosign-policy: keys per registry/repository
 };
 
 struct VolumeReport {

@@ -134,6 +134,16 @@ std::optional<std::string> image_digest_problem(std::string_view digest) {
   return std::nullopt;
 }
 
+std::optional<std::string> image_attachment_tag(std::string_view tag) {
+  constexpr std::string_view prefix = "sha256-", suffix = ".sig";
+  if (tag.size() != prefix.size() + 64 + suffix.size() || tag.substr(0, prefix.size()) != prefix ||
+      tag.substr(prefix.size() + 64) != suffix || !is_sha256_hex(tag.substr(prefix.size(), 64)))
+    return std::nullopt;
+  return "sha256:" + std::string(tag.substr(prefix.size(), 64));
+}
+
+std::string image_signature_tag(std::string_view digest) { return "sha256-" + std::string(digest.substr(7)) + ".sig"; }
+
 std::optional<std::string> image_platform_problem(std::string_view platform) {
   static const std::regex re(R"(^[a-z0-9]+_[a-z0-9]+(_[a-z0-9]+)?$)");
   if (!std::regex_match(std::string(platform), re))
@@ -249,7 +259,8 @@ void check_artifact_layout(const Artifact& a) {
     }
     case ArtifactKind::image_index:
     case ArtifactKind::image_manifest:
-    case ArtifactKind::image_blob: {
+    case ArtifactKind::image_blob:
+    case ArtifactKind::image_attachment: {
       if (auto problem = image_address_problem(a.address)) refuse(row, "address: " + *problem);
       // The OCI digest is the object's own: what we serve under a digest is what it names.
       if (a.filename != "sha256:" + a.digest)
@@ -262,6 +273,10 @@ void check_artifact_layout(const Artifact& a) {
         refuse(row, "version '" + a.version + "' is neither an OCI tag nor a sha256: digest");
       }
       if (a.kind == ArtifactKind::image_index && !a.platform.empty()) refuse(row, "an image index has no platform");
+      if (a.kind == ArtifactKind::image_attachment) {
+        if (!image_attachment_tag(a.version)) refuse(row, "version '" + a.version + "' is not an attachment tag sha256-<64 hex>.sig");
+        if (!a.platform.empty()) refuse(row, "an image attachment has no platform");
+      }
       if (a.kind == ArtifactKind::image_manifest || !a.platform.empty()) {
         if (auto problem = image_platform_problem(a.platform)) refuse(row, *problem);
       }

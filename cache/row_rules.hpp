@@ -32,6 +32,12 @@ std::optional<std::string> provider_address_problem(std::string_view address);
 std::optional<std::string> image_address_problem(std::string_view address);
 std::optional<std::string> image_tag_problem(std::string_view tag);
 std::optional<std::string> image_digest_problem(std::string_view digest);
+// The tag cosign gives the signature of the image manifest or index `digest` ("sha256:<hex>"):
+// sha256-<hex>.sig, in the image's own repository.
+std::string image_signature_tag(std::string_view digest);
+// The digest ("sha256:<hex>") an attachment tag (sha256-<hex>.sig) belongs to, or nullopt when
+// `tag` is not one.
+std::optional<std::string> image_attachment_tag(std::string_view tag);
 // os_arch or os_arch_variant, lower-case letters and digits (linux_amd64, linux_arm_v7).
 std::optional<std::string> image_platform_problem(std::string_view platform);
 

@@ -150,6 +150,7 @@ std::string_view to_string(ArtifactKind kind) {
     case ArtifactKind::image_index: return "image_index";
     case ArtifactKind::image_manifest: return "image_manifest";
     case ArtifactKind::image_blob: return "image_blob";
+    case ArtifactKind::image_attachment: return "image_attachment";
     case ArtifactKind::seed_manifest: return "seed_manifest";
     case ArtifactKind::seed_snapshot: return "seed_snapshot";
   }
@@ -161,12 +162,13 @@ ArtifactKind parse_artifact_kind(std::string_view text) {
                     ArtifactKind::provider_keys, ArtifactKind::vmconfig_manifest, ArtifactKind::vmconfig_artifact,
                     ArtifactKind::vmconfig_boot_file,
                     ArtifactKind::image_index, ArtifactKind::image_manifest, ArtifactKind::image_blob,
+                    ArtifactKind::image_attachment,
                     ArtifactKind::seed_manifest, ArtifactKind::seed_snapshot}) {
     if (to_string(kind) == text) return kind;
   }
   throw Error("unknown artifact kind '" + std::string(text) +
               "' (expected provider_package, provider_shasums, provider_signature, provider_keys, "
-              "vmconfig_manifest, vmconfig_artifact, vmconfig_boot_file, image_index, image_manifest, image_blob, seed_manifest or "
+              "vmconfig_manifest, vmconfig_artifact, vmconfig_boot_file, image_index, image_manifest, image_blob, image_attachment, seed_manifest or "
               "seed_snapshot)");
 }
 

@@ -40,6 +40,11 @@ enum class ArtifactKind {
   image_index,         // an image index / manifest list; version = the tag it was fetched under
   image_manifest,      // one platform's image manifest; version = tag (or index digest), platform = os_arch[_variant]
   image_blob,          // a config or layer; version = the digest of the image manifest that lists it
+  // A manifest that travels with an image and is served beside it at its tag: a cosign
+  // signature at sha256-<hex of the image's top digest>.sig (docs/images.md "Signed images").
+  // version = that tag, platform '', filename = its OCI digest; its config and layers are
+  // image_blob rows whose version is this manifest's digest (platform '').
+  image_attachment,
   // Netsy seeds (podplane.md §2.2, §6).
   seed_manifest,       // seeds.json as fetched; address "seeds", version = its sha256[:12]
   seed_snapshot,       // <name>.netsy; address = seed name, upstream_digest = "sha512:…"

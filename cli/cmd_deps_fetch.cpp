@@ -40,6 +40,8 @@ struct DownloadArgs {
   bool skip_seeds = false;
   int jobs = 8;
   std::string authfile;
+  std::vector<std::string> cosign_keys;
+  std::string cosign_policy;
 };
 
 mirror::Progress progress_of(const GlobalOptions& global) {
@@ -76,6 +78,8 @@ mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const Glo
   options.download.progress = progress_of(global);
   options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
   if (!args.authfile.empty()) options.registry_auth.authfile = args.authfile;
+  options.cosign_keys.assign(args.cosign_keys.begin(), args.cosign_keys.end());
+  if (!args.cosign_policy.empty()) options.cosign_policy = args.cosign_policy;
   return options;
 }
 
@@ -157,6 +161,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   download->add_flag("--skip-seeds", download_args->skip_seeds, "Skip the seeds manifest and snapshots");
   download->add_option("--jobs", download_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   add_authfile_option(*download, download_args->authfile);
+  add_cosign_options(*download, download_args->cosign_keys, download_args->cosign_policy);
   download->callback([download_args, &global] {
     auto options = download_options(*download_args, global);
     if (options.providers.empty()) std::tie(options.providers, options.providers_reason) = default_providers(*download_args);
@@ -169,6 +174,8 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     std::vector<std::string> archs;
     int jobs = 8;
     std::string authfile;
+    std::vector<std::string> cosign_keys;
+    std::string cosign_policy;
   };
   auto images_args = std::make_shared<ImagesArgs>();
   auto* images = deps.add_subcommand("images", "Fetch the container images of a list (application images) into the store");
@@ -179,6 +186,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
                      "Platforms of a multi-arch image: amd64,arm64, all, or os/arch[/variant] (default: $PODPLANE_ARCH or this machine)");
   images->add_option("--jobs", images_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   add_authfile_option(*images, images_args->authfile);
+  add_cosign_options(*images, images_args->cosign_keys, images_args->cosign_policy);
   images->callback([images_args, &global] {
     mirror::DepsImagesOptions options;
     options.list_file = images_args->list_file;
@@ -190,6 +198,8 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     options.download.progress = progress_of(global);
     options.download.http = mirror::HttpOptions::from_environment();
     if (!images_args->authfile.empty()) options.registry_auth.authfile = images_args->authfile;
+    options.cosign_keys.assign(images_args->cosign_keys.begin(), images_args->cosign_keys.end());
+    if (!images_args->cosign_policy.empty()) options.cosign_policy = images_args->cosign_policy;
     auto store = cache::Store::open(cache::default_deps_root());
     mirror::deps_images(store, options, std::cout, std::cerr);
   });

@@ -72,4 +72,20 @@ inline CLI::Option* add_authfile_option(CLI::App& command, std::string& file) {
       ->check(CLI::ExistingFile);
 }
 
+// --cosign-key FILE (repeatable) or --cosign-policy FILE, where images are fetched or imported:
+// every image must carry a cosign signature that one of its keys verifies (docs/images.md
+// "Signed images").
+inline void add_cosign_options(CLI::App& command, std::vector<std::string>& keys, std::string& policy) {
+  auto* key = command
+                  .add_option("--cosign-key", keys,
+                              "Require every image to carry a cosign signature by this public key (PEM, ECDSA P-256, as "
+                              "cosign.pub); repeatable: any one of the keys will do")
+                  ->check(CLI::ExistingFile);
+  command
+      .add_option("--cosign-policy", policy,
+                  "Which cosign keys each registry or repository needs (JSON; docs/images.md \"Signing policy\")")
+      ->check(CLI::ExistingFile)
+      ->excludes(key);
+}
+
 }  // namespace podplane::cli

@@ -1,6 +1,7 @@
 #include "mirror/catalogue.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -325,26 +326,61 @@ CatalogueSection vmconfig_artifacts_section(const CatalogueSource& source, Catal
 }
 
 // Container images: one row per stored index and manifest, linked to where /v2/ serves it.
+// The fingerprints of the keys whose cosign signature was verified for each signed image, by
+// (address, the top digest the signature names): a signature is the `.sig` attachment at tag
+// sha256-<hex> beside the image (docs/images.md), and its provenance holds the key.
+std::map<std::pair<std::string, std::string>, std::vector<std::string>> cosign_signers(const CatalogueSource& source) {
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> signers;
+  constexpr std::string_view prefix = "sha256-", suffix = ".sig";
+  for (const auto& a : source.artifacts) {
+    if (a.kind != cache::ArtifactKind::image_attachment) continue;
+    const auto& tag = a.version;
+    if (tag.size() <= prefix.size() + suffix.size() || tag.compare(0, prefix.size(), prefix) != 0 ||
+        tag.compare(tag.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    auto& keys = signers[{a.address, "sha256:" + tag.substr(prefix.size(), tag.size() - prefix.size() - suffix.size())}];
+    if (auto it = source.provenance.find(a.id); it != source.provenance.end())
+      for (const auto& p : it->second)
+        if (!p.key_fingerprint.empty() && std::find(keys.begin(), keys.end(), p.key_fingerprint) == keys.end())
+          keys.push_back(p.key_fingerprint);
+  }
+  return signers;
+}
+
+// Every stored image index and platform manifest, each linked where the site serves it, with
+// the keys that signed its tag's top manifest (the index, or the manifest stored without one),
+// or "unsigned". Also sets catalogue.has_images once one is served (the containerd snippet).
 CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalogue) {
   CatalogueSection section;
   section.id = "images";
   section.title = "Container images";
   section.summary = "Every stored image index and platform manifest, as containerd and skopeo pull them from "
-                    "<mirror>/v2/mirror/<registry>/<repository>.";
+                    "<mirror>/v2/mirror/<registry>/<repository>, and who signed them.";
   section.empty = "No container images are stored (podplane deps images, or deps download for the pinned ones).";
-  section.columns = {"Image", "Tag", "Platform", "Digest", "Size", "Served"};
+  section.columns = {"Image", "Tag", "Platform", "Digest", "Size", "Served", "Signature"};
   auto rows = artifacts_newest_first(source, cache::ArtifactKind::image_index);
   auto manifests = artifacts_newest_first(source, cache::ArtifactKind::image_manifest);
   rows.insert(rows.end(), manifests.begin(), manifests.end());
+  std::map<std::pair<std::string, std::string>, std::string> index_of_tag;  // (address, tag) → index digest
+  for (const auto& a : source.artifacts)
+    if (a.kind == cache::ArtifactKind::image_index) index_of_tag[{a.address, a.version}] = a.filename;
+  auto signers = cosign_signers(source);
   for (const auto* image : rows) {
     std::string repository = mirror_repository(image->address);
     std::string path = served_at(source, std::string(site_paths::registry_api) + repository + "/manifests/" + image->filename,
                                  image->digest);
     if (!path.empty()) catalogue.has_images = true;
     std::string platform = image->kind == cache::ArtifactKind::image_index ? "index" : image->platform;
+    auto index = index_of_tag.find({image->address, image->version});
+    std::string top = index != index_of_tag.end() ? index->second : image->filename;
+    std::vector<std::string> keys;
+    if (auto it = signers.find({image->address, top}); it != signers.end()) keys = it->second;
+    auto signature = keys.empty() ? status("unsigned", Tone::warning)
+                                  : hash(keys.front(), std::vector<std::string>(keys.begin() + 1, keys.end()));
+    if (!keys.empty()) signature.tone = Tone::good;
     add_row(section, {code(image->address), code(image->version), code(platform), hash(image->filename),
                       text(human_bytes(static_cast<std::uint64_t>(image->size))),
-                      status(path.empty() ? "no" : "yes", path.empty() ? Tone::warning : Tone::good)});
+                      status(path.empty() ? "no" : "yes", path.empty() ? Tone::warning : Tone::good), signature});
     if (!path.empty()) section.rows.back().cells[3].href = path;
     section.data.push_back({{"image", image->address},
                             {"mirror_repository", repository},
@@ -354,7 +390,9 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
                             {"size", image->size},
                             {"added_at", image->added_at},
                             {"upstream_url", image->upstream_url},
-                            {"path", path}});
+                            {"path", path},
+                            {"signed", !keys.empty()},
+                            {"signed_by", keys}});
   }
   return section;
 }
@@ -518,7 +556,7 @@ CatalogueSource gather_catalogue_source(const cache::Store& store, const MirrorS
   source.primary_host = site.primary_host();
   source.artifacts = store.artifacts();
   for (const auto& artifact : source.artifacts) {
-    if (artifact.kind == cache::ArtifactKind::provider_package) {
+    if (artifact.kind == cache::ArtifactKind::provider_package || artifact.kind == cache::ArtifactKind::image_attachment) {
       auto checks = store.provenance_of(artifact.id);
       if (!checks.empty()) source.provenance[artifact.id] = std::move(checks);
     }

@@ -186,6 +186,8 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   bool quiet = options.download.progress == Progress::quiet;
   out << "Providers: " << (options.providers.empty() ? std::string("none (only the items every provider needs)") : join_list(options.providers))
       << (options.providers_reason.empty() ? "" : " (" + options.providers_reason + ")") << "\n";
+  // A bad key or policy stops the run before it begins.
+  auto cosign_policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);
 
   // Everything is fetched and checked first; rows are indexed together at the end.
   std::vector<cache::Artifact> rows;
@@ -319,7 +321,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     std::vector<ImageRequest> missing_images;
     for (auto& request : vmconfig_image_requests(manifest.document, manifest.name)) {
       std::string key = request.reference.address() + " " + request.pinned_manifest;
-      if (!images_seen.insert(key).second || image_stored(store, request)) continue;
+      if (!images_seen.insert(key).second || image_stored(store, request, cosign_policy)) continue;
       missing_images.push_back(request);
       image_requests.push_back(std::move(request));
     }
@@ -410,6 +412,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   std::optional<ImageFetcher> images;
   if (!dry_run && !image_requests.empty())
     images.emplace(store, image_requests, options.download, RegistryCredentials::load(options.registry_auth));
+  if (images) images->require_signatures(cosign_policy);
 
   if (!dry_run) {
     // One run for everything: the artifacts, the seed snapshots and the images' manifests and
@@ -566,8 +569,10 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
     seeds_fetched = fetched.fetched;
   }
   std::size_t images_fetched = 0;
+  std::vector<ImageSignatureRecord> image_signatures;
   if (images) {
     auto fetched = images->finish(log);
+    image_signatures = std::move(fetched.signatures);
     failures.insert(failures.end(), fetched.failures.begin(), fetched.failures.end());
     rows.insert(rows.end(), fetched.rows.begin(), fetched.rows.end());
     fetched_bytes += fetched.bytes;
@@ -580,6 +585,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   }
   store.in_transaction([&] {
     for (const auto& row : rows) (void)store.add_artifact(row);
+    record_image_signatures(store, image_signatures);
     store.audit("fetch", "deps download",
                 json{{"items", fetched_items + fetched_boot_files}, {"images", images_fetched}, {"seeds", seeds_fetched}, {"bytes", fetched_bytes}, {"archs", archs},
                      {"kinds", options.kinds}});

@@ -5,6 +5,8 @@
 // artifacts they list (provider-filtered), each verified against its sha256:/sha512: digest
 // before it is indexed. A run indexes all or nothing: any failed item leaves the index and
 // the views as they were. Progress goes to `log`; results to `out`. Errors are podplane::Error.
+#include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -34,6 +36,8 @@ struct DepsDownloadOptions {
   std::string base_url;                              // deps_base_url() when empty
   DownloadOptions download;
   RegistryAuthOptions registry_auth;                 // logins for the registries of the images
+  std::vector<std::filesystem::path> cosign_keys;    // --cosign-key: every image must be signed by one
+  std::optional<std::filesystem::path> cosign_policy;  // --cosign-policy: keys per registry/repository
 };
 
 // Fetches (or, in dry-run, lists) what is missing; then rebuilds the views.

@@ -157,7 +157,7 @@ std::vector<ImageRequest> parse_image_list(std::string_view text, const std::str
   return requests;
 }
 
-bool image_stored(const cache::Store& store, const ImageRequest& request) {
+bool image_stored(const cache::Store& store, const ImageRequest& request, const cache::CosignPolicy& cosign_policy) {
   if (request.pinned_manifest.empty()) return false;
   auto manifests = store.artifacts({.kind = cache::ArtifactKind::image_manifest, .address = request.reference.address()});
   bool found = false;
@@ -174,6 +174,14 @@ bool image_stored(const cache::Store& store, const ImageRequest& request) {
   if (blobs.empty()) return false;
   for (const auto& row : blobs)
     if (!store.has_object(row.digest)) return false;
+  if (const auto& cosign_keys = cosign_policy.keys_for(request.reference.address()); !cosign_keys.empty()) {
+    const std::string& top = request.pinned_index.empty() ? request.pinned_manifest : request.pinned_index;
+    try {
+      (void)cache::verify_stored_cosign_signature(store, request.reference.address(), top, cosign_keys);
+    } catch (const Error&) {
+      return false;  // fetched again, signature and all
+    }
+  }
   return true;
 }
 
@@ -213,6 +221,11 @@ struct ImageFetcher::Impl {
   std::size_t blobs_present = 0;
   std::vector<std::optional<FetchedManifest>> tops;  // by fetch_tops(), for each first request
   std::vector<std::string> top_errors;
+  // require_signatures(): the policy, and what fetch_tops() made of each first request's signature.
+  cache::CosignPolicy policy;
+  const std::vector<cache::CosignKey>& keys_for(std::size_t r) const { return policy.keys_for(requests[r].reference.address()); }
+  std::vector<std::optional<FetchedSignature>> signatures;
+  std::vector<std::string> signature_errors;
 
   // Reads a platform manifest (fetched for an index, or the image's own) and adds the blobs the
   // store lacks to `run`. Errors go to the manifest's `error`.
@@ -346,12 +359,14 @@ struct ImageFetcher::Impl {
 
 ImageFetcher::ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const DownloadOptions& options,
                            const RegistryCredentials& credentials)
-    : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0, {}, {}}) {
+    : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0, {}, {}, cache::CosignPolicy{}, {}, {}}) {
   for (std::size_t r = 0; r < impl_->requests.size(); ++r) impl_->pullers.emplace_back(options.http, credentials);
   impl_->images.resize(impl_->requests.size());
 }
 
 ImageFetcher::~ImageFetcher() = default;
+
+void ImageFetcher::require_signatures(cache::CosignPolicy policy) { impl_->policy = std::move(policy); }
 
 void ImageFetcher::resolve() {
   fetch_tops();
@@ -367,6 +382,8 @@ void ImageFetcher::fetch_tops() {
   impl.top_errors.assign(count, "");
   auto& tops = impl.tops;
   auto& errors = impl.top_errors;
+  impl.signatures.assign(count, std::nullopt);
+  impl.signature_errors.assign(count, "");
   auto top_reference = [&](std::size_t r) {
     // A pinned or given digest is fetched by digest: immutable, whatever the tag says today.
     const auto& request = impl.requests[r];
@@ -391,6 +408,13 @@ void ImageFetcher::fetch_tops() {
       } catch (const Error& error) {
         errors[r] = error.what();
       }
+      if (tops[r] && !impl.keys_for(r).empty()) {
+        try {
+          impl.signatures[r] = fetch_verified_signature(impl.pullers[r], impl.requests[r].reference, tops[r]->digest, impl.keys_for(r));
+        } catch (const Error& error) {
+          impl.signature_errors[r] = error.what();
+        }
+      }
     }
   };
   std::vector<std::thread> threads;
@@ -412,6 +436,8 @@ void ImageFetcher::resolve_tops() {
         throw Error(mismatch_message("the reference's digest is not the pinned index", request.pinned_index, image.digest));
       const std::size_t f = impl.first[r];
       if (!tops[f]) throw Error(errors[f]);
+      // Refused before anything of it is stored: resolve() stores a single-platform config.
+      if (!impl.keys_for(f).empty() && !impl.signatures[f]) throw Error(impl.signature_errors[f]);
       impl.resolve(r, *tops[f]);
     } catch (const Error& error) {
       impl.images[r].error = error.what();
@@ -453,6 +479,14 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
   std::set<std::string> top_digests;
   for (const auto& state : impl.images)
     if (state.top && top_digests.insert(state.top->digest).second) tops.push_back(state.top->bytes);
+  // The signatures of the images that were not refused: their manifests and payloads too.
+  for (std::size_t r = 0; r < impl.requests.size() && !impl.signatures.empty(); ++r) {
+    const auto& signature = impl.signatures[impl.first[r]];
+    if (!signature || !impl.images[r].error.empty() || !top_digests.insert(signature->manifest.digest).second) continue;
+    tops.push_back(signature->manifest.bytes);
+    for (const auto& [digest, bytes] : signature->bytes)
+      if (top_digests.insert(digest).second) tops.push_back(bytes);
+  }
   (void)impl.store.add_all_bytes(tops);
   // Rows and failures in the order of the requests and of each index, however the run went.
   for (std::size_t r = 0; r < impl.requests.size(); ++r) {
@@ -467,6 +501,12 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
       continue;
     }
     if (state.index_row) result.rows.push_back(*state.index_row);
+    if (!impl.signatures.empty() && impl.signatures[impl.first[r]]) {
+      const auto& signature = *impl.signatures[impl.first[r]];
+      auto rows = signature_rows(image, impl.puller(r), signature);
+      result.rows.insert(result.rows.end(), rows.begin(), rows.end());
+      result.signatures.push_back(signature_record(image, signature));
+    }
     for (const auto& wanted : state.wanted) {
       const auto& manifest = *wanted.manifest;
       result.rows.push_back(image_row(cache::ArtifactKind::image_manifest, image, state.version, wanted.platform.row(),
@@ -505,8 +545,10 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
 }
 
 ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests, const DownloadOptions& options,
-                        const RegistryCredentials& credentials, std::ostream& log) {
+                        const RegistryCredentials& credentials, std::ostream& log,
+                        const cache::CosignPolicy& cosign_policy) {
   ImageFetcher fetcher(store, requests, options, credentials);
+  fetcher.require_signatures(cosign_policy);
   fetcher.resolve();
   Downloader downloader(options);
   downloader.run(store, [&](DownloadRun& run) { fetcher.start(run); });
@@ -528,7 +570,8 @@ void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ost
       throw UsageError("unsupported arch \"" + arch + "\" (amd64, arm64, all, or an os/arch[/variant] platform)");
   auto requests = parse_image_list(text, options.list_file, image_platforms_of_archs(options.archs));
   if (requests.empty()) throw Error("the image list " + options.list_file + " names no image");
-  auto fetched = fetch_images(store, requests, options.download, RegistryCredentials::load(options.registry_auth), log);
+  auto policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);
+  auto fetched = fetch_images(store, requests, options.download, RegistryCredentials::load(options.registry_auth), log, policy);
   if (!fetched.failures.empty()) {
     std::string message = "deps images failed; nothing was indexed:";
     for (const auto& failure : fetched.failures) message += "\n" + failure;
@@ -536,11 +579,15 @@ void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ost
   }
   store.in_transaction([&] {
     for (const auto& row : fetched.rows) (void)store.add_artifact(row);
+    record_image_signatures(store, fetched.signatures);
     store.audit("fetch", "deps images",
-                nlohmann::json{{"images", requests.size()}, {"blobs", fetched.blobs_fetched}, {"bytes", fetched.bytes}});
+                nlohmann::json{{"images", requests.size()}, {"blobs", fetched.blobs_fetched}, {"bytes", fetched.bytes},
+                               {"signed", fetched.signatures.size()}});
   });
   out << "Stored " << requests.size() << " images: fetched " << fetched.blobs_fetched << " blobs (" << fetched.bytes
       << " bytes), " << fetched.blobs_present << " already stored.\n";
+  if (policy.requires_signatures())
+    out << "Verified the cosign signatures of " << fetched.signatures.size() << " images with the keys given.\n";
 }
 
 }  // namespace podplane::mirror

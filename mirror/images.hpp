@@ -8,15 +8,19 @@
 // the rest of its run, all or nothing. Errors are podplane::Error; per-image failures are
 // collected so that one bad image names itself and the others are still tried.
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "cache/cosign_policy.hpp"
 #include "cache/store.hpp"
 #include "mirror/download.hpp"
+#include "mirror/image_signatures.hpp"
 #include "mirror/oci_registry.hpp"
 
 namespace podplane::mirror {
@@ -35,6 +39,9 @@ struct ImageFetch {
   std::size_t blobs_fetched = 0;
   std::size_t blobs_present = 0;      // already in the store: not transferred
   std::uint64_t bytes = 0;
+  // The verified cosign signatures (their rows are among `rows`): record_image_signatures()
+  // adds their provenance once the rows are indexed.
+  std::vector<ImageSignatureRecord> signatures;
 };
 
 // "amd64" → "linux/amd64"; "all" → {} (every platform).
@@ -49,10 +56,11 @@ std::vector<std::string> image_platforms_of_archs(const std::vector<std::string>
                                                          const std::vector<std::string>& platforms);
 
 // `credentials` answer the registries' 401s (mirror/oci_auth.hpp); an image whose registry
-// wants a login that is not there fails with a message that says how to give one.
+// wants a login that is not there fails with a message that says how to give one. With
+// a `cosign_policy` that names keys, an image must carry a cosign signature by one of its keys.
 [[nodiscard]] ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests,
                                       const DownloadOptions& options, const RegistryCredentials& credentials,
-                                      std::ostream& log);
+                                      std::ostream& log, const cache::CosignPolicy& cosign_policy = cache::CosignPolicy{});
 
 // The images of a run, fetched through a DownloadRun that other items share (deps download):
 //   resolve()  every image's top manifest (index or manifest) at once, with the registry's auth
@@ -71,6 +79,10 @@ class ImageFetcher {
   ImageFetcher(const ImageFetcher&) = delete;
   ImageFetcher& operator=(const ImageFetcher&) = delete;
 
+  // Before fetch_tops(): each image's top manifest must carry a cosign signature that one of
+  // the keys `policy` gives its address verifies (mirror/image_signatures.hpp), checked before
+  // anything of it is stored or its blobs are fetched; the signature is stored and indexed with it.
+  void require_signatures(cache::CosignPolicy policy);
   void resolve();  // fetch_tops(), then resolve_tops()
   void fetch_tops();
   void resolve_tops();
@@ -82,14 +94,18 @@ class ImageFetcher {
   std::unique_ptr<Impl> impl_;
 };
 
-// Whether every row an image request needs is in the store with its object (no network).
-[[nodiscard]] bool image_stored(const cache::Store& store, const ImageRequest& request);
+// Whether every row an image request needs is in the store with its object (no network); where
+// `cosign_policy` names keys for it, also a stored signature of it that one of them verifies.
+[[nodiscard]] bool image_stored(const cache::Store& store, const ImageRequest& request,
+                                const cache::CosignPolicy& cosign_policy = cache::CosignPolicy{});
 
 struct DepsImagesOptions {
   std::string list_file;               // -f FILE ("-" is stdin)
   std::vector<std::string> archs;      // amd64, arm64, all
   DownloadOptions download;
   RegistryAuthOptions registry_auth;   // --authfile (else the standard auth files)
+  std::vector<std::filesystem::path> cosign_keys;  // --cosign-key: every image must be signed by one
+  std::optional<std::filesystem::path> cosign_policy;  // --cosign-policy: keys per registry/repository
 };
 
 // `podplane deps images -f images.txt`: fetches every listed image, indexes the rows in one

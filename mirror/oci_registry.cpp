@@ -158,4 +158,19 @@ FetchedManifest OciPuller::manifest(const ImageReference& image, const std::stri
   return fetched;
 }
 
+std::string OciPuller::small_blob(const ImageReference& image, const std::string& digest, std::int64_t size,
+                                  std::int64_t limit) {
+  std::string what = "the blob " + image.address() + "@" + digest;
+  if (size > limit) throw Error(what + " is larger than " + std::to_string(limit) + " bytes (" + std::to_string(size) + ")");
+  std::string url = blob_url(image, digest);
+  auto response = get(image, url, "*/*");
+  if (response.status != 200) throw Error("cannot fetch " + what + " (" + redact_url(url) + "): " + response.status_text());
+  if (static_cast<std::int64_t>(response.body.size()) != size)
+    throw Error(mismatch_message(what + " has another size than its descriptor says", std::to_string(size),
+                                 std::to_string(response.body.size())));
+  std::string got = "sha256:" + sha256_hex(response.body);
+  if (got != digest) throw Error(mismatch_message("digest mismatch for " + what, digest, got));
+  return std::move(response.body);
+}
+
 }  // namespace podplane::mirror

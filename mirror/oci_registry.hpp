@@ -6,6 +6,7 @@
 // one HttpClient (mirror/http.hpp: SSL_CERT_FILE, proxies, retry budget). Registries are
 // reached over https, except hosts listed in $PODPLANE_PLAIN_HTTP_REGISTRIES (host[:port],
 // comma-separated), as with `skopeo --tls-verify=false`. Not thread-safe. Errors: podplane::Error.
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -69,6 +70,11 @@ class OciPuller {
   // GET /v2/<repository>/manifests/<reference>. By digest: the bytes must hash to it. By tag:
   // the registry's Docker-Content-Digest, when given, must match the bytes.
   [[nodiscard]] FetchedManifest manifest(const ImageReference& image, const std::string& reference);
+  // GET /v2/<repository>/blobs/<digest> into memory, for the small blobs read before anything
+  // is stored (a signature's payloads): `size` is the descriptor's, at most `limit`; the bytes
+  // must have that size and hash to `digest`.
+  [[nodiscard]] std::string small_blob(const ImageReference& image, const std::string& digest, std::int64_t size,
+                                       std::int64_t limit);
   // Where a manifest is, for a download through the engine (with auth_headers and an Accept
   // of image_media::accept_all).
   std::string manifest_url(const ImageReference& image, const std::string& reference) const;

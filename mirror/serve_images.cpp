@@ -4,6 +4,7 @@
 //   /v2/mirror/<registry>/<repository>/manifests/sha256:… every stored index and manifest
 //   /v2/mirror/<registry>/<repository>/blobs/sha256:…     every stored config and layer
 //   /v2/mirror/<registry>/<repository>/tags/list
+//   /v2/mirror/<registry>/<repository>/manifests/sha256-<hex>.sig  the image's cosign signature
 // Only the rows of that repository answer under its name: a blob of another image, or any other
 // store object, is never reachable through it.
 #include <algorithm>
@@ -47,7 +48,10 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
     std::vector<cache::Artifact> indexes, manifests, blobs;
   };
   std::map<std::string, Rows> images;
-  for (auto kind : {cache::ArtifactKind::image_index, cache::ArtifactKind::image_manifest, cache::ArtifactKind::image_blob}) {
+  // A signature (image_attachment) is served as a manifest at its tag sha256-<hex>.sig, as
+  // cosign and containers/image look for it, with its payloads as blobs.
+  for (auto kind : {cache::ArtifactKind::image_index, cache::ArtifactKind::image_manifest, cache::ArtifactKind::image_attachment,
+                    cache::ArtifactKind::image_blob}) {
     for (auto& row : store.artifacts({.kind = kind})) {
       try {
         cache::check_artifact_layout(row);
@@ -57,8 +61,8 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
       }
       auto& rows = images[row.address];
       (kind == cache::ArtifactKind::image_index ? rows.indexes
-       : kind == cache::ArtifactKind::image_manifest ? rows.manifests
-                                                      : rows.blobs)
+       : kind == cache::ArtifactKind::image_blob ? rows.blobs
+                                                  : rows.manifests)
           .push_back(std::move(row));
     }
   }

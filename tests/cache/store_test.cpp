@@ -71,9 +71,10 @@ TEST(Store, OpenCreatesTheLayoutAndRecordsTheMigration) {
   sqlite3_stmt* stmt = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 5)
-      << "001_initial, 002_rollback_and_quarantine, 003_store_identity, 004_images_and_seeds and 005_provider_protocols, once each";
-  EXPECT_EQ(sqlite3_column_int(stmt, 1), 5);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 6)
+      << "001_initial, 002_rollback_and_quarantine, 003_store_identity, 004_images_and_seeds, 005_provider_protocols and "
+         "006_image_attachments, once each";
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), 6);
   sqlite3_finalize(stmt);
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
@@ -565,6 +566,36 @@ TEST(Store, ImageAndSeedRowsFollowTheirRules) {
   EXPECT_EQ(store.artifacts().size(), 3u);
   EXPECT_EQ(parse_artifact_kind("image_blob"), ArtifactKind::image_blob);
   EXPECT_EQ(parse_artifact_kind("seed_snapshot"), ArtifactKind::seed_snapshot);
+}
+
+// A cosign signature beside its image: at the tag sha256-<hex>.sig only, without a platform.
+TEST(Store, ImageAttachmentRowsSitAtTheirSignatureTag) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string digest = store.add_bytes("signature manifest bytes");
+  Artifact a;
+  a.kind = ArtifactKind::image_attachment;
+  a.address = "registry.k8s.io/pause";
+  a.version = image_signature_tag("sha256:" + std::string(64, 'c'));
+  a.filename = a.upstream_digest = "sha256:" + digest;
+  a.digest = digest;
+  a.size = 24;
+  a.trust = Trust::checksum;
+  EXPECT_EQ(a.version, "sha256-" + std::string(64, 'c') + ".sig");
+  EXPECT_EQ(image_attachment_tag(a.version), "sha256:" + std::string(64, 'c'));
+  Artifact tag = a;
+  tag.version = "3.10.2";
+  expect_rejected(store, tag, "not an attachment tag");
+  Artifact upper = a;
+  upper.version = "sha256-" + std::string(64, 'C') + ".sig";
+  expect_rejected(store, upper, "not an attachment tag");
+  Artifact platform = a;
+  platform.platform = "linux_amd64";
+  expect_rejected(store, platform, "has no platform");
+  EXPECT_TRUE(store.artifacts().empty());
+  EXPECT_GT(store.add_artifact(a), 0);
+  EXPECT_EQ(parse_artifact_kind("image_attachment"), ArtifactKind::image_attachment);
+  EXPECT_EQ(store.artifacts({.kind = ArtifactKind::image_attachment}).size(), 1u);
 }
 
 }  // namespace

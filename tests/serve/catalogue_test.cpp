@@ -214,6 +214,64 @@ TEST(CatalogueTest, ModelOrdersVersionsNewestFirstAndSaysWhatIsServed) {
   EXPECT_EQ(data["bundles"][0]["volumes"][0]["imported"], 42);
 }
 
+cache::Artifact image_row(std::int64_t id, cache::ArtifactKind kind, const std::string& address, const std::string& version,
+                          const std::string& platform, char digest) {
+  cache::Artifact a;
+  a.id = id;
+  a.kind = kind;
+  a.address = address;
+  a.version = version;
+  a.platform = platform;
+  a.digest = std::string(64, digest);
+  a.filename = a.upstream_digest = "sha256:" + a.digest;
+  a.trust = cache::Trust::checksum;
+  a.added_at = "2026-11-05T10:00:00Z";
+  return a;
+}
+
+TEST(CatalogueTest, ImagesShowTheKeyThatSignedThemOrUnsigned) {
+  auto source = sample_source();
+  using cache::ArtifactKind;
+  std::erase_if(source.artifacts, [](const cache::Artifact& a) {
+    return a.kind == ArtifactKind::image_index || a.kind == ArtifactKind::image_manifest;
+  });
+  EXPECT_FALSE(mirror::build_catalogue(source).has_images);
+  // A signed multi-arch image (its index, two manifests, the .sig of the index) and an
+  // unsigned single-platform one, every manifest served.
+  for (auto row : {image_row(20, ArtifactKind::image_index, "registry.k8s.io/pause", "3.10.2", "", '3'),
+                   image_row(21, ArtifactKind::image_manifest, "registry.k8s.io/pause", "3.10.2", "linux_amd64", '4'),
+                   image_row(22, ArtifactKind::image_manifest, "registry.k8s.io/pause", "3.10.2", "linux_arm64", '5'),
+                   image_row(24, ArtifactKind::image_manifest, "ghcr.io/acme/api", "1.4", "linux_amd64", '8')}) {
+    source.served["/v2/mirror/" + row.address + "/manifests/" + row.filename] = row.digest;
+    source.artifacts.push_back(row);
+  }
+  source.artifacts.push_back(
+      image_row(23, ArtifactKind::image_attachment, "registry.k8s.io/pause", "sha256-" + std::string(64, '3') + ".sig", "", '6'));
+  source.provenance[23] = {{23, "", std::string(64, '6'), "", "sha256:" + std::string(64, '7'), "cosign signature of sha256:… verified",
+                            "2026-11-05T10:00:00Z"}};
+  auto catalogue = mirror::build_catalogue(source);
+  EXPECT_TRUE(catalogue.has_images);
+  auto images = json::parse(mirror::render_catalogue_json(catalogue))["images"];
+  // The index first, then the platform manifests by image; the attachment is no row of its own.
+  ASSERT_EQ(images.size(), 4u) << images.dump();
+  EXPECT_EQ(images[0]["image"], "registry.k8s.io/pause");
+  EXPECT_EQ(images[0]["platform"], "index");
+  EXPECT_EQ(images[0]["digest"], "sha256:" + std::string(64, '3'));
+  EXPECT_EQ(images[0]["signed_by"], json::array({"sha256:" + std::string(64, '7')}));
+  EXPECT_EQ(images[1]["image"], "ghcr.io/acme/api");
+  EXPECT_EQ(images[1]["signed"], false);
+  EXPECT_EQ(images[1]["signed_by"], json::array());
+  // A platform manifest of a signed index is covered by the index's signature.
+  for (int i : {2, 3}) {
+    EXPECT_EQ(images[i]["image"], "registry.k8s.io/pause");
+    EXPECT_EQ(images[i]["signed_by"], json::array({"sha256:" + std::string(64, '7')}));
+  }
+  auto html = mirror::render_catalogue_html(catalogue, {"", "/", "https://mirror.site:8443", ""});
+  EXPECT_NE(html.find("unsigned"), std::string::npos);
+  EXPECT_NE(html.find("sha256:" + std::string(64, '7')), std::string::npos);
+  EXPECT_EQ(html.find("Needs images in this mirror"), std::string::npos);
+}
+
 TEST(CatalogueTest, HtmlEscapeCoversTextAndAttributeContexts) {
   EXPECT_EQ(mirror::html_escape("<script>alert(1)</script>"), "&lt;script&gt;alert(1)&lt;/script&gt;");
   EXPECT_EQ(mirror::html_escape("\" onmouseover='x' &amp;"), "&quot; onmouseover=&#39;x&#39; &amp;amp;");

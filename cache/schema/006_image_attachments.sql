@@ -1,0 +1,6 @@
+-- Manifests that travel with an image and are served beside it at their tag: cosign signatures
+-- at sha256-<hex>.sig (docs/images.md "Signed images"), as artifacts of the kind
+-- image_attachment, their payloads as image_blob rows. Verified signatures record the key that
+-- verified them as provenance rows of the attachment (key_fingerprint "sha256:<hex of the
+-- DER public key>"). This version marks a store that may hold that kind, so that an older
+-- podplane refuses it rather than misreading a row; the tables are as they were.

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Writes a cosign key-based signature of an image as an OCI image layout, for tests.
+
+    cosign_sign.py OUT_DIR --key KEY.pem --digest sha256:<image> --reference HOST/REPO
+                   [--claim sha256:<other>]
+
+KEY.pem is an ECDSA P-256 private key (`openssl ecparam -genkey -name prime256v1`). OUT_DIR gets
+an OCI layout holding one manifest tagged sha256-<hex>.sig as cosign writes it: a config, and
+one layer of type application/vnd.dev.cosign.simplesigning.v1+json whose bytes are the
+simple-signing payload naming the image digest (or --claim, to forge a payload naming another
+image), with the annotation dev.cosignproject.cosign/signature holding the base64 DER
+ECDSA-SHA256 signature over those bytes, made by `openssl dgst -sha256 -sign`. Push it with
+`skopeo copy --preserve-digests oci:OUT_DIR:TAG docker://HOST/REPO:TAG`. Prints a JSON summary:
+tag, manifest digest, payload digest. Python stdlib and the openssl CLI only: a test fixture.
+"""
+import argparse
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+
+MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+CONFIG = "application/vnd.oci.image.config.v1+json"
+SIMPLE_SIGNING = "application/vnd.dev.cosign.simplesigning.v1+json"
+SIGNATURE = "dev.cosignproject.cosign/signature"
+
+
+def put(out, data):
+    digest = hashlib.sha256(data).hexdigest()
+    with open(os.path.join(out, "blobs", "sha256", digest), "wb") as f:
+        f.write(data)
+    return "sha256:" + digest
+
+
+def sign(key, payload):
+    with tempfile.NamedTemporaryFile() as file:
+        file.write(payload)
+        file.flush()
+        return subprocess.run(["openssl", "dgst", "-sha256", "-sign", key, file.name], check=True,
+                              capture_output=True).stdout
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--digest", required=True)
+    parser.add_argument("--reference", required=True)
+    parser.add_argument("--claim", help="the digest the payload names (default: --digest)")
+    args = parser.parse_args()
+    out = args.out_dir
+    os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
+
+    # cosign's payload: compact JSON, these keys in this order.
+    payload = json.dumps({"critical": {"identity": {"docker-reference": args.reference},
+                                       "image": {"docker-manifest-digest": args.claim or args.digest},
+                                       "type": "cosign container image signature"},
+                          "optional": None}, separators=(",", ":")).encode()
+    payload_digest = put(out, payload)
+    config = json.dumps({"architecture": "", "created": "0001-01-01T00:00:00Z",
+                         "history": [{"created": "0001-01-01T00:00:00Z"}], "os": "",
+                         "rootfs": {"type": "layers", "diff_ids": [payload_digest]}, "config": {}},
+                        separators=(",", ":")).encode()
+    config_digest = put(out, config)
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": MANIFEST,
+                           "config": {"mediaType": CONFIG, "size": len(config), "digest": config_digest},
+                           "layers": [{"mediaType": SIMPLE_SIGNING, "size": len(payload), "digest": payload_digest,
+                                       "annotations": {SIGNATURE: base64.b64encode(sign(args.key, payload)).decode()}}]},
+                          separators=(",", ":")).encode()
+    manifest_digest = put(out, manifest)
+    tag = "sha256-" + args.digest[len("sha256:"):] + ".sig"
+    with open(os.path.join(out, "oci-layout"), "w") as f:
+        f.write('{"imageLayoutVersion":"1.0.0"}')
+    with open(os.path.join(out, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": [{"mediaType": MANIFEST, "digest": manifest_digest, "size": len(manifest),
+                                                      "annotations": {"org.opencontainers.image.ref.name": tag}}]}, f)
+    print(json.dumps({"tag": tag, "manifest": manifest_digest, "payload": payload_digest}))
+
+
+if __name__ == "__main__":
+    main()
