@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <thread>
 
 #include "cache/store.hpp"
@@ -173,8 +174,12 @@ TEST_F(BundleCli, ImportKilledBeforeItsViewsHasThemWrittenByTheNextCommand) {
   ASSERT_EQ(ls.exit_code, 0) << show(ls);
   EXPECT_TRUE(fs::exists(lock));
   EXPECT_TRUE(fs::is_empty(offline() / "store" / "views-pending"));
+  // (The fixture's packages carry no signing keys, which verify reports; no view is missing.)
   auto verify = run_podplane({"deps", "verify"}, at(offline()));
-  EXPECT_EQ(verify.exit_code, 0) << show(verify);
+  std::istringstream lines(verify.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("problem:")) EXPECT_EQ(line.find("view"), std::string::npos) << show(verify);
+  EXPECT_NE(verify.out.find(" views, "), std::string::npos) << show(verify);
 
   // A completed import leaves no mark behind.
   auto again = run_podplane({"bundle", "import", bundle, "--trust", pub()}, at(offline()));
@@ -195,16 +200,20 @@ TEST_F(BundleCli, InventoryOutputKeepsAFifoAStdoutAndALink) {
 
   const fs::path fifo = dir / "inventory.pipe";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
-  auto reader = run({"sh", "-c", "timeout 60 cat '" + fifo.string() + "' > '" + (dir / "read-from-pipe").string() + "' &"});
-  ASSERT_EQ(reader.exit_code, 0);
+  // The reading end is open before podplane runs (so its open for writing never waits) and
+  // is read once it has ended: an inventory fits in the pipe's buffer.
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0) << std::strerror(errno);
   auto to_fifo = run_podplane({"bundle", "inventory", "-o", fifo.string()}, at(online()));
+  std::string through_fifo;
+  char buffer[65536];
+  for (ssize_t n; (n = ::read(reader, buffer, sizeof buffer)) > 0;) through_fifo.append(buffer, static_cast<std::size_t>(n));
+  ::close(reader);
   ASSERT_EQ(to_fifo.exit_code, 0) << show(to_fifo);
   struct stat st {};
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced by a file";
-  for (int i = 0; i < 300 && podplane::test::read_file(dir / "read-from-pipe") != expected; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the reader's shell may still be writing
-  EXPECT_EQ(podplane::test::read_file(dir / "read-from-pipe"), expected);
+  EXPECT_EQ(through_fifo, expected);
 
   write_file(dir / "kept" / "inventory.json", "old");
   fs::create_symlink(dir / "kept" / "inventory.json", dir / "inventory-link.json");
