@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "cache/maintenance_steps.hpp"
+#include "cache/row_rules.hpp"
 #include "cache/store_impl.hpp"
 #include "cache/views.hpp"
 #include "lockfile/lock_file.hpp"
@@ -31,6 +32,7 @@ std::string_view to_string(ItemFamily family) {
     case ItemFamily::vmconfig_artifact: return "vmconfig_artifact";
     case ItemFamily::vmconfig_boot_file: return "vmconfig_boot_file";
     case ItemFamily::image_blobs: return "image_blobs";
+    case ItemFamily::image_signature: return "image_signature";
   }
   return "unknown";
 }
@@ -51,6 +53,7 @@ std::pair<ItemFamily, bool> item_family(ArtifactKind kind) {
     case ArtifactKind::image_index:
     case ArtifactKind::image_manifest: return {ItemFamily::image, true};
     case ArtifactKind::image_blob: return {ItemFamily::image_blobs, false};
+    case ArtifactKind::image_attachment: return {ItemFamily::image_signature, false};
     case ArtifactKind::seed_manifest: return {ItemFamily::seeds, true};
     case ArtifactKind::seed_snapshot: return {ItemFamily::seed_snapshot, true};
   }
@@ -82,6 +85,12 @@ class Inventory {
   std::vector<Manifest> manifests;
   std::multimap<std::string, std::uint32_t> image_by_digest;    // image index/manifest digest → image item
   std::multimap<std::uint32_t, std::string> manifests_of_image;  // image item → its image manifests' digests
+  struct Signature {
+    std::uint32_t item;
+    std::string signed_digest;    // the image index or manifest it signs ("sha256:<hex>" of its tag)
+    std::string manifest_digest;  // the signature manifest's own digest (its blobs' version)
+  };
+  std::vector<Signature> signatures;
 
   std::uint32_t item(ItemKey key, std::int64_t id, const std::string& added_at) {
     auto [it, added] = index_.try_emplace(std::move(key), static_cast<std::uint32_t>(items.size()));
@@ -124,6 +133,7 @@ Inventory read_inventory(sqlite::Database& db) {
     if (kind == ArtifactKind::vmconfig_manifest) inventory.manifests.push_back({item, digest, platform});
     if (kind == ArtifactKind::image_manifest || kind == ArtifactKind::image_index) inventory.image_by_digest.emplace(filename, item);
     if (kind == ArtifactKind::image_manifest) inventory.manifests_of_image.emplace(item, filename);
+    if (kind == ArtifactKind::image_attachment) inventory.signatures.push_back({item, image_attachment_tag(version).value_or(""), filename});
     inventory.artifacts.push_back({id, item, std::move(digest)});
   }
   sqlite::Statement trees(db,
@@ -302,6 +312,19 @@ void decide(const Store& store, const PrunePolicy& policy, Inventory& inventory)
     if (items[image].kept_because.empty()) continue;
     if (auto blobs = inventory.find({ItemFamily::image_blobs, items[image].name, manifest_digest, ""}))
       keep(items[*blobs], "needed by image " + items[image].name + " " + items[image].version);
+  }
+  // A kept image keeps the cosign signature of its top manifest, and the signature its blobs.
+  for (const auto& signature : inventory.signatures) {
+    const StoreItem& attachment = items[signature.item];
+    auto [from, to] = inventory.image_by_digest.equal_range(signature.signed_digest);
+    for (auto it = from; it != to; ++it) {
+      const StoreItem& image = items[it->second];
+      if (image.kept_because.empty() || image.name != attachment.name) continue;
+      keep(items[signature.item], "signature of image " + image.name + " " + image.version);
+    }
+    if (attachment.kept_because.empty()) continue;
+    if (auto blobs = inventory.find({ItemFamily::image_blobs, attachment.name, signature.manifest_digest, ""}))
+      keep(items[*blobs], "needed by the signature " + attachment.version);
   }
 }
 

@@ -9,7 +9,8 @@
 //   seed_snapshot  a seed snapshot version
 // and what only exists because a kept item needs it, kept exactly when one does:
 //   vmconfig_artifact, vmconfig_boot_file  what a vmconfig manifest lists (by name, version, arch)
-//   image_blobs    the config and layers of one image manifest
+//   image_blobs    the config and layers of one image manifest (or of a signature manifest)
+//   image_signature  a cosign signature (`sha256-<hex>.sig` attachment) of an image tag's top manifest
 // plan_prune() only reads (it works on a read-only store); prune_store() needs the store alone,
 // like gc. Errors are podplane::Error.
 #include <cstdint>
@@ -37,6 +38,7 @@ enum class ItemFamily {
   vmconfig_artifact,
   vmconfig_boot_file,
   image_blobs,
+  image_signature,
 };
 std::string_view to_string(ItemFamily family);
 // The family of an artifact row of `kind` (provider for all four provider kinds, image for an

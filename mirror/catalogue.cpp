@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "base/human_bytes.hpp"
 #include "base/split.hpp"
+#include "cache/row_rules.hpp"
 #include "cache/views.hpp"
 #include "lockfile/version.hpp"
 #include "mirror/oci_registry.hpp"
@@ -331,14 +332,11 @@ CatalogueSection vmconfig_artifacts_section(const CatalogueSource& source, Catal
 // sha256-<hex> beside the image (docs/images.md), and its provenance holds the key.
 std::map<std::pair<std::string, std::string>, std::vector<std::string>> cosign_signers(const CatalogueSource& source) {
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> signers;
-  constexpr std::string_view prefix = "sha256-", suffix = ".sig";
   for (const auto& a : source.artifacts) {
     if (a.kind != cache::ArtifactKind::image_attachment) continue;
-    const auto& tag = a.version;
-    if (tag.size() <= prefix.size() + suffix.size() || tag.compare(0, prefix.size(), prefix) != 0 ||
-        tag.compare(tag.size() - suffix.size(), suffix.size(), suffix) != 0)
-      continue;
-    auto& keys = signers[{a.address, "sha256:" + tag.substr(prefix.size(), tag.size() - prefix.size() - suffix.size())}];
+    auto signed_digest = cache::image_attachment_tag(a.version);
+    if (!signed_digest) continue;
+    auto& keys = signers[{a.address, *signed_digest}];
     if (auto it = source.provenance.find(a.id); it != source.provenance.end())
       for (const auto& p : it->second)
         if (!p.key_fingerprint.empty() && std::find(keys.begin(), keys.end(), p.key_fingerprint) == keys.end())

@@ -177,8 +177,11 @@ TEST_F(BundleCli, ImportKilledBeforeItsViewsHasThemWrittenByTheNextCommand) {
   // (The fixture's packages carry no signing keys, which verify reports; no view is missing.)
   auto verify = run_podplane({"deps", "verify"}, at(offline()));
   std::istringstream lines(verify.out);
-  for (std::string line; std::getline(lines, line);)
-    if (line.starts_with("problem:")) EXPECT_EQ(line.find("view"), std::string::npos) << show(verify);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("problem:")) {
+      EXPECT_EQ(line.find("view"), std::string::npos) << show(verify);
+    }
+  }
   EXPECT_NE(verify.out.find(" views, "), std::string::npos) << show(verify);
 
   // A completed import leaves no mark behind.

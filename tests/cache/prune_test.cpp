@@ -46,6 +46,7 @@ struct PruneFixture {
   std::map<std::string, std::string> module_file;                    // version → its own file's object
   std::string shared_module_file, shared_layer;
   std::map<std::string, std::string> manifest, containerd, os_image, image_manifest, image_layer, seeds, snapshot;
+  std::map<std::string, std::string> signature_manifest, signature_payload;  // an image tag's cosign signature
   std::string stray;
 
   PruneFixture() {
@@ -188,6 +189,11 @@ struct PruneFixture {
     row(ArtifactKind::image_manifest, tag, digest, "linux_amd64");
     row(ArtifactKind::image_blob, "sha256:" + digest, image_layer[tag], "");
     row(ArtifactKind::image_blob, "sha256:" + digest, shared_layer, "");
+    // Its cosign signature: the .sig attachment naming the manifest, and the payload it lists.
+    signature_payload[tag] = store.add_bytes("{\"critical\": \"" + tag + "\"}");
+    std::string signature = signature_manifest[tag] = store.add_bytes("{\"signature of\": \"" + tag + "\"}");
+    row(ArtifactKind::image_attachment, "sha256-" + digest + ".sig", signature, "");
+    row(ArtifactKind::image_blob, "sha256:" + signature, signature_payload[tag], "");
   }
 };
 
@@ -216,14 +222,17 @@ TEST(Prune, KeepsTheNewestNAndWhatTheyNeedAndRemovesTheRestWithItsViewsAndObject
                            "vmconfig_manifest " + manifest_name + " 20260724", "vmconfig_artifact containerd 2.0.0",
                            "vmconfig_artifact os-image 2.0", "image_manifest " + pause + " 3.10",
                            "image_blob " + pause + " sha256:" + f.image_manifest["3.10"], "seed_manifest seeds seeds-1.1.0",
-                           "seed_snapshot recommended 1.1.0"})
+                           "seed_snapshot recommended 1.1.0", "image_attachment " + pause + " sha256-" + f.image_manifest["3.10"] + ".sig",
+                           "image_blob " + pause + " sha256:" + f.signature_manifest["3.10"]})
     EXPECT_TRUE(items.count(kept)) << kept;
   // Gone: everything older, and what only the old ones needed (or nothing needs).
   for (const std::string& gone : std::vector<std::string>{"provider_package " + null_address + " 3.2.2", "provider_signature " + null_address + " 3.2.3",
                            "module " + nstance_address + " 2.0.0", "vmconfig_manifest " + manifest_name + " 20260101",
                            "vmconfig_artifact containerd 1.7.0", "vmconfig_artifact os-image 1.0", "vmconfig_artifact stray 1.0",
                            "image_manifest " + pause + " 3.9", "image_blob " + pause + " sha256:" + f.image_manifest["3.9"],
-                           "seed_manifest seeds seeds-1.0.0", "seed_snapshot recommended 1.0.0"})
+                           "seed_manifest seeds seeds-1.0.0", "seed_snapshot recommended 1.0.0",
+                           "image_attachment " + pause + " sha256-" + f.image_manifest["3.9"] + ".sig",
+                           "image_blob " + pause + " sha256:" + f.signature_manifest["3.9"]})
     EXPECT_FALSE(items.count(gone)) << gone;
 
   for (const auto& digest : f.provider_objects["3.2.3"]) EXPECT_FALSE(on_disk(store, digest)) << digest;
@@ -235,6 +244,10 @@ TEST(Prune, KeepsTheNewestNAndWhatTheyNeedAndRemovesTheRestWithItsViewsAndObject
   EXPECT_FALSE(on_disk(store, f.stray));
   EXPECT_FALSE(on_disk(store, f.image_layer["3.9"]));
   EXPECT_TRUE(store.has_object(f.shared_layer));  // the kept tag needs it too
+  // A kept image keeps its signature and the signature's payload; a pruned one's go with it.
+  EXPECT_TRUE(store.has_object(f.signature_payload["3.10"]));
+  EXPECT_FALSE(on_disk(store, f.signature_manifest["3.9"]));
+  EXPECT_FALSE(on_disk(store, f.signature_payload["3.9"]));
   EXPECT_FALSE(on_disk(store, f.snapshot["1.0.0"]));
   EXPECT_TRUE(store.has_object(f.snapshot["1.1.0"]));
 
@@ -250,7 +263,7 @@ TEST(Prune, KeepsTheNewestNAndWhatTheyNeedAndRemovesTheRestWithItsViewsAndObject
   EXPECT_TRUE(verify.garbage.empty()) << to_json(verify).dump(2);
 
   // The report and the audit log say what went.
-  EXPECT_EQ(report.plan.removed_items(), 11u) << to_json(report.plan).dump(2);
+  EXPECT_EQ(report.plan.removed_items(), 13u) << to_json(report.plan).dump(2);  // 11 items and the old tag's signature with its payload
   EXPECT_EQ(report.gc.objects.size(), report.plan.objects_freed);
   EXPECT_EQ(report.gc.bytes, report.plan.bytes_freed);
   bool audited = false;
@@ -381,7 +394,7 @@ TEST(PruneCli, DryRunAndDuChangeNoByteAndSayWhatTheRealRunDoes) {
   auto dry = podplane(f.root, {"deps", "prune", "--keep", "1", "--dry-run"});
   ASSERT_EQ(dry.exit_code, 0) << dry.out << dry.err;
   EXPECT_THAT(dry.out, HasSubstr("would remove provider " + null_address + " 3.2.2"));
-  EXPECT_THAT(dry.out, HasSubstr("would remove 11 item(s)"));
+  EXPECT_THAT(dry.out, HasSubstr("would remove 13 item(s)"));
   auto dry_json = podplane(f.root, {"deps", "prune", "--keep", "1", "--dry-run", "--json"});
   ASSERT_EQ(dry_json.exit_code, 0) << dry_json.err;
   auto planned = nlohmann::json::parse(dry_json.out);
@@ -491,7 +504,9 @@ TEST_P(PruneKill, AKilledPruneLeavesAStoreVerifyPassesOrTheNextPruneCompletes) {
       EXPECT_TRUE(verify.ok()) << to_json(verify).dump(2);  // only garbage objects are left
       EXPECT_FALSE(verify.garbage.empty());
     }
-    if (step != "planned") EXPECT_EQ(items_of(store), expected);  // the rows went at once
+    if (step != "planned") {
+      EXPECT_EQ(items_of(store), expected);  // the rows went at once
+    }
   }
   auto next = podplane(f.root, {"deps", "prune", "--keep", "1"});
   ASSERT_EQ(next.exit_code, 0) << next.out << next.err;
@@ -544,7 +559,7 @@ TEST(PruneCli, MirrorServeAnswersEveryKeptPathWhileAPruneRunsAndAWriterWaits) {
   // A writer that opens the store now waits for the prune (its shared lock), then runs.
   test::ChildProcess writer({stress_binary().string(), f.root.string(), "--worker", "w", "--unique", "3"}, f.dir / "writer.stderr");
   prune.close_stdin();
-  EXPECT_EQ(prune.read_line(), "PRUNED 11");
+  EXPECT_EQ(prune.read_line(), "PRUNED 13");
   EXPECT_EQ(prune.wait(), 0) << test::read_file(f.dir / "prune.stderr");
   EXPECT_EQ(writer.wait(), 0) << test::read_file(f.dir / "writer.stderr");
   all_answer("after the prune");

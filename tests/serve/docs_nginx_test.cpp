@@ -118,8 +118,12 @@ TEST(DocsNginx, ShippedConfigServesAnExportAsWritten) {
     auto got = fetch(temp.path(), port, path, tls / "site-ca.crt");
     EXPECT_EQ(got.status, 200) << path;
     EXPECT_EQ(got.body, read_file(entry.path())) << path;
-    if (path.ends_with(".json") || path.starts_with("/v1/providers/")) EXPECT_EQ(got.content_type, "application/json") << path;
-    if (path.ends_with(".html")) EXPECT_EQ(got.content_type, "text/html") << path;
+    if (path.ends_with(".json") || path.starts_with("/v1/providers/")) {
+      EXPECT_EQ(got.content_type, "application/json") << path;
+    }
+    if (path.ends_with(".html")) {
+      EXPECT_EQ(got.content_type, "text/html") << path;
+    }
     if (path.starts_with("/v1/modules/") && path.ends_with("/download")) {
       ++downloads;
       EXPECT_EQ(got.content_type, "application/json") << path;
