@@ -66,6 +66,9 @@ TEST(DefaultStack, GeneratedStackRequiresExactlyWhatDepsTfFetches) {
   for (auto kind : {cache::ProviderKind::aws, cache::ProviderKind::google}) {
     SCOPED_TRACE(std::string(generator::to_string(kind)));
     TempDir dir;
+    // The stack and the package it calls by path sit in one repository: a root's local module
+    // that leaves its repository is refused (docs/deps.md), and this test is about providers.
+    fs::create_directories(dir / ".git");
     write_module_package(dir / "pkg");
 
     generator::InitOptions init;

@@ -137,7 +137,7 @@ TEST_F(ImagesTest, DepsDownloadFetchesPinnedImagesThroughTokenAuthAndSkopeoPulls
   for (const auto& [name, value] : upstream.env(root, upstream.write_cli_config(temp_ / "cli.tfrc"))) options.env[name] = value;
   auto download = run_podplane({"deps", "download", "--arch", "amd64,arm64", "--kind", "knc"}, options);
   ASSERT_EQ(download.exit_code, 0) << show(download);
-  EXPECT_NE(download.out.find("and 4 images"), std::string::npos) << download.out;
+  EXPECT_NE(download.out.find("and 4 container images"), std::string::npos) << download.out;
   EXPECT_FALSE(upstream.requests("^/token$", 200).empty()) << "no token was asked for";
   EXPECT_FALSE(upstream.requests("^/v2/", 401).empty()) << "the registry never challenged";
   // The base layer both images share crossed the network once.
