@@ -106,11 +106,15 @@ class Parser {
   char peek(std::size_t ahead) const { return at_ + ahead < text_.size() ? text_[at_ + ahead] : '\0'; }
   bool looking_at(std::string_view s) const { return text_.substr(at_, s.size()) == s; }
 
+  // Errors quote no bytes of the file beyond one punctuation character: a file read as HCL may
+  // be a secret linked in by a hostile root, and its error may land in a CI comment. File, line
+  // and column say where.
   std::string describe_here() const {
     if (eof()) return "end of file";
     char c = cur();
     if (c == '\n') return "newline";
-    return std::string("'") + c + "'";
+    if (std::ispunct(static_cast<unsigned char>(c))) return std::string("'") + c + "'";
+    return "a character that cannot go there";
   }
 
   // ---- whitespace and comments ----
@@ -177,10 +181,9 @@ class Parser {
       if (cur() == '=' && peek(1) != '=') {
         ++at_;
         skip_inline();
-        if (eof() || cur() == '\n') fail(at_, "expected a value for attribute \"" + name + "\"");
+        if (eof() || cur() == '\n') fail(at_, "expected a value for this attribute");
         if (const Attribute* previous = body.attribute(name)) {
-          fail(item_start, "attribute \"" + name + "\" redefined (first defined at line " +
-                               std::to_string(previous->pos.line) + ")");
+          fail(item_start, "attribute redefined (first defined at line " + std::to_string(previous->pos.line) + ")");
         }
         Value value = parse_expression();
         body.attributes.push_back(Attribute{name, std::move(value), pos_of(item_start)});
@@ -204,7 +207,7 @@ class Parser {
         skip_inline();
       }
       if (cur() != '{') {
-        fail(at_, "expected \"=\" or \"{\" after \"" + name + "\", found " + describe_here());
+        fail(at_, "expected \"=\" or \"{\" after this name, found " + describe_here());
       }
       std::size_t brace = at_;
       ++at_;
@@ -406,7 +409,7 @@ class Parser {
             break;
           }
           default:
-            fail(escape, std::string("invalid escape sequence \"\\") + (e == '\n' || e == '\0' ? ' ' : e) + "\"");
+            fail(escape, "invalid escape sequence");
         }
         continue;
       }

@@ -108,6 +108,17 @@ b = /* inline */ "y" // trailing
   EXPECT_EQ(*body.attribute("b")->value.as_string(), "y");
 }
 
+// A .tf a hostile root links to a secret file: the error says where, never what.
+TEST(Hcl, ErrorsQuoteNoNameOrValueOfTheFile) {
+  for (const std::string secret : {"ghp_SECRET0token1\n", "ghp_SECRET0token1 x\n", "ghp_SECRET0token1 =\n", "a = 1\nghp_SECRET0token1 = 2\nghp_SECRET0token1 = 3\n",
+                                   "a = \"\\qSECRET\"\n", "9SECRET\n"}) {
+    auto error = error_of(secret);
+    EXPECT_EQ(error.rfind("test.hcl:", 0), 0u) << error;
+    EXPECT_EQ(error.find("SECRET"), std::string::npos) << error;
+    EXPECT_EQ(error.find("ghp"), std::string::npos) << error;
+  }
+}
+
 TEST(Hcl, CrlfAndByteOrderMark) {
   auto body = parse("\xEF\xBB\xBF" "a = \"x\"\r\nb { c = 1 }\r\n", "t");
   EXPECT_EQ(*body.attribute("a")->value.as_string(), "x");
@@ -118,7 +129,7 @@ TEST(Hcl, ErrorsCarryFileLineColumn) {
   EXPECT_EQ(error_of("a = \"x\"\nb = \"unterminated\n"), "test.hcl:2:5: unterminated string: this quote has no closing quote on its line");
   EXPECT_NE(error_of("block {\n  a = 1\n").find("test.hcl:1:7: unclosed block"), std::string::npos);
   EXPECT_NE(error_of("a = 1\n}\n").find("test.hcl:2:1: unexpected \"}\""), std::string::npos);
-  EXPECT_NE(error_of("a = 1\na = 2\n").find("test.hcl:2:1: attribute \"a\" redefined"), std::string::npos);
+  EXPECT_NE(error_of("a = 1\na = 2\n").find("test.hcl:2:1: attribute redefined (first defined at line 1)"), std::string::npos);
   EXPECT_NE(error_of("a\n").find("test.hcl:1:2: expected \"=\" or \"{\""), std::string::npos);
   EXPECT_NE(error_of("a = \n").find("test.hcl:1:5: expected a value"), std::string::npos);
   EXPECT_NE(error_of("a { } x = 1\n").find("test.hcl:1:7: expected a newline"), std::string::npos);
