@@ -142,6 +142,22 @@ std::optional<std::string> image_attachment_tag(std::string_view tag) {
   return "sha256:" + std::string(tag.substr(prefix.size(), 64));
 }
 
+Artifact image_row(ArtifactKind kind, const std::string& address, const std::string& version, const std::string& platform,
+                   const std::string& digest, std::int64_t size, const std::string& upstream_url) {
+  Artifact row;
+  row.kind = kind;
+  row.address = address;
+  row.version = version;
+  row.platform = platform;
+  row.filename = digest;
+  row.digest = digest.substr(7);
+  row.size = size;
+  row.upstream_digest = digest;
+  row.upstream_url = upstream_url;
+  row.trust = Trust::checksum;
+  return row;
+}
+
 std::string image_signature_tag(std::string_view digest) { return "sha256-" + std::string(digest.substr(7)) + ".sig"; }
 
 std::optional<std::string> image_platform_problem(std::string_view platform) {

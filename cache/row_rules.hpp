@@ -4,6 +4,7 @@
 // row never stops the rest), the store refuses such a row before its transaction commits, and
 // `bundle verify`/`bundle import` apply them to every manifest row before reading an object.
 // Checks throw podplane::Error "<the row>: <what is wrong>"; they are pure and thread-safe.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,11 @@ std::string image_signature_tag(std::string_view digest);
 // The digest ("sha256:<hex>") an attachment tag (sha256-<hex>.sig) belongs to, or nullopt when
 // `tag` is not one.
 std::optional<std::string> image_attachment_tag(std::string_view tag);
+// An image row (index, manifest, blob or attachment) of the object whose OCI digest is
+// `digest` ("sha256:<hex>"): filename and upstream digest are that digest, as the rules above
+// demand, and trust is the digest check.
+Artifact image_row(ArtifactKind kind, const std::string& address, const std::string& version, const std::string& platform,
+                   const std::string& digest, std::int64_t size, const std::string& upstream_url);
 // os_arch or os_arch_variant, lower-case letters and digits (linux_amd64, linux_arm_v7).
 std::optional<std::string> image_platform_problem(std::string_view platform);
 

@@ -10,21 +10,11 @@ namespace {
 // A signature's config and payloads are a few hundred bytes each; anything near this is not one.
 constexpr std::int64_t kSignatureBlobLimit = 4 * 1024 * 1024;
 
+// The attachment's own bytes are only checked by digest; the signature it holds is what the
+// provenance row vouches for.
 cache::Artifact signature_row(cache::ArtifactKind kind, const ImageReference& image, const std::string& version,
                               const std::string& digest, std::int64_t size, const std::string& url) {
-  cache::Artifact row;
-  row.kind = kind;
-  row.address = image.address();
-  row.version = version;
-  row.filename = digest;
-  row.digest = digest.substr(7);
-  row.size = size;
-  row.upstream_digest = digest;
-  row.upstream_url = url;
-  // The attachment's own bytes are only checked by digest; the signature it holds is what the
-  // provenance row vouches for.
-  row.trust = cache::Trust::checksum;
-  return row;
+  return cache::image_row(kind, image.address(), version, "", digest, size, url);
 }
 
 }  // namespace

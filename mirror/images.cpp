@@ -86,18 +86,7 @@ json parse_manifest(const FetchedManifest& manifest, const std::string& what) {
 
 cache::Artifact image_row(cache::ArtifactKind kind, const ImageReference& image, const std::string& version,
                           const std::string& platform, const std::string& digest, std::int64_t size, const std::string& url) {
-  cache::Artifact row;
-  row.kind = kind;
-  row.address = image.address();
-  row.version = version;
-  row.platform = platform;
-  row.filename = digest;
-  row.digest = digest.substr(7);
-  row.size = size;
-  row.upstream_digest = digest;
-  row.upstream_url = url;
-  row.trust = cache::Trust::checksum;
-  return row;
+  return cache::image_row(kind, image.address(), version, platform, digest, size, url);
 }
 
 }  // namespace
