@@ -13,9 +13,9 @@
 #include "generator/config.hpp"
 #include "generator/engine.hpp"
 #include "lockfile/platform.hpp"
-#include "mirror/deps_download.hpp"
-#include "mirror/deps_tf.hpp"
-#include "mirror/images.hpp"
+#include "fetch/deps_download.hpp"
+#include "fetch/deps_tf.hpp"
+#include "fetch/images.hpp"
 
 namespace podplane::cli {
 namespace {

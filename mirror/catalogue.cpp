@@ -11,7 +11,7 @@
 #include "cache/row_rules.hpp"
 #include "cache/views.hpp"
 #include "lockfile/version.hpp"
-#include "mirror/oci_registry.hpp"
+#include "net/oci_reference.hpp"
 #include "mirror/serve_site.hpp"
 
 namespace podplane::mirror {

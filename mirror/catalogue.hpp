@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/store.hpp"
-#include "mirror/openpgp.hpp"
+#include "cache/openpgp.hpp"
 
 namespace podplane::mirror {
 

@@ -12,10 +12,10 @@
 #include "lockfile/cli_config.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/lock_file.hpp"
-#include "mirror/deps_tf.hpp"
-#include "mirror/registry.hpp"
-#include "mirror/tf_requirements.hpp"
-#include "mirror/tf_resolution.hpp"
+#include "fetch/deps_tf.hpp"
+#include "fetch/registry.hpp"
+#include "fetch/tf_requirements.hpp"
+#include "fetch/tf_resolution.hpp"
 
 namespace podplane::mirror {
 

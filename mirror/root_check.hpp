@@ -16,7 +16,7 @@
 #include "base/check_report.hpp"
 #include "cache/store.hpp"
 #include "lockfile/platform.hpp"
-#include "mirror/http.hpp"
+#include "net/http.hpp"
 
 namespace podplane::mirror {
 

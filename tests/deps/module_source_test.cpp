@@ -4,8 +4,8 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "lockfile/hash.hpp"
-#include "mirror/module_archive.hpp"
-#include "mirror/module_source.hpp"
+#include "fetch/module_archive.hpp"
+#include "fetch/module_source.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::mirror {

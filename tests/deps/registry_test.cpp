@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.hpp"
-#include "mirror/registry.hpp"
+#include "fetch/registry.hpp"
 
 namespace podplane::mirror {
 namespace {

@@ -25,7 +25,7 @@
 
 #include <thread>
 
-#include "mirror/http.hpp"
+#include "net/http.hpp"
 #include "tests/support/upstream.hpp"
 
 namespace podplane::test {

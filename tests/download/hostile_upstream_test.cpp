@@ -9,8 +9,8 @@
 
 #include "base/error.hpp"
 #include "cache/store.hpp"
-#include "mirror/download.hpp"
-#include "mirror/http.hpp"
+#include "net/download.hpp"
+#include "net/http.hpp"
 #include "tests/support/upstream.hpp"
 #include "tests/support/watchdog.hpp"
 
