@@ -16,6 +16,7 @@
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
+#include "net/curl_handles.hpp"
 #include "net/progress.hpp"
 #include "net/transport.hpp"
 

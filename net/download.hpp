@@ -12,18 +12,10 @@
 #include <vector>
 
 #include "cache/store.hpp"
+#include "net/download_options.hpp"
 #include "net/http.hpp"
 
 namespace podplane::mirror {
-
-enum class Progress { automatic, plain_lines, quiet };  // automatic: bar on a tty, else lines
-
-struct DownloadOptions {
-  int jobs = 8;
-  int per_host = 4;
-  HttpOptions http;
-  Progress progress = Progress::automatic;
-};
 
 struct DownloadItem {
   std::string url;

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "net/download.hpp"
+#include "net/download_options.hpp"
 
 namespace podplane::mirror {
 

@@ -1,85 +1,24 @@
 #pragma once
-// libcurl plumbing shared by HttpClient and Downloader (internal to mirror/): one RAII type per
-// curl handle, one check() per libcurl result type, the options every request gets (CA file
-// from SSL_CERT_FILE, HTTP/2, protocol limits, timeouts, proxies from the environment), and the
-// retry policy (RetryBudget). Thread-compatible.
-#include <curl/curl.h>
-
+// What HttpClient and Downloader share that needs no libcurl type: the retry policy
+// (RetryBudget, which failures are worth another attempt, Retry-After), the exception fence of
+// transfer callbacks, and URL and header helpers. The libcurl handles and options themselves
+// are in net/curl_handles.hpp, private to net/, so that no includer of a net/ header sees
+// <curl/curl.h>. Thread-compatible.
 #include <chrono>
+#include <cstddef>
 #include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "net/http.hpp"
+#include "net/http_options.hpp"
 
 namespace podplane::mirror::transport {
 
 using Clock = std::chrono::steady_clock;
 
-// Throw podplane::Error("libcurl: <what>: <curl's text>") unless the call succeeded.
-void check(CURLcode code, std::string_view what);
-void check(CURLMcode code, std::string_view what);
-
-// curl_easy_setopt with its result checked (an option this libcurl lacks is an Error, not a
-// silently weaker transfer).
-template <typename Value>
-void set(CURL* easy, CURLoption option, Value value) {
-  check(curl_easy_setopt(easy, option, value), "cannot set a transfer option");
-}
-
-class CurlEasy {
- public:
-  CurlEasy();  // Error when libcurl cannot make a handle
-  ~CurlEasy();
-  CurlEasy(CurlEasy&& other) noexcept;
-  CurlEasy& operator=(CurlEasy&& other) noexcept;
-  CurlEasy(const CurlEasy&) = delete;
-  CurlEasy& operator=(const CurlEasy&) = delete;
-  CURL* get() const { return handle_; }
-
- private:
-  CURL* handle_ = nullptr;
-};
-
-class CurlMulti {
- public:
-  CurlMulti();
-  ~CurlMulti();
-  CurlMulti(const CurlMulti&) = delete;
-  CurlMulti& operator=(const CurlMulti&) = delete;
-  CURLM* get() const { return handle_; }
-
- private:
-  CURLM* handle_ = nullptr;
-};
-
-class CurlSlist {
- public:
-  CurlSlist() = default;
-  ~CurlSlist();
-  CurlSlist(CurlSlist&& other) noexcept;
-  CurlSlist& operator=(CurlSlist&& other) noexcept;
-  CurlSlist(const CurlSlist&) = delete;
-  CurlSlist& operator=(const CurlSlist&) = delete;
-  void append(const std::string& line);
-  curl_slist* get() const { return list_; }
-
- private:
-  curl_slist* list_ = nullptr;
-};
-
-// TLS trust (options.ca_file, else $SSL_CERT_FILE / $SSL_CERT_DIR), HTTP/2 over TLS where the
-// server offers it, only http and https (redirects too), the connect timeout and the low-speed
-// limit, a user agent. Proxies come from libcurl's own reading of http_proxy, https_proxy,
-// all_proxy and no_proxy. Each attempt also sets CURLOPT_TIMEOUT_MS from its RetryBudget.
-void apply_common_options(CURL* easy, const HttpOptions& options);
-
 // Worth another attempt: 408, 429 and 5xx other than 501/505.
 [[nodiscard]] bool is_transient_status(long status);
-// Worth another attempt: resets, timeouts, cut-off bodies, refused connections.
-[[nodiscard]] bool is_transient_error(CURLcode code);
-
 // A Retry-After header value (delta-seconds or an HTTP date) as a wait from now.
 [[nodiscard]] std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value);
 
@@ -143,13 +82,6 @@ size_t without_exceptions(std::string& failure, Body&& body) noexcept {
 // "scheme://host:port" of a URL, lower-cased, the default port filled in ("" when it does not
 // parse): whom a login may be sent to (the same origin as the registry's, nothing else).
 [[nodiscard]] std::string origin(const std::string& url);
-
-// The request's URL, and the redirects it may follow: from an https URL only to https (a
-// downgrade to plain http is refused, whatever headers the request carries).
-void set_url(CURL* easy, const std::string& url);
-
-// A curl failure in words: the error buffer when set, else curl's text for the code.
-[[nodiscard]] std::string describe(CURLcode code, const char* error_buffer);
 
 // Splits one raw header line into a lower-cased name and a trimmed value; false for status
 // lines and the blank end-of-headers line.
