@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // whole: CatalogueSection holds its catalogue.json by value
 
 #include "cache/store.hpp"
 #include "mirror/openpgp.hpp"
