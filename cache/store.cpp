@@ -618,6 +618,8 @@ std::string Store::add_bytes(std::string_view bytes, std::optional<std::string_v
 }
 
 std::string Store::read_object(std::string_view digest) const {
+  // Its own cap rather than the input limits: this is for the small objects (JSON, sums) the
+  // store already checked on the way in; anything larger is streamed from object_path().
   constexpr std::uintmax_t limit = 64u << 20;
   fs::path file = impl_->object_path(digest);
   std::error_code ec;

@@ -453,6 +453,7 @@ void write_package(libarchive::Archive& writer, const ModulePackage& package, co
     // then carries exactly the name the store holds.
     writer.write_header(entry, "cannot write " + item.path + " of " + name, libarchive::Warnings::pass);
     if (directory) continue;
+    // Streamed into the archive, never held whole: a store object, unbounded by design.
     std::ifstream in(item.object, std::ios::binary);
     if (!in) throw Error("module " + name + ": missing object for " + item.path + " at " + item.object);
     std::int64_t written = 0;
