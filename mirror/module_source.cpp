@@ -234,7 +234,7 @@ void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, 
   try {
     output = read_file_within_limits(stderr_file, "git's output");
   } catch (const Error& e) {
-    output = e.what();
+    if (fs::exists(stderr_file)) output = e.what();  // none when git never started
   }
   while (!output.empty() && std::isspace(static_cast<unsigned char>(output.back()))) output.pop_back();
   if (!in_time) {
