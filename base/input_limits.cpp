@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <istream>
+
+#include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
@@ -69,6 +72,17 @@ std::string read_file_within_limits(const std::filesystem::path& file, std::stri
     text.append(buffer, static_cast<std::size_t>(got));
     check_input_size(text.size(), file.string(), limits);
   }
+  return text;
+}
+
+std::string read_stream_within_limits(std::istream& in, std::string_view source_name, const InputLimits& limits) {
+  std::string text;
+  char buffer[65536];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+    check_input_size(text.size(), source_name, limits);
+  }
+  if (in.bad()) throw Error("cannot read " + std::string(source_name));
   return text;
 }
 

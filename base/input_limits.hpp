@@ -8,10 +8,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 namespace podplane {
 
@@ -44,6 +45,11 @@ void check_input_size(std::size_t size, std::string_view source_name, const Inpu
 // `what` names the file in messages ("lock file", "cluster config").
 [[nodiscard]] std::string read_file_within_limits(const std::filesystem::path& file, std::string_view what,
                                                   const InputLimits& limits = kDefaultInputLimits);
+
+// The rest of a stream (standard input given as "-"), refused with an Error once it passes the
+// limit. `source_name` names it in messages.
+[[nodiscard]] std::string read_stream_within_limits(std::istream& in, std::string_view source_name,
+                                                    const InputLimits& limits = kDefaultInputLimits);
 
 enum class JsonComments { reject, allow };
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cache/store.hpp"
+#include "cache/rows.hpp"
 
 namespace podplane::cache {
 

@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
@@ -54,9 +54,8 @@ std::string env(const char* name) {
 void write_schema_beside(const fs::path& config_file) {
   fs::path schema = config_file.parent_path() / "podplane.cluster.schema.json";
   std::string content = gen::cluster_schema_file_content();
-  std::ifstream in(schema, std::ios::binary);
-  if (in) {
-    std::string current((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (std::ifstream(schema, std::ios::binary)) {
+    const std::string current = read_file_within_limits(schema, "the config schema");
     if (current == content || current.find("Podplane generated schema support file") == std::string::npos) return;
   }
   write_file_durably(schema, content);
@@ -147,8 +146,8 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
     if (!fs::exists(result.stack_dir / ".terraform.lock.hcl")) return;
   }
   // The lock names the registry host of the engine the stack is for.
-  std::ifstream lock(result.stack_dir / ".terraform.lock.hcl");
-  std::string lock_text((std::istreambuf_iterator<char>(lock)), std::istreambuf_iterator<char>());
+  const fs::path lock = result.stack_dir / ".terraform.lock.hcl";
+  const std::string lock_text = std::ifstream(lock) ? read_file_within_limits(lock, "lock file") : std::string();
   const lockfile::Engine stack_engine = gen::stack_engine(lock_text);
   const std::string engine_name = stack_engine == lockfile::Engine::terraform ? "terraform" : "tofu";
   const std::string other_name = stack_engine == lockfile::Engine::terraform ? "tofu" : "terraform";

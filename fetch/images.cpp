@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <fstream>
-#include <iostream>
-#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -545,20 +542,12 @@ ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& re
 }
 
 void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ostream& out, std::ostream& log) {
-  if (options.list_file.empty()) throw UsageError("deps images needs -f FILE (one image reference a line)");
-  std::string text;
-  if (options.list_file == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    std::ifstream in(options.list_file, std::ios::binary);
-    if (!in) throw Error("cannot read the image list " + options.list_file);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  if (options.list_name.empty()) throw UsageError("deps images needs -f FILE (one image reference a line)");
   for (const auto& arch : options.archs)
     if (arch != "all" && arch != "amd64" && arch != "arm64" && arch.find('/') == std::string::npos)
       throw UsageError("unsupported arch \"" + arch + "\" (amd64, arm64, all, or an os/arch[/variant] platform)");
-  auto requests = parse_image_list(text, options.list_file, image_platforms_of_archs(options.archs));
-  if (requests.empty()) throw Error("the image list " + options.list_file + " names no image");
+  auto requests = parse_image_list(options.list_text, options.list_name, image_platforms_of_archs(options.archs));
+  if (requests.empty()) throw Error("the image list " + options.list_name + " names no image");
   auto policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);
   auto fetched = fetch_images(store, requests, options.download, RegistryCredentials::load(options.registry_auth), log, policy);
   if (!fetched.failures.empty()) {

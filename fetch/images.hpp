@@ -100,7 +100,9 @@ class ImageFetcher {
                                 const cache::CosignPolicy& cosign_policy = cache::CosignPolicy{});
 
 struct DepsImagesOptions {
-  std::string list_file;               // -f FILE ("-" is stdin)
+  // The image list (-f FILE), as the caller read it: its text and its name in messages.
+  std::string list_name;
+  std::string list_text;
   std::vector<std::string> archs;      // amd64, arm64, all
   DownloadOptions download;
   RegistryAuthOptions registry_auth;   // --authfile (else the standard auth files)

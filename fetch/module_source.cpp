@@ -22,6 +22,7 @@
 #include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
+#include "base/input_limits.hpp"
 #include "base/unique_fd.hpp"
 #include "fetch/module_archive.hpp"
 
@@ -227,10 +228,14 @@ void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, 
   int status = 0;
   const bool in_time = wait_until(pid, deadline, status);
   if (in_time && WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
-  std::ifstream in(stderr_file);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string output = text.str();
+  // git's own words for the error, read within the input limits: past them (a server that
+  // floods progress lines) the error says so instead.
+  std::string output;
+  try {
+    output = read_file_within_limits(stderr_file, "git's output");
+  } catch (const Error& e) {
+    if (fs::exists(stderr_file)) output = e.what();  // none when git never started
+  }
   while (!output.empty() && std::isspace(static_cast<unsigned char>(output.back()))) output.pop_back();
   if (!in_time) {
     throw Error("git did not finish " + std::string(what) + " within the transfer deadline of " +

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // whole: VmconfigManifest holds a json by value
 
 namespace podplane::mirror {
 

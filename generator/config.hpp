@@ -8,8 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "cache/podplane_stack.hpp"
 
 namespace podplane::generator {

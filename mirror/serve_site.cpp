@@ -123,6 +123,15 @@ std::string join_path(std::initializer_list<std::string_view> parts) {
   return path;
 }
 
+// What the catalogue links to: every path the site serves so far, with the digest of the
+// object served there ("" for anything else).
+std::map<std::string, std::string> served_digests(const MirrorSite& site) {
+  std::map<std::string, std::string> served;
+  for (const auto& [path, resource] : site.resources())
+    served.emplace(path, resource.kind == ResourceKind::object ? resource.digest : std::string());
+  return served;
+}
+
 }  // namespace
 
 bool is_safe_segment(std::string_view segment) {
@@ -402,7 +411,7 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
   add_image_resources(store, site);
 
   // The catalogue describes the site built so far (what is served, and where).
-  auto catalogue = std::make_shared<const Catalogue>(build_catalogue(gather_catalogue_source(store, site)));
+  auto catalogue = std::make_shared<const Catalogue>(build_catalogue(gather_catalogue_source(store, site.primary_host(), served_digests(site))));
   site.catalogue_ = catalogue;
   auto page = [&](std::string path, std::string section) {
     SiteResource resource;
@@ -444,6 +453,7 @@ void write_package(libarchive::Archive& writer, const ModulePackage& package, co
     // then carries exactly the name the store holds.
     writer.write_header(entry, "cannot write " + item.path + " of " + name, libarchive::Warnings::pass);
     if (directory) continue;
+    // Streamed into the archive, never held whole: a store object, unbounded by design.
     std::ifstream in(item.object, std::ios::binary);
     if (!in) throw Error("module " + name + ": missing object for " + item.path + " at " + item.object);
     std::int64_t written = 0;
