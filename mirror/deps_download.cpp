@@ -19,6 +19,7 @@
 #include "base/clock.hpp"
 #include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/parallel.hpp"
 #include "cache/views.hpp"
 #include "base/scratch_dir.hpp"
 #include "mirror/boot_files.hpp"
@@ -76,22 +77,13 @@ struct ManifestKey {
 std::vector<FetchedManifest> fetch_manifests(const HttpOptions& http_options, const std::string& base,
                                              const std::vector<ManifestKey>& keys) {
   std::vector<FetchedManifest> fetched(keys.size());
-  std::vector<std::exception_ptr> errors(keys.size());
-  std::vector<std::thread> threads;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    threads.emplace_back([&, i] {
-      try {
+  rethrow_first(on_threads(
+      keys.size(),
+      [&](std::size_t i) {
         HttpClient http(http_options);
         fetched[i] = fetch_manifest(http, base, keys[i].kind, keys[i].arch);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
+      },
+      keys.size()));
   return fetched;
 }
 
