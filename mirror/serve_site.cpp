@@ -430,19 +430,19 @@ void write_package(libarchive::Archive& writer, const ModulePackage& package, co
   // what the next check rethrows: none crosses libarchive.
   writer.open_sink(sink, "cannot write the module package of " + name);
   std::vector<char> buffer(1 << 16);
+  libarchive::Entry entry;
   for (const auto& item : package.entries) {
-    libarchive::Entry entry;
-    archive_entry_set_pathname(entry.get(), item.path.c_str());
     bool directory = !item.path.empty() && item.path.back() == '/';
-    archive_entry_set_filetype(entry.get(), directory ? AE_IFDIR : AE_IFREG);
-    archive_entry_set_perm(entry.get(), item.mode);
-    archive_entry_set_size(entry.get(), directory ? 0 : item.size);
-    archive_entry_set_mtime(entry.get(), kArchiveMtime, 0);
-    archive_entry_set_uid(entry.get(), 0);
-    archive_entry_set_gid(entry.get(), 0);
+    libarchive::FixedHeader header;
+    header.path = item.path;
+    header.type = directory ? libarchive::FixedHeader::Type::directory : libarchive::FixedHeader::Type::file;
+    header.mode = static_cast<unsigned>(item.mode);
+    header.size = static_cast<std::uint64_t>(item.size);
+    header.mtime = kArchiveMtime;
     // A name libarchive cannot convert is written as raw bytes with a warning: the package
     // then carries exactly the name the store holds.
-    writer.write_header(entry, "cannot write " + item.path + " of " + name, libarchive::Warnings::pass);
+    libarchive::write_fixed_header(writer, entry, header, "cannot write " + item.path + " of " + name,
+                                   libarchive::Warnings::pass);
     if (directory) continue;
     std::ifstream in(item.object, std::ios::binary);
     if (!in) throw Error("module " + name + ": missing object for " + item.path + " at " + item.object);
