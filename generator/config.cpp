@@ -265,18 +265,33 @@ std::string proxmox_starter_provider(const std::string& region) {
 
 }  // namespace
 
+InitOptions starter_defaults(ProviderKind provider) {
+  const bool aws = provider == ProviderKind::aws;
+  const bool proxmox = provider == ProviderKind::proxmox;
+  InitOptions defaults;  // its id is already the starter one
+  defaults.provider = provider;
+  defaults.region = aws ? "us-east-1" : proxmox ? "site-a" : "europe-west1";
+  defaults.account = aws ? "123456789012" : "example-project";
+  // Proxmox VE nodes are x86-64 hosts that run VMs of their own arch: an arm64 pool there would be emulated.
+  defaults.arch = proxmox ? "amd64" : "arm64";
+  defaults.api_hostname = "k8s.example.com";
+  defaults.issuer_url = "https://auth.example.com";
+  return defaults;
+}
+
 std::string starter_config(const InitOptions& options) {
   const bool aws = options.provider == ProviderKind::aws;
   const bool proxmox = options.provider == ProviderKind::proxmox;
-  std::string region = !options.region.empty() ? options.region : aws ? "us-east-1" : proxmox ? "site-a" : "europe-west1";
-  std::string account = !options.account.empty() ? options.account : aws ? "123456789012" : "example-project";
+  const InitOptions defaults = starter_defaults(options.provider);
+  auto or_default = [](const std::string& value, const std::string& fallback) { return value.empty() ? fallback : value; };
+  std::string region = or_default(options.region, defaults.region);
+  std::string account = or_default(options.account, defaults.account);
   std::string zone = aws ? region + "a" : region + "-b";
-  // Proxmox VE nodes are x86-64 hosts that run VMs of their own arch: an arm64 pool there would be emulated.
-  std::string arch = !options.arch.empty() ? options.arch : proxmox ? "amd64" : "arm64";
+  std::string arch = or_default(options.arch, defaults.arch);
   std::string instance = proxmox ? "standard" : aws ? (arch == "arm64" ? "t4g.medium" : "t3.medium")
                              : (arch == "arm64" ? "t2a-standard-2" : "e2-standard-2");
-  std::string hostname = options.api_hostname.empty() ? "k8s.example.com" : options.api_hostname;
-  std::string issuer = options.issuer_url.empty() ? "https://auth.example.com" : options.issuer_url;
+  std::string hostname = or_default(options.api_hostname, defaults.api_hostname);
+  std::string issuer = or_default(options.issuer_url, defaults.issuer_url);
   std::string out;
   out += "// Podplane cluster configuration. `podplane cluster create` generates the OpenTofu/Terraform\n";
   out += "// stack beside this file from it, offline, using only the dependency store.\n";
