@@ -206,6 +206,7 @@ bool version_precedes(std::string_view a, std::string_view b) {
   }
 }
 
+// Kept whole: one list of rules, the common ones then one case per kind, so each kind's rules read in one place.
 void check_artifact_layout(const Artifact& a) {
   const std::string row = describe(a);
   if (a.address.empty()) refuse(row, "address is empty");

@@ -428,6 +428,7 @@ Store& Store::operator=(Store&&) noexcept = default;
 
 Store Store::open(const fs::path& deps_root, Access access) { return open(deps_root, access, TempSweep::at_open); }
 
+// Kept whole: the steps of opening a store must run in this order, each commented where it happens.
 Store Store::open(const fs::path& deps_root, Access access, TempSweep sweep) {
   auto impl = std::make_unique<Impl>();
   impl->root = fs::absolute(deps_root).lexically_normal();

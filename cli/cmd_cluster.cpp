@@ -38,7 +38,7 @@ struct ClusterOptions {
   bool force = false;
   std::vector<std::string> platforms;
   std::string provider = "aws";
-  std::string id = "example-cluster";
+  std::string id = gen::InitOptions{}.id;
   std::string arch;  // cluster init: the pools' arch (empty: the provider's default)
   std::string deps_mirror_url;  // cluster init: the site's `mirror serve` (empty: a commented example)
 };
@@ -85,16 +85,15 @@ void ensure_config(const fs::path& config_file) {
   gen::InitOptions init;
   std::string provider = ask("Provider (aws, google, proxmox)", "aws");
   init.provider = provider_kind(provider);
-  init.id = ask("Cluster id", "example-cluster");
-  init.region = ask(provider == "proxmox" ? "Site name" : "Region",
-                    provider == "aws" ? "us-east-1" : provider == "proxmox" ? "site-a" : "europe-west1");
+  const gen::InitOptions defaults = gen::starter_defaults(init.provider);
+  init.id = ask("Cluster id", defaults.id);
+  init.region = ask(provider == "proxmox" ? "Site name" : "Region", defaults.region);
   if (provider != "proxmox")
-    init.account = ask(provider == "aws" ? "AWS account ID" : "Google Cloud project ID",
-                       provider == "aws" ? "123456789012" : "example-project");
+    init.account = ask(provider == "aws" ? "AWS account ID" : "Google Cloud project ID", defaults.account);
   init.arch = ask(provider == "proxmox" ? "Node architecture (amd64, arm64)" : "VM architecture (amd64, arm64)",
-                  provider == "proxmox" ? "amd64" : "arm64");
-  init.api_hostname = ask("Kubernetes API host name", "k8s.example.com");
-  init.issuer_url = ask("OIDC issuer URL", "https://auth.example.com");
+                  defaults.arch);
+  init.api_hostname = ask("Kubernetes API host name", defaults.api_hostname);
+  init.issuer_url = ask("OIDC issuer URL", defaults.issuer_url);
   std::string text = gen::starter_config(init);
   (void)gen::parse_cluster_config(text, config_file.filename().string());  // the answers must validate
   write_file_durably(config_file, text);

@@ -86,6 +86,7 @@ mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const Glo
 
 }  // namespace
 
+// Kept whole: CLI11 wiring, one statement per option, in the order --help lists them.
 void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   auto tf_args = std::make_shared<TfArgs>();
   auto* tf = deps.add_subcommand("tf", "Fetch the OpenTofu/Terraform providers and modules of a stack into the store");

@@ -185,6 +185,7 @@ std::string quoted(const std::string& text) {
   return "\"" + text + "\"";
 }
 
+// Kept whole: each step reads what the step before it checked (image, table, partition, file system, file).
 std::vector<ExtractedBootFile> read_boot_files_of(const fs::path& image, const std::string& label,
                                                   const std::vector<VmconfigBootFile>& files, const fs::path& work_dir) {
   std::vector<ExtractedBootFile> extracted;

@@ -279,6 +279,7 @@ class TfRun {
 
   // ---- commit -----------------------------------------------------------------------------
   // Objects first (content, harmless without rows), then every row in one transaction.
+  // Kept whole: the objects-then-rows order that keeps a crash from leaving a row without its object.
   void commit(const cache::TfSelection& selection, const std::vector<PackageJob>& jobs, DepsTfSummary& summary) {
     struct DocumentRows {
       cache::Artifact shasums, signature, keys;

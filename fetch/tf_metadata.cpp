@@ -1,11 +1,9 @@
 #include "fetch/tf_metadata.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
-#include <thread>
 
 #include "base/error.hpp"
+#include "base/parallel.hpp"
 #include "net/http.hpp"
 
 namespace podplane::mirror {
@@ -14,32 +12,26 @@ ProviderMetadata::ProviderMetadata(const DownloadOptions& options, const lockfil
                                    RegistryClient& registry)
     : options_(options), config_(config), registry_(registry) {}
 
+namespace {
+
+// One thread's clients: a registry client talks through its own HTTP client.
+struct Clients {
+  Clients(const HttpOptions& options, const lockfile::CliConfig& config) : http(options), registry(http, config) {}
+  HttpClient http;
+  RegistryClient registry;
+};
+
+}  // namespace
+
 // Runs fn(i, http, registry) for i in [0, count) on up to --jobs threads, each with its own
 // clients, and rethrows the error of the lowest index.
 template <typename Fn>
 void ProviderMetadata::parallel_for(std::size_t count, Fn fn) {
   if (count == 0) return;
-  std::atomic<std::size_t> next{0};
-  std::vector<std::exception_ptr> errors(count);
-  auto workers = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, options_.jobs)), count);
-  auto work = [&] {
-    HttpClient http(options_.http);
-    RegistryClient registry(http, config_);
-    for (std::size_t i = next++; i < count; i = next++) {
-      try {
-        fn(i, http, registry);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
-  work();
-  for (auto& thread : threads) thread.join();
-  for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
+  auto workers = static_cast<std::size_t>(std::max(1, options_.jobs));
+  rethrow_first(on_threads_with_state(
+      count, workers, [&] { return Clients(options_.http, config_); },
+      [&](std::size_t i, Clients& clients) { fn(i, clients.http, clients.registry); }));
 }
 
 const lockfile::InstallationMethod* ProviderMetadata::network_mirror_for(const lockfile::ProviderAddress& address) const {
