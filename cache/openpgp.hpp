@@ -1,5 +1,5 @@
 #pragma once
-// OpenPGP checks of upstream provider releases (tf-protocols.md §1.4), on librnp: a detached
+// OpenPGP checks of upstream provider releases (docs/protocols.md §1.4), on librnp: a detached
 // signature (binary, as registries publish it, or armored) over a SHA256SUMS document,
 // tried against each armored public key the registry lists. Thread-compatible: every call
 // uses its own librnp contexts. Errors are podplane::Error naming the document.

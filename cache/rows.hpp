@@ -30,7 +30,7 @@ enum class ArtifactKind {
   // version = that tag, platform '', filename = its OCI digest; its config and layers are
   // image_blob rows whose version is this manifest's digest (platform '').
   image_attachment,
-  // Netsy seeds (podplane.md §2.2, §6).
+  // Netsy seeds (docs/podplane-layout.md §3).
   seed_manifest,       // seeds.json as fetched; address "seeds", version = its sha256[:12]
   seed_snapshot,       // <name>.netsy; address = seed name, upstream_digest = "sha512:…"
 };
@@ -68,7 +68,7 @@ struct Artifact {
   std::optional<std::vector<std::string>> protocols;
 };
 
-// How a provider package was checked (tf-protocols.md §1.4).
+// How a provider package was checked (docs/protocols.md §1.4).
 struct Provenance {
   std::int64_t artifact_id = 0;
   std::string shasums_digest;     // object digest of the SHA256SUMS document
@@ -120,7 +120,8 @@ struct AuditEntry {
   std::string detail;   // JSON text
 };
 
-// A row or object that `deps verify --repair` moved aside (DESIGN.md: a store is never stuck).
+// A row or object that `deps verify --repair` moved aside (a store is never stuck:
+// docs/design.md §3.3).
 struct QuarantineEntry {
   std::int64_t id = 0;
   std::string at;

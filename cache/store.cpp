@@ -69,7 +69,7 @@ void require_digest(std::string_view digest, std::string_view what) {
   }
 }
 
-// "https://user:secret@host/…" must never reach the index (DESIGN.md "Network rules").
+// "https://user:secret@host/…" must never reach the index (docs/design.md §6).
 void require_no_credentials(std::string_view url, std::string_view what) {
   auto scheme = url.find("://");
   if (scheme == std::string_view::npos) return;
@@ -279,7 +279,7 @@ void ObjectWriter::write(const void* data, std::size_t size) {
 
 std::uint64_t ObjectWriter::size() const { return impl_->size; }
 
-// Publish order (DESIGN.md "The store"): data durable, read-only, renamed into place, the
+// Publish order (docs/design.md §3.2): data durable, read-only, renamed into place, the
 // directory durable, and only then the index row, which is the commit point. seal() is the
 // first half and touches only this writer, so writers of one batch may seal on several threads.
 std::string ObjectWriter::Impl::seal(std::optional<std::string_view> expected_sha256) {
@@ -921,7 +921,7 @@ void Store::write(const std::function<void()>& body) {
     if (outermost) impl_->written = {};
     body();
     // Rows are validated completely before the commit: a tree or selection whose views would
-    // take another row's place rolls the whole transaction back (DESIGN.md fidelity rules).
+    // take another row's place rolls the whole transaction back (docs/design.md §5.4).
     if (outermost) check_written_rows_lay_out(*this);
   });
 }

@@ -47,7 +47,7 @@ struct ImageFetch {
 // "amd64" → "linux/amd64"; "all" → {} (every platform).
 std::vector<std::string> image_platforms_of_archs(const std::vector<std::string>& archs);
 
-// `images` of a vmconfig manifest (podplane.md §3.2): each entry's image, digest, platform and
+// `images` of a vmconfig manifest (docs/podplane-layout.md §2.2): each entry's image, digest, platform and
 // index. `source` names the manifest. Error naming the entry when one is malformed.
 [[nodiscard]] std::vector<ImageRequest> vmconfig_image_requests(const nlohmann::json& document, const std::string& source);
 

@@ -1,5 +1,5 @@
 #pragma once
-// Module source addresses (tf-protocols.md §6.2) and fetching the package a remote source
+// Module source addresses (docs/protocols.md §6.2) and fetching the package a remote source
 // names: git over HTTPS through the `git` CLI (SSL_CERT_FILE is passed on as GIT_SSL_CAINFO),
 // archive URLs (.zip, .tar.gz, .tgz, .tar.bz2, .tar.xz, or forced with ?archive=) unpacked
 // with libarchive, and plain HTTP(S) URLs followed through X-Terraform-Get. A "//subdir"

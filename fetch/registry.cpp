@@ -46,7 +46,7 @@ std::string lower(std::string text) {
 
 std::string with_trailing_slash(std::string url) {
   // The provider client of the engines does not add it; a base without it resolves one
-  // level too high (tf-protocols.md §1.1), so we always add it.
+  // level too high (docs/protocols.md §1.1), so we always add it.
   if (url.empty() || url.back() != '/') url += '/';
   return url;
 }

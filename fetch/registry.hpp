@@ -1,5 +1,5 @@
 #pragma once
-// Clients of the registry protocols (tf-protocols.md §1, §2, §6.1): service discovery with
+// Clients of the registry protocols (docs/protocols.md §1, §2, §6.1): service discovery with
 // the CLI config's host-block overrides, the provider registry (versions, download answers
 // with every client rule of §1.3), the provider network mirror, and the module registry.
 // The registry token (TF_TOKEN_<host>, credentials blocks) goes only to discovery and the

@@ -1,5 +1,5 @@
 #pragma once
-// Netsy seed snapshots (podplane.md §2.2, §6): $PODPLANE_DEPS_URL/manifests/seeds.json
+// Netsy seed snapshots (docs/podplane-layout.md §3): $PODPLANE_DEPS_URL/manifests/seeds.json
 // ({"seeds": {"version", "snapshots": {"<name>": {"url", "digest": "sha512:…", "size"}}}})
 // and the snapshots it lists, each checked against its sha512 before it is stored, with
 // Podplane's wording on a mismatch. Rows are returned, not indexed (the caller indexes its run

@@ -1,6 +1,6 @@
 #pragma once
 // Offline re-verification of provider packages from the upstream material the store keeps
-// (SHA256SUMS, detached signature, registry keys; DESIGN.md "Trust"), so that `deps verify`
+// (SHA256SUMS, detached signature, registry keys; docs/design.md §4.3), so that `deps verify`
 // proves in the air gap what `deps tf` checked online. Reads only; never touches the network.
 #include <cstddef>
 #include <string>

@@ -6,7 +6,7 @@
 // its own HTTP and registry client, since neither is thread-safe). Registry answers are small
 // but many: one after another they would dominate a cold run on a slow link.
 // Registry tokens go only to the registry JSON requests; SHA256SUMS and signatures are
-// fetched without them (tf-protocols.md §1.3). Errors are podplane::Error naming the URL; of
+// fetched without them (docs/protocols.md §1.3). Errors are podplane::Error naming the URL; of
 // a batch, the error of the lowest index is thrown, so failures are reported the same way
 // every run.
 #include <map>

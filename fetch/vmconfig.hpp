@@ -1,6 +1,6 @@
 #pragma once
-// vmconfig manifests (podplane.md §3): parsing, the provider filter of `deps download`
-// (§1.2), validation of every listed artifact, and comparison ignoring "cached" markers.
+// vmconfig manifests (docs/podplane-layout.md §2): parsing, the provider filter of `deps
+// download` (§2.3), validation of every listed artifact, and comparison ignoring "cached" markers.
 // Pure functions; errors are podplane::Error naming the manifest and the item.
 //
 // How they are indexed (fetch/deps_download.cpp):

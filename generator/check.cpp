@@ -332,8 +332,9 @@ std::vector<fs::path> stack_manifests(const fs::path& stack_dir) {
   return manifests;
 }
 
-// Items with a `providers` list are installed only on VMs of those providers (reference §1.2,
-// §3.4), so a cluster needs only its own provider's items and the unrestricted ones.
+// Items with a `providers` list are installed only on VMs of those providers
+// (docs/podplane-layout.md §2.3, §2.5), so a cluster needs only its own provider's items and
+// the unrestricted ones.
 bool needed_by(const json& item, const std::string& provider_kind) {
   if (!item.contains("providers") || !item["providers"].is_array() || item["providers"].empty()) return true;
   for (const auto& name : item["providers"]) {
@@ -591,7 +592,7 @@ std::optional<std::string> url_path(const std::string& url) {
   return path.substr(0, path.find_first_of("?#"));
 }
 
-// Go's path.Base of the URL's path, as the userdata takes the file name (podplane.md §3.4).
+// Go's path.Base of the URL's path, as the userdata takes the file name (docs/podplane-layout.md §2.5).
 std::string url_basename(const std::string& url) {
   auto path = url_path(url).value_or(url);
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -607,7 +608,7 @@ const cache::Artifact* answer_for(const std::map<std::string, cache::Artifact>& 
   return nullptr;
 }
 
-// Replays what each VM's userdata does (podplane.md §3.4): for every podplane_userdata data
+// Replays what each VM's userdata does (docs/podplane-layout.md §2.5): for every podplane_userdata data
 // source of main.tf, every item of its manifest the cluster's provider installs is fetched from
 // <deps_mirror_url>/vmconfig/artifacts/<name>/<version>/<basename(url)> and checked with
 // sha256sum/sha512sum against the manifest's digest. Here the URL is looked up in the paths the

@@ -1,4 +1,4 @@
-// Module source addresses (tf-protocols.md §6.2) and unpacking hostile archives.
+// Module source addresses (docs/protocols.md §6.2) and unpacking hostile archives.
 #include <gtest/gtest.h>
 
 #include "base/digest.hpp"

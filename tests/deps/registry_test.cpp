@@ -1,4 +1,4 @@
-// Registry protocol answers (tf-protocols.md §1, §2, §6.1): parsing and the client rules.
+// Registry protocol answers (docs/protocols.md §1, §2, §6.1): parsing and the client rules.
 #include <gtest/gtest.h>
 
 #include "base/error.hpp"
