@@ -10,6 +10,7 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "lockfile/platform.hpp"
+#include "lockfile/provider_names.hpp"
 #include "lockfile/version.hpp"
 
 namespace podplane::cache {
@@ -187,7 +188,7 @@ std::string vmconfig_view_name(const Artifact& artifact) {
 
 std::string provider_package_name(const Artifact& artifact) {
   std::string type = artifact.address.substr(artifact.address.find_last_of('/') + 1);
-  return "terraform-provider-" + type + "_" + artifact.version + "_" + artifact.platform + ".zip";
+  return lockfile::provider_package_filename(type, artifact.version, artifact.platform);
 }
 
 std::string describe(const Artifact& a) {

@@ -13,14 +13,15 @@
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
+#include "checks/cluster_check.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
-#include "generator/check.hpp"
 #include "generator/config.hpp"
 #include "generator/engine.hpp"
 #include "generator/proxmox_stack.hpp"
 #include "generator/schema.hpp"
 #include "generator/stack.hpp"
+#include "lockfile/provider_names.hpp"
 
 namespace podplane::cli {
 
@@ -148,8 +149,9 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
   const fs::path lock = result.stack_dir / ".terraform.lock.hcl";
   const std::string lock_text = std::ifstream(lock) ? read_file_within_limits(lock, "lock file") : std::string();
   const lockfile::Engine stack_engine = gen::stack_engine(lock_text);
-  const std::string engine_name = stack_engine == lockfile::Engine::terraform ? "terraform" : "tofu";
-  const std::string other_name = stack_engine == lockfile::Engine::terraform ? "tofu" : "terraform";
+  const std::string engine_name(lockfile::engine_name(stack_engine));
+  const std::string other_name(lockfile::engine_name(stack_engine == lockfile::Engine::terraform ? lockfile::Engine::tofu
+                                                                                                 : lockfile::Engine::terraform));
   std::cout << "Engine: " << engine_name << " (the stack's lock has entries for "
             << lockfile::default_registry_host(stack_engine) << ")\n";
   if (!gen::find_engine(stack_engine)) {
@@ -207,8 +209,8 @@ void run_init(const ClusterOptions& options) {
 void run_check(const ClusterOptions& options) {
   fs::path config_file = fs::absolute(options.config);
   cache::Store store = open_existing_store();
-  gen::CheckReport report = gen::check_stack(store, config_file, options.platforms);
-  std::cout << gen::render_check_table(report);
+  checks::CheckReport report = checks::check_cluster(store, config_file, options.platforms);
+  std::cout << checks::render_check_table(report);
   if (report.ok()) {
     std::cout << "All checks passed: `init` of this stack needs nothing beyond the store.\n";
     return;

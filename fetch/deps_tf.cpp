@@ -13,6 +13,7 @@
 #include "cache/views.hpp"
 #include "lockfile/cli_config.hpp"
 #include "lockfile/hash.hpp"
+#include "lockfile/provider_names.hpp"
 #include "fetch/deps_download.hpp"
 #include "fetch/module_archive.hpp"
 #include "fetch/module_source.hpp"
@@ -32,8 +33,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using lockfile::Platform;
 using lockfile::Version;
-
-std::string engine_name(lockfile::Engine engine) { return engine == lockfile::Engine::tofu ? "tofu" : "terraform"; }
 
 // The platforms asked for plus every platform already in the store; this machine's when none.
 std::vector<std::string> platforms_of(const std::vector<std::string>& asked, const std::optional<cache::TfSelection>& previous) {
@@ -139,7 +138,7 @@ class TfRun {
                                     const std::optional<cache::TfSelection>& previous) const {
     cache::TfSelection next;
     next.platforms = platforms;
-    next.engine = engine_name(options_.engine);
+    next.engine = std::string(lockfile::engine_name(options_.engine));
     if (options_.stacks.empty()) {
       next.providers = selections.front();
       if (roots.front().stack_module) {
@@ -310,7 +309,7 @@ class TfRun {
               make(cache::ArtifactKind::provider_signature, sums.signature, url_file_name(sums.signature_url),
                    sums.signature_url),
               make(cache::ArtifactKind::provider_keys, sums.keys_json,
-                   "terraform-provider-" + job.address.type + "_" + job.version.str() + "_signing_keys.json", ""),
+                   lockfile::provider_signing_keys_filename(job.address.type, job.version.str()), ""),
           });
       document_bytes[documents_key(job)] = {sums.shasums, sums.signature, sums.keys_json};
     }
@@ -418,7 +417,7 @@ class TfRun {
       out_ << "module " << module.package.address << " " << module.package.version
            << (module.in_store ? " (already in the store)" : " (fetched)") << "\n";
     }
-    out_ << "Engine: " << engine_name(options_.engine) << " (" << options_.engine_reason << "); lock entries for "
+    out_ << "Engine: " << lockfile::engine_name(options_.engine) << " (" << options_.engine_reason << "); lock entries for "
          << host_ << "\n";
     if (summary.packages_reused > 0) {
       out_ << summary.packages_reused << " provider packages were already in the store under another origin "

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/error.hpp"
+#include "lockfile/provider_names.hpp"
 #include "net/http.hpp"
 
 namespace podplane::mirror {
@@ -77,7 +78,7 @@ std::vector<ProviderAddress> offered_addresses(const std::vector<RootRequirement
 }
 
 std::string package_filename(const ProviderAddress& address, const Version& version, const Platform& platform) {
-  return "terraform-provider-" + address.type + "_" + version.str() + "_" + platform.str() + ".zip";
+  return lockfile::provider_package_filename(address.type, version.str(), platform.str());
 }
 
 PackagePlan plan_package_jobs(const std::vector<cache::TfSelection::Provider>& selection,

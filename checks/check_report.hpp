@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace podplane {
+namespace podplane::checks {
 
 struct CheckRow {
   std::string platform;  // "-" when not platform-specific
@@ -18,6 +18,8 @@ struct CheckReport {
   std::vector<CheckRow> rows;
   std::vector<std::string> remedies;  // unique, in order of first need
   bool ok() const;
+  // Appends `other`'s rows, and those of its remedies this report does not have yet.
+  void add(const CheckReport& other);
 };
 
 // Adds rows to a report; a failing row's remedy is recorded once, however many rows need it.
@@ -37,4 +39,4 @@ std::string render_check_table(const CheckReport& report);
 // "a…" after `keep` characters of a hash, for table cells.
 std::string short_hash(const std::string& hash, std::size_t keep = 15);
 
-}  // namespace podplane
+}  // namespace podplane::checks

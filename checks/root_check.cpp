@@ -1,4 +1,4 @@
-#include "mirror/root_check.hpp"
+#include "checks/root_check.hpp"
 
 #include <algorithm>
 #include <map>
@@ -6,23 +6,37 @@
 
 #include "base/error.hpp"
 #include "base/scratch_dir.hpp"
-#include "cache/layout.hpp"
-#include "cache/provider_documents.hpp"
-#include "cache/views.hpp"
 #include "lockfile/cli_config.hpp"
 #include "lockfile/hash.hpp"
+#include "checks/stored_package.hpp"
 #include "lockfile/lock_file.hpp"
+#include "lockfile/lock_rules.hpp"
+#include "lockfile/provider_names.hpp"
 #include "fetch/deps_tf.hpp"
 #include "fetch/registry.hpp"
 #include "fetch/tf_requirements.hpp"
 #include "fetch/tf_resolution.hpp"
 
-namespace podplane::mirror {
+namespace podplane::checks {
 
 namespace fs = std::filesystem;
 using lockfile::Constraints;
 using lockfile::ProviderAddress;
 using lockfile::Version;
+using mirror::choose_module_version;
+using mirror::direct_module_package;
+using mirror::HttpClient;
+using mirror::ModulePackage;
+using mirror::ModulePackages;
+using mirror::ModuleSource;
+using mirror::MirrorArchive;
+using mirror::parse_module_versions;
+using mirror::read_root;
+using mirror::redact_url;
+using mirror::RegistryClient;
+using mirror::RemoteModuleCall;
+using mirror::resolve_subdir;
+using mirror::RootRequirements;
 
 namespace {
 
@@ -173,42 +187,33 @@ std::vector<std::string> platforms_to_check(const RootCheckSource& source, const
   return {platforms.begin(), platforms.end()};
 }
 
-bool any_in(const std::vector<std::string>& hashes, const std::vector<std::string>& lock_hashes) {
-  return std::any_of(hashes.begin(), hashes.end(), [&](const std::string& hash) {
-    return std::find(lock_hashes.begin(), lock_hashes.end(), hash) != lock_hashes.end();
-  });
-}
-
-// The engine accepts a package when one of its hashes is in the lock (the lock may hold the h1
-// of one platform and the zh of every other, as `init` writes it on one machine).
+// The engine accepts a package when one of its hashes is in the lock (lockfile/lock_rules.hpp).
 void check_provider_in_store(const cache::Store& store, const fs::path& root, lockfile::Engine engine,
                              const lockfile::ProviderLock& provider, const std::string& platform, CheckReporter& out) {
   const std::string item = "provider " + provider.address + " " + provider.version;
-  auto packages = store.artifacts({cache::ArtifactKind::provider_package, provider.address, provider.version, platform});
-  if (packages.empty()) {
-    out.fail(platform, item, "MISSING: no package in the store",
-             fill_command(root, engine, platform, provider.address + " " + provider.version + " for " + platform));
-    return;
+  const StoredPackage judged = judge_stored_package(store, provider, platform);
+  switch (judged.verdict) {
+    case StoredPackage::Verdict::missing:
+      out.fail(platform, item, "MISSING: no package in the store",
+               fill_command(root, engine, platform, provider.address + " " + provider.version + " for " + platform));
+      break;
+    case StoredPackage::Verdict::not_in_lock:
+      out.fail(platform, item,
+               "LOCK: the lock has no hash of the store's package (" + short_hash(judged.hashes.front()) + ")",
+               "the root's lock names other packages than the store holds: podplane deps tf" + engine_flag(engine) +
+                   " --stack " + root.string() + " --platform " + platform + " --write-lock --upgrade (online)");
+      break;
+    case StoredPackage::Verdict::view_missing:
+    case StoredPackage::Verdict::view_damaged:
+      out.fail(platform, item,
+               "VIEW: " + judged.view.string() + " is missing or damaged (the store's tfrc installs from it)",
+               "the store's views disagree with its index: run `podplane deps verify` to find and repair the damaged "
+               "files");
+      break;
+    case StoredPackage::Verdict::ok:
+      out.ok(platform, item);
+      break;
   }
-  const auto hashes = cache::package_lock_hashes(packages.front());
-  if (!provider.hashes.empty() && !any_in(hashes, provider.hashes)) {
-    out.fail(platform, item,
-             "LOCK: the lock has no hash of the store's package (" + short_hash(hashes.front()) + ")",
-             "the root's lock names other packages than the store holds: podplane deps tf" + engine_flag(engine) +
-                 " --stack " + root.string() + " --platform " + platform + " --write-lock --upgrade (online)");
-    return;
-  }
-  auto address = ProviderAddress::parse(provider.address, "registry.opentofu.org");
-  fs::path zip = cache::layout::providers_dir(store.root()) / address.host / address.ns / address.type /
-                 ("terraform-provider-" + address.type + "_" + provider.version + "_" + platform + ".zip");
-  std::error_code error;
-  if (!fs::is_regular_file(zip, error) || lockfile::zh_hash_of_file(zip) != hashes.back()) {
-    out.fail(platform, item, "VIEW: " + zip.string() + " is missing or damaged (the store's tfrc installs from it)",
-             "the store's views disagree with its index: run `podplane deps verify` to find and repair the damaged "
-             "files");
-    return;
-  }
-  out.ok(platform, item);
 }
 
 void check_provider_in_mirror(RegistryClient& registry, const RootCheckSource& source, const fs::path& root,
@@ -231,7 +236,7 @@ void check_provider_in_mirror(RegistryClient& registry, const RootCheckSource& s
     if (it == archives.end()) {
       out.fail(platform, item, "MISSING: the mirror has no " + platform + " package",
                fill_command(root, engine, platform, provider.address + " " + provider.version + " for " + platform));
-    } else if (!provider.hashes.empty() && !any_in(it->second.hashes, provider.hashes)) {
+    } else if (!lockfile::package_matches_lock(it->second.hashes, provider.hashes)) {
       out.fail(platform, item, "LOCK: the lock has no hash of the mirror's package",
                "the root's lock names other packages than the mirror serves: podplane deps tf" + engine_flag(engine) +
                    " --stack " + root.string() + " --platform " + platform + " --write-lock --upgrade (online)");
@@ -285,40 +290,31 @@ void check_root(const RootCheckSource& source, const fs::path& root_dir, const s
     requirements = read_root(root, host, modules);
   } catch (const Error& e) {
     out.fail("-", "root " + root.string(), "UNREADABLE: " + e.message(),
-             "fix the root's configuration so that `" + std::string(engine == lockfile::Engine::terraform ? "terraform" : "tofu") +
+             "fix the root's configuration so that `" + std::string(lockfile::engine_name(engine)) +
                  " validate` reads it");
   }
   if (requirements) {
-    std::size_t covered = 0;
-    for (const auto& [address, want] : requirements->providers) {
-      const auto* locked = lock.find(address);
-      const std::string rewrite = "podplane deps tf" + engine_flag(engine) + " --stack " + root.string() +
-                                  " --write-lock (online), then commit the lock";
-      if (locked == nullptr) {
-        out.fail("-", "lock covers " + address, "LOCK: " + want.declared_in + " requires it, the lock has no entry",
-                 rewrite);
-        continue;
-      }
-      auto constraints = Constraints::merge(want.constraints);
-      bool allowed = false;
-      try {
-        allowed = constraints.allows(Version::parse(locked->version));
-      } catch (const Error&) {
-      }
-      if (!allowed) {
-        out.fail("-", "lock covers " + address,
-                 "LOCK: the lock has " + locked->version + ", which \"" + constraints.canonical() +
+    std::map<std::string, lockfile::RequiredProvider> required;
+    for (const auto& [address, want] : requirements->providers) required[address] = {want.constraints, want.declared_in};
+    const auto gaps = lockfile::lock_gaps(required, lock);
+    for (const auto& gap : gaps) {
+      if (gap.kind == lockfile::LockGap::Kind::no_entry)
+        out.fail("-", "lock covers " + gap.address, "LOCK: " + gap.declared_in + " requires it, the lock has no entry",
+                 "podplane deps tf" + engine_flag(engine) + " --stack " + root.string() +
+                     " --write-lock (online), then commit the lock");
+      else
+        out.fail("-", "lock covers " + gap.address,
+                 "LOCK: the lock has " + gap.locked_version + ", which \"" + gap.constraints +
                      "\" (the root's requirements) does not allow",
                  // Without --upgrade, deps tf keeps the locked version and refuses it, as `init` would.
                  "podplane deps tf" + engine_flag(engine) + " --stack " + root.string() +
                      " --write-lock --upgrade (online), then commit the lock");
-        continue;
-      }
-      ++covered;
     }
-    if (covered == requirements->providers.size())
+    if (gaps.empty()) {
+      const std::size_t covered = required.size();
       out.ok("-", "lock covers the " + std::to_string(covered) + (covered == 1 ? " provider" : " providers") +
                       " the root requires");
+    }
   }
   for (const auto& outcome : modules.outcomes()) {
     if (outcome.ok)
@@ -339,4 +335,4 @@ void check_root(const RootCheckSource& source, const fs::path& root_dir, const s
   for (const auto& provider : lock.providers) check_provider_in_mirror(registry, source, root, engine, provider, wanted, out);
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::checks

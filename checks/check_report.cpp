@@ -1,11 +1,17 @@
-#include "base/check_report.hpp"
+#include "checks/check_report.hpp"
 
 #include <algorithm>
 
-namespace podplane {
+namespace podplane::checks {
 
 bool CheckReport::ok() const {
   return std::all_of(rows.begin(), rows.end(), [](const CheckRow& row) { return row.ok; });
+}
+
+void CheckReport::add(const CheckReport& other) {
+  rows.insert(rows.end(), other.rows.begin(), other.rows.end());
+  for (const auto& remedy : other.remedies)
+    if (std::find(remedies.begin(), remedies.end(), remedy) == remedies.end()) remedies.push_back(remedy);
 }
 
 void CheckReporter::ok(std::string platform, std::string item, std::string detail) {
@@ -34,4 +40,4 @@ std::string short_hash(const std::string& hash, std::size_t keep) {
   return hash.size() > keep ? hash.substr(0, keep) + "…" : hash;
 }
 
-}  // namespace podplane
+}  // namespace podplane::checks
