@@ -331,6 +331,7 @@ const cache::Artifact* answer_for(const std::map<std::string, cache::Artifact>& 
 // sha256sum/sha512sum against the manifest's digest. Here the URL is looked up in the paths the
 // store publishes (what `mirror serve` and `mirror export` answer), and the object is hashed
 // with the manifest's algorithm: a VM that would receive another arch's bytes fails here.
+// Kept whole: one VM's replay, read top to bottom as its userdata runs (base URL, manifest, each item).
 void check_vm_fetches(const cache::Store& store, const fs::path& stack_dir, const std::string& main_text,
                       const std::string& provider_kind, CheckReporter& out) {
   lockfile::hcl::Body body;

@@ -12,7 +12,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
