@@ -195,6 +195,25 @@ void Archive::write_data(const void* data, std::size_t size, std::string_view do
 
 void Archive::close(std::string_view doing) { check(archive_write_close(handle_), doing); }
 
+void write_fixed_header(Archive& writer, const Entry& entry, const FixedHeader& header, std::string_view doing,
+                        Warnings warnings) {
+  archive_entry* e = entry.get();
+  archive_entry_clear(e);
+  archive_entry_copy_pathname(e, std::string(header.path).c_str());
+  bool directory = header.type == FixedHeader::Type::directory;
+  archive_entry_set_filetype(e, directory ? AE_IFDIR : AE_IFREG);
+  archive_entry_set_perm(e, header.mode);
+  archive_entry_set_size(e, directory ? 0 : static_cast<la_int64_t>(header.size));
+  archive_entry_set_mtime(e, header.mtime, 0);
+  archive_entry_set_uid(e, 0);
+  archive_entry_set_gid(e, 0);
+  if (header.owner_names == FixedHeader::OwnerNames::root) {
+    archive_entry_copy_uname(e, "root");
+    archive_entry_copy_gname(e, "root");
+  }
+  writer.write_header(entry, doing, warnings);
+}
+
 std::string relative_entry_name(const char* raw, std::string_view where) {
   auto refuse = [&](std::string_view why) {
     throw Error("refused entry '" + std::string(raw != nullptr ? raw : "") + "' in " + std::string(where) + ": " +

@@ -111,6 +111,24 @@ class Archive {
   std::unique_ptr<SinkState> sink_;
 };
 
+// The header of a reproducible entry: the same fields give the same bytes whoever writes them
+// and when (owner 0:0, the mtime given rather than the file's, no other metadata).
+struct FixedHeader {
+  enum class Type { file, directory };
+  // Whether the header names its owner too: bundles say "root"/"root", module packages only 0:0.
+  enum class OwnerNames { none, root };
+  std::string_view path;
+  Type type = Type::file;
+  unsigned mode = 0444;
+  std::uint64_t size = 0;  // a directory's is 0
+  std::int64_t mtime = 0;
+  OwnerNames owner_names = OwnerNames::none;
+};
+
+// Writes `header` through `writer`, reusing `entry` (cleared first).
+void write_fixed_header(Archive& writer, const Entry& entry, const FixedHeader& header, std::string_view doing,
+                        Warnings warnings = Warnings::fail);
+
 // The path of an entry from outside, relative and '/'-separated ("" for the root, "./"), or an
 // Error "refused entry '<raw>' in <where>: <why>" when it has no name, is absolute ("/x",
 // "\x", "C:x") or has a ".." component. '\' separates too (zips made on Windows use it).

@@ -45,6 +45,7 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 std::string file_digest_hex(const std::filesystem::path& file, DigestAlgorithm algorithm) {
+  // Streamed, never held whole: unbounded by design (a store object may be gigabytes).
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error("cannot open " + file.string() + ": " + std::strerror(errno));
   Hasher hasher(algorithm);

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <istream>
+
+#include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
@@ -52,10 +55,11 @@ void check_input_size(std::size_t size, std::string_view source_name, const Inpu
                 describe_size_limit(limits.max_bytes));
 }
 
-std::string read_file_within_limits(const std::filesystem::path& file, std::string_view what, const InputLimits& limits) {
-  UniqueFd owned(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+namespace {
+
+std::string read_within_limits(const UniqueFd& owned, const std::filesystem::path& file, std::string_view what,
+                               const InputLimits& limits) {
   const int fd = owned.get();
-  if (fd < 0) throw Error("cannot open " + std::string(what) + " " + file.string() + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) check_input_size(static_cast<std::size_t>(st.st_size), file.string(), limits);
   // Read up to one byte past the limit: a file that grew, or a pipe, is caught too.
@@ -69,6 +73,32 @@ std::string read_file_within_limits(const std::filesystem::path& file, std::stri
     text.append(buffer, static_cast<std::size_t>(got));
     check_input_size(text.size(), file.string(), limits);
   }
+  return text;
+}
+
+}  // namespace
+
+std::string read_file_within_limits(const std::filesystem::path& file, std::string_view what, const InputLimits& limits) {
+  UniqueFd owned(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (owned.get() < 0) throw Error("cannot open " + std::string(what) + " " + file.string() + ": " + std::strerror(errno));
+  return read_within_limits(owned, file, what, limits);
+}
+
+std::optional<std::string> read_file_if_present_within_limits(const std::filesystem::path& file, std::string_view what,
+                                                              const InputLimits& limits) {
+  UniqueFd owned(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (owned.get() < 0) return std::nullopt;
+  return read_within_limits(owned, file, what, limits);
+}
+
+std::string read_stream_within_limits(std::istream& in, std::string_view source_name, const InputLimits& limits) {
+  std::string text;
+  char buffer[65536];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+    check_input_size(text.size(), source_name, limits);
+  }
+  if (in.bad()) throw Error("cannot read " + std::string(source_name));
   return text;
 }
 

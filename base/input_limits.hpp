@@ -8,10 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 namespace podplane {
 
@@ -44,6 +46,16 @@ void check_input_size(std::size_t size, std::string_view source_name, const Inpu
 // `what` names the file in messages ("lock file", "cluster config").
 [[nodiscard]] std::string read_file_within_limits(const std::filesystem::path& file, std::string_view what,
                                                   const InputLimits& limits = kDefaultInputLimits);
+// The same for a file that may be absent: nullopt when it cannot be opened at all (missing,
+// not readable); an Error when it opens but is too large or fails to read.
+[[nodiscard]] std::optional<std::string> read_file_if_present_within_limits(const std::filesystem::path& file,
+                                                                            std::string_view what,
+                                                                            const InputLimits& limits = kDefaultInputLimits);
+
+// The rest of a stream (standard input given as "-"), refused with an Error once it passes the
+// limit. `source_name` names it in messages.
+[[nodiscard]] std::string read_stream_within_limits(std::istream& in, std::string_view source_name,
+                                                    const InputLimits& limits = kDefaultInputLimits);
 
 enum class JsonComments { reject, allow };
 

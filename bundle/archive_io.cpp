@@ -42,18 +42,13 @@ ArchiveWriter::ArchiveWriter(int fd, std::int64_t mtime, std::string where) : mt
 ArchiveWriter::~ArchiveWriter() = default;
 
 void ArchiveWriter::begin_file(std::string_view name, std::uint64_t size) {
-  archive_entry* entry = entry_.get();
-  archive_entry_clear(entry);
-  archive_entry_copy_pathname(entry, std::string(name).c_str());
-  archive_entry_set_filetype(entry, AE_IFREG);
-  archive_entry_set_perm(entry, 0444);
-  archive_entry_set_size(entry, static_cast<la_int64_t>(size));
-  archive_entry_set_mtime(entry, mtime_, 0);
-  archive_entry_set_uid(entry, 0);
-  archive_entry_set_gid(entry, 0);
-  archive_entry_copy_uname(entry, "root");
-  archive_entry_copy_gname(entry, "root");
-  archive_.write_header(entry_, "cannot write tar header of " + std::string(name) + " to " + where_);
+  libarchive::FixedHeader header;
+  header.path = name;
+  header.mode = 0444;
+  header.size = size;
+  header.mtime = mtime_;
+  header.owner_names = libarchive::FixedHeader::OwnerNames::root;
+  libarchive::write_fixed_header(archive_, entry_, header, "cannot write tar header of " + std::string(name) + " to " + where_);
 }
 
 void ArchiveWriter::write(const void* data, std::size_t size) { archive_.write_data(data, size, "cannot write to " + where_); }

@@ -69,6 +69,358 @@ struct Row {
   std::size_t json_bytes = 0;         // its share of a manifest (upper bound)
 };
 
+// The bytes of the receiver's inventory file at `path`, with an Error that says how to make
+// one where it is missing.
+std::string read_inventory_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    // The first bundle of a site has no inventory to start from: say how to make it.
+    throw Error("inventory " + path.string() +
+                " does not exist; for a first bundle leave --since out (it then carries the whole store), and "
+                "from then on pass the file `podplane bundle inventory -o FILE` writes on the other side");
+  }
+  if (!fs::is_regular_file(path, ec)) throw Error("inventory " + path.string() + " is not a readable file");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw Error("cannot open inventory " + path.string() + ": " + std::strerror(errno));
+  std::string bytes;
+  char buffer[65536];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.append(buffer, n);
+  std::fclose(f);
+  return bytes;
+}
+
+// The objects of one volume and the rows they bring, with the bytes they take so far.
+struct Packing {
+  std::vector<std::size_t> objects;
+  std::set<std::size_t> rows;
+  std::uint64_t manifest_bytes = 0;
+  std::uint64_t object_entries = 0;
+  std::uint64_t total(std::uint64_t signature) const {
+    return detail::tar_entry_bytes(manifest_bytes) + signature + object_entries + detail::kTarEndBytes;
+  }
+};
+
+// One plan: the receiver's inventory → rows that travel, in a stable order → those the
+// receiver lacks → their objects → the manifest every volume shares → objects packed into
+// volumes → each volume's final manifest, signed. Each phase leaves its results in members
+// the next one reads.
+class BundlePlanner {
+ public:
+  BundlePlanner(const cache::Store& store, const CreateOptions& options) : store_(store), options_(options) {}
+
+  BundlePlan plan(const fs::path& file) {
+    if (options_.since) read_since(*options_.since);
+    for (const auto& platform : options_.platforms) {
+      check_safe_name("platform", platform);
+      platforms_.insert(platform);
+    }
+    if (options_.signing_key) key_ = SigningKey::load(*options_.signing_key);
+    gather_rows();
+    choose_rows();
+    count_older_than_receiver();
+    list_objects();
+    make_base_manifest();
+    pack_volumes();
+    plan_volumes(file);
+    plan_.signed_bundle = key_.has_value();
+    return std::move(plan_);
+  }
+
+ private:
+  void read_since(const fs::path& path) {
+    std::string bytes = read_inventory_file(path);
+    try {
+      inventory_ = Inventory::parse(bytes);
+    } catch (const Error& e) {
+      throw Error("cannot use inventory " + path.string() + ": " + e.what());
+    }
+    since_ = SinceInventory{sha256_hex(bytes), inventory_->store_id, inventory_->generation};
+  }
+
+  // ---- 1. rows that travel, in a stable order ---------------------------------------------
+  void gather_rows() {
+    for (auto& artifact : store_.artifacts()) {
+      newest_ = std::max(newest_, artifact.added_at);
+      if (artifact.kind == cache::ArtifactKind::provider_package && !platforms_.empty() && !platforms_.count(artifact.platform))
+        continue;
+      TravellingArtifact travelling{artifact, store_.provenance_of(artifact.id)};
+      travelling.artifact.id = 0;
+      for (auto& p : travelling.provenance) p.artifact_id = 0;
+      std::sort(travelling.provenance.begin(), travelling.provenance.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.shasums_digest, a.signature_digest, a.keys_digest, a.key_fingerprint, a.result, a.checked_at) <
+               std::tie(b.shasums_digest, b.signature_digest, b.keys_digest, b.key_fingerprint, b.result, b.checked_at);
+      });
+      artifacts_.push_back(std::move(travelling));
+    }
+    for (auto& tree : store_.module_trees()) {
+      newest_ = std::max(newest_, tree.added_at);
+      tree.id = 0;
+      std::sort(tree.files.begin(), tree.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+      trees_.push_back(std::move(tree));
+    }
+    std::sort(artifacts_.begin(), artifacts_.end(), [](const TravellingArtifact& x, const TravellingArtifact& y) {
+      const auto& a = x.artifact;
+      const auto& b = y.artifact;
+      return std::make_tuple(a.address, a.version, kind_rank(a.kind), a.platform, a.filename) <
+             std::make_tuple(b.address, b.version, kind_rank(b.kind), b.platform, b.filename);
+    });
+    std::sort(trees_.begin(), trees_.end(),
+              [](const auto& a, const auto& b) { return std::tie(a.address, a.version) < std::tie(b.address, b.version); });
+  }
+
+  // A row travels unless the receiver lists it and holds all of its objects; those it holds
+  // stay behind. `keep` adds the row to its kept list and returns the index there.
+  template <typename Keep>
+  void consider(Row::Type type, std::vector<std::string> objects, const std::string& id, Keep&& keep) {
+    bool row_known = inventory_ && inventory_->rows.count(id);
+    std::vector<std::string> travelling_objects;
+    for (auto& d : objects)
+      if (!inventory_ || !inventory_->objects.count(d)) travelling_objects.push_back(std::move(d));
+    if (row_known && travelling_objects.empty()) return;
+    std::sort(travelling_objects.begin(), travelling_objects.end());
+    travelling_objects.erase(std::unique(travelling_objects.begin(), travelling_objects.end()), travelling_objects.end());
+    rows_.push_back(Row{type, keep(), std::move(travelling_objects), 0});
+  }
+
+  // The receiver's newest version of each name, from the rows its inventory lists.
+  void received(cache::ItemFamily family, const std::string& name, const std::string& version) {
+    auto& newest_there = receiver_newest_[{family, name}];
+    if (newest_there.empty() || cache::older_version(newest_there, version)) newest_there = version;
+  }
+
+  void choose_rows() {
+    for (auto& a : artifacts_) {
+      const std::string id = row_id(a.artifact, a.provenance);
+      if (auto [family, own] = cache::item_family(a.artifact.kind); own && inventory_ && inventory_->rows.count(id))
+        received(family, a.artifact.address, a.artifact.version);
+      consider(Row::Type::artifact, objects_of(a), id, [&] {
+        kept_artifacts_.push_back(a);
+        return kept_artifacts_.size() - 1;
+      });
+    }
+    for (auto& t : trees_) {
+      const std::string id = row_id(t);
+      if (inventory_ && inventory_->rows.count(id)) received(cache::ItemFamily::module, t.address, t.version);
+      consider(Row::Type::module, objects_of(t), id, [&] {
+        kept_trees_.push_back(t);
+        return kept_trees_.size() - 1;
+      });
+    }
+    plan_.artifacts = kept_artifacts_.size();
+    plan_.module_trees = kept_trees_.size();
+  }
+
+  void count_older_than_receiver() {
+    std::set<std::tuple<cache::ItemFamily, std::string, std::string>> older;
+    auto count_older = [&](cache::ItemFamily family, const std::string& name, const std::string& version, std::int64_t bytes) {
+      auto there = receiver_newest_.find({family, name});
+      if (there == receiver_newest_.end() || !cache::older_version(version, there->second)) return;
+      older.emplace(family, name, version);
+      plan_.older_than_receiver_bytes += static_cast<std::uint64_t>(bytes);
+    };
+    for (const auto& a : kept_artifacts_)
+      if (auto [family, own] = cache::item_family(a.artifact.kind); own) count_older(family, a.artifact.address, a.artifact.version, a.artifact.size);
+    for (const auto& t : kept_trees_) {
+      std::int64_t bytes = 0;
+      for (const auto& module_file : t.files) bytes += module_file.size;
+      count_older(cache::ItemFamily::module, t.address, t.version, bytes);
+    }
+    plan_.older_than_receiver_items = older.size();
+  }
+
+  // ---- 2. objects in first-use order, each stat'ed so that a damaged store stops us here ----
+  void list_objects() {
+    std::map<std::string, std::size_t> object_index;
+    for (std::size_t r = 0; r < rows_.size(); ++r) {
+      for (const auto& digest : rows_[r].objects) {
+        rows_of_object_[digest].push_back(r);
+        if (object_index.count(digest)) continue;
+        std::error_code ec;
+        fs::path path = store_.object_path(digest);
+        auto size = fs::file_size(path, ec);
+        if (ec || !store_.has_object(digest))
+          throw Error("store object " + digest + " is missing or unreadable (" + path.string() +
+                      "); run 'podplane deps verify' and fetch again");
+        object_index[digest] = objects_.size();
+        objects_.push_back(ManifestObject{digest, size});
+        plan_.object_bytes += size;
+      }
+    }
+    plan_.objects = objects_.size();
+  }
+
+  // ---- 3. the manifest of a volume --------------------------------------------------------
+  // Fixed part + rows without travelling objects (in every volume) + per object its entry and
+  // the rows it brings along. Each row's share of a manifest is measured here.
+  void make_base_manifest() {
+    std::optional<cache::TfSelection> selection = store_.tf_selection();
+    if (selection && !platforms_.empty()) {
+      std::vector<std::string> kept;
+      for (const auto& p : selection->platforms)
+        if (platforms_.count(p)) kept.push_back(p);
+      selection->platforms = kept;
+    }
+    base_.tool_version = PODPLANE_VERSION;
+    base_.created_at = newest_.empty() ? "1970-01-01T00:00:00Z" : newest_;
+    base_.bundle_id = std::string(64, '0');
+    base_.since = since_;
+    base_.platforms.assign(platforms_.begin(), platforms_.end());
+    base_.total_objects = plan_.objects;
+    base_.total_bytes = plan_.object_bytes;
+    base_.tf_selection = selection;
+    if (options_.expires_in) {
+      std::time_t now = options_.now ? options_.now() : std::time(nullptr);
+      base_.expires_at = utc_timestamp(now + static_cast<std::time_t>(options_.expires_in->count()));
+    }
+    for (auto& row : rows_) {
+      BundleManifest probe;
+      if (row.type == Row::Type::artifact) probe.artifacts.push_back(kept_artifacts_[row.index]);
+      else probe.module_trees.push_back(kept_trees_[row.index]);
+      row.json_bytes = probe.serialize().size();
+      if (row.objects.empty()) {
+        if (row.type == Row::Type::artifact) base_.artifacts.push_back(kept_artifacts_[row.index]);
+        else base_.module_trees.push_back(kept_trees_[row.index]);
+      }
+    }
+  }
+
+  // Bytes object `o` adds to `pack`'s manifest: its line and the rows it brings.
+  std::uint64_t growth(const Packing& pack, std::size_t o) {
+    std::uint64_t manifest = json{{"digest", objects_[o].digest}, {"size", objects_[o].size}}.dump().size() + 1;
+    for (std::size_t r : rows_of_object_[objects_[o].digest])
+      if (!pack.rows.count(r)) manifest += rows_[r].json_bytes - empty_manifest_bytes_ + 2;
+    return manifest;
+  }
+
+  void add(Packing& pack, std::size_t o, std::uint64_t manifest_growth) {
+    pack.objects.push_back(o);
+    pack.object_entries += detail::tar_entry_bytes(objects_[o].size);
+    pack.manifest_bytes += manifest_growth;
+    for (std::size_t r : rows_of_object_[objects_[o].digest]) pack.rows.insert(r);
+  }
+
+  bool fits(const Packing& pack, std::size_t o, std::uint64_t manifest_growth) const {
+    return detail::tar_entry_bytes(pack.manifest_bytes + manifest_growth) + signature_entry_ + pack.object_entries +
+               detail::tar_entry_bytes(objects_[o].size) + detail::kTarEndBytes <=
+           limit_;
+  }
+
+  // Objects in order into volumes, a new one where the next object does not fit, each volume
+  // sized by an upper bound of its manifest and signature.
+  void pack_volumes() {
+    empty_manifest_bytes_ = BundleManifest{}.serialize().size();
+    BundleManifest upper = base_;
+    upper.volume_index = upper.volume_count = 999;
+    const std::uint64_t base_bytes = upper.serialize().size();
+    SignatureBlock signature_shape;
+    if (key_) {
+      signature_shape = SignatureBlock{"ed25519", key_->public_key().raw_hex(), key_->public_key().key_id(), std::string(128, '0')};
+    }
+    signature_entry_ = detail::tar_entry_bytes(signature_shape.serialize().size());
+    limit_ = options_.volume_size.value_or(UINT64_MAX);
+
+    packs_.resize(1);
+    packs_.back().manifest_bytes = base_bytes;
+    if (packs_.back().total(signature_entry_) > limit_)
+      throw UsageError("volume size " + std::to_string(limit_) + " bytes cannot even hold the bundle manifest (" +
+                       human_bytes(packs_.back().total(signature_entry_)) + ")");
+    for (std::size_t o = 0; o < objects_.size(); ++o) {
+      std::uint64_t manifest_growth = growth(packs_.back(), o);
+      if (fits(packs_.back(), o, manifest_growth)) {
+        add(packs_.back(), o, manifest_growth);
+        continue;
+      }
+      Packing fresh;
+      fresh.manifest_bytes = base_bytes;
+      manifest_growth = growth(fresh, o);
+      if (!fits(fresh, o, manifest_growth))
+        throw UsageError("volume size " + std::to_string(limit_) + " bytes is too small for object " + objects_[o].digest +
+                         " (" + human_bytes(objects_[o].size) + ") and its manifest; choose a larger --volume-size");
+      add(fresh, o, manifest_growth);
+      if (packs_.back().objects.empty()) packs_.back() = std::move(fresh);
+      else packs_.push_back(std::move(fresh));
+    }
+    if (packs_.size() > 999)
+      throw UsageError("the bundle would need " + std::to_string(packs_.size()) +
+                       " volumes (at most 999); choose a larger --volume-size");
+  }
+
+  // ---- 4. final manifests: the bundle id ties the volumes together ------------------------
+  void plan_volumes(const fs::path& file) {
+    json id_source = json::array();
+    for (const auto& pack : packs_) {
+      json list = json::array();
+      for (std::size_t o : pack.objects) list.push_back(objects_[o].digest);
+      id_source.push_back(list);
+    }
+    id_source.push_back(since_ ? since_->inventory_digest : "");
+    const std::string bundle_id = sha256_hex(id_source.dump());
+    const int count = static_cast<int>(packs_.size());
+    for (int v = 0; v < count; ++v) {
+      VolumePlan volume = plan_volume(packs_[static_cast<std::size_t>(v)], bundle_id, v + 1, count);
+      volume.file = volume_file(file, v + 1, count);
+      plan_.total_bytes += volume.bytes;
+      plan_.volumes.push_back(std::move(volume));
+    }
+  }
+
+  VolumePlan plan_volume(const Packing& pack, const std::string& bundle_id, int index, int count) {
+    VolumePlan volume;
+    volume.manifest = base_;
+    volume.manifest.bundle_id = bundle_id;
+    volume.manifest.volume_index = index;
+    volume.manifest.volume_count = count;
+    volume.manifest.artifacts.clear();
+    volume.manifest.module_trees.clear();
+    // Rows in their global order: those without travelling objects plus those this volume feeds.
+    for (std::size_t r = 0; r < rows_.size(); ++r) {
+      if (!rows_[r].objects.empty() && !pack.rows.count(r)) continue;
+      if (rows_[r].type == Row::Type::artifact) volume.manifest.artifacts.push_back(kept_artifacts_[rows_[r].index]);
+      else volume.manifest.module_trees.push_back(kept_trees_[rows_[r].index]);
+    }
+    for (std::size_t o : pack.objects) volume.manifest.objects.push_back(objects_[o]);
+    volume.manifest_bytes = volume.manifest.serialize();
+    if (volume.manifest_bytes.size() > kManifestLimit)
+      throw Error("the manifest of volume " + std::to_string(index) + " would take " +
+                  human_bytes(volume.manifest_bytes.size()) + ", more than import reads (" + human_bytes(kManifestLimit) +
+                  "): cut a delta with --since, or bundle fewer platforms with --platform");
+    SignatureBlock signature;
+    if (key_) {
+      signature = SignatureBlock{"ed25519", key_->public_key().raw_hex(), key_->public_key().key_id(),
+                                 key_->sign_hex(volume.manifest_bytes)};
+    }
+    volume.signature_bytes = signature.serialize();
+    volume.bytes = detail::tar_entry_bytes(volume.manifest_bytes.size()) +
+                   detail::tar_entry_bytes(volume.signature_bytes.size()) + pack.object_entries + detail::kTarEndBytes;
+    if (volume.bytes > limit_)  // the estimate above is an upper bound; this guards it
+      throw Error("internal error: volume " + std::to_string(index) + " exceeds the volume size");
+    return volume;
+  }
+
+  const cache::Store& store_;
+  const CreateOptions& options_;
+  std::optional<Inventory> inventory_;  // the receiver's, with --since
+  std::optional<SinceInventory> since_;
+  std::set<std::string> platforms_;
+  std::optional<SigningKey> key_;
+  std::vector<TravellingArtifact> artifacts_;
+  std::vector<cache::ModuleTree> trees_;
+  std::string newest_;  // the newest added_at of any row: the bundle's created_at
+  std::map<std::pair<cache::ItemFamily, std::string>, std::string> receiver_newest_;
+  std::vector<Row> rows_;
+  std::vector<TravellingArtifact> kept_artifacts_;
+  std::vector<cache::ModuleTree> kept_trees_;
+  std::vector<ManifestObject> objects_;
+  std::map<std::string, std::vector<std::size_t>> rows_of_object_;
+  BundleManifest base_;
+  std::size_t empty_manifest_bytes_ = 0;
+  std::uint64_t signature_entry_ = 0;
+  std::uint64_t limit_ = 0;
+  std::vector<Packing> packs_;
+  BundlePlan plan_;
+};
+
 }  // namespace
 
 std::uint64_t parse_size(std::string_view text) {
@@ -161,298 +513,7 @@ Inventory make_inventory(cache::Store& store) {
 }
 
 BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const CreateOptions& options) {
-  std::optional<Inventory> inventory;
-  std::optional<SinceInventory> since;
-  if (options.since) {
-    std::string bytes;
-    {
-      std::error_code ec;
-      if (!fs::exists(*options.since, ec)) {
-        // The first bundle of a site has no inventory to start from: say how to make it.
-        throw Error("inventory " + options.since->string() +
-                    " does not exist; for a first bundle leave --since out (it then carries the whole store), and "
-                    "from then on pass the file `podplane bundle inventory -o FILE` writes on the other side");
-      }
-      if (!fs::is_regular_file(*options.since, ec)) throw Error("inventory " + options.since->string() + " is not a readable file");
-      std::FILE* f = std::fopen(options.since->c_str(), "rb");
-      if (f == nullptr) throw Error("cannot open inventory " + options.since->string() + ": " + std::strerror(errno));
-      char buffer[65536];
-      std::size_t n;
-      while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.append(buffer, n);
-      std::fclose(f);
-    }
-    try {
-      inventory = Inventory::parse(bytes);
-    } catch (const Error& e) {
-      throw Error("cannot use inventory " + options.since->string() + ": " + e.what());
-    }
-    since = SinceInventory{sha256_hex(bytes), inventory->store_id, inventory->generation};
-  }
-  std::set<std::string> platforms;
-  for (const auto& platform : options.platforms) {
-    check_safe_name("platform", platform);
-    platforms.insert(platform);
-  }
-  std::optional<SigningKey> key;
-  if (options.signing_key) key = SigningKey::load(*options.signing_key);
-
-  // 1. Rows that travel, in a stable order.
-  std::vector<TravellingArtifact> artifacts;
-  std::string newest;
-  for (auto& artifact : store.artifacts()) {
-    newest = std::max(newest, artifact.added_at);
-    if (artifact.kind == cache::ArtifactKind::provider_package && !platforms.empty() && !platforms.count(artifact.platform))
-      continue;
-    TravellingArtifact travelling{artifact, store.provenance_of(artifact.id)};
-    travelling.artifact.id = 0;
-    for (auto& p : travelling.provenance) p.artifact_id = 0;
-    std::sort(travelling.provenance.begin(), travelling.provenance.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.shasums_digest, a.signature_digest, a.keys_digest, a.key_fingerprint, a.result, a.checked_at) <
-             std::tie(b.shasums_digest, b.signature_digest, b.keys_digest, b.key_fingerprint, b.result, b.checked_at);
-    });
-    artifacts.push_back(std::move(travelling));
-  }
-  std::vector<cache::ModuleTree> trees;
-  for (auto& tree : store.module_trees()) {
-    newest = std::max(newest, tree.added_at);
-    tree.id = 0;
-    std::sort(tree.files.begin(), tree.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
-    trees.push_back(std::move(tree));
-  }
-  std::sort(artifacts.begin(), artifacts.end(), [](const TravellingArtifact& x, const TravellingArtifact& y) {
-    const auto& a = x.artifact;
-    const auto& b = y.artifact;
-    return std::make_tuple(a.address, a.version, kind_rank(a.kind), a.platform, a.filename) <
-           std::make_tuple(b.address, b.version, kind_rank(b.kind), b.platform, b.filename);
-  });
-  std::sort(trees.begin(), trees.end(),
-            [](const auto& a, const auto& b) { return std::tie(a.address, a.version) < std::tie(b.address, b.version); });
-
-  auto lacks = [&](const std::string& digest) { return !inventory || !inventory->objects.count(digest); };
-  std::vector<Row> rows;
-  BundlePlan plan;
-  std::vector<TravellingArtifact> kept_artifacts;
-  std::vector<cache::ModuleTree> kept_trees;
-  auto consider = [&](Row::Type type, std::vector<std::string> objects, const std::string& id, auto&& keep) {
-    bool row_known = inventory && inventory->rows.count(id);
-    std::vector<std::string> travelling_objects;
-    for (auto& d : objects)
-      if (lacks(d)) travelling_objects.push_back(std::move(d));
-    if (row_known && travelling_objects.empty()) return;
-    std::sort(travelling_objects.begin(), travelling_objects.end());
-    travelling_objects.erase(std::unique(travelling_objects.begin(), travelling_objects.end()), travelling_objects.end());
-    rows.push_back(Row{type, keep(), std::move(travelling_objects), 0});
-  };
-  // The receiver's newest version of each name, from the rows its inventory lists.
-  std::map<std::pair<cache::ItemFamily, std::string>, std::string> receiver_newest;
-  auto received = [&](cache::ItemFamily family, const std::string& name, const std::string& version) {
-    auto& newest_there = receiver_newest[{family, name}];
-    if (newest_there.empty() || cache::older_version(newest_there, version)) newest_there = version;
-  };
-  for (auto& a : artifacts) {
-    const std::string id = row_id(a.artifact, a.provenance);
-    if (auto [family, own] = cache::item_family(a.artifact.kind); own && inventory && inventory->rows.count(id))
-      received(family, a.artifact.address, a.artifact.version);
-    consider(Row::Type::artifact, objects_of(a), id, [&] {
-      kept_artifacts.push_back(a);
-      return kept_artifacts.size() - 1;
-    });
-  }
-  for (auto& t : trees) {
-    const std::string id = row_id(t);
-    if (inventory && inventory->rows.count(id)) received(cache::ItemFamily::module, t.address, t.version);
-    consider(Row::Type::module, objects_of(t), id, [&] {
-      kept_trees.push_back(t);
-      return kept_trees.size() - 1;
-    });
-  }
-  plan.artifacts = kept_artifacts.size();
-  plan.module_trees = kept_trees.size();
-  {
-    std::set<std::tuple<cache::ItemFamily, std::string, std::string>> older;
-    auto count_older = [&](cache::ItemFamily family, const std::string& name, const std::string& version, std::int64_t bytes) {
-      auto there = receiver_newest.find({family, name});
-      if (there == receiver_newest.end() || !cache::older_version(version, there->second)) return;
-      older.emplace(family, name, version);
-      plan.older_than_receiver_bytes += static_cast<std::uint64_t>(bytes);
-    };
-    for (const auto& a : kept_artifacts)
-      if (auto [family, own] = cache::item_family(a.artifact.kind); own) count_older(family, a.artifact.address, a.artifact.version, a.artifact.size);
-    for (const auto& t : kept_trees) {
-      std::int64_t bytes = 0;
-      for (const auto& module_file : t.files) bytes += module_file.size;
-      count_older(cache::ItemFamily::module, t.address, t.version, bytes);
-    }
-    plan.older_than_receiver_items = older.size();
-  }
-
-  // 2. Objects in first-use order, each stat'ed so that a damaged store stops us here.
-  std::vector<ManifestObject> objects;
-  std::map<std::string, std::size_t> object_index;
-  std::map<std::string, std::vector<std::size_t>> rows_of_object;
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    for (const auto& digest : rows[r].objects) {
-      rows_of_object[digest].push_back(r);
-      if (object_index.count(digest)) continue;
-      std::error_code ec;
-      fs::path path = store.object_path(digest);
-      auto size = fs::file_size(path, ec);
-      if (ec || !store.has_object(digest))
-        throw Error("store object " + digest + " is missing or unreadable (" + path.string() +
-                    "); run 'podplane deps verify' and fetch again");
-      object_index[digest] = objects.size();
-      objects.push_back(ManifestObject{digest, size});
-      plan.object_bytes += size;
-    }
-  }
-  plan.objects = objects.size();
-
-  std::optional<cache::TfSelection> selection = store.tf_selection();
-  if (selection && !platforms.empty()) {
-    std::vector<std::string> kept;
-    for (const auto& p : selection->platforms)
-      if (platforms.count(p)) kept.push_back(p);
-    selection->platforms = kept;
-  }
-
-  // 3. The manifest of a volume: fixed part + rows without travelling objects (in every
-  // volume) + per object its entry and the rows it brings along.
-  BundleManifest base;
-  base.tool_version = PODPLANE_VERSION;
-  base.created_at = newest.empty() ? "1970-01-01T00:00:00Z" : newest;
-  base.bundle_id = std::string(64, '0');
-  base.since = since;
-  base.platforms.assign(platforms.begin(), platforms.end());
-  base.total_objects = plan.objects;
-  base.total_bytes = plan.object_bytes;
-  base.tf_selection = selection;
-  if (options.expires_in) {
-    std::time_t now = options.now ? options.now() : std::time(nullptr);
-    base.expires_at = utc_timestamp(now + static_cast<std::time_t>(options.expires_in->count()));
-  }
-  for (auto& row : rows) {
-    if (row.type == Row::Type::artifact) {
-      BundleManifest probe;
-      probe.artifacts.push_back(kept_artifacts[row.index]);
-      row.json_bytes = probe.serialize().size();
-    } else {
-      BundleManifest probe;
-      probe.module_trees.push_back(kept_trees[row.index]);
-      row.json_bytes = probe.serialize().size();
-    }
-    if (row.objects.empty()) {
-      if (row.type == Row::Type::artifact) base.artifacts.push_back(kept_artifacts[row.index]);
-      else base.module_trees.push_back(kept_trees[row.index]);
-    }
-  }
-  std::size_t empty_manifest_bytes = BundleManifest{}.serialize().size();
-  BundleManifest upper = base;
-  upper.volume_index = upper.volume_count = 999;
-  const std::uint64_t base_bytes = upper.serialize().size();
-  SignatureBlock signature_shape;
-  if (key) {
-    signature_shape = SignatureBlock{"ed25519", key->public_key().raw_hex(), key->public_key().key_id(), std::string(128, '0')};
-  }
-  const std::uint64_t signature_entry = detail::tar_entry_bytes(signature_shape.serialize().size());
-  const std::uint64_t limit = options.volume_size.value_or(UINT64_MAX);
-
-  struct Packing {
-    std::vector<std::size_t> objects;
-    std::set<std::size_t> rows;
-    std::uint64_t manifest_bytes = 0;
-    std::uint64_t object_entries = 0;
-    std::uint64_t total(std::uint64_t signature) const {
-      return detail::tar_entry_bytes(manifest_bytes) + signature + object_entries + detail::kTarEndBytes;
-    }
-  };
-  std::vector<Packing> packs(1);
-  packs.back().manifest_bytes = base_bytes;
-  // Bytes object `o` adds to `pack`: its tar entry, its manifest line and the rows it brings.
-  auto growth = [&](const Packing& pack, std::size_t o) {
-    std::uint64_t manifest = json{{"digest", objects[o].digest}, {"size", objects[o].size}}.dump().size() + 1;
-    for (std::size_t r : rows_of_object[objects[o].digest])
-      if (!pack.rows.count(r)) manifest += rows[r].json_bytes - empty_manifest_bytes + 2;
-    return manifest;
-  };
-  auto add = [&](Packing& pack, std::size_t o, std::uint64_t manifest_growth) {
-    pack.objects.push_back(o);
-    pack.object_entries += detail::tar_entry_bytes(objects[o].size);
-    pack.manifest_bytes += manifest_growth;
-    for (std::size_t r : rows_of_object[objects[o].digest]) pack.rows.insert(r);
-  };
-  auto fits = [&](const Packing& pack, std::size_t o, std::uint64_t manifest_growth) {
-    return detail::tar_entry_bytes(pack.manifest_bytes + manifest_growth) + signature_entry + pack.object_entries +
-               detail::tar_entry_bytes(objects[o].size) + detail::kTarEndBytes <=
-           limit;
-  };
-  if (packs.back().total(signature_entry) > limit)
-    throw UsageError("volume size " + std::to_string(limit) + " bytes cannot even hold the bundle manifest (" +
-                     human_bytes(packs.back().total(signature_entry)) + ")");
-  for (std::size_t o = 0; o < objects.size(); ++o) {
-    std::uint64_t manifest_growth = growth(packs.back(), o);
-    if (fits(packs.back(), o, manifest_growth)) {
-      add(packs.back(), o, manifest_growth);
-      continue;
-    }
-    Packing fresh;
-    fresh.manifest_bytes = base_bytes;
-    manifest_growth = growth(fresh, o);
-    if (!fits(fresh, o, manifest_growth))
-      throw UsageError("volume size " + std::to_string(limit) + " bytes is too small for object " + objects[o].digest + " (" +
-                       human_bytes(objects[o].size) + ") and its manifest; choose a larger --volume-size");
-    add(fresh, o, manifest_growth);
-    if (packs.back().objects.empty()) packs.back() = std::move(fresh);
-    else packs.push_back(std::move(fresh));
-  }
-  if (packs.size() > 999) throw UsageError("the bundle would need " + std::to_string(packs.size()) + " volumes (at most 999); choose a larger --volume-size");
-
-  // 4. Final manifests: the bundle id ties the volumes together.
-  json id_source = json::array();
-  for (const auto& pack : packs) {
-    json list = json::array();
-    for (std::size_t o : pack.objects) list.push_back(objects[o].digest);
-    id_source.push_back(list);
-  }
-  id_source.push_back(since ? since->inventory_digest : "");
-  const std::string bundle_id = sha256_hex(id_source.dump());
-  const int count = static_cast<int>(packs.size());
-  for (int v = 0; v < count; ++v) {
-    const Packing& pack = packs[static_cast<std::size_t>(v)];
-    VolumePlan volume;
-    volume.file = volume_file(file, v + 1, count);
-    volume.manifest = base;
-    volume.manifest.bundle_id = bundle_id;
-    volume.manifest.volume_index = v + 1;
-    volume.manifest.volume_count = count;
-    volume.manifest.artifacts.clear();
-    volume.manifest.module_trees.clear();
-    // Rows in their global order: those without travelling objects plus those this volume feeds.
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-      if (!rows[r].objects.empty() && !pack.rows.count(r)) continue;
-      if (rows[r].type == Row::Type::artifact) volume.manifest.artifacts.push_back(kept_artifacts[rows[r].index]);
-      else volume.manifest.module_trees.push_back(kept_trees[rows[r].index]);
-    }
-    for (std::size_t o : pack.objects) volume.manifest.objects.push_back(objects[o]);
-    volume.manifest_bytes = volume.manifest.serialize();
-    if (volume.manifest_bytes.size() > kManifestLimit)
-      throw Error("the manifest of volume " + std::to_string(v + 1) + " would take " + human_bytes(volume.manifest_bytes.size()) +
-                  ", more than import reads (" + human_bytes(kManifestLimit) +
-                  "): cut a delta with --since, or bundle fewer platforms with --platform");
-    SignatureBlock signature;
-    if (key) {
-      signature = SignatureBlock{"ed25519", key->public_key().raw_hex(), key->public_key().key_id(),
-                                 key->sign_hex(volume.manifest_bytes)};
-    }
-    volume.signature_bytes = signature.serialize();
-    volume.bytes = detail::tar_entry_bytes(volume.manifest_bytes.size()) +
-                   detail::tar_entry_bytes(volume.signature_bytes.size()) + pack.object_entries + detail::kTarEndBytes;
-    if (volume.bytes > limit)  // the estimate above is an upper bound; this guards it
-      throw Error("internal error: volume " + std::to_string(v + 1) + " exceeds the volume size");
-    plan.total_bytes += volume.bytes;
-    plan.volumes.push_back(std::move(volume));
-  }
-  plan.signed_bundle = key.has_value();
-  return plan;
+  return BundlePlanner(store, options).plan(file);
 }
 
 void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptions& options,

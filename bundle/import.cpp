@@ -429,6 +429,174 @@ void apply_selection(cache::Store& store, const std::vector<ImportedManifest>& m
                         "--allow-downgrade to apply it");
 }
 
+// Whether the store holds an object, each digest asked once per volume.
+class PresentObjects {
+ public:
+  explicit PresentObjects(const cache::Store& store) : store_(store) {}
+  bool operator()(const std::string& digest) {
+    auto it = present_.find(digest);
+    if (it != present_.end()) return it->second;
+    return present_[digest] = store_.has_object(digest);
+  }
+
+ private:
+  const cache::Store& store_;
+  std::map<std::string, bool> present_;
+};
+
+// Rows name their objects' hashes (size, zh, h1 of a zip, the upstream digest): the first
+// problem of a new row whose object is here, checked before any row of the volume commits;
+// empty when there is none.
+std::string first_content_problem(const cache::Store& store, const BundleManifest& manifest, PresentObjects& have) {
+  for (const auto& travelling : manifest.artifacts) {
+    const cache::Artifact& a = travelling.artifact;
+    if (!have(a.digest)) continue;
+    auto existing = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename);
+    if (existing && existing->digest == a.digest) continue;  // checked when it came in
+    cache::Artifact row = a;
+    if (row.kind == cache::ArtifactKind::provider_package && row.zh.empty()) row.zh = "zh:" + row.digest;
+    auto problems = cache::artifact_content_problems(store, row);
+    if (!problems.empty()) return problems.front();
+  }
+  return {};
+}
+
+// The artifact rows whose objects are here, each with the provenance whose documents are here
+// too; a row naming another object than the store's for the same item is a conflict.
+void add_artifact_rows(cache::Store& store, const BundleManifest& manifest, PresentObjects& have, VolumeReport& volume,
+                       std::vector<std::string>& conflicts) {
+  for (const auto& travelling : manifest.artifacts) {
+    const cache::Artifact& a = travelling.artifact;
+    if (!have(a.digest)) continue;
+    auto existing = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename);
+    if (existing && existing->digest != a.digest) {
+      conflicts.push_back(mismatch_message("bundle row conflicts with the store for " + cache::describe(a),
+                                           "sha256:" + existing->digest, "sha256:" + a.digest));
+      continue;
+    }
+    cache::Artifact row = a;
+    row.id = 0;
+    std::int64_t id = store.add_artifact(row);
+    if (!existing) ++volume.artifacts_added;
+    auto known = store.provenance_of(id);
+    for (auto p : travelling.provenance) {
+      bool complete = true;
+      for (const auto* d : {&p.shasums_digest, &p.signature_digest, &p.keys_digest})
+        if (!d->empty() && !have(*d)) complete = false;
+      if (!complete) continue;
+      bool duplicate = std::any_of(known.begin(), known.end(), [&](const cache::Provenance& k) {
+        return k.shasums_digest == p.shasums_digest && k.signature_digest == p.signature_digest &&
+               k.keys_digest == p.keys_digest && k.key_fingerprint == p.key_fingerprint && k.result == p.result;
+      });
+      if (duplicate) continue;
+      p.artifact_id = id;
+      store.add_provenance(p);
+    }
+  }
+}
+
+// The module trees whose files are all here; a tree of another h1 than the store's is a conflict.
+void add_module_tree_rows(cache::Store& store, const BundleManifest& manifest, PresentObjects& have, VolumeReport& volume,
+                          std::vector<std::string>& conflicts) {
+  for (const auto& tree : manifest.module_trees) {
+    if (!std::all_of(tree.files.begin(), tree.files.end(), [&](const auto& f) { return have(f.digest); })) continue;
+    auto existing = store.find_module_tree(tree.address, tree.version);
+    if (existing && existing->h1 != tree.h1) {
+      conflicts.push_back(mismatch_message("bundle module tree conflicts with the store for " + tree.address + " " +
+                                           tree.version, existing->h1, tree.h1));
+      continue;
+    }
+    cache::ModuleTree row = tree;
+    row.id = 0;
+    (void)store.add_module_tree(row);
+    if (!existing) ++volume.module_trees_added;
+  }
+}
+
+// The rows of one volume whose objects are all here, in one transaction (rerun whole on a busy
+// store); what stops them is the volume's error, further conflicts are notes.
+void commit_volume_rows(cache::Store& store, const BundleManifest& manifest, const cache::CosignPolicy& cosign_policy,
+                        VolumeReport& volume, ImportReport& report) {
+  PresentObjects have(store);
+  std::string content_problem = first_content_problem(store, manifest, have);
+  if (!content_problem.empty()) {
+    if (volume.error.empty()) volume.error = "index rows not recorded: " + content_problem;
+    return;
+  }
+  std::vector<std::string> conflicts;
+  try {
+    store.in_transaction([&] {
+      volume.artifacts_added = volume.module_trees_added = 0;
+      conflicts.clear();
+      add_artifact_rows(store, manifest, have, volume, conflicts);
+      if (cosign_policy.requires_signatures()) {
+        // Checked against the rows as this transaction left them: a failure rolls them back.
+        std::vector<cache::Artifact> rows;
+        for (const auto& travelling : manifest.artifacts)
+          if (have(travelling.artifact.digest)) rows.push_back(travelling.artifact);
+        cache::verify_stored_image_signatures(store, rows, cosign_policy);
+      }
+      add_module_tree_rows(store, manifest, have, volume, conflicts);
+    });
+  } catch (const Error& e) {
+    if (volume.error.empty()) volume.error = std::string("index rows not recorded: ") + e.what();
+  }
+  for (const auto& c : conflicts) {
+    if (volume.error.empty()) volume.error = c;
+    else report.notes.push_back(c);
+  }
+}
+
+// Rows of any given manifest that still lack objects, described and sorted.
+std::vector<std::string> rows_waiting(const cache::Store& store, const std::vector<ImportedManifest>& manifests) {
+  std::set<std::string> waiting;
+  for (const auto& [m, signer] : manifests) {
+    for (const auto& travelling : m.artifacts)
+      for (const auto& d : objects_of(travelling))
+        if (!store.has_object(d)) {
+          waiting.insert(cache::describe(travelling.artifact));
+          break;
+        }
+    for (const auto& tree : m.module_trees)
+      for (const auto& f : tree.files)
+        if (!store.has_object(f.digest)) {
+          waiting.insert("module " + tree.address + " " + tree.version);
+          break;
+        }
+  }
+  return {waiting.begin(), waiting.end()};
+}
+
+void audit_import(cache::Store& store, const std::vector<fs::path>& files, const ImportReport& report) {
+  json volumes = json::array();
+  std::uint64_t imported = 0, bytes = 0;
+  for (const auto& v : report.volumes) {
+    imported += v.objects_verified;
+    bytes += v.bytes_verified;
+    volumes.push_back({{"file", v.file.string()},
+                       {"bundle_id", v.bundle_id},
+                       {"volume_index", v.volume_index},
+                       {"volume_count", v.volume_count},
+                       {"complete", !v.bundle_id.empty() && v.error.empty() && v.missing_objects.empty()},
+                       {"signer", v.signer},
+                       {"trusted", v.trusted_signer},
+                       {"objects", v.objects},
+                       {"imported", v.objects_verified},
+                       {"already_present", v.objects_present},
+                       {"missing", v.missing_objects.size()},
+                       {"expired_at", v.expired_at},
+                       {"error", v.error}});
+  }
+  store.audit("bundle-import", files.empty() ? "" : files.front().string(),
+              {{"volumes", volumes},
+               {"objects_imported", imported},
+               {"bytes_imported", bytes},
+               {"missing_volumes", report.missing_volumes},
+               {"waiting_rows", report.waiting_rows.size()},
+               {"selection_held", report.held},
+               {"ok", report.ok()}});
+}
+
 }  // namespace
 
 bool ImportReport::ok() const {
@@ -491,96 +659,7 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
                              manifest->since->store_id + ", not this store (" + identity +
                              "): rows whose objects this store lacks wait for them");
 
-    // Rows whose objects are all here, in one transaction (rerun whole on a busy store).
-    std::map<std::string, bool> present;
-    auto have = [&](const std::string& digest) {
-      auto it = present.find(digest);
-      if (it != present.end()) return it->second;
-      return present[digest] = store.has_object(digest);
-    };
-    // Rows name their objects' hashes (size, zh, h1 of a zip, the upstream digest): each is
-    // checked against the object before any row of the volume commits.
-    std::string content_problem;
-    for (const auto& travelling : manifest->artifacts) {
-      const cache::Artifact& a = travelling.artifact;
-      if (!have(a.digest)) continue;
-      auto existing = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename);
-      if (existing && existing->digest == a.digest) continue;  // checked when it came in
-      cache::Artifact row = a;
-      if (row.kind == cache::ArtifactKind::provider_package && row.zh.empty()) row.zh = "zh:" + row.digest;
-      auto problems = cache::artifact_content_problems(store, row);
-      if (!problems.empty()) {
-        content_problem = problems.front();
-        break;
-      }
-    }
-    if (!content_problem.empty()) {
-      if (volume.error.empty()) volume.error = "index rows not recorded: " + content_problem;
-      manifests.push_back({std::move(*manifest), volume.signer});
-      report.volumes.push_back(std::move(volume));
-      continue;
-    }
-    std::vector<std::string> conflicts;
-    try {
-      store.in_transaction([&] {
-        volume.artifacts_added = volume.module_trees_added = 0;
-        conflicts.clear();
-        for (const auto& travelling : manifest->artifacts) {
-          const cache::Artifact& a = travelling.artifact;
-          if (!have(a.digest)) continue;
-          auto existing = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename);
-          if (existing && existing->digest != a.digest) {
-            conflicts.push_back(mismatch_message("bundle row conflicts with the store for " + cache::describe(a),
-                                                 "sha256:" + existing->digest, "sha256:" + a.digest));
-            continue;
-          }
-          cache::Artifact row = a;
-          row.id = 0;
-          std::int64_t id = store.add_artifact(row);
-          if (!existing) ++volume.artifacts_added;
-          auto known = store.provenance_of(id);
-          for (auto p : travelling.provenance) {
-            bool complete = true;
-            for (const auto* d : {&p.shasums_digest, &p.signature_digest, &p.keys_digest})
-              if (!d->empty() && !have(*d)) complete = false;
-            if (!complete) continue;
-            bool duplicate = std::any_of(known.begin(), known.end(), [&](const cache::Provenance& k) {
-              return k.shasums_digest == p.shasums_digest && k.signature_digest == p.signature_digest &&
-                     k.keys_digest == p.keys_digest && k.key_fingerprint == p.key_fingerprint && k.result == p.result;
-            });
-            if (duplicate) continue;
-            p.artifact_id = id;
-            store.add_provenance(p);
-          }
-        }
-        if (cosign_policy.requires_signatures()) {
-          // Checked against the rows as this transaction left them: a failure rolls them back.
-          std::vector<cache::Artifact> rows;
-          for (const auto& travelling : manifest->artifacts)
-            if (have(travelling.artifact.digest)) rows.push_back(travelling.artifact);
-          cache::verify_stored_image_signatures(store, rows, cosign_policy);
-        }
-        for (const auto& tree : manifest->module_trees) {
-          if (!std::all_of(tree.files.begin(), tree.files.end(), [&](const auto& f) { return have(f.digest); })) continue;
-          auto existing = store.find_module_tree(tree.address, tree.version);
-          if (existing && existing->h1 != tree.h1) {
-            conflicts.push_back(mismatch_message("bundle module tree conflicts with the store for " + tree.address + " " +
-                                                 tree.version, existing->h1, tree.h1));
-            continue;
-          }
-          cache::ModuleTree row = tree;
-          row.id = 0;
-          (void)store.add_module_tree(row);
-          if (!existing) ++volume.module_trees_added;
-        }
-      });
-    } catch (const Error& e) {
-      if (volume.error.empty()) volume.error = std::string("index rows not recorded: ") + e.what();
-    }
-    for (const auto& c : conflicts) {
-      if (volume.error.empty()) volume.error = c;
-      else report.notes.push_back(c);
-    }
+    commit_volume_rows(store, *manifest, cosign_policy, volume, report);
     manifests.push_back({std::move(*manifest), volume.signer});
     report.volumes.push_back(std::move(volume));
   }
@@ -589,23 +668,7 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
   // Rollback protection from now on: the newest bundle each signer gave us.
   for (const auto& m : manifests) store.record_bundle_signer(m.signer, m.manifest.created_at, m.manifest.bundle_id);
 
-  // Rows of any given manifest that still lack objects.
-  std::set<std::string> waiting;
-  for (const auto& [m, signer] : manifests) {
-    for (const auto& travelling : m.artifacts)
-      for (const auto& d : objects_of(travelling))
-        if (!store.has_object(d)) {
-          waiting.insert(cache::describe(travelling.artifact));
-          break;
-        }
-    for (const auto& tree : m.module_trees)
-      for (const auto& f : tree.files)
-        if (!store.has_object(f.digest)) {
-          waiting.insert("module " + tree.address + " " + tree.version);
-          break;
-        }
-  }
-  report.waiting_rows.assign(waiting.begin(), waiting.end());
+  report.waiting_rows = rows_waiting(store, manifests);
   find_missing_volumes(report, &store);
 
   if (!manifests.empty()) {
@@ -613,34 +676,7 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
     cache::rebuild_views(store);
   }
   views_pending.done();
-
-  json volumes = json::array();
-  std::uint64_t imported = 0, bytes = 0;
-  for (const auto& v : report.volumes) {
-    imported += v.objects_verified;
-    bytes += v.bytes_verified;
-    volumes.push_back({{"file", v.file.string()},
-                       {"bundle_id", v.bundle_id},
-                       {"volume_index", v.volume_index},
-                       {"volume_count", v.volume_count},
-                       {"complete", !v.bundle_id.empty() && v.error.empty() && v.missing_objects.empty()},
-                       {"signer", v.signer},
-                       {"trusted", v.trusted_signer},
-                       {"objects", v.objects},
-                       {"imported", v.objects_verified},
-                       {"already_present", v.objects_present},
-                       {"missing", v.missing_objects.size()},
-                       {"expired_at", v.expired_at},
-                       {"error", v.error}});
-  }
-  store.audit("bundle-import", files.empty() ? "" : files.front().string(),
-              {{"volumes", volumes},
-               {"objects_imported", imported},
-               {"bytes_imported", bytes},
-               {"missing_volumes", report.missing_volumes},
-               {"waiting_rows", report.waiting_rows.size()},
-               {"selection_held", report.held},
-               {"ok", report.ok()}});
+  audit_import(store, files, report);
   return report;
 }
 

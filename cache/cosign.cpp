@@ -1,8 +1,5 @@
 #include "cache/cosign.hpp"
 
-#include <fstream>
-#include <iterator>
-
 #include <nlohmann/json.hpp>
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
@@ -12,6 +9,7 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
+#include "base/input_limits.hpp"
 #include "base/openssl.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/store.hpp"
@@ -26,9 +24,7 @@ struct CosignKey::Handle {
 };
 
 CosignKey CosignKey::load(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error("cannot read the cosign public key " + file.string());
-  std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string pem = read_file_within_limits(file, "the cosign public key");
   openssl::Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) throw Error("cannot read the cosign public key " + file.string() + ": " + openssl::last_error());
   openssl::Key key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));

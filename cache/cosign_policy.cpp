@@ -1,13 +1,12 @@
 #include "cache/cosign_policy.hpp"
 
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "cache/row_rules.hpp"
 
 namespace podplane::cache {
@@ -40,9 +39,7 @@ std::vector<CosignKey> keys_of(const json& rule, const fs::path& dir, const std:
 }  // namespace
 
 CosignPolicy CosignPolicy::load(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error("cannot read the cosign policy " + file.string());
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_file_within_limits(file, "the cosign policy");
   auto document = json::parse(text, nullptr, false);
   if (!document.is_object()) throw Error("the cosign policy " + file.string() + " is not a JSON object");
   fs::path dir = file.parent_path();

@@ -379,6 +379,7 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
   return problems;
 }
 
+// Kept whole: a checklist read top to bottom (integrity, objects, rows, temp files, views) into one report.
 VerifyReport verify_store(const Store& store, VerifyDepth depth) {
   VerifyReport report;
   report.depth = depth;
@@ -759,6 +760,7 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 
 }  // namespace
 
+// Kept whole: its three numbered steps run under one exclusive lock, each on what the step before quarantined.
 RepairReport repair_store(Store& store) {
   auto& impl = StoreInternals::of(store);
   impl.require_writable("repair the store");

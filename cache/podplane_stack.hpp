@@ -1,9 +1,9 @@
 #pragma once
 // Podplane's own stack, per cloud: the providers its generated root module requires and the
-// module package whose modules it calls (podplane.md §5.1). The one definition that both
-// `deps tf` (what to fetch when no --stack is given) and the generator (what the stack's
-// main.tf requires and calls) read, so the store always holds what a generated stack asks
-// for. Pure data; it lives beside the store's Podplane layout (tf/modules/nstance/).
+// module package whose modules it calls (docs/podplane-layout.md §4.2). The one definition
+// that both `deps tf` (what to fetch when no --stack is given) and the generator (what the
+// stack's main.tf requires and calls) read, so the store always holds what a generated stack
+// asks for. Pure data; it lives beside the store's Podplane layout (tf/modules/nstance/).
 #include <string>
 #include <vector>
 

@@ -18,7 +18,7 @@ namespace podplane::cache {
 // it) and its zh (taken from the digest when the row has none). Never an empty hash.
 [[nodiscard]] std::vector<std::string> package_lock_hashes(const Artifact& package);
 
-// The hashes `providers lock` records for one stored package (tf-protocols.md §1.4, §4.3):
+// The hashes `providers lock` records for one stored package (docs/protocols.md §1.4, §4.5):
 // package_lock_hashes() plus, when the package was checked against a signed SHA256SUMS
 // document (its provenance says "signed" and the store holds the document), the `zh:` of
 // every line of that document: every platform of the release and its `_manifest.json`,
@@ -36,7 +36,7 @@ namespace podplane::cache {
                                                 const std::vector<std::string>& platforms,
                                                 const std::vector<Artifact>& packages);
 
-// The network mirror documents of one provider (tf-protocols.md §2) as `providers mirror`
+// The network mirror documents of one provider (docs/protocols.md §2, §5) as `providers mirror`
 // writes them (Go's json.MarshalIndent: two-space indent, sorted keys, no trailing newline),
 // from its packages: `packages` must all have one address; of two packages of one version and
 // platform the later one is listed. Both the views and `mirror serve` publish these bytes.

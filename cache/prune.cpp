@@ -202,7 +202,7 @@ std::string describe(const StoreItem& item) {
 
 // What a kept vmconfig manifest needs: the (name, version) of each file it lists (os.image
 // and every dependency) and the digests of the images it pins. Only these names are read:
-// mirror/vmconfig.cpp owns the whole format, and checked it when the manifest was fetched.
+// fetch/vmconfig.cpp owns the whole format, and checked it when the manifest was fetched.
 struct ManifestNeeds {
   std::vector<std::pair<std::string, std::string>> files;
   std::vector<std::string> image_digests;

@@ -10,6 +10,7 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "lockfile/platform.hpp"
+#include "lockfile/provider_names.hpp"
 #include "lockfile/version.hpp"
 
 namespace podplane::cache {
@@ -187,7 +188,7 @@ std::string vmconfig_view_name(const Artifact& artifact) {
 
 std::string provider_package_name(const Artifact& artifact) {
   std::string type = artifact.address.substr(artifact.address.find_last_of('/') + 1);
-  return "terraform-provider-" + type + "_" + artifact.version + "_" + artifact.platform + ".zip";
+  return lockfile::provider_package_filename(type, artifact.version, artifact.platform);
 }
 
 std::string describe(const Artifact& a) {
@@ -206,6 +207,7 @@ bool version_precedes(std::string_view a, std::string_view b) {
   }
 }
 
+// Kept whole: one list of rules, the common ones then one case per kind, so each kind's rules read in one place.
 void check_artifact_layout(const Artifact& a) {
   const std::string row = describe(a);
   if (a.address.empty()) refuse(row, "address is empty");

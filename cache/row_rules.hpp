@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cache/store.hpp"
+#include "cache/rows.hpp"
 
 namespace podplane::cache {
 
@@ -50,7 +50,8 @@ std::optional<std::string> image_platform_problem(std::string_view platform);
 // The file name a vmconfig artifact's view gets: the last segment of its upstream URL's path
 // (Podplane's layout), or its filename when it has no URL.
 std::string vmconfig_view_name(const Artifact& artifact);
-// The file name a provider package must have: terraform-provider-<type>_<version>_<os>_<arch>.zip.
+// The file name a provider package row must have: terraform-provider-<type>_<version>_<os>_<arch>.zip
+// (lockfile::provider_package_filename, the one spelling of it, of the row's type, version, platform).
 std::string provider_package_name(const Artifact& artifact);
 
 // A provider package's plugin protocols (Artifact::protocols) as the index column and the

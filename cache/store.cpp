@@ -28,6 +28,7 @@
 #include "base/hex.hpp"
 #include "base/parallel.hpp"
 #include "cache/layout.hpp"
+#include "cache/row_readers.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/store_impl.hpp"
 #include "lockfile/hash.hpp"
@@ -68,7 +69,7 @@ void require_digest(std::string_view digest, std::string_view what) {
   }
 }
 
-// "https://user:secret@host/…" must never reach the index (DESIGN.md "Network rules").
+// "https://user:secret@host/…" must never reach the index (docs/design.md §6).
 void require_no_credentials(std::string_view url, std::string_view what) {
   auto scheme = url.find("://");
   if (scheme == std::string_view::npos) return;
@@ -77,34 +78,6 @@ void require_no_credentials(std::string_view url, std::string_view what) {
   if (authority.find('@') != std::string_view::npos) {
     throw Error(std::string(what) + ": the upstream URL carries credentials; refusing to record it");
   }
-}
-
-constexpr std::string_view artifact_columns_v4 =
-    "id, kind, address, version, platform, filename, digest, size, h1, zh, upstream_digest, upstream_url, trust, added_at";
-
-// An index older than migration 005 (opened read-only) has no protocols column: not known.
-std::string artifact_columns(int schema_version) {
-  return std::string(artifact_columns_v4) + (schema_version >= 5 ? ", protocols" : ", '' AS protocols");
-}
-
-Artifact read_artifact(const sqlite::Statement& row) {
-  Artifact a;
-  a.id = row.integer(0);
-  a.kind = parse_artifact_kind(row.text(1));
-  a.address = row.text(2);
-  a.version = row.text(3);
-  a.platform = row.text(4);
-  a.filename = row.text(5);
-  a.digest = row.text(6);
-  a.size = row.integer(7);
-  a.h1 = row.text(8);
-  a.zh = row.text(9);
-  a.upstream_digest = row.text(10);
-  a.upstream_url = row.text(11);
-  a.trust = parse_trust(row.text(12));
-  a.added_at = row.text(13);
-  a.protocols = parse_protocols_column(row.text(14));
-  return a;
 }
 
 std::optional<std::int64_t> object_size(sqlite::Database& db, std::string_view digest) {
@@ -134,59 +107,6 @@ int applied_schema_version(sqlite::Database& db) {
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------------------------------------
-// Enums
-
-std::string_view to_string(ArtifactKind kind) {
-  switch (kind) {
-    case ArtifactKind::provider_package: return "provider_package";
-    case ArtifactKind::provider_shasums: return "provider_shasums";
-    case ArtifactKind::provider_signature: return "provider_signature";
-    case ArtifactKind::provider_keys: return "provider_keys";
-    case ArtifactKind::vmconfig_manifest: return "vmconfig_manifest";
-    case ArtifactKind::vmconfig_artifact: return "vmconfig_artifact";
-    case ArtifactKind::vmconfig_boot_file: return "vmconfig_boot_file";
-    case ArtifactKind::image_index: return "image_index";
-    case ArtifactKind::image_manifest: return "image_manifest";
-    case ArtifactKind::image_blob: return "image_blob";
-    case ArtifactKind::image_attachment: return "image_attachment";
-    case ArtifactKind::seed_manifest: return "seed_manifest";
-    case ArtifactKind::seed_snapshot: return "seed_snapshot";
-  }
-  return "unknown";
-}
-
-ArtifactKind parse_artifact_kind(std::string_view text) {
-  for (auto kind : {ArtifactKind::provider_package, ArtifactKind::provider_shasums, ArtifactKind::provider_signature,
-                    ArtifactKind::provider_keys, ArtifactKind::vmconfig_manifest, ArtifactKind::vmconfig_artifact,
-                    ArtifactKind::vmconfig_boot_file,
-                    ArtifactKind::image_index, ArtifactKind::image_manifest, ArtifactKind::image_blob,
-                    ArtifactKind::image_attachment,
-                    ArtifactKind::seed_manifest, ArtifactKind::seed_snapshot}) {
-    if (to_string(kind) == text) return kind;
-  }
-  throw Error("unknown artifact kind '" + std::string(text) +
-              "' (expected provider_package, provider_shasums, provider_signature, provider_keys, "
-              "vmconfig_manifest, vmconfig_artifact, vmconfig_boot_file, image_index, image_manifest, image_blob, image_attachment, seed_manifest or "
-              "seed_snapshot)");
-}
-
-std::string_view to_string(Trust trust) {
-  switch (trust) {
-    case Trust::signed_upstream: return "signed_upstream";
-    case Trust::checksum: return "checksum";
-    case Trust::unverified: return "unverified";
-  }
-  return "unknown";
-}
-
-Trust parse_trust(std::string_view text) {
-  for (auto trust : {Trust::signed_upstream, Trust::checksum, Trust::unverified}) {
-    if (to_string(trust) == text) return trust;
-  }
-  throw Error("unknown trust level '" + std::string(text) + "' (expected signed_upstream, checksum or unverified)");
-}
 
 fs::path default_deps_root() {
   if (const char* dir = std::getenv("PODPLANE_DEPS_CACHE_DIR"); dir && *dir) return dir;
@@ -359,7 +279,7 @@ void ObjectWriter::write(const void* data, std::size_t size) {
 
 std::uint64_t ObjectWriter::size() const { return impl_->size; }
 
-// Publish order (DESIGN.md "The store"): data durable, read-only, renamed into place, the
+// Publish order (docs/design.md §3.2): data durable, read-only, renamed into place, the
 // directory durable, and only then the index row, which is the commit point. seal() is the
 // first half and touches only this writer, so writers of one batch may seal on several threads.
 std::string ObjectWriter::Impl::seal(std::optional<std::string_view> expected_sha256) {
@@ -508,6 +428,7 @@ Store& Store::operator=(Store&&) noexcept = default;
 
 Store Store::open(const fs::path& deps_root, Access access) { return open(deps_root, access, TempSweep::at_open); }
 
+// Kept whole: the steps of opening a store must run in this order, each commented where it happens.
 Store Store::open(const fs::path& deps_root, Access access, TempSweep sweep) {
   auto impl = std::make_unique<Impl>();
   impl->root = fs::absolute(deps_root).lexically_normal();
@@ -698,6 +619,8 @@ std::string Store::add_bytes(std::string_view bytes, std::optional<std::string_v
 }
 
 std::string Store::read_object(std::string_view digest) const {
+  // Its own cap rather than the input limits: this is for the small objects (JSON, sums) the
+  // store already checked on the way in; anything larger is streamed from object_path().
   constexpr std::uintmax_t limit = 64u << 20;
   fs::path file = impl_->object_path(digest);
   std::error_code ec;
@@ -877,7 +800,7 @@ void Store::set_tf_selection(const TfSelection& input) {
 }
 
 std::vector<Artifact> Store::artifacts(const ArtifactQuery& query) const {
-  std::string sql = "SELECT " + artifact_columns(impl_->schema_version) + " FROM artifacts WHERE 1 = 1";
+  std::string sql = "SELECT " + RowReader<Artifact>::columns(impl_->schema_version) + " FROM artifacts WHERE 1 = 1";
   if (query.kind) sql += " AND kind = :kind";
   if (query.address) sql += " AND address = :address";
   if (query.version) sql += " AND version = :version";
@@ -889,66 +812,37 @@ std::vector<Artifact> Store::artifacts(const ArtifactQuery& query) const {
   if (query.address) select.bind(index++, *query.address);
   if (query.version) select.bind(index++, *query.version);
   if (query.platform) select.bind(index++, *query.platform);
-  std::vector<Artifact> result;
-  while (select.step()) result.push_back(read_artifact(select));
-  return result;
+  return read_rows<Artifact>(select);
 }
 
 std::optional<Artifact> Store::find_artifact(ArtifactKind kind, std::string_view address, std::string_view version,
                                              std::string_view platform, std::string_view filename) const {
-  sqlite::Statement select(impl_->db, "SELECT " + artifact_columns(impl_->schema_version) +
+  sqlite::Statement select(impl_->db, "SELECT " + RowReader<Artifact>::columns(impl_->schema_version) +
                                           " FROM artifacts WHERE kind = ? AND address = ? AND version = ? AND platform = ?"
                                           " AND filename = ?");
   select.bind(1, to_string(kind)).bind(2, address).bind(3, version).bind(4, platform).bind(5, filename);
   if (!select.step()) return std::nullopt;
-  return read_artifact(select);
+  return RowReader<Artifact>::read(select);
 }
 
 std::vector<Provenance> Store::provenance_of(std::int64_t artifact_id) const {
-  sqlite::Statement select(impl_->db,
-                           "SELECT artifact_id, shasums_digest, signature_digest, keys_digest, key_fingerprint, result,"
-                           " checked_at FROM provenance WHERE artifact_id = ? ORDER BY id");
+  sqlite::Statement select(impl_->db, select_rows<Provenance>("FROM provenance WHERE artifact_id = ? ORDER BY id"));
   select.bind(1, artifact_id);
-  std::vector<Provenance> result;
-  while (select.step()) {
-    Provenance p;
-    p.artifact_id = select.integer(0);
-    p.shasums_digest = select.text(1);
-    p.signature_digest = select.text(2);
-    p.keys_digest = select.text(3);
-    p.key_fingerprint = select.text(4);
-    p.result = select.text(5);
-    p.checked_at = select.text(6);
-    result.push_back(std::move(p));
-  }
-  return result;
+  return read_rows<Provenance>(select);
 }
 
 namespace {
 
 std::vector<ModuleTree> select_module_trees(sqlite::Database& db, const std::string& where,
                                             const std::vector<std::string>& parameters) {
-  sqlite::Statement select(db, "SELECT id, address, version, h1, upstream_url, added_at FROM module_trees " + where +
-                                   " ORDER BY address, version");
+  sqlite::Statement select(db, select_rows<ModuleTree>("FROM module_trees " + where + " ORDER BY address, version"));
   for (std::size_t i = 0; i < parameters.size(); ++i) select.bind(static_cast<int>(i + 1), parameters[i]);
-  std::vector<ModuleTree> trees;
-  while (select.step()) {
-    ModuleTree tree;
-    tree.id = select.integer(0);
-    tree.address = select.text(1);
-    tree.version = select.text(2);
-    tree.h1 = select.text(3);
-    tree.upstream_url = select.text(4);
-    tree.added_at = select.text(5);
-    trees.push_back(std::move(tree));
-  }
-  sqlite::Statement files(db, "SELECT path, mode, digest, size FROM module_files WHERE tree_id = ? ORDER BY path");
+  std::vector<ModuleTree> trees = read_rows<ModuleTree>(select);
+  sqlite::Statement files(db, select_rows<ModuleFile>("FROM module_files WHERE tree_id = ? ORDER BY path"));
   for (auto& tree : trees) {
     files.reset();
     files.bind(1, tree.id);
-    while (files.step()) {
-      tree.files.push_back({files.text(0), static_cast<std::uint32_t>(files.integer(1)), files.text(2), files.integer(3)});
-    }
+    tree.files = read_rows<ModuleFile>(files);
   }
   return trees;
 }
@@ -974,8 +868,8 @@ std::optional<TfSelection> Store::tf_selection() const {
   selection.module_address = settings.text(0);
   selection.module_version = settings.text(1);
   selection.engine = settings.text(2);
-  sqlite::Statement providers(db, "SELECT address, version, constraints FROM tf_selection_providers ORDER BY address");
-  while (providers.step()) selection.providers.push_back({providers.text(0), providers.text(1), providers.text(2)});
+  sqlite::Statement providers(db, select_rows<TfSelection::Provider>("FROM tf_selection_providers ORDER BY address"));
+  selection.providers = read_rows<TfSelection::Provider>(providers);
   sqlite::Statement platforms(db, "SELECT platform FROM tf_selection_platforms ORDER BY platform");
   while (platforms.step()) selection.platforms.push_back(platforms.text(0));
   return selection;
@@ -993,10 +887,8 @@ void Store::audit(std::string_view action, std::string_view subject, const nlohm
 }
 
 std::vector<AuditEntry> Store::audit_log() const {
-  sqlite::Statement select(impl_->db, "SELECT id, at, action, subject, detail FROM audit_log ORDER BY id");
-  std::vector<AuditEntry> entries;
-  while (select.step()) entries.push_back({select.integer(0), select.text(1), select.text(2), select.text(3), select.text(4)});
-  return entries;
+  sqlite::Statement select(impl_->db, select_rows<AuditEntry>("FROM audit_log ORDER BY id"));
+  return read_rows<AuditEntry>(select);
 }
 
 void Store::in_transaction(const std::function<void()>& body) { write(body); }
@@ -1029,19 +921,15 @@ void Store::write(const std::function<void()>& body) {
     if (outermost) impl_->written = {};
     body();
     // Rows are validated completely before the commit: a tree or selection whose views would
-    // take another row's place rolls the whole transaction back (DESIGN.md fidelity rules).
+    // take another row's place rolls the whole transaction back (docs/design.md §5.4).
     if (outermost) check_written_rows_lay_out(*this);
   });
 }
 
 std::vector<QuarantineEntry> Store::quarantine() const {
   if (impl_->schema_version < 2) return {};
-  sqlite::Statement select(impl_->db, "SELECT id, at, what, subject, reason, detail FROM quarantine ORDER BY id");
-  std::vector<QuarantineEntry> entries;
-  while (select.step()) {
-    entries.push_back({select.integer(0), select.text(1), select.text(2), select.text(3), select.text(4), select.text(5)});
-  }
-  return entries;
+  sqlite::Statement select(impl_->db, select_rows<QuarantineEntry>("FROM quarantine ORDER BY id"));
+  return read_rows<QuarantineEntry>(select);
 }
 
 std::string Store::identity() {
@@ -1069,18 +957,17 @@ std::string Store::identity() {
 
 std::optional<BundleSignerMark> Store::bundle_signer(std::string_view signer) const {
   if (impl_->schema_version < 2) return std::nullopt;
-  sqlite::Statement select(impl_->db, "SELECT signer, created_at, bundle_id, recorded_at FROM bundle_signers WHERE signer = ?");
+  sqlite::Statement select(impl_->db, select_rows<BundleSignerMark>("FROM bundle_signers WHERE signer = ?"));
   select.bind(1, signer);
   if (!select.step()) return std::nullopt;
-  return BundleSignerMark{select.text(0), select.text(1), select.text(2), select.text(3)};
+  return RowReader<BundleSignerMark>::read(select);
 }
 
 std::vector<BundleSignerMark> Store::bundle_signers() const {
   std::vector<BundleSignerMark> marks;
   if (impl_->schema_version < 2) return marks;
-  sqlite::Statement select(impl_->db, "SELECT signer, created_at, bundle_id, recorded_at FROM bundle_signers ORDER BY signer");
-  while (select.step()) marks.push_back({select.text(0), select.text(1), select.text(2), select.text(3)});
-  return marks;
+  sqlite::Statement select(impl_->db, select_rows<BundleSignerMark>("FROM bundle_signers ORDER BY signer"));
+  return read_rows<BundleSignerMark>(select);
 }
 
 void Store::record_bundle_signer(std::string_view signer, std::string_view created_at, std::string_view bundle_id) {

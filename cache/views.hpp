@@ -1,5 +1,5 @@
 #pragma once
-// The Podplane-compatible views of a store (DESIGN.md "Views"), derived from the index and
+// The Podplane-compatible views of a store (docs/design.md §3.4), derived from the index and
 // rebuildable from it at any time: provider zips (hard links into objects, copies where
 // links fail), module trees, current-version, platforms, the lock file, the tfrc and the
 // vmconfig manifests and artifacts. Safe against concurrent rebuilds by other processes.
@@ -57,7 +57,7 @@ struct ViewPlan {
 [[nodiscard]] std::vector<ViewFile> planned_views(const Store& store);
 
 // Where a module package's view lives, relative to nothing that a later fill can change, so a
-// path a generated stack references never moves (DESIGN.md "Fidelity rules"):
+// path a generated stack references never moves (docs/design.md §5.3):
 // tf/modules/nstance/<ver>/ (the real Podplane path) holds the first Nstance package
 // (<host>/nstance-dev/nstance/<cloud>) of that version the store took, by index order; every
 // other package lives at tf/modules/<host>/<ns>/<name>/<system>/<ver>/. `trees` is every
@@ -79,7 +79,7 @@ struct ViewStats {
 // changes its bytes because of a later fill.
 bool vmconfig_artifact_wins(const Artifact& a, const Artifact& b);
 
-// Where VMs find vmconfig artifacts (reference podplane.md §3.4, docs/mirror.md "vmconfig
+// Where VMs find vmconfig artifacts (docs/podplane-layout.md §2.5, docs/mirror.md "vmconfig
 // artifacts and architecture bases"). A VM fetches
 // <deps_mirror_url>/vmconfig/artifacts/<name>/<version>/<basename(url)>, a path with no arch
 // in it, and kubelet's amd64 and arm64 builds share it. So every artifact is published twice:

@@ -6,21 +6,22 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
+#include "checks/cluster_check.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
-#include "generator/check.hpp"
 #include "generator/config.hpp"
 #include "generator/engine.hpp"
 #include "generator/proxmox_stack.hpp"
 #include "generator/schema.hpp"
 #include "generator/stack.hpp"
+#include "lockfile/provider_names.hpp"
 
 namespace podplane::cli {
 
@@ -38,7 +39,7 @@ struct ClusterOptions {
   bool force = false;
   std::vector<std::string> platforms;
   std::string provider = "aws";
-  std::string id = "example-cluster";
+  std::string id = gen::InitOptions{}.id;
   std::string arch;  // cluster init: the pools' arch (empty: the provider's default)
   std::string deps_mirror_url;  // cluster init: the site's `mirror serve` (empty: a commented example)
 };
@@ -54,9 +55,8 @@ std::string env(const char* name) {
 void write_schema_beside(const fs::path& config_file) {
   fs::path schema = config_file.parent_path() / "podplane.cluster.schema.json";
   std::string content = gen::cluster_schema_file_content();
-  std::ifstream in(schema, std::ios::binary);
-  if (in) {
-    std::string current((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (std::ifstream(schema, std::ios::binary)) {
+    const std::string current = read_file_within_limits(schema, "the config schema");
     if (current == content || current.find("Podplane generated schema support file") == std::string::npos) return;
   }
   write_file_durably(schema, content);
@@ -86,16 +86,15 @@ void ensure_config(const fs::path& config_file) {
   gen::InitOptions init;
   std::string provider = ask("Provider (aws, google, proxmox)", "aws");
   init.provider = provider_kind(provider);
-  init.id = ask("Cluster id", "example-cluster");
-  init.region = ask(provider == "proxmox" ? "Site name" : "Region",
-                    provider == "aws" ? "us-east-1" : provider == "proxmox" ? "site-a" : "europe-west1");
+  const gen::InitOptions defaults = gen::starter_defaults(init.provider);
+  init.id = ask("Cluster id", defaults.id);
+  init.region = ask(provider == "proxmox" ? "Site name" : "Region", defaults.region);
   if (provider != "proxmox")
-    init.account = ask(provider == "aws" ? "AWS account ID" : "Google Cloud project ID",
-                       provider == "aws" ? "123456789012" : "example-project");
+    init.account = ask(provider == "aws" ? "AWS account ID" : "Google Cloud project ID", defaults.account);
   init.arch = ask(provider == "proxmox" ? "Node architecture (amd64, arm64)" : "VM architecture (amd64, arm64)",
-                  provider == "proxmox" ? "amd64" : "arm64");
-  init.api_hostname = ask("Kubernetes API host name", "k8s.example.com");
-  init.issuer_url = ask("OIDC issuer URL", "https://auth.example.com");
+                  defaults.arch);
+  init.api_hostname = ask("Kubernetes API host name", defaults.api_hostname);
+  init.issuer_url = ask("OIDC issuer URL", defaults.issuer_url);
   std::string text = gen::starter_config(init);
   (void)gen::parse_cluster_config(text, config_file.filename().string());  // the answers must validate
   write_file_durably(config_file, text);
@@ -147,11 +146,12 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
     if (!fs::exists(result.stack_dir / ".terraform.lock.hcl")) return;
   }
   // The lock names the registry host of the engine the stack is for.
-  std::ifstream lock(result.stack_dir / ".terraform.lock.hcl");
-  std::string lock_text((std::istreambuf_iterator<char>(lock)), std::istreambuf_iterator<char>());
+  const fs::path lock = result.stack_dir / ".terraform.lock.hcl";
+  const std::string lock_text = std::ifstream(lock) ? read_file_within_limits(lock, "lock file") : std::string();
   const lockfile::Engine stack_engine = gen::stack_engine(lock_text);
-  const std::string engine_name = stack_engine == lockfile::Engine::terraform ? "terraform" : "tofu";
-  const std::string other_name = stack_engine == lockfile::Engine::terraform ? "tofu" : "terraform";
+  const std::string engine_name(lockfile::engine_name(stack_engine));
+  const std::string other_name(lockfile::engine_name(stack_engine == lockfile::Engine::terraform ? lockfile::Engine::tofu
+                                                                                                 : lockfile::Engine::terraform));
   std::cout << "Engine: " << engine_name << " (the stack's lock has entries for "
             << lockfile::default_registry_host(stack_engine) << ")\n";
   if (!gen::find_engine(stack_engine)) {
@@ -209,8 +209,8 @@ void run_init(const ClusterOptions& options) {
 void run_check(const ClusterOptions& options) {
   fs::path config_file = fs::absolute(options.config);
   cache::Store store = open_existing_store();
-  gen::CheckReport report = gen::check_stack(store, config_file, options.platforms);
-  std::cout << gen::render_check_table(report);
+  checks::CheckReport report = checks::check_cluster(store, config_file, options.platforms);
+  std::cout << checks::render_check_table(report);
   if (report.ok()) {
     std::cout << "All checks passed: `init` of this stack needs nothing beyond the store.\n";
     return;

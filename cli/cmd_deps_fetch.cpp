@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/error.hpp"
+#include "base/input_limits.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
@@ -13,9 +14,9 @@
 #include "generator/config.hpp"
 #include "generator/engine.hpp"
 #include "lockfile/platform.hpp"
-#include "mirror/deps_download.hpp"
-#include "mirror/deps_tf.hpp"
-#include "mirror/images.hpp"
+#include "fetch/deps_download.hpp"
+#include "fetch/deps_tf.hpp"
+#include "fetch/images.hpp"
 
 namespace podplane::cli {
 namespace {
@@ -85,6 +86,7 @@ mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const Glo
 
 }  // namespace
 
+// Kept whole: CLI11 wiring, one statement per option, in the order --help lists them.
 void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   auto tf_args = std::make_shared<TfArgs>();
   auto* tf = deps.add_subcommand("tf", "Fetch the OpenTofu/Terraform providers and modules of a stack into the store");
@@ -189,7 +191,11 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   add_cosign_options(*images, images_args->cosign_keys, images_args->cosign_policy);
   images->callback([images_args, &global] {
     mirror::DepsImagesOptions options;
-    options.list_file = images_args->list_file;
+    // The list is read here, where "-" means this process's standard input.
+    const std::string& list = images_args->list_file;
+    options.list_name = list;
+    options.list_text = list == "-" ? read_stream_within_limits(std::cin, "<stdin>")
+                                    : read_file_within_limits(list, "the image list");
     options.archs = mirror::split_list(images_args->archs);
     if (options.archs.empty()) options.archs = {mirror::default_vmconfig_arch()};
     options.download.jobs = images_args->jobs;

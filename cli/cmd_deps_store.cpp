@@ -12,7 +12,7 @@
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
-#include "mirror/signature_recheck.hpp"
+#include "fetch/signature_recheck.hpp"
 
 namespace podplane::cli {
 

@@ -10,7 +10,7 @@
 #include "base/error.hpp"
 #include "mirror/catalogue.hpp"
 #include "mirror/export.hpp"
-#include "mirror/oci.hpp"
+#include "mirror/push.hpp"
 #include "mirror/serve.hpp"
 
 namespace podplane::cli {

@@ -2,13 +2,12 @@
 // offline, from the store or from a running mirror.
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "base/error.hpp"
+#include "checks/stack_check.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
-#include "generator/check.hpp"
-#include "lockfile/tf_config.hpp"
-#include "mirror/root_check.hpp"
 
 namespace podplane::cli {
 
@@ -22,50 +21,20 @@ struct StackCheckOptions {
   std::string mirror_url;
 };
 
-// Whether the root (or a local module it calls) calls a registry, git or archive module: the
-// engine's offline init would have to fetch it, so only podplane's own rows can speak for it.
-bool calls_remote_modules(const fs::path& root) {
-  try {
-    return !lockfile::read_module_requirements(root).remote_modules.empty();
-  } catch (const Error&) {
-    return false;  // check_root reports a root it cannot read; the engine run shows its own error
-  }
-}
-
 void run_stack_check(const StackCheckOptions& options) {
   std::optional<cache::Store> store;
-  mirror::RootCheckSource source;
+  checks::RootCheckSource source;
   if (options.mirror_url.empty()) {
     store.emplace(open_existing_store());
     source.store = &*store;
   } else {
-    source.mirror_url = options.mirror_url;
-    while (source.mirror_url.ends_with('/')) source.mirror_url.pop_back();
-    if (!source.mirror_url.starts_with("https://") && !source.mirror_url.starts_with("http://"))
-      throw UsageError("--mirror: expected the URL of a `podplane mirror serve`, such as https://mirror.site:8443, got '" +
-                       options.mirror_url + "'");
-    source.http = mirror::HttpOptions::from_environment();
+    source = checks::mirror_source(options.mirror_url);
   }
-  CheckReport all;
-  for (const auto& root_text : options.roots) {
-    const fs::path root = fs::absolute(root_text).lexically_normal();
-    CheckReport report;
-    CheckReporter out(report);
-    mirror::check_root(source, root, options.platforms, out);
-    // The engine is the judge where it is installed; through the store's tfrc, as `init` on the site runs.
-    if (store && fs::exists(root / ".terraform.lock.hcl")) {
-      if (calls_remote_modules(root))
-        out.ok("-", "engine init -lockfile=readonly (offline)",
-               "not run: the root calls remote modules, which the engine would fetch from their registry; the module "
-               "rows above are podplane's reading of the store");
-      else
-        generator::check_engine_init(*store, root, mirror::root_engine(root), out, "podplane stack check " + root.string());
-    }
-    std::cout << "Root " << root.string() << "\n" << render_check_table(report) << "\n";
-    all.rows.insert(all.rows.end(), report.rows.begin(), report.rows.end());
-    for (const auto& remedy : report.remedies)
-      if (std::find(all.remedies.begin(), all.remedies.end(), remedy) == all.remedies.end()) all.remedies.push_back(remedy);
-  }
+  const std::vector<fs::path> roots(options.roots.begin(), options.roots.end());
+  auto print = [](const fs::path& root, const checks::CheckReport& report) {
+    std::cout << "Root " << root.string() << "\n" << checks::render_check_table(report) << "\n";
+  };
+  const checks::CheckReport all = checks::check_roots(source, roots, options.platforms, print);
   if (all.ok()) {
     std::cout << "All checks passed: `init -lockfile=readonly` of " << (options.roots.size() == 1 ? "this root" : "these roots")
               << " needs nothing beyond " << (store ? "the store" : options.mirror_url) << ".\n";

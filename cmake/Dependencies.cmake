@@ -47,10 +47,10 @@ endif()
 # made of every .cpp in the folder (so parallel work adds files without touching this list).
 # .sql files beside the sources are embedded by the folder's own CMakeLists when needed.
 #
-# The arrows between folders (DESIGN.md "Folders", README "Layout") are enforced here: a library
+# The arrows between folders (docs/design.md §2, README "Layout") are enforced here: a library
 # compiles against an include root of its own, <build>/include_roots/<name>/, holding a
 # symbolic link to its own folder and to each folder named in USES, and nothing else. So
-# `#include "mirror/http.hpp"` in cache/ fails to compile with "mirror/http.hpp: No such file
+# `#include "net/http.hpp"` in cache/ fails to compile with "net/http.hpp: No such file
 # or directory", and so does a header of an allowed folder that reaches further than the
 # includer may (bundle/ including a cache/ header that includes lockfile/). The library exports
 # no include path of ours, so a consumer never sees a folder through it; generated headers are

@@ -64,6 +64,157 @@ int integer(const JsoncDocument& document, std::string_view source, const std::s
            std::to_string(highest) + ")");
 }
 
+// ---- one function per section of the config; each fails at the first value it refuses ----
+void read_oidc(const json& oidc, ClusterConfig& config) {
+  config.oidc.issuer_url = oidc["issuer_url"].get<std::string>();
+  config.oidc.client_id = str(oidc, "client_id", config.oidc.client_id);
+  config.oidc.username_claim = str(oidc, "username_claim", config.oidc.username_claim);
+  config.oidc.groups_claim = str(oidc, "groups_claim", config.oidc.groups_claim);
+  config.oidc.ca_cert = str(oidc, "ca_cert");
+  config.oidc.signing_algs = strings(oidc, "signing_algs");
+}
+
+// The pools, and their names for the sections that refer to them.
+std::set<std::string> read_pools(const JsoncDocument& document, std::string_view source_name, const json& c,
+                                 ClusterConfig& config) {
+  for (const auto& item : c["pools"].items()) {  // nlohmann keeps keys sorted
+    config.pools.push_back({item.key(), item.value()["arch"].get<std::string>(),
+                            item.value()["instance_type"].get<std::string>(),
+                            integer(document, source_name, "/cluster/pools/" + json_pointer_token(item.key()) + "/size", 0)});
+  }
+  std::set<std::string> pool_names;
+  for (const auto& pool : config.pools) pool_names.insert(pool.name);
+  if (!pool_names.count("control-plane"))
+    fail(document, source_name, "/cluster/pools", "needs a pool named \"control-plane\" (it runs the knc VMs)");
+  return pool_names;
+}
+
+void read_proxmox(const JsoncDocument& document, std::string_view source_name, const json& x, ProxmoxConfig& proxmox) {
+  const std::string at = "/cluster/providers/0/proxmox/";
+  proxmox.api_url = str(x, "api_url");
+  proxmox.insecure_tls = boolean(x, "insecure_tls", false);
+  proxmox.storage = str(x, "storage");
+  proxmox.cloud_init_iso_storage = str(x, "cloud_init_iso_storage", proxmox.cloud_init_iso_storage);
+  proxmox.bridge = str(x, "bridge");
+  proxmox.vlan = integer(document, source_name, at + "vlan", 0);
+  proxmox.template_vmid = integer(document, source_name, at + "template_vmid", proxmox.template_vmid);
+  proxmox.cores = integer(document, source_name, at + "cores", proxmox.cores);
+  proxmox.memory_mb = integer(document, source_name, at + "memory_mb", proxmox.memory_mb);
+  proxmox.disk_size = str(x, "disk_size", proxmox.disk_size);
+  proxmox.vip = str(x, "vip");
+  proxmox.manage_api_token = boolean(x, "manage_api_token", false);
+  proxmox.object_storage_endpoint = str(x["object_storage"], "endpoint");
+  while (!proxmox.object_storage_endpoint.empty() && proxmox.object_storage_endpoint.back() == '/')
+    proxmox.object_storage_endpoint.pop_back();
+  proxmox.bucket = str(x["object_storage"], "bucket");
+}
+
+// The provider's kind and region, and what only that kind takes: an account, a project or a
+// Proxmox site.
+void read_provider_kind(const JsoncDocument& document, std::string_view source_name, const json& p, ProviderConfig& provider) {
+  provider.kind = p["kind"] == "aws" ? ProviderKind::aws : p["kind"] == "google" ? ProviderKind::google : ProviderKind::proxmox;
+  provider.region = p["region"].get<std::string>();
+  auto only_for = [&](const char* key, const char* kinds) {
+    if (p.contains(key)) fail(document, source_name, std::string("/cluster/providers/0/") + key, std::string("is for ") + kinds + " providers only");
+  };
+  if (provider.kind == ProviderKind::aws) {
+    if (!p.contains("account")) fail(document, source_name, "/cluster/providers/0", "an aws provider needs \"account\"");
+    only_for("project", "google");
+    only_for("proxmox", "proxmox");
+    provider.account = p["account"].get<std::string>();
+  } else if (provider.kind == ProviderKind::google) {
+    if (!p.contains("project")) fail(document, source_name, "/cluster/providers/0", "a google provider needs \"project\"");
+    for (const char* key : {"account", "profile", "enable_ssm"}) only_for(key, "aws");
+    only_for("proxmox", "proxmox");
+    provider.account = p["project"].get<std::string>();
+  } else {
+    if (!p.contains("proxmox")) fail(document, source_name, "/cluster/providers/0", "a proxmox provider needs \"proxmox\"");
+    for (const char* key : {"account", "profile", "enable_ssm", "load_balancers", "dns"}) only_for(key, "aws and google");
+    only_for("project", "google");
+    read_proxmox(document, source_name, p["proxmox"], provider.proxmox);
+  }
+}
+
+void read_zones(const JsoncDocument& document, std::string_view source_name, const json& p,
+                const std::set<std::string>& pool_names, ProviderConfig& provider) {
+  for (const auto& zone : p["zones"].items()) {
+    ZoneConfig zone_config{zone.key(), {}};
+    std::size_t index = 0;
+    for (const auto& subnet : zone.value()) {
+      SubnetConfig s{subnet["v4cidr"].get<std::string>(), str(subnet, "v6cidr"), boolean(subnet, "public", false),
+                     strings(subnet, "services"), str(subnet, "pool")};
+      if (!s.pool.empty() && !pool_names.count(s.pool))
+        fail(document, source_name, "/cluster/providers/0/zones/" + zone.key() + "/" + std::to_string(index) + "/pool",
+             "names the pool \"" + s.pool + "\", which is not in cluster.pools");
+      zone_config.subnets.push_back(std::move(s));
+      ++index;
+    }
+    provider.zones.push_back(std::move(zone_config));
+  }
+  if (provider.zones.empty()) fail(document, source_name, "/cluster/providers/0/zones", "needs at least one zone");
+  if (provider.kind == ProviderKind::proxmox) {
+    // A Proxmox zone is an Nstance shard: its name becomes a file name and a shard id.
+    for (const auto& zone : provider.zones) {
+      bool plain = !zone.name.empty() && zone.name.size() <= 63 && std::isalnum(static_cast<unsigned char>(zone.name[0])) &&
+                   zone.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+      if (!plain)
+        fail(document, source_name, "/cluster/providers/0/zones/" + json_pointer_token(zone.name),
+             "is not a valid shard name (expected lower-case letters, digits and '-', up to 63, e.g. site-a-1)");
+    }
+  }
+}
+
+void read_load_balancers(const JsoncDocument& document, std::string_view source_name, const json& p,
+                         const std::set<std::string>& pool_names, ProviderConfig& provider) {
+  for (const auto& lb : p["load_balancers"].items()) {
+    LoadBalancerConfig balancer{lb.key(), boolean(lb.value(), "public", false), str(lb.value(), "subnets", "private"), {}};
+    std::size_t index = 0;
+    for (const auto& listener : lb.value()["listeners"]) {
+      std::string at = "/cluster/providers/0/load_balancers/" + json_pointer_token(lb.key()) + "/listeners/" +
+                       std::to_string(index);
+      int port = integer(document, source_name, at + "/port", 0);
+      ListenerConfig l{port, integer(document, source_name, at + "/target_port", port), listener["pool"].get<std::string>()};
+      if (!pool_names.count(l.pool))
+        fail(document, source_name,
+             "/cluster/providers/0/load_balancers/" + lb.key() + "/listeners/" + std::to_string(index) + "/pool",
+             "names the pool \"" + l.pool + "\", which is not in cluster.pools");
+      balancer.listeners.push_back(l);
+      ++index;
+    }
+    provider.load_balancers.push_back(std::move(balancer));
+  }
+}
+
+void read_provider(const JsoncDocument& document, std::string_view source_name, const json& p,
+                   const std::set<std::string>& pool_names, ProviderConfig& provider) {
+  read_provider_kind(document, source_name, p, provider);
+  provider.profile = str(p, "profile");
+  provider.enable_ssm = provider.kind == ProviderKind::aws && boolean(p, "enable_ssm", true);
+  if (p.contains("vpc")) {
+    provider.vpc_id = str(p["vpc"], "id");
+    provider.vpc_v4cidr = str(p["vpc"], "v4cidr");
+    provider.vpc_v6cidr = str(p["vpc"], "v6cidr");
+  }
+  if (provider.kind != ProviderKind::proxmox && provider.vpc_id.empty() && provider.vpc_v4cidr.empty())
+    fail(document, source_name, "/cluster/providers/0", "needs \"vpc\" with \"id\" (an existing VPC) or \"v4cidr\"");
+  read_zones(document, source_name, p, pool_names, provider);
+  if (p.contains("load_balancers")) read_load_balancers(document, source_name, p, pool_names, provider);
+  if (p.contains("dns")) provider.dns_zone = p["dns"]["zone"].get<std::string>();
+}
+
+void read_kubernetes(const JsoncDocument& document, std::string_view source_name, const json& k, ClusterConfig& config) {
+  auto& kubernetes = config.kubernetes;
+  kubernetes.api_hostname = k["api_hostname"].get<std::string>();
+  kubernetes.api_port = integer(document, source_name, "/cluster/kubernetes/api_port", kubernetes.api_port);
+  kubernetes.cluster_cidr = strings(k, "cluster_cidr");
+  kubernetes.service_cidr = strings(k, "service_cidr");
+  kubernetes.node_cidr_mask_size_ipv4 =
+      integer(document, source_name, "/cluster/kubernetes/node_cidr_mask_size_ipv4", kubernetes.node_cidr_mask_size_ipv4);
+  kubernetes.node_cidr_mask_size_ipv6 =
+      integer(document, source_name, "/cluster/kubernetes/node_cidr_mask_size_ipv6", kubernetes.node_cidr_mask_size_ipv6);
+  kubernetes.log_level = integer(document, source_name, "/cluster/kubernetes/log_level", kubernetes.log_level);
+}
+
 }  // namespace
 
 std::string_view to_string(ProviderKind kind) {
@@ -97,129 +248,10 @@ ClusterConfig parse_cluster_config(std::string_view text, std::string_view sourc
   while (!config.deps_mirror_url.empty() && config.deps_mirror_url.back() == '/') config.deps_mirror_url.pop_back();
   config.ssh_authorized_keys = strings(c, "ssh_authorized_keys");
   config.immutable_ssh_authorized_keys = strings(c, "immutable_ssh_authorized_keys");
-
-  const json& oidc = c["oidc"];
-  config.oidc.issuer_url = oidc["issuer_url"].get<std::string>();
-  config.oidc.client_id = str(oidc, "client_id", config.oidc.client_id);
-  config.oidc.username_claim = str(oidc, "username_claim", config.oidc.username_claim);
-  config.oidc.groups_claim = str(oidc, "groups_claim", config.oidc.groups_claim);
-  config.oidc.ca_cert = str(oidc, "ca_cert");
-  config.oidc.signing_algs = strings(oidc, "signing_algs");
-
-  for (const auto& item : c["pools"].items()) {  // nlohmann keeps keys sorted
-    config.pools.push_back({item.key(), item.value()["arch"].get<std::string>(),
-                            item.value()["instance_type"].get<std::string>(),
-                            integer(document, source_name, "/cluster/pools/" + json_pointer_token(item.key()) + "/size", 0)});
-  }
-  std::set<std::string> pool_names;
-  for (const auto& pool : config.pools) pool_names.insert(pool.name);
-  if (!pool_names.count("control-plane"))
-    fail(document, source_name, "/cluster/pools", "needs a pool named \"control-plane\" (it runs the knc VMs)");
-
-  const json& p = c["providers"][0];
-  ProviderConfig& provider = config.provider;
-  provider.kind = p["kind"] == "aws" ? ProviderKind::aws : p["kind"] == "google" ? ProviderKind::google : ProviderKind::proxmox;
-  provider.region = p["region"].get<std::string>();
-  auto only_for = [&](const char* key, const char* kinds) {
-    if (p.contains(key)) fail(document, source_name, std::string("/cluster/providers/0/") + key, std::string("is for ") + kinds + " providers only");
-  };
-  if (provider.kind == ProviderKind::aws) {
-    if (!p.contains("account")) fail(document, source_name, "/cluster/providers/0", "an aws provider needs \"account\"");
-    only_for("project", "google");
-    only_for("proxmox", "proxmox");
-    provider.account = p["account"].get<std::string>();
-  } else if (provider.kind == ProviderKind::google) {
-    if (!p.contains("project")) fail(document, source_name, "/cluster/providers/0", "a google provider needs \"project\"");
-    for (const char* key : {"account", "profile", "enable_ssm"}) only_for(key, "aws");
-    only_for("proxmox", "proxmox");
-    provider.account = p["project"].get<std::string>();
-  } else {
-    if (!p.contains("proxmox")) fail(document, source_name, "/cluster/providers/0", "a proxmox provider needs \"proxmox\"");
-    for (const char* key : {"account", "profile", "enable_ssm", "load_balancers", "dns"}) only_for(key, "aws and google");
-    only_for("project", "google");
-    const json& x = p["proxmox"];
-    ProxmoxConfig& proxmox = provider.proxmox;
-    const std::string at = "/cluster/providers/0/proxmox/";
-    proxmox.api_url = str(x, "api_url");
-    proxmox.insecure_tls = boolean(x, "insecure_tls", false);
-    proxmox.storage = str(x, "storage");
-    proxmox.cloud_init_iso_storage = str(x, "cloud_init_iso_storage", proxmox.cloud_init_iso_storage);
-    proxmox.bridge = str(x, "bridge");
-    proxmox.vlan = integer(document, source_name, at + "vlan", 0);
-    proxmox.template_vmid = integer(document, source_name, at + "template_vmid", proxmox.template_vmid);
-    proxmox.cores = integer(document, source_name, at + "cores", proxmox.cores);
-    proxmox.memory_mb = integer(document, source_name, at + "memory_mb", proxmox.memory_mb);
-    proxmox.disk_size = str(x, "disk_size", proxmox.disk_size);
-    proxmox.vip = str(x, "vip");
-    proxmox.manage_api_token = boolean(x, "manage_api_token", false);
-    proxmox.object_storage_endpoint = str(x["object_storage"], "endpoint");
-    while (!proxmox.object_storage_endpoint.empty() && proxmox.object_storage_endpoint.back() == '/')
-      proxmox.object_storage_endpoint.pop_back();
-    proxmox.bucket = str(x["object_storage"], "bucket");
-  }
-  provider.profile = str(p, "profile");
-  provider.enable_ssm = provider.kind == ProviderKind::aws && boolean(p, "enable_ssm", true);
-  if (p.contains("vpc")) {
-    provider.vpc_id = str(p["vpc"], "id");
-    provider.vpc_v4cidr = str(p["vpc"], "v4cidr");
-    provider.vpc_v6cidr = str(p["vpc"], "v6cidr");
-  }
-  if (provider.kind != ProviderKind::proxmox && provider.vpc_id.empty() && provider.vpc_v4cidr.empty())
-    fail(document, source_name, "/cluster/providers/0", "needs \"vpc\" with \"id\" (an existing VPC) or \"v4cidr\"");
-  for (const auto& zone : p["zones"].items()) {
-    ZoneConfig zone_config{zone.key(), {}};
-    std::size_t index = 0;
-    for (const auto& subnet : zone.value()) {
-      SubnetConfig s{subnet["v4cidr"].get<std::string>(), str(subnet, "v6cidr"), boolean(subnet, "public", false),
-                     strings(subnet, "services"), str(subnet, "pool")};
-      if (!s.pool.empty() && !pool_names.count(s.pool))
-        fail(document, source_name, "/cluster/providers/0/zones/" + zone.key() + "/" + std::to_string(index) + "/pool",
-             "names the pool \"" + s.pool + "\", which is not in cluster.pools");
-      zone_config.subnets.push_back(std::move(s));
-      ++index;
-    }
-    provider.zones.push_back(std::move(zone_config));
-  }
-  if (provider.zones.empty()) fail(document, source_name, "/cluster/providers/0/zones", "needs at least one zone");
-  if (provider.kind == ProviderKind::proxmox) {
-    // A Proxmox zone is an Nstance shard: its name becomes a file name and a shard id.
-    for (const auto& zone : provider.zones) {
-      bool plain = !zone.name.empty() && zone.name.size() <= 63 && std::isalnum(static_cast<unsigned char>(zone.name[0])) &&
-                   zone.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
-      if (!plain)
-        fail(document, source_name, "/cluster/providers/0/zones/" + json_pointer_token(zone.name),
-             "is not a valid shard name (expected lower-case letters, digits and '-', up to 63, e.g. site-a-1)");
-    }
-  }
-  if (p.contains("load_balancers")) {
-    for (const auto& lb : p["load_balancers"].items()) {
-      LoadBalancerConfig balancer{lb.key(), boolean(lb.value(), "public", false), str(lb.value(), "subnets", "private"), {}};
-      std::size_t index = 0;
-      for (const auto& listener : lb.value()["listeners"]) {
-        std::string at = "/cluster/providers/0/load_balancers/" + json_pointer_token(lb.key()) + "/listeners/" +
-                         std::to_string(index);
-        int port = integer(document, source_name, at + "/port", 0);
-        ListenerConfig l{port, integer(document, source_name, at + "/target_port", port), listener["pool"].get<std::string>()};
-        if (!pool_names.count(l.pool))
-          fail(document, source_name,
-               "/cluster/providers/0/load_balancers/" + lb.key() + "/listeners/" + std::to_string(index) + "/pool",
-               "names the pool \"" + l.pool + "\", which is not in cluster.pools");
-        balancer.listeners.push_back(l);
-        ++index;
-      }
-      provider.load_balancers.push_back(std::move(balancer));
-    }
-  }
-  if (p.contains("dns")) provider.dns_zone = p["dns"]["zone"].get<std::string>();
-
-  const json& k = c["kubernetes"];
-  config.kubernetes.api_hostname = k["api_hostname"].get<std::string>();
-  config.kubernetes.api_port = integer(document, source_name, "/cluster/kubernetes/api_port", config.kubernetes.api_port);
-  config.kubernetes.cluster_cidr = strings(k, "cluster_cidr");
-  config.kubernetes.service_cidr = strings(k, "service_cidr");
-  config.kubernetes.node_cidr_mask_size_ipv4 = integer(document, source_name, "/cluster/kubernetes/node_cidr_mask_size_ipv4", config.kubernetes.node_cidr_mask_size_ipv4);
-  config.kubernetes.node_cidr_mask_size_ipv6 = integer(document, source_name, "/cluster/kubernetes/node_cidr_mask_size_ipv6", config.kubernetes.node_cidr_mask_size_ipv6);
-  config.kubernetes.log_level = integer(document, source_name, "/cluster/kubernetes/log_level", config.kubernetes.log_level);
+  read_oidc(c["oidc"], config);
+  auto pool_names = read_pools(document, source_name, c, config);
+  read_provider(document, source_name, c["providers"][0], pool_names, config.provider);
+  read_kubernetes(document, source_name, c["kubernetes"], config);
   if (c.contains("telemetry")) config.telemetry_endpoint = str(c["telemetry"], "endpoint");
   if (c.contains("registry")) config.registry_hostname = str(c["registry"], "hostname");
   if (c.contains("seed")) {
@@ -265,18 +297,33 @@ std::string proxmox_starter_provider(const std::string& region) {
 
 }  // namespace
 
+InitOptions starter_defaults(ProviderKind provider) {
+  const bool aws = provider == ProviderKind::aws;
+  const bool proxmox = provider == ProviderKind::proxmox;
+  InitOptions defaults;  // its id is already the starter one
+  defaults.provider = provider;
+  defaults.region = aws ? "us-east-1" : proxmox ? "site-a" : "europe-west1";
+  defaults.account = aws ? "123456789012" : "example-project";
+  // Proxmox VE nodes are x86-64 hosts that run VMs of their own arch: an arm64 pool there would be emulated.
+  defaults.arch = proxmox ? "amd64" : "arm64";
+  defaults.api_hostname = "k8s.example.com";
+  defaults.issuer_url = "https://auth.example.com";
+  return defaults;
+}
+
 std::string starter_config(const InitOptions& options) {
   const bool aws = options.provider == ProviderKind::aws;
   const bool proxmox = options.provider == ProviderKind::proxmox;
-  std::string region = !options.region.empty() ? options.region : aws ? "us-east-1" : proxmox ? "site-a" : "europe-west1";
-  std::string account = !options.account.empty() ? options.account : aws ? "123456789012" : "example-project";
+  const InitOptions defaults = starter_defaults(options.provider);
+  auto or_default = [](const std::string& value, const std::string& fallback) { return value.empty() ? fallback : value; };
+  std::string region = or_default(options.region, defaults.region);
+  std::string account = or_default(options.account, defaults.account);
   std::string zone = aws ? region + "a" : region + "-b";
-  // Proxmox VE nodes are x86-64 hosts that run VMs of their own arch: an arm64 pool there would be emulated.
-  std::string arch = !options.arch.empty() ? options.arch : proxmox ? "amd64" : "arm64";
+  std::string arch = or_default(options.arch, defaults.arch);
   std::string instance = proxmox ? "standard" : aws ? (arch == "arm64" ? "t4g.medium" : "t3.medium")
                              : (arch == "arm64" ? "t2a-standard-2" : "e2-standard-2");
-  std::string hostname = options.api_hostname.empty() ? "k8s.example.com" : options.api_hostname;
-  std::string issuer = options.issuer_url.empty() ? "https://auth.example.com" : options.issuer_url;
+  std::string hostname = or_default(options.api_hostname, defaults.api_hostname);
+  std::string issuer = or_default(options.issuer_url, defaults.issuer_url);
   std::string out;
   out += "// Podplane cluster configuration. `podplane cluster create` generates the OpenTofu/Terraform\n";
   out += "// stack beside this file from it, offline, using only the dependency store.\n";

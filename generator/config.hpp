@@ -8,8 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "cache/podplane_stack.hpp"
 
 namespace podplane::generator {
@@ -126,6 +124,10 @@ struct InitOptions {
   std::string issuer_url;    // empty → https://auth.example.com
   std::string deps_mirror_url;  // empty → a commented example (VMs then use $PODPLANE_DEPS_URL)
 };
+
+// What a starter config of `provider` holds where InitOptions leaves a field empty: the one
+// list of defaults that starter_config fills in and `cluster init`'s questions offer.
+[[nodiscard]] InitOptions starter_defaults(ProviderKind provider);
 
 // A commented starting config that validates against the schema.
 [[nodiscard]] std::string starter_config(const InitOptions& options);

@@ -10,6 +10,7 @@
 #include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
+#include "lockfile/provider_names.hpp"
 
 namespace podplane::generator {
 
@@ -65,8 +66,9 @@ UserEngine engine_on_path() {
 }
 
 std::optional<fs::path> find_engine(lockfile::Engine engine) {
-  const std::string name = engine == lockfile::Engine::terraform ? "terraform" : "tofu";
-  const std::string other = engine == lockfile::Engine::terraform ? "tofu" : "terraform";
+  const std::string name(lockfile::engine_name(engine));
+  const std::string other(lockfile::engine_name(engine == lockfile::Engine::terraform ? lockfile::Engine::tofu
+                                                                                      : lockfile::Engine::terraform));
   if (const char* command = std::getenv("PODPLANE_TF_CMD"); command != nullptr && *command != '\0') {
     // The user's engine command, unless its name says it is the other engine.
     if (fs::path(command).filename().string().find(other) == std::string::npos) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // whole: JsoncDocument holds a json by value
 
 namespace podplane::generator {
 

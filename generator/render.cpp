@@ -69,13 +69,9 @@ void module_call(HclFile& f, const RenderInputs& inputs, const std::string& labe
   });
 }
 
-// main.tf: engine and provider requirements, provider configuration, the userdata of each VM
-// flavour, the pools, the module calls and the seed upload.
-std::string render_main(const RenderInputs& inputs) {
-  const ClusterConfig& config = *inputs.config;
-  const bool aws = is_aws(config);
-  const cache::PodplaneStack stack = cache::podplane_stack(config.provider.kind);
-  HclFile f;
+// main.tf, one function per part: engine and provider requirements, provider configuration,
+// the userdata of each VM flavour, the pools, the module calls and the seed upload.
+void render_requirements(HclFile& f, const cache::PodplaneStack& stack) {
   f.block("terraform", [&](HclBody& b) {
     b.attr("required_version", str(stack.required_engine_version));
     b.block("required_providers", [&](HclBody& providers) {
@@ -87,7 +83,10 @@ std::string render_main(const RenderInputs& inputs) {
       }
     });
   });
+}
 
+void render_provider(HclFile& f, const ClusterConfig& config) {
+  const bool aws = is_aws(config);
   if (aws) {
     f.block("provider", {"aws"}, [&](HclBody& b) {
       b.attr("region", expr("local.provider_region"));
@@ -105,7 +104,11 @@ std::string render_main(const RenderInputs& inputs) {
       b.object("default_labels", [&](HclBody& o) { o.attr("podplane_cluster", expr("local.cluster_id")); });
     });
   }
+}
 
+void render_userdata(HclFile& f, const RenderInputs& inputs) {
+  const ClusterConfig& config = *inputs.config;
+  const bool aws = is_aws(config);
   for (const auto& [kind, arch] : config.vm_flavours()) {
     f.block("data", {"podplane_userdata", userdata_name(kind, arch)}, [&](HclBody& b) {
       b.attr("manifest_json",
@@ -118,7 +121,10 @@ std::string render_main(const RenderInputs& inputs) {
       if (aws) b.attr("enable_ssm", var("enable_ssm"));
     });
   }
+}
 
+void render_locals(HclFile& f, const ClusterConfig& config) {
+  const bool aws = is_aws(config);
   f.block("locals", [&](HclBody& b) {
     b.attr("cluster_name", str(config.name));
     b.blank();
@@ -154,7 +160,11 @@ std::string render_main(const RenderInputs& inputs) {
       }
     });
   });
+}
 
+void render_module_calls(HclFile& f, const RenderInputs& inputs) {
+  const ClusterConfig& config = *inputs.config;
+  const bool aws = is_aws(config);
   module_call(f, inputs, "cluster", "cluster", [&](ModuleArgs& m) {
     m.arg("cluster_id", expr("local.cluster_id"));
     m.arg("name_prefix", expr("local.name_prefix"));
@@ -187,7 +197,11 @@ std::string render_main(const RenderInputs& inputs) {
       m.arg("pools", expr("local.pools"));
     });
   }
+}
 
+void render_seed_upload(HclFile& f, const RenderInputs& inputs) {
+  const ClusterConfig& config = *inputs.config;
+  const bool aws = is_aws(config);
   if (!config.seed.name.empty()) {
     f.block("resource", {aws ? "podplane_netsy_seed_s3" : "podplane_netsy_seed_gcs", "bootstrap"}, [&](HclBody& b) {
       // The provider takes the seed's name, version and digest from the config file itself
@@ -204,6 +218,17 @@ std::string render_main(const RenderInputs& inputs) {
       if (!config.seed.path.empty()) b.attr("seed_path", str(config.seed.path));
     });
   }
+}
+
+std::string render_main(const RenderInputs& inputs) {
+  const ClusterConfig& config = *inputs.config;
+  HclFile f;
+  render_requirements(f, cache::podplane_stack(config.provider.kind));
+  render_provider(f, config);
+  render_userdata(f, inputs);
+  render_locals(f, config);
+  render_module_calls(f, inputs);
+  render_seed_upload(f, inputs);
   return finish(f);
 }
 

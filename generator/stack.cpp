@@ -43,11 +43,6 @@ constexpr const char* identity_message =
     "recreate it.";
 constexpr auto& module_names = cache::kStackSubmodules;
 
-std::optional<std::string> read_if_exists(const fs::path& file) {
-  if (!std::ifstream(file, std::ios::binary)) return std::nullopt;
-  return read_file_within_limits(file, "stack file");
-}
-
 // The first header line is the marker; the second may be reworded by future versions.
 bool has_managed_header(const std::string& text) {
   return text.rfind("# Podplane managed OpenTofu/Terraform file.\n", 0) == 0;
@@ -219,7 +214,7 @@ std::optional<std::string> stored_manifest(const cache::Store& store, const std:
     if (!newest || std::tie(newest->added_at, newest->id) < std::tie(artifact.added_at, artifact.id)) newest = artifact;
   }
   if (newest) return store.read_object(newest->digest);
-  return read_if_exists(cache::layout::vmconfig_manifests_dir(store.root()) / (name + ".json"));
+  return read_file_if_present_within_limits(cache::layout::vmconfig_manifests_dir(store.root()) / (name + ".json"), "stack file");
 }
 
 std::string manifest_version(const std::string& bytes) {
@@ -371,14 +366,14 @@ StackDir read_stack_dir(const fs::path& config_file) {
   StackDir now;
   now.config_file = config_file;
   now.dir = config_file.parent_path();
-  now.state_text = read_if_exists(now.dir / state_file_name);
+  now.state_text = read_file_if_present_within_limits(now.dir / state_file_name, "stack file");
   now.state = parse_state(now.state_text, now.dir / state_file_name);
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(now.dir, error)) {
     std::string name = entry.path().filename().string();
     bool ours = name.rfind("podplane.cluster.", 0) == 0 || name == lock_hcl || now.state.files.count(name);
     if (!ours || !entry.is_regular_file() || name == config_file.filename().string()) continue;
-    if (auto text = read_if_exists(entry.path())) now.files[name] = *text;
+    if (auto text = read_file_if_present_within_limits(entry.path(), "stack file")) now.files[name] = *text;
   }
   if (error) throw Error("cannot list " + now.dir.string() + ": " + error.message());
   if (const auto* main = now.file(main_tf); main && has_managed_header(*main)) now.pinned = pinned_module_version(*main);
@@ -482,7 +477,7 @@ ModuleChoice choose_module(const cache::Store& store, const std::optional<cache:
     return newest;
   }
   // The store's lock view, else the same lock built from the index (a store without views).
-  auto lock_text = read_if_exists(cache::layout::lock_file(fs::absolute(store.root())));
+  auto lock_text = read_file_if_present_within_limits(cache::layout::lock_file(fs::absolute(store.root())), "stack file");
   if (!lock_text) {
     auto lock = cache::selection_lock(store, selection->providers, platforms,
                                       store.artifacts({cache::ArtifactKind::provider_package, {}, {}, {}}));

@@ -20,7 +20,7 @@ struct InstallationMethod {
   std::vector<std::string> include;   // patterns "[host/]ns/type"
   std::vector<std::string> exclude;
 
-  // tf-protocols.md §3.2: no include means everything; exclude beats include.
+  // docs/protocols.md §3.2: no include means everything; exclude beats include.
   // A two-part pattern ("ns/type", "*/*") names the engine's default registry; the
   // one-argument form assumes tofu. `provider_address` may be "ns/type" or "host/ns/type".
   bool matches(std::string_view provider_address) const;

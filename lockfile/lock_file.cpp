@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "lockfile/hcl.hpp"
+#include "lockfile/provider_names.hpp"
 #include "lockfile/version.hpp"
 
 namespace podplane::lockfile {
@@ -173,7 +174,7 @@ std::string render_lock_file(const LockFile& lock, Engine engine) {
 
   std::string out;
   out += std::string("# This file is maintained automatically by \"") +
-         (engine == Engine::terraform ? "terraform" : "tofu") + " init\".\n";
+         std::string(engine_name(engine)) + " init\".\n";
   out += "# Manual edits may be lost in future updates.\n";
   for (const auto& entry : entries) {
     const ProviderLock& provider = *entry.lock;

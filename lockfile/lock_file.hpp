@@ -1,6 +1,6 @@
 #pragma once
 // .terraform.lock.hcl: read (strict, as the engines read it) and write (the exact bytes
-// `tofu init` / `terraform init` write; tf-protocols.md §4.1). Errors carry file:line:column.
+// `tofu init` / `terraform init` write; docs/protocols.md §4.1). Errors carry file:line:column.
 #include <filesystem>
 #include <string>
 #include <string_view>

@@ -1,5 +1,5 @@
 #pragma once
-// Upstream SHA256SUMS documents as the engines read them (tf-protocols.md §1.4).
+// Upstream SHA256SUMS documents as the engines read them (docs/protocols.md §1.4).
 #include <map>
 #include <string>
 #include <vector>

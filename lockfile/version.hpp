@@ -41,7 +41,7 @@ class Constraints {
   static Constraints merge(const std::vector<Constraints>& all);
 
   bool allows(const Version& version) const;
-  // The lock file's canonical string: sorted, zero-filled, ", " joined (tf-protocols.md §4.2).
+  // The lock file's canonical string: sorted, zero-filled, ", " joined (docs/protocols.md §4.2).
   std::string canonical() const;
   bool empty() const { return clauses_.empty(); }
   const std::vector<ConstraintClause>& clauses() const { return clauses_; }

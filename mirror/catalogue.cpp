@@ -11,8 +11,8 @@
 #include "cache/row_rules.hpp"
 #include "cache/views.hpp"
 #include "lockfile/version.hpp"
-#include "mirror/oci_registry.hpp"
-#include "mirror/serve_site.hpp"
+#include "mirror/site_paths.hpp"
+#include "net/oci_reference.hpp"
 
 namespace podplane::mirror {
 
@@ -73,13 +73,73 @@ Tone tone_of(cache::Trust trust) {
   return Tone::neutral;
 }
 
-void add_row(CatalogueSection& section, std::vector<CatalogueCell> cells) {
-  CatalogueRow row{std::move(cells), {}};
+// One row of a section as typed fields, each named once: a field knows how it shows in the
+// table (a cell, in column order) and in catalogue.json (under its key), or that it shows in
+// only one of them. cells() and data() are the two renderings of the same fields.
+class RowFields {
+ public:
+  // Text in both: a plain cell, a JSON string.
+  RowFields& text(const char* key, const std::string& value) { return both(key, value, mirror::text(value)); }
+  // A name or version: a monospace cell, linked to `href` when the site serves it there.
+  RowFields& code(const char* key, const std::string& value, std::string href = {}) {
+    return both(key, value, mirror::code(value, std::move(href)));
+  }
+  // A digest to copy, linked like code().
+  RowFields& hash(const char* key, const std::string& value, std::string href = {}) {
+    auto linked = mirror::hash(value);
+    linked.href = std::move(href);
+    return both(key, value, std::move(linked));
+  }
+  // A size: "1.2 MiB" in the table, the number of bytes in the data.
+  RowFields& bytes(const char* key, std::int64_t size) {
+    return both(key, size, mirror::text(human_bytes(static_cast<std::uint64_t>(size))));
+  }
+  // A number of things: its digits in the table, the number in the data.
+  RowFields& count(const char* key, std::size_t n) { return both(key, n, mirror::text(std::to_string(n))); }
+  // How a row was verified: a status cell toned by it, its name in the data.
+  RowFields& trust(const char* key, cache::Trust level) {
+    std::string name(cache::to_string(level));
+    return both(key, name, status(name, tone_of(level)));
+  }
+  // In catalogue.json only.
+  RowFields& data(const char* key, json value) {
+    data_[key] = std::move(value);
+    return *this;
+  }
+  // In the table only: the page's words about other fields (a verdict, a summary of several).
+  RowFields& cell(CatalogueCell shown) {
+    cells_.push_back(std::move(shown));
+    return *this;
+  }
+
+  const std::vector<CatalogueCell>& cells() const { return cells_; }
+  const json& data() const { return data_; }
+
+ private:
+  RowFields& both(const char* key, json value, CatalogueCell cell) {
+    data_[key] = std::move(value);
+    cells_.push_back(std::move(cell));
+    return *this;
+  }
+
+  std::vector<CatalogueCell> cells_;
+  json data_ = json::object();
+};
+
+// The row's table rendering, with what the ?q= filter matches.
+void add_row(CatalogueSection& section, const RowFields& fields) {
+  CatalogueRow row{fields.cells(), {}};
   for (const auto& cell : row.cells) {
     row.search_text += lower(cell.text) + " ";
     for (const auto& line : cell.more) row.search_text += lower(line) + " ";
   }
   section.rows.push_back(std::move(row));
+}
+
+// Both renderings of a row of a section whose catalogue.json is a flat list of rows.
+void add_flat_row(CatalogueSection& section, const RowFields& fields) {
+  add_row(section, fields);
+  section.data.push_back(fields.data());
 }
 
 // The path the site serves `digest` at, or "" when the site does not serve these bytes there.
@@ -167,25 +227,30 @@ CatalogueSection providers_section(const CatalogueSource& source, Catalogue& cat
                                  package->digest);
     CatalogueCell key = checked && !checked->key_fingerprint.empty() ? hash(checked->key_fingerprint, signers)
                                                                       : text("none");
-    add_row(section, {code(package->address), code(package->version), code(package->platform, path), status(verdict, tone),
-                      key, hashes(package->h1.empty() ? "(no h1)" : package->h1, zh),
-                      text(human_bytes(static_cast<std::uint64_t>(package->size))), text(package->added_at)});
-
     json signature = json::object();
     if (checked)
       signature = {{"result", checked->result}, {"key_fingerprint", checked->key_fingerprint}, {"signers", signers},
                    {"checked_at", checked->checked_at}};
-    (*version)["platforms"].push_back({{"platform", package->platform},
-                                        {"filename", package->filename},
-                                        {"size", package->size},
-                                        {"sha256", package->digest},
-                                        {"h1", package->h1},
-                                        {"zh", zh},
-                                        {"trust", cache::to_string(package->trust)},
-                                        {"signature", signature},
-                                        {"added_at", package->added_at},
-                                        {"upstream_url", package->upstream_url},
-                                        {"path", path}});
+    // Address and version are the provider's and the version's in catalogue.json (above).
+    RowFields row;
+    row.cell(code(package->address))
+        .cell(code(package->version))
+        .code("platform", package->platform, path)
+        .cell(status(verdict, tone))
+        .data("trust", cache::to_string(package->trust))
+        .data("signature", signature)
+        .cell(key)
+        .cell(hashes(package->h1.empty() ? "(no h1)" : package->h1, zh))
+        .data("h1", package->h1)
+        .data("zh", zh)
+        .bytes("size", package->size)
+        .text("added_at", package->added_at)
+        .data("filename", package->filename)
+        .data("sha256", package->digest)
+        .data("upstream_url", package->upstream_url)
+        .data("path", path);
+    add_row(section, row);
+    (*version)["platforms"].push_back(row.data());
   }
   catalogue.origin_hosts.insert(catalogue.origin_hosts.end(), hosts.begin(), hosts.end());
   return section;
@@ -229,16 +294,16 @@ CatalogueSection modules_section(const CatalogueSource& source, Catalogue& catal
     auto count = source.module_file_counts.count(tree->id) ? source.module_file_counts.at(tree->id) : tree->files.size();
     CatalogueCell origin = text(kind);
     if (!tree->upstream_url.empty()) origin.more.push_back(tree->upstream_url);
-    add_row(section, {code(tree->address), code(tree->version, path), origin, hash(tree->h1), text(std::to_string(count)),
-                      text(tree->added_at)});
-    section.data.push_back({{"address", tree->address},
-                            {"version", tree->version},
-                            {"source", kind},
-                            {"upstream_url", tree->upstream_url},
-                            {"h1", tree->h1},
-                            {"files", count},
-                            {"added_at", tree->added_at},
-                            {"path", path}});
+    add_flat_row(section, RowFields()
+                              .code("address", tree->address)
+                              .code("version", tree->version, path)
+                              .cell(origin)
+                              .data("source", kind)
+                              .data("upstream_url", tree->upstream_url)
+                              .hash("h1", tree->h1)
+                              .count("files", count)
+                              .text("added_at", tree->added_at)
+                              .data("path", path));
   }
   catalogue.origin_hosts.assign(hosts.begin(), hosts.end());
   return section;
@@ -257,17 +322,16 @@ CatalogueSection vmconfig_manifests_section(const CatalogueSource& source, Catal
     auto arch = manifest_arch(*manifest);
     arches.insert(arch);
     std::string path = served_at(source, std::string(site_paths::vmconfig) + "manifests/" + manifest->filename, manifest->digest);
-    add_row(section, {code(manifest->address), code(arch), code(manifest->version), code(manifest->filename, path),
-                      status(std::string(cache::to_string(manifest->trust)), tone_of(manifest->trust)), text(manifest->added_at)});
-    section.data.push_back({{"name", manifest->address},
-                            {"arch", arch},
-                            {"version", manifest->version},
-                            {"filename", manifest->filename},
-                            {"sha256", manifest->digest},
-                            {"trust", cache::to_string(manifest->trust)},
-                            {"added_at", manifest->added_at},
-                            {"upstream_url", manifest->upstream_url},
-                            {"path", path}});
+    add_flat_row(section, RowFields()
+                              .code("name", manifest->address)
+                              .code("arch", arch)
+                              .code("version", manifest->version)
+                              .code("filename", manifest->filename, path)
+                              .trust("trust", manifest->trust)
+                              .text("added_at", manifest->added_at)
+                              .data("sha256", manifest->digest)
+                              .data("upstream_url", manifest->upstream_url)
+                              .data("path", path));
   }
   catalogue.vmconfig_arches.assign(arches.begin(), arches.end());
   return section;
@@ -306,22 +370,21 @@ CatalogueSection vmconfig_artifacts_section(const CatalogueSource& source, Catal
     std::string where = !at(plain).empty() ? "yes" : !path.empty() ? "yes, at its arch's base" : "no";
     if (at(plain).empty() && !path.empty()) ++catalogue.arch_shared_paths[arch];
     std::string file = boot ? "boot/" + artifact->filename : artifact->filename;
-    add_row(section, {code(artifact->address + (boot ? " (boot file)" : "")), code(artifact->version), code(arch),
-                      code(file, path), text(human_bytes(static_cast<std::uint64_t>(artifact->size))),
-                      hash(artifact->upstream_digest), status(std::string(cache::to_string(artifact->trust)), tone_of(artifact->trust)),
-                      status(where, path.empty() ? Tone::warning : Tone::good)});
-    section.data.push_back({{"name", artifact->address},
-                            {"kind", boot ? "boot_file" : "artifact"},
-                            {"version", artifact->version},
-                            {"arch", arch},
-                            {"filename", file},
-                            {"size", artifact->size},
-                            {"sha256", artifact->digest},
-                            {"upstream_digest", artifact->upstream_digest},
-                            {"trust", cache::to_string(artifact->trust)},
-                            {"added_at", artifact->added_at},
-                            {"upstream_url", artifact->upstream_url},
-                            {"path", path}});
+    add_flat_row(section, RowFields()
+                              .cell(code(artifact->address + (boot ? " (boot file)" : "")))
+                              .data("name", artifact->address)
+                              .data("kind", boot ? "boot_file" : "artifact")
+                              .code("version", artifact->version)
+                              .code("arch", arch)
+                              .code("filename", file, path)
+                              .bytes("size", artifact->size)
+                              .hash("upstream_digest", artifact->upstream_digest)
+                              .trust("trust", artifact->trust)
+                              .cell(status(where, path.empty() ? Tone::warning : Tone::good))
+                              .data("sha256", artifact->digest)
+                              .data("added_at", artifact->added_at)
+                              .data("upstream_url", artifact->upstream_url)
+                              .data("path", path));
   }
   return section;
 }
@@ -376,21 +439,20 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
     auto signature = keys.empty() ? status("unsigned", Tone::warning)
                                   : hash(keys.front(), std::vector<std::string>(keys.begin() + 1, keys.end()));
     if (!keys.empty()) signature.tone = Tone::good;
-    add_row(section, {code(image->address), code(image->version), code(platform), hash(image->filename),
-                      text(human_bytes(static_cast<std::uint64_t>(image->size))),
-                      status(path.empty() ? "no" : "yes", path.empty() ? Tone::warning : Tone::good), signature});
-    if (!path.empty()) section.rows.back().cells[3].href = path;
-    section.data.push_back({{"image", image->address},
-                            {"mirror_repository", repository},
-                            {"tag", image->version},
-                            {"platform", platform},
-                            {"digest", image->filename},
-                            {"size", image->size},
-                            {"added_at", image->added_at},
-                            {"upstream_url", image->upstream_url},
-                            {"path", path},
-                            {"signed", !keys.empty()},
-                            {"signed_by", keys}});
+    add_flat_row(section, RowFields()
+                              .code("image", image->address)
+                              .code("tag", image->version)
+                              .code("platform", platform)
+                              .hash("digest", image->filename, path)
+                              .bytes("size", image->size)
+                              .cell(status(path.empty() ? "no" : "yes", path.empty() ? Tone::warning : Tone::good))
+                              .cell(signature)
+                              .data("signed", !keys.empty())
+                              .data("signed_by", keys)
+                              .data("mirror_repository", repository)
+                              .data("added_at", image->added_at)
+                              .data("upstream_url", image->upstream_url)
+                              .data("path", path));
   }
   return section;
 }
@@ -406,18 +468,17 @@ CatalogueSection seeds_section(const CatalogueSource& source, Catalogue&) {
   for (const auto* seed : artifacts_newest_first(source, cache::ArtifactKind::seed_snapshot)) {
     std::string path = served_at(source, "/seeds/snapshots/" + seed->address + "/" + seed->version + "/" + seed->filename,
                                  seed->digest);
-    add_row(section, {code(seed->address), code(seed->version), code(seed->filename, path),
-                      text(human_bytes(static_cast<std::uint64_t>(seed->size))), hash(seed->upstream_digest),
-                      status(path.empty() ? "no" : "yes", path.empty() ? Tone::warning : Tone::good)});
-    section.data.push_back({{"name", seed->address},
-                            {"version", seed->version},
-                            {"filename", seed->filename},
-                            {"size", seed->size},
-                            {"sha256", seed->digest},
-                            {"upstream_digest", seed->upstream_digest},
-                            {"added_at", seed->added_at},
-                            {"upstream_url", seed->upstream_url},
-                            {"path", path}});
+    add_flat_row(section, RowFields()
+                              .code("name", seed->address)
+                              .code("version", seed->version)
+                              .code("filename", seed->filename, path)
+                              .bytes("size", seed->size)
+                              .hash("upstream_digest", seed->upstream_digest)
+                              .cell(status(path.empty() ? "no" : "yes", path.empty() ? Tone::warning : Tone::good))
+                              .data("sha256", seed->digest)
+                              .data("added_at", seed->added_at)
+                              .data("upstream_url", seed->upstream_url)
+                              .data("path", path));
   }
   return section;
 }
@@ -459,21 +520,28 @@ CatalogueSection bundles_section(const CatalogueSource& source, Catalogue&) {
       std::string objects = std::to_string(num(volume, "imported")) + " new, " + std::to_string(num(volume, "already_present")) +
                             " present, " + std::to_string(num(volume, "missing")) + " missing";
       std::string result = !error.empty() ? error : complete ? "complete" : "incomplete";
-      add_row(section, {text(entry->at), hash(str(volume, "bundle_id"), {str(volume, "file")}),
-                        text(std::to_string(index) + " of " + std::to_string(std::max<std::int64_t>(count, 1))), who,
-                        text(objects), status(result, complete && error.empty() ? Tone::good : Tone::warning)});
-      import["volumes"].push_back({{"file", str(volume, "file")},
-                                   {"bundle_id", str(volume, "bundle_id")},
-                                   {"volume_index", index},
-                                   {"volume_count", count},
-                                   {"signer", signer},
-                                   {"trusted", trusted},
-                                   {"objects", num(volume, "objects")},
-                                   {"imported", num(volume, "imported")},
-                                   {"already_present", num(volume, "already_present")},
-                                   {"missing", num(volume, "missing")},
-                                   {"complete", complete},
-                                   {"error", error}});
+      // The import's own time is the import's in catalogue.json (above), each volume's row here.
+      RowFields row;
+      row.cell(text(entry->at))
+          .cell(hash(str(volume, "bundle_id"), {str(volume, "file")}))
+          .data("bundle_id", str(volume, "bundle_id"))
+          .data("file", str(volume, "file"))
+          .cell(text(std::to_string(index) + " of " + std::to_string(std::max<std::int64_t>(count, 1))))
+          .data("volume_index", index)
+          .data("volume_count", count)
+          .cell(who)
+          .data("signer", signer)
+          .data("trusted", trusted)
+          .cell(text(objects))
+          .data("objects", num(volume, "objects"))
+          .data("imported", num(volume, "imported"))
+          .data("already_present", num(volume, "already_present"))
+          .data("missing", num(volume, "missing"))
+          .cell(status(result, complete && error.empty() ? Tone::good : Tone::warning))
+          .data("complete", complete)
+          .data("error", error);
+      add_row(section, row);
+      import["volumes"].push_back(row.data());
     }
     section.data.push_back(std::move(import));
   }
@@ -488,11 +556,11 @@ CatalogueSection signers_section(const CatalogueSource& source, Catalogue&) {
   section.empty = "No bundle signer is recorded.";
   section.columns = {"Signer", "Newest bundle", "Bundle created", "Recorded"};
   for (const auto& mark : source.signers) {
-    add_row(section, {hash(mark.signer), hash(mark.bundle_id), text(mark.created_at), text(mark.recorded_at)});
-    section.data.push_back({{"signer", mark.signer},
-                            {"bundle_id", mark.bundle_id},
-                            {"created_at", mark.created_at},
-                            {"recorded_at", mark.recorded_at}});
+    add_flat_row(section, RowFields()
+                              .hash("signer", mark.signer)
+                              .hash("bundle_id", mark.bundle_id)
+                              .text("created_at", mark.created_at)
+                              .text("recorded_at", mark.recorded_at));
   }
   return section;
 }
@@ -549,9 +617,10 @@ Catalogue build_catalogue(const CatalogueSource& source) {
   return catalogue;
 }
 
-CatalogueSource gather_catalogue_source(const cache::Store& store, const MirrorSite& site) {
+CatalogueSource gather_catalogue_source(const cache::Store& store, std::string primary_host,
+                                        std::map<std::string, std::string> served) {
   CatalogueSource source;
-  source.primary_host = site.primary_host();
+  source.primary_host = std::move(primary_host);
   source.artifacts = store.artifacts();
   for (const auto& artifact : source.artifacts) {
     if (artifact.kind == cache::ArtifactKind::provider_package || artifact.kind == cache::ArtifactKind::image_attachment) {
@@ -584,8 +653,7 @@ CatalogueSource gather_catalogue_source(const cache::Store& store, const MirrorS
   for (auto& entry : store.audit_log())
     if (entry.action == "bundle-import") source.imports.push_back(std::move(entry));
   source.signers = store.bundle_signers();
-  for (const auto& [path, resource] : site.resources())
-    source.served.emplace(path, resource.kind == ResourceKind::object ? resource.digest : std::string());
+  source.served = std::move(served);
   return source;
 }
 

@@ -13,14 +13,12 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // whole: CatalogueSection holds its catalogue.json by value
 
 #include "cache/store.hpp"
-#include "mirror/openpgp.hpp"
+#include "cache/openpgp.hpp"
 
 namespace podplane::mirror {
-
-class MirrorSite;
 
 // Escapes & < > " ' so that the result is safe as HTML text and as a quoted attribute value.
 // NUL and other C0 controls but tab and newline become U+FFFD (HTML parsers choke on them).
@@ -42,9 +40,11 @@ struct CatalogueSource {
   std::map<std::string, std::string> served;
 };
 
-// Reads `store` (read-only) and the site built from it. Errors: podplane::Error from the index.
-// A keys document that cannot be parsed is left out (its rows show the fingerprint only).
-[[nodiscard]] CatalogueSource gather_catalogue_source(const cache::Store& store, const MirrorSite& site);
+// Reads `store` (read-only); `primary_host` and `served` (CatalogueSource::served) come from
+// the site built from it. Errors: podplane::Error from the index. A keys document that cannot
+// be parsed is left out (its rows show the fingerprint only).
+[[nodiscard]] CatalogueSource gather_catalogue_source(const cache::Store& store, std::string primary_host,
+                                                      std::map<std::string, std::string> served);
 
 enum class CellKind {
   text,    // plain text
@@ -70,7 +70,9 @@ struct CatalogueRow {
 };
 
 // One table of the catalogue. Adding a kind of content = one function returning a
-// CatalogueSection, listed in catalogue.cpp's kSections.
+// CatalogueSection, listed in catalogue.cpp's kSections. `rows` and `data` are the two
+// renderings (the page's table, catalogue.json) of the same rows, each field of which is
+// named once (catalogue.cpp's RowFields).
 struct CatalogueSection {
   std::string id;       // URL segment and catalogue.json key: providers, modules, …
   std::string title;    // heading

@@ -9,7 +9,6 @@
 #include "base/digest.hpp"
 #include "base/hex.hpp"
 #include "mirror/catalogue.hpp"
-#include "mirror/serve_site.hpp"
 
 namespace podplane::mirror {
 

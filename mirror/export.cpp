@@ -61,6 +61,7 @@ bool replaceable(const fs::path& dir) {
 
 }  // namespace
 
+// Kept whole: every step fills the one staging tree that the last step swaps in, and shares its cleanup.
 ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const SiteOptions& options) {
   if (dir_in.empty()) throw UsageError("mirror export needs a target DIR");
   fs::path dir = fs::absolute(dir_in).lexically_normal();

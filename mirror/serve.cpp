@@ -418,7 +418,7 @@ struct MirrorServer::Impl final : RequestHandler {
         return;
       }
       case ResourceKind::module_download:
-        // 204 + X-Terraform-Get works for Terraform and OpenTofu alike (tf-protocols.md §6.1).
+        // 204 + X-Terraform-Get works for Terraform and OpenTofu alike (docs/protocols.md §6.1).
         res.status = 204;
         res.set_header("X-Terraform-Get", resource->location);
         return;

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/row_rules.hpp"
-#include "mirror/oci_registry.hpp"
+#include "net/oci_reference.hpp"
 #include "mirror/serve_site.hpp"
 
 namespace podplane::mirror {

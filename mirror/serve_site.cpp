@@ -123,6 +123,15 @@ std::string join_path(std::initializer_list<std::string_view> parts) {
   return path;
 }
 
+// What the catalogue links to: every path the site serves so far, with the digest of the
+// object served there ("" for anything else).
+std::map<std::string, std::string> served_digests(const MirrorSite& site) {
+  std::map<std::string, std::string> served;
+  for (const auto& [path, resource] : site.resources())
+    served.emplace(path, resource.kind == ResourceKind::object ? resource.digest : std::string());
+  return served;
+}
+
 }  // namespace
 
 bool is_safe_segment(std::string_view segment) {
@@ -140,16 +149,19 @@ const SiteResource* MirrorSite::find(std::string_view path) const {
   return it == resources_.end() ? nullptr : &it->second;
 }
 
-MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& options) {
-  MirrorSite site;
-  auto selection = store.tf_selection();
-  site.primary_host_ = options.primary_host;
-  if (site.primary_host_.empty())
-    site.primary_host_ = selection && selection->engine == "terraform" ? "registry.terraform.io" : "registry.opentofu.org";
+namespace {
 
-  auto add = [&site](std::string path, SiteResource resource) { site.resources_[std::move(path)] = std::move(resource); };
-  auto skip = [&site](std::string why) { site.skipped_.push_back(std::move(why)); };
-  auto object_resource = [&](const cache::Artifact& artifact) {
+// What the builders of each kind below share: the store, and the resources and skipped rows
+// of the site MirrorSite::build lends them.
+struct SiteWriter {
+  const cache::Store& store;
+  std::map<std::string, SiteResource>& resources;
+  std::vector<std::string>& skipped;
+
+  void add(std::string path, SiteResource resource) { resources[std::move(path)] = std::move(resource); }
+  void skip(std::string why) { skipped.push_back(std::move(why)); }
+
+  [[nodiscard]] SiteResource object_resource(const cache::Artifact& artifact) const {
     SiteResource resource;
     resource.kind = ResourceKind::object;
     resource.content_type = content_type_for(artifact.filename);
@@ -157,199 +169,238 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
     resource.size = artifact.size;
     resource.digest = artifact.digest;
     return resource;
-  };
-
-  {
-    SiteResource health;
-    health.content_type = "text/plain";
-    health.body = "ok\n";
-    add(std::string(site_paths::healthz), std::move(health));
   }
-  add(std::string(site_paths::well_known),
-      json_document({{"providers.v1", std::string(site_paths::providers) + site.primary_host_ + "/"},
-                     {"modules.v1", std::string(site_paths::modules) + site.primary_host_ + "/"}}));
 
-  // Providers: address → version → platform → package.
-  using Platforms = std::map<std::string, cache::Artifact>;
-  std::map<std::string, std::map<std::string, Platforms, VersionOrder>> providers;
-  for (auto& package : store.artifacts({.kind = cache::ArtifactKind::provider_package})) {
+  [[nodiscard]] SiteResource manifest_resource(const cache::Artifact& manifest) const {
+    auto resource = object_resource(manifest);
+    resource.content_type = "application/json";
+    return resource;
+  }
+};
+
+// ---- providers -------------------------------------------------------------------------
+using Platforms = std::map<std::string, cache::Artifact>;  // platform → package
+using ProviderVersions = std::map<std::string, Platforms, VersionOrder>;
+
+// The newest SHA256SUMS, signature and keys of each release; a row stored without a version
+// serves every version of its address.
+struct ReleaseDocTables {
+  std::map<std::pair<std::string, std::string>, cache::Artifact> shasums, signatures, keys;
+
+  [[nodiscard]] ReleaseDocs find(const std::string& address, const std::string& version) const {
+    auto find_doc = [&](const auto& table) -> std::optional<cache::Artifact> {
+      if (auto it = table.find({address, version}); it != table.end()) return it->second;
+      if (auto it = table.find({address, std::string()}); it != table.end()) return it->second;
+      return std::nullopt;
+    };
+    return {find_doc(shasums), find_doc(signatures), find_doc(keys)};
+  }
+};
+
+// Where one provider's documents live: the network mirror's and the registry protocol's.
+struct ProviderDirs {
+  std::string host, ns, type;
+  std::string mirror_dir, registry_dir;
+};
+
+// The registry protocol's documents of one version, added where its SHA256SUMS, signature and
+// keys are stored, with its entry appended to `registry_versions`; otherwise skipped (the
+// network mirror still serves it).
+void add_registry_version(SiteWriter& site, const ProviderDirs& dirs, const std::string& address, const std::string& version,
+                          const Platforms& platforms, const json& packages, const json& platform_list,
+                          const ReleaseDocTables& tables, json& registry_versions) {
+  // The registry protocol needs the upstream SHA256SUMS, its signature and the keys, so
+  // that clients verify the signature offline exactly as they would online.
+  ReleaseDocs docs = tables.find(address, version);
+  if (!docs.shasums || !docs.signature || !docs.keys) {
+    site.skip("provider registry protocol: " + address + " " + version +
+              " has no stored SHA256SUMS, signature and keys (served by the network mirror only)");
+    return;
+  }
+  if (!is_safe_segment(docs.shasums->filename) || !is_safe_segment(docs.signature->filename)) {
+    site.skip("provider registry protocol: unsafe SHA256SUMS or signature name for " + address + " " + version);
+    return;
+  }
+  std::optional<json> signing_keys;
+  try {
+    signing_keys = signing_keys_of(site.store.read_object(docs.keys->digest));
+  } catch (const std::exception& error) {
+    site.skip("provider registry protocol: cannot read the keys of " + address + " " + version + ": " + error.what());
+    return;
+  }
+  if (!signing_keys) {
+    site.skip("provider registry protocol: the keys document of " + address + " " + version + " is not signing_keys JSON");
+    return;
+  }
+  site.add(dirs.mirror_dir + "/" + docs.shasums->filename, site.object_resource(*docs.shasums));
+  site.add(dirs.mirror_dir + "/" + docs.signature->filename, site.object_resource(*docs.signature));
+  registry_versions.push_back({{"version", version}, {"protocols", version_protocols(platforms)}, {"platforms", platform_list}});
+
+  // From <registry_dir>/<version>/download/<os>/ seven levels up to /v1/: relative URLs
+  // keep working when the tree is hosted below a path prefix.
+  const std::string up = "../../../../../../../";
+  const std::string mirror_rel =
+      up + std::string(site_paths::network_mirror.substr(4)) + dirs.host + "/" + dirs.ns + "/" + dirs.type + "/";
+  for (const auto& [platform, package] : platforms) {
+    auto os_arch = split(platform, '_');
+    json answer = {
+        {"protocols", protocols_of(package)},
+        {"os", os_arch[0]},
+        {"arch", os_arch[1]},
+        {"filename", package.filename},
+        {"download_url", mirror_rel + package.filename},
+        {"shasum", package.digest},
+        {"shasums_url", mirror_rel + docs.shasums->filename},
+        {"shasums_signature_url", mirror_rel + docs.signature->filename},
+        {"signing_keys", *signing_keys},
+        {"packages", packages},
+    };
+    site.add(join_path({dirs.registry_dir, version, "download", os_arch[0], os_arch[1]}), json_document(answer));
+  }
+}
+
+// One provider's network mirror documents and packages, and its registry protocol documents.
+void add_provider(SiteWriter& site, const std::string& address, const ProviderVersions& versions,
+                  const ReleaseDocTables& tables, std::vector<PublishedProviderRelease>& releases) {
+  auto parts = split(address, '/');
+  ProviderDirs dirs{parts[0], parts[1], parts[2], join_path({site_paths::network_mirror, parts[0], parts[1], parts[2]}),
+                    join_path({site_paths::providers, parts[0], parts[1], parts[2]})};
+
+  // The network mirror documents, byte for byte those of the views.
+  std::vector<cache::Artifact> all_packages;
+  for (const auto& [version, platforms] : versions)
+    for (const auto& [platform, package] : platforms) all_packages.push_back(package);
+  auto mirror_documents = cache::provider_mirror_documents(all_packages);
+  site.add(dirs.mirror_dir + "/index.json", json_document(std::move(mirror_documents.index)));
+  for (auto& [version, listing] : mirror_documents.versions)
+    site.add(dirs.mirror_dir + "/" + version + ".json", json_document(std::move(listing)));
+
+  json registry_versions = json::array();
+  for (const auto& [version, platforms] : versions) {
+    json packages = json::object();
+    json platform_list = json::array();
+    PublishedProviderRelease release{dirs.host, dirs.ns, dirs.type, version, {}};
+    for (const auto& [platform, package] : platforms) {
+      packages[platform] = {{"hashes", cache::package_lock_hashes(package)}, {"package_size", package.size}};
+      auto os_arch = split(platform, '_');
+      platform_list.push_back({{"os", os_arch[0]}, {"arch", os_arch[1]}});
+      site.add(dirs.mirror_dir + "/" + package.filename, site.object_resource(package));
+      release.packages.push_back(package);
+    }
+    releases.push_back(std::move(release));
+    add_registry_version(site, dirs, address, version, platforms, packages, platform_list, tables, registry_versions);
+  }
+  if (!registry_versions.empty()) site.add(dirs.registry_dir + "/versions", json_document({{"versions", registry_versions}}));
+}
+
+// Providers: address → version → platform → package.
+void add_providers(SiteWriter& site, std::vector<PublishedProviderRelease>& releases) {
+  std::map<std::string, ProviderVersions> providers;
+  for (auto& package : site.store.artifacts({.kind = cache::ArtifactKind::provider_package})) {
     auto address = split(package.address, '/');
     auto platform = split(package.platform, '_');
     if (address.size() != 3 || !all_safe(address) || platform.size() != 2 || !all_safe(platform) ||
         !is_safe_segment(package.version) || !is_safe_segment(package.filename) || !is_sha256_hex(package.digest)) {
-      skip("provider package with unsafe names: " + package.address + " " + package.version + " " + package.platform +
-           " " + package.filename);
+      site.skip("provider package with unsafe names: " + package.address + " " + package.version + " " +
+                package.platform + " " + package.filename);
       continue;
     }
     providers[package.address][package.version][package.platform] = std::move(package);
   }
-  auto shasums = latest_by_release(store.artifacts({.kind = cache::ArtifactKind::provider_shasums}));
-  auto signatures = latest_by_release(store.artifacts({.kind = cache::ArtifactKind::provider_signature}));
-  auto keys = latest_by_release(store.artifacts({.kind = cache::ArtifactKind::provider_keys}));
-  auto find_doc = [](const auto& table, const std::string& address, const std::string& version)
-      -> std::optional<cache::Artifact> {
-    if (auto it = table.find({address, version}); it != table.end()) return it->second;
-    if (auto it = table.find({address, std::string()}); it != table.end()) return it->second;
-    return std::nullopt;
-  };
+  ReleaseDocTables tables{latest_by_release(site.store.artifacts({.kind = cache::ArtifactKind::provider_shasums})),
+                          latest_by_release(site.store.artifacts({.kind = cache::ArtifactKind::provider_signature})),
+                          latest_by_release(site.store.artifacts({.kind = cache::ArtifactKind::provider_keys}))};
+  for (const auto& [address, versions] : providers) add_provider(site, address, versions, tables, releases);
+}
 
-  for (const auto& [address, versions] : providers) {
-    auto parts = split(address, '/');
-    const auto &host = parts[0], &ns = parts[1], &type = parts[2];
-    std::string mirror_dir = join_path({site_paths::network_mirror, host, ns, type});
-    std::string registry_dir = join_path({site_paths::providers, host, ns, type});
-
-    // The network mirror documents, byte for byte those of the views.
-    std::vector<cache::Artifact> all_packages;
-    for (const auto& [version, platforms] : versions)
-      for (const auto& [platform, package] : platforms) all_packages.push_back(package);
-    auto mirror_documents = cache::provider_mirror_documents(all_packages);
-    add(mirror_dir + "/index.json", json_document(std::move(mirror_documents.index)));
-    for (auto& [version, listing] : mirror_documents.versions)
-      add(mirror_dir + "/" + version + ".json", json_document(std::move(listing)));
-
-    json registry_versions = json::array();
-    for (const auto& [version, platforms] : versions) {
-      json packages = json::object();
-      json platform_list = json::array();
-      PublishedProviderRelease release{host, ns, type, version, {}};
-      for (const auto& [platform, package] : platforms) {
-        packages[platform] = {{"hashes", cache::package_lock_hashes(package)}, {"package_size", package.size}};
-        auto os_arch = split(platform, '_');
-        platform_list.push_back({{"os", os_arch[0]}, {"arch", os_arch[1]}});
-        add(mirror_dir + "/" + package.filename, object_resource(package));
-        release.packages.push_back(package);
-      }
-      site.provider_releases_.push_back(std::move(release));
-
-      // The registry protocol needs the upstream SHA256SUMS, its signature and the keys, so
-      // that clients verify the signature offline exactly as they would online.
-      ReleaseDocs docs{find_doc(shasums, address, version), find_doc(signatures, address, version),
-                       find_doc(keys, address, version)};
-      if (!docs.shasums || !docs.signature || !docs.keys) {
-        skip("provider registry protocol: " + address + " " + version +
-             " has no stored SHA256SUMS, signature and keys (served by the network mirror only)");
-        continue;
-      }
-      if (!is_safe_segment(docs.shasums->filename) || !is_safe_segment(docs.signature->filename)) {
-        skip("provider registry protocol: unsafe SHA256SUMS or signature name for " + address + " " + version);
-        continue;
-      }
-      std::optional<json> signing_keys;
-      try {
-        signing_keys = signing_keys_of(store.read_object(docs.keys->digest));
-      } catch (const std::exception& error) {
-        skip("provider registry protocol: cannot read the keys of " + address + " " + version + ": " + error.what());
-        continue;
-      }
-      if (!signing_keys) {
-        skip("provider registry protocol: the keys document of " + address + " " + version + " is not signing_keys JSON");
-        continue;
-      }
-      add(mirror_dir + "/" + docs.shasums->filename, object_resource(*docs.shasums));
-      add(mirror_dir + "/" + docs.signature->filename, object_resource(*docs.signature));
-      registry_versions.push_back({{"version", version}, {"protocols", version_protocols(platforms)}, {"platforms", platform_list}});
-
-      // From <registry_dir>/<version>/download/<os>/ seven levels up to /v1/: relative URLs
-      // keep working when the tree is hosted below a path prefix.
-      const std::string up = "../../../../../../../";
-      const std::string mirror_rel = up + std::string(site_paths::network_mirror.substr(4)) + host + "/" + ns + "/" + type + "/";
-      for (const auto& [platform, package] : platforms) {
-        auto os_arch = split(platform, '_');
-        json answer = {
-            {"protocols", protocols_of(package)},
-            {"os", os_arch[0]},
-            {"arch", os_arch[1]},
-            {"filename", package.filename},
-            {"download_url", mirror_rel + package.filename},
-            {"shasum", package.digest},
-            {"shasums_url", mirror_rel + docs.shasums->filename},
-            {"shasums_signature_url", mirror_rel + docs.signature->filename},
-            {"signing_keys", *signing_keys},
-            {"packages", packages},
-        };
-        add(join_path({registry_dir, version, "download", os_arch[0], os_arch[1]}), json_document(answer));
-      }
+// ---- modules ---------------------------------------------------------------------------
+// The registry package of one stored tree, or null when a file path is unsafe. The tree's
+// files move into the package: a store of 50,000 objects has ~45,000 module files, and
+// holding them twice would double the site's largest part.
+std::shared_ptr<ModulePackage> module_package_of(const cache::Store& store, const std::string& address,
+                                                 const std::string& version, cache::ModuleTree& tree) {
+  auto package = std::make_shared<ModulePackage>();
+  package->address = address;
+  package->version = version;
+  std::set<std::string> directories;
+  bool ok = true;
+  for (auto& file : tree.files) {
+    auto segments = split(file.path, '/');
+    // File names inside a module are less constrained than URL segments, but never
+    // climb out of the package nor hide behind an absolute path.
+    bool safe = !segments.empty() && std::none_of(segments.begin(), segments.end(), [](const std::string& s) {
+      return s.empty() || s == "." || s == ".." || s.find('\0') != std::string::npos || s.find('\\') != std::string::npos;
+    });
+    if (!safe || !is_sha256_hex(file.digest)) {
+      ok = false;
+      break;
     }
-    if (!registry_versions.empty()) add(registry_dir + "/versions", json_document({{"versions", registry_versions}}));
+    std::string prefix;
+    for (std::size_t i = 0; i + 1 < segments.size(); ++i) directories.insert(prefix += segments[i] + "/");
+    std::string object = store.object_path(file.digest).native();
+    package->entries.push_back({std::move(file.path), (file.mode & 0111) ? 0755u : 0644u, std::move(object), file.size,
+                                std::move(file.digest)});
   }
+  std::vector<cache::ModuleFile>().swap(tree.files);
+  if (!ok) return nullptr;
+  for (const auto& directory : directories) package->entries.push_back({directory, 0755, {}, 0, {}});
+  std::sort(package->entries.begin(), package->entries.end(),
+            [](const ModulePackageEntry& a, const ModulePackageEntry& b) { return a.path < b.path; });
+  return package;
+}
 
-  // Modules: the whole registry package per version, as a tar.gz built from the stored tree.
+// Modules: the whole registry package per version, as a tar.gz built from the stored tree.
+void add_modules(SiteWriter& site, std::vector<std::shared_ptr<const ModulePackage>>& packages) {
   std::map<std::string, std::map<std::string, cache::ModuleTree, VersionOrder>> modules;
-  for (auto& tree : store.module_trees()) {
+  for (auto& tree : site.store.module_trees()) {
     auto address = split(tree.address, '/');
     if (address.size() != 4 || !all_safe(address) || !is_safe_segment(tree.version)) {
-      skip("module with unsafe names: " + tree.address + " " + tree.version);
+      site.skip("module with unsafe names: " + tree.address + " " + tree.version);
       continue;
     }
     modules[tree.address][tree.version] = std::move(tree);
   }
-  // Each tree's files move into its package: a store of 50,000 objects has ~45,000 module
-  // files, and holding them twice would double the site's largest part.
   for (auto& [address, versions] : modules) {
     std::string registry_dir = join_path({site_paths::modules, address});
     json version_list = json::array();
     for (auto& [version, tree] : versions) {
-      auto package = std::make_shared<ModulePackage>();
-      package->address = address;
-      package->version = version;
-      std::set<std::string> directories;
-      bool ok = true;
-      for (auto& file : tree.files) {
-        auto segments = split(file.path, '/');
-        // File names inside a module are less constrained than URL segments, but never
-        // climb out of the package nor hide behind an absolute path.
-        bool safe = !segments.empty() && std::none_of(segments.begin(), segments.end(), [](const std::string& s) {
-          return s.empty() || s == "." || s == ".." || s.find('\0') != std::string::npos || s.find('\\') != std::string::npos;
-        });
-        if (!safe || !is_sha256_hex(file.digest)) {
-          ok = false;
-          break;
-        }
-        std::string prefix;
-        for (std::size_t i = 0; i + 1 < segments.size(); ++i) directories.insert(prefix += segments[i] + "/");
-        std::string object = store.object_path(file.digest).native();
-        package->entries.push_back({std::move(file.path), (file.mode & 0111) ? 0755u : 0644u, std::move(object), file.size,
-                                    std::move(file.digest)});
-      }
-      std::vector<cache::ModuleFile>().swap(tree.files);
-      if (!ok) {
-        skip("module " + address + " " + version + " has an unsafe file path");
+      auto package = module_package_of(site.store, address, version, tree);
+      if (!package) {
+        site.skip("module " + address + " " + version + " has an unsafe file path");
         continue;
       }
-      for (const auto& directory : directories) package->entries.push_back({directory, 0755, {}, 0, {}});
-      std::sort(package->entries.begin(), package->entries.end(),
-                [](const ModulePackageEntry& a, const ModulePackageEntry& b) { return a.path < b.path; });
-
       std::string version_dir = registry_dir + "/" + version;
       SiteResource tarball;
       tarball.kind = ResourceKind::module_package;
       tarball.content_type = "application/gzip";
       tarball.module = package;
-      add(version_dir + "/" + std::string(site_paths::module_package_name), std::move(tarball));
+      site.add(version_dir + "/" + std::string(site_paths::module_package_name), std::move(tarball));
       SiteResource download;
       download.kind = ResourceKind::module_download;
       download.content_type = "application/json";
       download.location = "./" + std::string(site_paths::module_package_name);
       download.body = dump({{"location", download.location}});
-      add(version_dir + "/download", std::move(download));
+      site.add(version_dir + "/download", std::move(download));
       version_list.push_back({{"version", version}});
-      site.module_packages_.push_back(std::move(package));
+      packages.push_back(std::move(package));
     }
     if (!version_list.empty())
-      add(registry_dir + "/versions", json_document({{"modules", json::array({{{"versions", version_list}}})}}));
+      site.add(registry_dir + "/versions", json_document({{"modules", json::array({{{"versions", version_list}}})}}));
   }
+}
 
-  // vmconfig: Podplane's mirror layout, so a stack's deps_mirror_url can be this server.
-  // Each stored file under its own name, then each manifest under its plain name
-  // (<address>.json, the newest row: what the store's view holds) twice: where the cache
-  // keeps it (/vmconfig/manifests/) and where deps.podplane.dev publishes it (/manifests/,
-  // what `deps download` asks $PODPLANE_DEPS_URL for). The plain name wins over a stored
-  // file of the same name.
+// ---- vmconfig and seeds ----------------------------------------------------------------
+// vmconfig: Podplane's mirror layout, so a stack's deps_mirror_url can be this server.
+// Each stored file under its own name, then each manifest under its plain name
+// (<address>.json, the newest row: what the store's view holds) twice: where the cache
+// keeps it (/vmconfig/manifests/) and where deps.podplane.dev publishes it (/manifests/,
+// what `deps download` asks $PODPLANE_DEPS_URL for). The plain name wins over a stored
+// file of the same name.
+void add_vmconfig(SiteWriter& site) {
   std::map<std::string, cache::Artifact> by_file, by_name;  // newest row per file name, per manifest name
-  for (auto& manifest : store.artifacts({.kind = cache::ArtifactKind::vmconfig_manifest})) {
+  for (auto& manifest : site.store.artifacts({.kind = cache::ArtifactKind::vmconfig_manifest})) {
     if (!is_safe_segment(manifest.filename) || !is_safe_segment(manifest.address + ".json")) {
-      skip("vmconfig manifest with an unsafe name: " + manifest.address + " " + manifest.filename);
+      site.skip("vmconfig manifest with an unsafe name: " + manifest.address + " " + manifest.filename);
       continue;
     }
     for (auto* table : {&by_file, &by_name}) {
@@ -358,59 +409,57 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
       if (it == table->end() || it->second.id < manifest.id) (*table)[key] = manifest;
     }
   }
-  auto manifest_resource = [&](const cache::Artifact& manifest) {
-    auto resource = object_resource(manifest);
-    resource.content_type = "application/json";
-    return resource;
-  };
   for (const auto& [filename, manifest] : by_file)
-    add(std::string(site_paths::vmconfig) + "manifests/" + filename, manifest_resource(manifest));
+    site.add(std::string(site_paths::vmconfig) + "manifests/" + filename, site.manifest_resource(manifest));
   for (const auto& [name, manifest] : by_name) {
-    add(std::string(site_paths::vmconfig) + "manifests/" + name + ".json", manifest_resource(manifest));
-    add(std::string(site_paths::deps_manifests) + name + ".json", manifest_resource(manifest));
+    site.add(std::string(site_paths::vmconfig) + "manifests/" + name + ".json", site.manifest_resource(manifest));
+    site.add(std::string(site_paths::deps_manifests) + name + ".json", site.manifest_resource(manifest));
   }
   // Artifacts at Podplane's plain path and at each arch's base (cache/views.hpp): the site,
   // the views and `cluster check`'s replay of a VM agree on every path. The boot files read out
   // of each os image sit beside it (…/os-image/<version>/boot/<file>), for nodes that boot them.
-  auto vmconfig_rows = store.artifacts({.kind = cache::ArtifactKind::vmconfig_artifact});
-  for (auto& row : store.artifacts({.kind = cache::ArtifactKind::vmconfig_boot_file})) vmconfig_rows.push_back(std::move(row));
+  auto vmconfig_rows = site.store.artifacts({.kind = cache::ArtifactKind::vmconfig_artifact});
+  for (auto& row : site.store.artifacts({.kind = cache::ArtifactKind::vmconfig_boot_file})) vmconfig_rows.push_back(std::move(row));
   for (const auto& [path, artifact] : cache::vmconfig_artifact_paths(vmconfig_rows)) {
     auto segments = split(path, '/');
     if (!all_safe(segments)) {
-      skip("vmconfig artifact with unsafe names: " + artifact.address + " " + artifact.version + " " + artifact.filename);
+      site.skip("vmconfig artifact with unsafe names: " + artifact.address + " " + artifact.version + " " + artifact.filename);
       continue;
     }
-    add("/" + path, object_resource(artifact));
+    site.add("/" + path, site.object_resource(artifact));
   }
-  // Seeds: the newest seeds.json where deps.podplane.dev publishes it (/manifests/seeds.json,
-  // what `deps download` asks $PODPLANE_DEPS_URL for) and where the cache keeps it, and every
-  // snapshot at its view path.
+}
+
+// Seeds: the newest seeds.json where deps.podplane.dev publishes it (/manifests/seeds.json,
+// what `deps download` asks $PODPLANE_DEPS_URL for) and where the cache keeps it, and every
+// snapshot at its view path.
+void add_seeds(SiteWriter& site) {
   std::optional<cache::Artifact> seeds_manifest;
-  for (auto& row : store.artifacts({.kind = cache::ArtifactKind::seed_manifest}))
+  for (auto& row : site.store.artifacts({.kind = cache::ArtifactKind::seed_manifest}))
     if (!seeds_manifest || seeds_manifest->id < row.id) seeds_manifest = std::move(row);
   if (seeds_manifest) {
-    add(std::string(site_paths::deps_manifests) + "seeds.json", manifest_resource(*seeds_manifest));
-    add("/seeds/manifests/seeds.json", manifest_resource(*seeds_manifest));
+    site.add(std::string(site_paths::deps_manifests) + "seeds.json", site.manifest_resource(*seeds_manifest));
+    site.add("/seeds/manifests/seeds.json", site.manifest_resource(*seeds_manifest));
   }
-  for (const auto& snapshot : store.artifacts({.kind = cache::ArtifactKind::seed_snapshot})) {
+  for (const auto& snapshot : site.store.artifacts({.kind = cache::ArtifactKind::seed_snapshot})) {
     if (!is_safe_segment(snapshot.address) || !is_safe_segment(snapshot.version) || !is_safe_segment(snapshot.filename)) {
-      skip("seed snapshot with unsafe names: " + snapshot.address + " " + snapshot.version + " " + snapshot.filename);
+      site.skip("seed snapshot with unsafe names: " + snapshot.address + " " + snapshot.version + " " + snapshot.filename);
       continue;
     }
-    add(join_path({"/seeds/snapshots", snapshot.address, snapshot.version, snapshot.filename}), object_resource(snapshot));
+    site.add(join_path({"/seeds/snapshots", snapshot.address, snapshot.version, snapshot.filename}),
+             site.object_resource(snapshot));
   }
-  add_image_resources(store, site);
+}
 
-  // The catalogue describes the site built so far (what is served, and where).
-  auto catalogue = std::make_shared<const Catalogue>(build_catalogue(gather_catalogue_source(store, site)));
-  site.catalogue_ = catalogue;
+// The catalogue pages and JSON, describing the site built so far (what is served, and where).
+void add_catalogue(SiteWriter& site, const std::shared_ptr<const Catalogue>& catalogue) {
   auto page = [&](std::string path, std::string section) {
     SiteResource resource;
     resource.kind = ResourceKind::catalogue_page;
     resource.content_type = "text/html; charset=utf-8";
     resource.catalogue = catalogue;
     resource.catalogue_section = std::move(section);
-    add(std::move(path), std::move(resource));
+    site.add(std::move(path), std::move(resource));
   };
   page("/", "");
   page(std::string(site_paths::catalogue), "");
@@ -418,7 +467,36 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
   SiteResource data;
   data.content_type = "application/json";
   data.body = render_catalogue_json(*catalogue);
-  add(std::string(site_paths::catalogue_json), std::move(data));
+  site.add(std::string(site_paths::catalogue_json), std::move(data));
+}
+
+}  // namespace
+
+// One function per kind of content, each adding its paths and skipping the rows it cannot serve.
+MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& options) {
+  MirrorSite site;
+  auto selection = store.tf_selection();
+  site.primary_host_ = options.primary_host;
+  if (site.primary_host_.empty())
+    site.primary_host_ = selection && selection->engine == "terraform" ? "registry.terraform.io" : "registry.opentofu.org";
+
+  SiteWriter writer{store, site.resources_, site.skipped_};
+  {
+    SiteResource health;
+    health.content_type = "text/plain";
+    health.body = "ok\n";
+    writer.add(std::string(site_paths::healthz), std::move(health));
+  }
+  writer.add(std::string(site_paths::well_known),
+             json_document({{"providers.v1", std::string(site_paths::providers) + site.primary_host_ + "/"},
+                            {"modules.v1", std::string(site_paths::modules) + site.primary_host_ + "/"}}));
+  add_providers(writer, site.provider_releases_);
+  add_modules(writer, site.module_packages_);
+  add_vmconfig(writer);
+  add_seeds(writer);
+  add_image_resources(store, site);
+  site.catalogue_ = std::make_shared<const Catalogue>(build_catalogue(gather_catalogue_source(store, site.primary_host(), served_digests(site))));
+  add_catalogue(writer, site.catalogue_);
   return site;
 }
 
@@ -430,20 +508,21 @@ void write_package(libarchive::Archive& writer, const ModulePackage& package, co
   // what the next check rethrows: none crosses libarchive.
   writer.open_sink(sink, "cannot write the module package of " + name);
   std::vector<char> buffer(1 << 16);
+  libarchive::Entry entry;
   for (const auto& item : package.entries) {
-    libarchive::Entry entry;
-    archive_entry_set_pathname(entry.get(), item.path.c_str());
     bool directory = !item.path.empty() && item.path.back() == '/';
-    archive_entry_set_filetype(entry.get(), directory ? AE_IFDIR : AE_IFREG);
-    archive_entry_set_perm(entry.get(), item.mode);
-    archive_entry_set_size(entry.get(), directory ? 0 : item.size);
-    archive_entry_set_mtime(entry.get(), kArchiveMtime, 0);
-    archive_entry_set_uid(entry.get(), 0);
-    archive_entry_set_gid(entry.get(), 0);
+    libarchive::FixedHeader header;
+    header.path = item.path;
+    header.type = directory ? libarchive::FixedHeader::Type::directory : libarchive::FixedHeader::Type::file;
+    header.mode = static_cast<unsigned>(item.mode);
+    header.size = static_cast<std::uint64_t>(item.size);
+    header.mtime = kArchiveMtime;
     // A name libarchive cannot convert is written as raw bytes with a warning: the package
     // then carries exactly the name the store holds.
-    writer.write_header(entry, "cannot write " + item.path + " of " + name, libarchive::Warnings::pass);
+    libarchive::write_fixed_header(writer, entry, header, "cannot write " + item.path + " of " + name,
+                                   libarchive::Warnings::pass);
     if (directory) continue;
+    // Streamed into the archive, never held whole: a store object, unbounded by design.
     std::ifstream in(item.object, std::ios::binary);
     if (!in) throw Error("module " + name + ": missing object for " + item.path + " at " + item.object);
     std::int64_t written = 0;

@@ -40,7 +40,7 @@
 
 #include "bench/support/curl_parallel.hpp"
 #include "cache/store.hpp"
-#include "mirror/download.hpp"
+#include "net/download.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;

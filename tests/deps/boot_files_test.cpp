@@ -1,4 +1,4 @@
-// Reading os.boot's kernel and initrd out of a real qcow2 image (mirror/boot_files.hpp) with the
+// Reading os.boot's kernel and initrd out of a real qcow2 image (fetch/boot_files.hpp) with the
 // real tools: images made by tests/tools/upstream/boot_image.py (GPT, partition 1 ext4 or swap,
 // qemu-img convert), then every way the image or the manifest's entry can be wrong.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include "base/digest.hpp"
 #include "base/error.hpp"
-#include "mirror/boot_files.hpp"
+#include "fetch/boot_files.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::mirror {

@@ -324,7 +324,7 @@ TEST(DepsDownload, AnImageThatIsNoQcow2IsRefusedWithQemuImgsWords) {
   EXPECT_TRUE(stored(deps.root(), cache::ArtifactKind::vmconfig_artifact).empty());
 }
 
-// Seeds (podplane.md §2.2, §6): seeds.json and every snapshot, sha512-checked, laid out where
+// Seeds (docs/podplane-layout.md §3): seeds.json and every snapshot, sha512-checked, laid out where
 // Podplane keeps them; the fixture image the manifests pin is stored with them.
 TEST(DepsDownload, SeedsAndPinnedImagesAreStoredAndLaidOutAsPodplaneDoes) {
   FixtureUpstream upstream;

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
-#include "mirror/images.hpp"
-#include "mirror/oci_registry.hpp"
+#include "fetch/images.hpp"
+#include "net/oci_reference.hpp"
 
 namespace podplane::mirror {
 namespace {

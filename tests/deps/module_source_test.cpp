@@ -1,11 +1,11 @@
-// Module source addresses (tf-protocols.md §6.2) and unpacking hostile archives.
+// Module source addresses (docs/protocols.md §6.2) and unpacking hostile archives.
 #include <gtest/gtest.h>
 
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "lockfile/hash.hpp"
-#include "mirror/module_archive.hpp"
-#include "mirror/module_source.hpp"
+#include "fetch/module_archive.hpp"
+#include "fetch/module_source.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::mirror {

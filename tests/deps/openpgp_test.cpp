@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.hpp"
-#include "mirror/openpgp.hpp"
+#include "cache/openpgp.hpp"
 #include "tests/deps/gpg_keys.hpp"
 #include "tests/support/test_support.hpp"
 

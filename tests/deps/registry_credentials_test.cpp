@@ -1,4 +1,4 @@
-// Registry credentials from auth files and creds files (mirror/oci_auth.hpp): which file is
+// Registry credentials from auth files and creds files (net/oci_auth.hpp): which file is
 // read, which key matches, and that a bad file is refused by name without its content.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "base/error.hpp"
 #include "base/hex.hpp"
-#include "mirror/oci_auth.hpp"
+#include "net/oci_auth.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::mirror {

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "base/error.hpp"
-#include "mirror/registry.hpp"
-#include "mirror/vmconfig.hpp"
+#include "fetch/registry.hpp"
+#include "fetch/vmconfig.hpp"
 
 namespace podplane::mirror {
 namespace {

@@ -1,8 +1,8 @@
-// Registry protocol answers (tf-protocols.md §1, §2, §6.1): parsing and the client rules.
+// Registry protocol answers (docs/protocols.md §1, §2, §6.1): parsing and the client rules.
 #include <gtest/gtest.h>
 
 #include "base/error.hpp"
-#include "mirror/registry.hpp"
+#include "fetch/registry.hpp"
 
 namespace podplane::mirror {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cache/store.hpp"
-#include "mirror/signature_recheck.hpp"
+#include "fetch/signature_recheck.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "base/error.hpp"
-#include "mirror/tf_requirements.hpp"
-#include "mirror/tf_resolution.hpp"
+#include "fetch/tf_requirements.hpp"
+#include "fetch/tf_resolution.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::mirror {

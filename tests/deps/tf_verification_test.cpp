@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "base/error.hpp"
-#include "mirror/tf_package_job.hpp"
-#include "mirror/tf_verification.hpp"
+#include "fetch/tf_package_job.hpp"
+#include "fetch/tf_verification.hpp"
 #include "tests/deps/gpg_keys.hpp"
 
 namespace podplane::mirror {

@@ -1,12 +1,12 @@
 // os.boot of a vmconfig manifest: the kernel and initrd digests must be digests, or the
-// manifest is refused with the item named (mirror/vmconfig.hpp).
+// manifest is refused with the item named (fetch/vmconfig.hpp).
 #include <gtest/gtest.h>
 
 #include <tuple>
 #include <vector>
 
 #include "base/error.hpp"
-#include "mirror/vmconfig.hpp"
+#include "fetch/vmconfig.hpp"
 
 namespace podplane::mirror {
 namespace {

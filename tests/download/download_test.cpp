@@ -17,10 +17,10 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/store.hpp"
-#include "mirror/download.hpp"
-#include "mirror/http.hpp"
-#include "mirror/progress.hpp"
-#include "mirror/transport.hpp"
+#include "net/download.hpp"
+#include "net/http.hpp"
+#include "net/progress.hpp"
+#include "net/transport.hpp"
 #include "tests/support/upstream.hpp"
 
 namespace podplane::test {

@@ -25,7 +25,7 @@
 
 #include <thread>
 
-#include "mirror/http.hpp"
+#include "net/http.hpp"
 #include "tests/support/upstream.hpp"
 
 namespace podplane::test {
@@ -264,7 +264,7 @@ TEST(FixtureUpstreamSelfCheck, CliConfigSendsTheDefaultRegistriesToTheFixture) {
   auto env = up.env(tmp / "deps", file);
   EXPECT_EQ(env.at("SSL_CERT_FILE"), up.ca_file().string());
   EXPECT_EQ(env.at("PODPLANE_DEPS_URL"), up.base_url());
-  // The mirror layout answers as tf-protocols.md §2 says.
+  // The mirror layout answers as docs/protocols.md §2 says.
   auto index = curl(up, {"-f", up.url("/mirror/registry.opentofu.org/podplane/podplane/index.json")});
   ASSERT_EQ(index.exit_code, 0) << index.err;
   EXPECT_TRUE(nlohmann::json::parse(index.out)["versions"].contains("1.3.0"));

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "cache/store.hpp"
-#include "mirror/download.hpp"
+#include "net/download.hpp"
 #include "tests/support/upstream.hpp"
 
 namespace podplane::test {

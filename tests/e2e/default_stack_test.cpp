@@ -8,8 +8,8 @@
 #include "generator/config.hpp"
 #include "generator/render.hpp"
 #include "base/error.hpp"
-#include "mirror/deps_tf.hpp"
-#include "mirror/tf_requirements.hpp"
+#include "fetch/deps_tf.hpp"
+#include "fetch/tf_requirements.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::test {

@@ -1,5 +1,5 @@
 // The main job end to end, through the real `podplane` binary, in the three places of
-// DESIGN.md: an online root A filled from the fixture upstream, a signed bundle (full, then a
+// docs/design.md §1: an online root A filled from the fixture upstream, a signed bundle (full, then a
 // delta against the air gap's inventory) carried to root B with no network at all, a cluster
 // stack generated and checked from B alone, and B served by `mirror serve` to a third root C
 // whose `deps tf` ends with A's provider objects.

@@ -7,9 +7,9 @@
 #include <string_view>
 
 #include "base/error.hpp"
-#include "mirror/module_source.hpp"
-#include "mirror/registry.hpp"
-#include "mirror/vmconfig.hpp"
+#include "fetch/module_source.hpp"
+#include "fetch/registry.hpp"
+#include "fetch/vmconfig.hpp"
 
 using namespace podplane;
 

@@ -19,7 +19,7 @@ struct ModuleRequirement {
   std::string local_name, source, constraints;
 };
 
-// What each Nstance submodule requires (reference §5.2 for aws; google by analogy).
+// What each Nstance submodule requires (docs/podplane-layout.md §4.3 for aws; google by analogy).
 std::vector<ModuleRequirement> module_requirements(const std::string& kind, const std::string& module) {
   std::string cloud = kind;
   std::vector<ModuleRequirement> out{{cloud, "hashicorp/" + cloud, ">= 5.0"}};

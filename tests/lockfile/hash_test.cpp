@@ -1,4 +1,4 @@
-// Digests, zh and h1 against the literal vectors of tf-protocols.md §4.4, and the
+// Digests, zh and h1 against the literal vectors of docs/protocols.md §4.4, and the
 // HashZip/HashDir edge cases of §4.3.
 #include "base/digest.hpp"
 #include "base/hex.hpp"

@@ -1,4 +1,4 @@
-// .terraform.lock.hcl: the writer against the bytes of tf-protocols.md §4.1 (golden files),
+// .terraform.lock.hcl: the writer against the bytes of docs/protocols.md §4.1 (golden files),
 // and the reader's strictness.
 #include "lockfile/lock_file.hpp"
 
@@ -11,7 +11,7 @@
 namespace podplane::lockfile {
 namespace {
 
-// tf-protocols.md §4.1, verbatim (locks_file_test.go's expected bytes).
+// docs/protocols.md §4.1, byte for byte (locks_file_test.go's expected bytes).
 constexpr const char* kReferenceExample = R"(# This file is maintained automatically by "terraform init".
 # Manual edits may be lost in future updates.
 

@@ -1,4 +1,4 @@
-// Versions and constraints with go-versions' rules (tf-protocols.md §7, §4.2).
+// Versions and constraints with go-versions' rules (docs/protocols.md §7, §4.2).
 #include "lockfile/version.hpp"
 
 #include <gtest/gtest.h>

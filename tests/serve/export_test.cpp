@@ -71,7 +71,7 @@ TEST_F(ExportTest, WritesTheSiteAndReplacesItAtomically) {
   }
   auto download = json::parse(read_file(out / "v1/modules/registry.opentofu.org/nstance-dev/nstance/aws/2.0.1/download"));
   EXPECT_EQ(download["location"], "./package.tar.gz");
-  // The network-mirror part is also a packed filesystem mirror (tf-protocols.md §5).
+  // The network-mirror part is also a packed filesystem mirror (docs/protocols.md §5).
   EXPECT_TRUE(fs::exists(out / "v1/mirror/registry.opentofu.org/hashicorp/null/terraform-provider-null_3.2.4_linux_arm64.zip"));
 
   // Re-export after the store grew: one rename swaps the whole tree; nothing is left beside it.

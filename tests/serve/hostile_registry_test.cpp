@@ -12,7 +12,7 @@
 #include "base/digest.hpp"
 #include "base/hex.hpp"
 #include "cache/store.hpp"
-#include "mirror/oci_registry.hpp"
+#include "fetch/oci_registry.hpp"
 #include "tests/serve/serve_fixture.hpp"
 #include "tests/support/upstream.hpp"
 

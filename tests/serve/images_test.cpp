@@ -10,7 +10,7 @@
 
 #include "cache/store.hpp"
 #include "base/digest.hpp"
-#include "mirror/oci_registry.hpp"
+#include "fetch/oci_registry.hpp"
 #include "tests/serve/registry_fixture.hpp"
 #include "tests/serve/serve_fixture.hpp"
 #include "tests/support/upstream.hpp"

@@ -2,7 +2,7 @@
 // docker-registry (CNCF distribution) on loopback, read back through the registry API and skopeo.
 #include <gtest/gtest.h>
 
-#include "mirror/oci.hpp"
+#include "mirror/push.hpp"
 #include "tests/serve/serve_fixture.hpp"
 #include "tests/support/upstream.hpp"
 

@@ -1,7 +1,7 @@
 // What a VM does at boot, replayed against the site: for every podplane_userdata data source
 // of generated stacks (knc and knd × amd64 and arm64), each artifact URL is built exactly as
 // Podplane's userdata builds it (<deps_mirror_url>/vmconfig/artifacts/<name>/<version>/
-// <basename(url)>, reference podplane.md §3.4), fetched with `curl --parallel` and checked with
+// <basename(url)>, docs/podplane-layout.md §2.5), fetched with `curl --parallel` and checked with
 // `sha256sum -c` / `sha512sum -c`, from `mirror serve` and from nginx over `mirror export`.
 // kubelet's amd64 and arm64 builds share Podplane's plain path in the fixture as in the real
 // manifests: on that path an arm64 VM receives amd64 bytes, which `cluster check` must catch.

@@ -61,10 +61,10 @@ ALL_PLATFORMS = ["linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"]
 MIRROR_HOSTS = ["registry.opentofu.org", "registry.terraform.io"]
 # Platforms a release publishes (zip and SHA256SUMS line) that the registry does not list, as
 # HashiCorp releases carry more builds than anyone fetches; with the _manifest.json line they
-# make a lock built only from fetched packages differ from the engines' (tf-protocols.md §1.4).
+# make a lock built only from fetched packages differ from the engines' (docs/protocols.md §1.4).
 RELEASE_ONLY_PLATFORMS = ["windows_amd64", "freebsd_arm"]
 
-# Podplane's default provider set (podplane.md §5). cloudinit deliberately lacks darwin_arm64.
+# Podplane's default provider set (docs/podplane-layout.md §4.3). cloudinit deliberately lacks darwin_arm64.
 DEFAULT_PROVIDERS = [
     {"namespace": "hashicorp", "type": "aws", "key": "rsa", "protocols": ["5.0"], "versions": ["6.0.0", "6.2.0"]},
     # The registry's plugin protocols vary as they do upstream: two listed for random, none at
@@ -363,7 +363,7 @@ def build_providers(out, www, gpg, config, args, fixture):
                                       "release_zh": sorted("zh:" + line[:64] for line in sums_lines),
                                       "download_json": "/v1/providers/%s/%s/%s/download/{os}/{arch}" % (ns, ptype, version),
                                       "packages": packages})
-            # Network mirror (tf-protocols.md §2): <ver>.json next to the zips, for both origin hosts.
+            # Network mirror (docs/protocols.md §2): <ver>.json next to the zips, for both origin hosts.
             for host in MIRROR_HOSTS:
                 mdir = os.path.join(www, "mirror", host, ns, ptype)
                 archives = {}
@@ -543,7 +543,7 @@ def build_module(www, MODULE, config, fixture):
 
 
 # ---------------------------------------------------------------------------------------------
-# vmconfig (podplane.md §3.2)
+# vmconfig (docs/podplane-layout.md §2.2)
 
 
 def vmconfig_items(kind, arch, vm_version):

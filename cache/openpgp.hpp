@@ -1,0 +1,37 @@
+#pragma once
+// OpenPGP checks of upstream provider releases (docs/protocols.md §1.4), on librnp: a detached
+// signature (binary, as registries publish it, or armored) over a SHA256SUMS document,
+// tried against each armored public key the registry lists. Thread-compatible: every call
+// uses its own librnp contexts. Errors are podplane::Error naming the document.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace podplane::mirror {
+
+struct SignatureCheck {
+  std::string fingerprint;  // primary key fingerprint, 40 upper-case hex (v4 keys)
+  std::string key_index;    // which of the given keys verified it, "0", "1", …
+};
+
+// Verifies `signature` over `data` with the first key in `armored_keys` that signed it.
+// Throws podplane::Error: "authentication signature from unknown issuer" when no key
+// matches, "signature invalid" when a key matches but the data was altered, and parse
+// errors for unreadable keys or signatures. `what` names the document (e.g. its filename).
+[[nodiscard]] SignatureCheck verify_detached_signature(std::string_view data, std::string_view signature,
+                                                       const std::vector<std::string>& armored_keys,
+                                                       std::string_view what);
+
+// The primary fingerprints of the keys in one armored block (for messages and pinning).
+[[nodiscard]] std::vector<std::string> key_fingerprints(std::string_view armored_key);
+
+// A primary key of an armored block: its fingerprint and the user ids it carries, as written
+// by the key's owner (untrusted text: escape it before showing it anywhere).
+struct KeyIdentity {
+  std::string fingerprint;              // 40 upper-case hex (v4 keys)
+  std::vector<std::string> user_ids;    // e.g. "HashiCorp Security <security@hashicorp.com>"
+};
+// The primary keys of one armored block with their user ids. Error for an unreadable block.
+[[nodiscard]] std::vector<KeyIdentity> key_identities(std::string_view armored_key);
+
+}  // namespace podplane::mirror

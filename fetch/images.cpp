@@ -1,0 +1,571 @@
+#include "fetch/images.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/row_rules.hpp"
+#include "cache/views.hpp"
+#include "base/error.hpp"
+#include "base/digest.hpp"
+
+namespace podplane::mirror {
+
+namespace {
+
+using nlohmann::json;
+
+bool is_index(const std::string& media_type) {
+  return media_type == image_media::oci_index || media_type == image_media::docker_list;
+}
+
+struct Platform {
+  std::string os, arch, variant;
+  // "linux/arm64", "linux/arm/v7".
+  std::string str() const { return os + "/" + arch + (variant.empty() ? "" : "/" + variant); }
+  // The store's form: linux_arm64, linux_arm_v7 (arm64's usual "v8" is left out).
+  std::string row() const {
+    return os + "_" + arch + (variant.empty() || (arch == "arm64" && variant == "v8") ? "" : "_" + variant);
+  }
+  bool matches(const std::string& wanted) const {
+    auto parts = std::vector<std::string>{};
+    std::stringstream in(wanted);
+    for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
+    if (parts.size() < 2 || parts[0] != os || parts[1] != arch) return false;
+    return parts.size() == 2 || parts[2] == variant || (arch == "arm64" && variant.empty() && parts[2] == "v8");
+  }
+};
+
+std::string text_field(const json& object, const char* key) {
+  return object.is_object() && object.contains(key) && object[key].is_string() ? object[key].get<std::string>() : "";
+}
+
+Platform platform_of(const json& object) {
+  return {text_field(object, "os"), text_field(object, "architecture"), text_field(object, "variant")};
+}
+
+struct Descriptor {
+  std::string digest;
+  std::int64_t size = 0;
+};
+
+// A descriptor of a manifest we fetched: its digest must be one we can serve and store.
+Descriptor descriptor_of(const json& entry, const std::string& where) {
+  Descriptor descriptor;
+  descriptor.digest = text_field(entry, "digest");
+  if (auto problem = cache::image_digest_problem(descriptor.digest)) throw Error(where + ": descriptor digest " + *problem);
+  if (!entry.contains("size") || !entry["size"].is_number_integer() || entry["size"].get<std::int64_t>() < 0)
+    throw Error(where + ": descriptor " + descriptor.digest + " has no valid size");
+  descriptor.size = entry["size"].get<std::int64_t>();
+  return descriptor;
+}
+
+// Only manifests and indexes of the OCI and Docker types are stored, so that `mirror serve`
+// never hands a browser another type (text/html with a script) from the mirror's origin.
+void check_manifest_type(const FetchedManifest& manifest, const std::string& what) {
+  if (image_media::is_manifest_type(manifest.media_type)) return;
+  std::string shown;
+  for (unsigned char c : manifest.media_type.substr(0, 100)) shown += (c < 0x20 || c >= 0x7f || c == '"') ? '?' : static_cast<char>(c);
+  throw Error(what + " (" + manifest.digest + ") has the media type \"" + shown +
+              "\", not an OCI or Docker image manifest or index; it was not stored");
+}
+
+json parse_manifest(const FetchedManifest& manifest, const std::string& what) {
+  auto document = json::parse(manifest.bytes, nullptr, false);
+  if (!document.is_object()) throw Error(what + " (" + manifest.digest + ") is not a JSON object");
+  return document;
+}
+
+cache::Artifact image_row(cache::ArtifactKind kind, const ImageReference& image, const std::string& version,
+                          const std::string& platform, const std::string& digest, std::int64_t size, const std::string& url) {
+  return cache::image_row(kind, image.address(), version, platform, digest, size, url);
+}
+
+}  // namespace
+
+std::vector<std::string> image_platforms_of_archs(const std::vector<std::string>& archs) {
+  std::vector<std::string> platforms;
+  for (const auto& arch : archs) {
+    if (arch == "all") return {};
+    platforms.push_back(arch.find('/') == std::string::npos ? "linux/" + arch : arch);
+  }
+  return platforms;
+}
+
+std::vector<ImageRequest> vmconfig_image_requests(const json& document, const std::string& source) {
+  std::vector<ImageRequest> requests;
+  if (!document.is_object() || !document.contains("vmconfig") || !document["vmconfig"].contains("images")) return requests;
+  const auto& images = document["vmconfig"]["images"];
+  if (!images.is_array()) throw Error(source + ": vmconfig.images is not an array");
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    std::string where = source + " images[" + std::to_string(i) + "]";
+    const auto& entry = images[i];
+    ImageRequest request;
+    request.source = where;
+    request.reference = ImageReference::parse(text_field(entry, "image"));
+    request.pinned_manifest = text_field(entry, "digest");
+    request.pinned_index = text_field(entry, "index");
+    if (auto problem = cache::image_digest_problem(request.pinned_manifest)) throw Error(where + ": digest " + *problem);
+    if (!request.pinned_index.empty())
+      if (auto problem = cache::image_digest_problem(request.pinned_index)) throw Error(where + ": index " + *problem);
+    if (auto platform = text_field(entry, "platform"); !platform.empty()) request.platforms.push_back(platform);
+    requests.push_back(std::move(request));
+  }
+  return requests;
+}
+
+std::vector<ImageRequest> parse_image_list(std::string_view text, const std::string& source,
+                                           const std::vector<std::string>& platforms) {
+  std::vector<ImageRequest> requests;
+  std::istringstream in{std::string(text)};
+  std::size_t number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    line.erase(0, line.find_first_not_of(" \t\r"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty()) continue;
+    ImageRequest request;
+    request.source = source + ":" + std::to_string(number);
+    try {
+      request.reference = ImageReference::parse(line);
+    } catch (const Error& error) {
+      throw Error(request.source + ": " + error.what());
+    }
+    request.platforms = platforms;
+    requests.push_back(std::move(request));
+  }
+  return requests;
+}
+
+bool image_stored(const cache::Store& store, const ImageRequest& request, const cache::CosignPolicy& cosign_policy) {
+  if (request.pinned_manifest.empty()) return false;
+  auto manifests = store.artifacts({.kind = cache::ArtifactKind::image_manifest, .address = request.reference.address()});
+  bool found = false;
+  for (const auto& row : manifests) found = found || (row.filename == request.pinned_manifest && store.has_object(row.digest));
+  if (!found) return false;
+  if (!request.pinned_index.empty()) {
+    bool index = false;
+    for (const auto& row : store.artifacts({.kind = cache::ArtifactKind::image_index, .address = request.reference.address()}))
+      index = index || (row.filename == request.pinned_index && store.has_object(row.digest));
+    if (!index) return false;
+  }
+  auto blobs = store.artifacts(
+      {.kind = cache::ArtifactKind::image_blob, .address = request.reference.address(), .version = request.pinned_manifest});
+  if (blobs.empty()) return false;
+  for (const auto& row : blobs)
+    if (!store.has_object(row.digest)) return false;
+  if (const auto& cosign_keys = cosign_policy.keys_for(request.reference.address()); !cosign_keys.empty()) {
+    const std::string& top = request.pinned_index.empty() ? request.pinned_manifest : request.pinned_index;
+    try {
+      (void)cache::verify_stored_cosign_signature(store, request.reference.address(), top, cosign_keys);
+    } catch (const Error&) {
+      return false;  // fetched again, signature and all
+    }
+  }
+  return true;
+}
+
+// Per image request: what resolve() found, then what the run brought.
+struct ImageFetcher::Impl {
+  // One platform manifest an image wants, in the order its index lists it.
+  struct Wanted {
+    Descriptor descriptor;
+    std::string media_type;                 // the index's word for it, until the bytes say
+    Platform platform;
+    std::optional<FetchedManifest> manifest;  // once in the store
+    std::vector<Descriptor> blobs;          // config, then layers, once the manifest is read
+    std::string error;
+  };
+  struct Image {
+    std::optional<FetchedManifest> top;  // stored by finish(), once the run is over
+    std::string version;
+    std::optional<cache::Artifact> index_row;
+    std::vector<Wanted> wanted;
+    std::string error;  // resolving it failed: no rows
+  };
+
+  cache::Store& store;
+  std::vector<ImageRequest> requests;
+  DownloadOptions options;
+  std::vector<OciPuller> pullers;  // one per request: each resolves on its own thread
+  // The request whose top manifest (and puller, with its auth) serves request r: knc and knd
+  // manifests pin the same images, one request per arch.
+  std::vector<std::size_t> first;
+
+  OciPuller& puller(std::size_t r) { return pullers[first[r]]; }
+  std::vector<Image> images;
+  // Every blob hex this run: what the run made of it (nullopt while it is on its way, or when
+  // the store had it already).
+  std::map<std::string, std::optional<DownloadOutcome>> blobs;
+  std::set<std::string> present;  // blob hex the store had before
+  std::size_t blobs_present = 0;
+  std::vector<std::optional<FetchedManifest>> tops;  // by fetch_tops(), for each first request
+  std::vector<std::string> top_errors;
+  // require_signatures(): the policy, and what fetch_tops() made of each first request's signature.
+  cache::CosignPolicy policy;
+  const std::vector<cache::CosignKey>& keys_for(std::size_t r) const { return policy.keys_for(requests[r].reference.address()); }
+  std::vector<std::optional<FetchedSignature>> signatures;
+  std::vector<std::string> signature_errors;
+
+  // Reads a platform manifest (fetched for an index, or the image's own) and adds the blobs the
+  // store lacks to `run`. Errors go to the manifest's `error`.
+  void read_manifest(std::size_t r, Wanted& wanted, DownloadRun& run) {
+    const auto& image = requests[r].reference;
+    auto& puller = this->puller(r);
+    const auto& manifest = *wanted.manifest;
+    auto document = parse_manifest(manifest, "the manifest of " + image.str() + " for " + wanted.platform.str());
+    std::string where = "the manifest " + manifest.digest + " of " + image.str();
+    std::vector<Descriptor> found{descriptor_of(document.value("config", json::object()), where)};
+    if (!document.contains("layers") || !document["layers"].is_array()) throw Error(where + " has no layers list");
+    for (const auto& layer : document["layers"]) found.push_back(descriptor_of(layer, where));
+    wanted.blobs = found;
+    for (const auto& blob : found) {
+      std::string hex = blob.digest.substr(7);
+      if (blobs.count(hex)) continue;
+      if (store.has_object(hex)) {
+        std::error_code ec;
+        auto stored = std::filesystem::file_size(store.object_path(hex), ec);
+        if (!ec && static_cast<std::int64_t>(stored) != blob.size)
+          throw Error(mismatch_message(where + " gives blob " + blob.digest + " another size than the stored object's",
+                                       std::to_string(stored), std::to_string(blob.size)));
+        blobs[hex] = std::nullopt;
+        present.insert(hex);
+        ++blobs_present;
+        continue;
+      }
+      blobs[hex] = std::nullopt;
+      run.add(DownloadItem{puller.blob_url(image, blob.digest), hex, image.address() + "@" + blob.digest,
+                           puller.auth_headers(image), static_cast<std::uint64_t>(blob.size)},
+              [this, hex](const DownloadOutcome& outcome) { blobs[hex] = outcome; });
+    }
+  }
+
+  // A platform manifest the run brought (checked against its digest by the store's writer).
+  void manifest_arrived(std::size_t r, Wanted& wanted, const DownloadOutcome& outcome, DownloadRun& run) {
+    const auto& image = requests[r].reference;
+    try {
+      if (!outcome.ok)
+        throw Error("cannot fetch the manifest " + image.address() + "@" + wanted.descriptor.digest + ": " + outcome.error);
+      FetchedManifest manifest;
+      manifest.bytes = store.read_object(outcome.digest);
+      manifest.digest = "sha256:" + outcome.digest;
+      manifest.media_type = manifest_media_type(manifest.bytes, wanted.media_type);
+      manifest.url = puller(r).manifest_url(image, wanted.descriptor.digest);
+      check_manifest_type(manifest, "the manifest " + wanted.descriptor.digest + " of " + image.str());
+      if (static_cast<std::int64_t>(manifest.bytes.size()) != wanted.descriptor.size)
+        throw Error(mismatch_message("the manifest " + wanted.descriptor.digest + " of " + image.str() +
+                                         " has another size than its index says",
+                                     std::to_string(wanted.descriptor.size), std::to_string(manifest.bytes.size())));
+      if (is_index(manifest.media_type))
+        throw Error("the index " + images[r].index_row->filename + " of " + image.str() + " lists another index (" +
+                    wanted.descriptor.digest + ") for " + wanted.platform.str() + "; nested indexes are not supported");
+      wanted.manifest = std::move(manifest);
+      read_manifest(r, wanted, run);
+    } catch (const Error& error) {
+      wanted.error = error.what();
+    }
+  }
+
+  // The top manifest of request r (fetched already) into the store, its wanted platforms chosen.
+  void resolve(std::size_t r, const FetchedManifest& top) {
+    const auto& request = requests[r];
+    const auto& image = request.reference;
+    auto& state = images[r];
+    check_manifest_type(top, "the manifest of " + image.str());
+    state.version = image.tag.empty() ? top.digest : image.tag;
+    state.top = top;
+    if (is_index(top.media_type)) {
+      state.index_row = image_row(cache::ArtifactKind::image_index, image, state.version, "", top.digest,
+                                  static_cast<std::int64_t>(top.bytes.size()), top.url);
+      auto document = parse_manifest(top, "the index of " + image.str());
+      if (!document.contains("manifests") || !document["manifests"].is_array())
+        throw Error("the index " + top.digest + " of " + image.str() + " has no manifests list");
+      std::vector<std::string> offered;
+      bool pinned_listed = false;
+      for (const auto& entry : document["manifests"]) {
+        auto platform = platform_of(entry.value("platform", json::object()));
+        if (platform.os.empty() || platform.arch.empty() || platform.os == "unknown") continue;  // attestations
+        offered.push_back(platform.str());
+        auto descriptor = descriptor_of(entry, "the index " + top.digest + " of " + image.str());
+        bool wanted = request.platforms.empty();
+        for (const auto& p : request.platforms) wanted = wanted || platform.matches(p);
+        if (!request.pinned_manifest.empty()) {
+          if (descriptor.digest != request.pinned_manifest) continue;
+          pinned_listed = true;
+          if (!wanted)
+            throw Error("the index " + top.digest + " lists the pinned manifest " + request.pinned_manifest + " for " +
+                        platform.str() + ", not for " + request.platforms.front());
+        } else if (!wanted) {
+          continue;
+        }
+        state.wanted.push_back({descriptor, text_field(entry, "mediaType"), platform, std::nullopt, {}, ""});
+      }
+      if (!request.pinned_manifest.empty() && !pinned_listed)
+        throw Error("the index " + top.digest + " of " + image.str() + " does not list the pinned manifest " +
+                    request.pinned_manifest);
+      if (state.wanted.empty()) {
+        std::string list;
+        for (const auto& p : offered) list += (list.empty() ? "" : ", ") + p;
+        std::string wanted;
+        for (const auto& p : request.platforms) wanted += (wanted.empty() ? "" : ", ") + p;
+        throw Error("the index " + top.digest + " of " + image.str() + " has no manifest for " + wanted + " (it has: " +
+                    (list.empty() ? "none" : list) + ")");
+      }
+      return;
+    }
+    if (!request.pinned_manifest.empty() && request.pinned_manifest != top.digest)
+      throw Error(mismatch_message("image " + image.str() + " is not the pinned manifest", request.pinned_manifest, top.digest));
+    // A single-platform image: its platform is in its config, fetched here (small) so that the
+    // rows say which platform it is.
+    auto document = parse_manifest(top, "the manifest of " + image.str());
+    auto config = descriptor_of(document.value("config", json::object()), "the manifest " + top.digest + " of " + image.str());
+    if (config.size > 4 * 1024 * 1024) throw Error("the config of " + image.str() + " is larger than 4 MiB");
+    Downloader small(options);
+    auto outcome = small.fetch_into_store(
+        store, {DownloadItem{puller(r).blob_url(image, config.digest), config.digest.substr(7), image.str() + " config",
+                             puller(r).auth_headers(image), static_cast<std::uint64_t>(config.size)}});
+    if (!outcome[0].ok) throw Error(outcome[0].error);
+    auto platform = platform_of(json::parse(store.read_object(config.digest.substr(7)), nullptr, false));
+    if (platform.os.empty() || platform.arch.empty())
+      throw Error("the config " + config.digest + " of " + image.str() + " names no os and architecture");
+    bool wanted = request.platforms.empty();
+    for (const auto& p : request.platforms) wanted = wanted || platform.matches(p);
+    if (!wanted)
+      throw Error("image " + image.str() + " is a single-platform image for " + platform.str() + ", which was not asked for");
+    state.wanted.push_back({Descriptor{top.digest, static_cast<std::int64_t>(top.bytes.size())}, top.media_type, platform,
+                            top, {}, ""});
+  }
+};
+
+ImageFetcher::ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const DownloadOptions& options,
+                           const RegistryCredentials& credentials)
+    : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0, {}, {}, cache::CosignPolicy{}, {}, {}}) {
+  for (std::size_t r = 0; r < impl_->requests.size(); ++r) impl_->pullers.emplace_back(options.http, credentials);
+  impl_->images.resize(impl_->requests.size());
+}
+
+ImageFetcher::~ImageFetcher() = default;
+
+void ImageFetcher::require_signatures(cache::CosignPolicy policy) { impl_->policy = std::move(policy); }
+
+void ImageFetcher::resolve() {
+  fetch_tops();
+  resolve_tops();
+}
+
+void ImageFetcher::fetch_tops() {
+  auto& impl = *impl_;
+  const std::size_t count = impl.requests.size();
+  // Every top manifest at once (a thread and a puller each, at most --jobs at a time): they
+  // answer the registries' auth too, so that the run's requests carry it.
+  impl.tops.assign(count, std::nullopt);
+  impl.top_errors.assign(count, "");
+  auto& tops = impl.tops;
+  auto& errors = impl.top_errors;
+  impl.signatures.assign(count, std::nullopt);
+  impl.signature_errors.assign(count, "");
+  auto top_reference = [&](std::size_t r) {
+    // A pinned or given digest is fetched by digest: immutable, whatever the tag says today.
+    const auto& request = impl.requests[r];
+    return !request.pinned_index.empty() ? request.pinned_index
+           : !request.reference.digest.empty() ? request.reference.digest
+                                                : request.reference.tag;
+  };
+  std::map<std::string, std::size_t> first_of;  // "address reference" → the first request asking it
+  std::vector<std::size_t> fetching;           // requests whose top is fetched
+  impl.first.clear();
+  for (std::size_t r = 0; r < count; ++r) {
+    auto [known, added] = first_of.try_emplace(impl.requests[r].reference.address() + " " + top_reference(r), r);
+    impl.first.push_back(known->second);
+    if (added) fetching.push_back(r);
+  }
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t k = next++; k < fetching.size(); k = next++) {
+      const std::size_t r = fetching[k];
+      try {
+        tops[r] = impl.pullers[r].manifest(impl.requests[r].reference, top_reference(r));
+      } catch (const Error& error) {
+        errors[r] = error.what();
+      }
+      if (tops[r] && !impl.keys_for(r).empty()) {
+        try {
+          impl.signatures[r] = fetch_verified_signature(impl.pullers[r], impl.requests[r].reference, tops[r]->digest, impl.keys_for(r));
+        } catch (const Error& error) {
+          impl.signature_errors[r] = error.what();
+        }
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const std::size_t workers = std::min<std::size_t>(fetching.size(), static_cast<std::size_t>(std::max(1, impl.options.jobs)));
+  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& thread : threads) thread.join();
+}
+
+void ImageFetcher::resolve_tops() {
+  auto& impl = *impl_;
+  auto& tops = impl.tops;
+  auto& errors = impl.top_errors;
+  for (std::size_t r = 0; r < impl.requests.size(); ++r) {
+    try {
+      const auto& request = impl.requests[r];
+      const auto& image = request.reference;
+      if (!request.pinned_index.empty() && !image.digest.empty() && image.digest != request.pinned_index)
+        throw Error(mismatch_message("the reference's digest is not the pinned index", request.pinned_index, image.digest));
+      const std::size_t f = impl.first[r];
+      if (!tops[f]) throw Error(errors[f]);
+      // Refused before anything of it is stored: resolve() stores a single-platform config.
+      if (!impl.keys_for(f).empty() && !impl.signatures[f]) throw Error(impl.signature_errors[f]);
+      impl.resolve(r, *tops[f]);
+    } catch (const Error& error) {
+      impl.images[r].error = error.what();
+    }
+  }
+}
+
+void ImageFetcher::start(DownloadRun& run) {
+  auto& impl = *impl_;
+  for (std::size_t r = 0; r < impl.requests.size(); ++r) {
+    if (!impl.images[r].error.empty()) continue;
+    const auto& image = impl.requests[r].reference;
+    auto& puller = impl.puller(r);
+    for (auto& wanted : impl.images[r].wanted) {
+      if (wanted.manifest) {  // the image's own manifest, fetched by resolve()
+        try {
+          impl.read_manifest(r, wanted, run);
+        } catch (const Error& error) {
+          wanted.error = error.what();
+        }
+        continue;
+      }
+      auto headers = puller.auth_headers(image);
+      headers.push_back(std::string("Accept: ") + image_media::accept_all);
+      run.add(DownloadItem{puller.manifest_url(image, wanted.descriptor.digest), wanted.descriptor.digest.substr(7),
+                           image.address() + "@" + wanted.descriptor.digest, std::move(headers),
+                           static_cast<std::uint64_t>(wanted.descriptor.size)},
+              [&impl, r, &wanted, &run](const DownloadOutcome& outcome) { impl.manifest_arrived(r, wanted, outcome, run); });
+    }
+  }
+}
+
+ImageFetch ImageFetcher::finish(std::ostream& log) {
+  auto& impl = *impl_;
+  ImageFetch result;
+  const bool quiet = impl.options.progress == Progress::quiet;
+  // The top manifests, kept out of the run's way until now (their syncs overlap here).
+  std::vector<std::string_view> tops;
+  std::set<std::string> top_digests;
+  for (const auto& state : impl.images)
+    if (state.top && top_digests.insert(state.top->digest).second) tops.push_back(state.top->bytes);
+  // The signatures of the images that were not refused: their manifests and payloads too.
+  for (std::size_t r = 0; r < impl.requests.size() && !impl.signatures.empty(); ++r) {
+    const auto& signature = impl.signatures[impl.first[r]];
+    if (!signature || !impl.images[r].error.empty() || !top_digests.insert(signature->manifest.digest).second) continue;
+    tops.push_back(signature->manifest.bytes);
+    for (const auto& [digest, bytes] : signature->bytes)
+      if (top_digests.insert(digest).second) tops.push_back(bytes);
+  }
+  (void)impl.store.add_all_bytes(tops);
+  // Rows and failures in the order of the requests and of each index, however the run went.
+  for (std::size_t r = 0; r < impl.requests.size(); ++r) {
+    const auto& request = impl.requests[r];
+    const auto& image = request.reference;
+    const auto& state = impl.images[r];
+    std::string error = state.error;
+    for (const auto& wanted : state.wanted)
+      if (error.empty()) error = wanted.error;
+    if (!error.empty()) {
+      result.failures.push_back(request.source + ": " + image.str() + ": " + error);
+      continue;
+    }
+    if (state.index_row) result.rows.push_back(*state.index_row);
+    if (!impl.signatures.empty() && impl.signatures[impl.first[r]]) {
+      const auto& signature = *impl.signatures[impl.first[r]];
+      auto rows = signature_rows(image, impl.puller(r), signature);
+      result.rows.insert(result.rows.end(), rows.begin(), rows.end());
+      result.signatures.push_back(signature_record(image, signature));
+    }
+    for (const auto& wanted : state.wanted) {
+      const auto& manifest = *wanted.manifest;
+      result.rows.push_back(image_row(cache::ArtifactKind::image_manifest, image, state.version, wanted.platform.row(),
+                                      manifest.digest, static_cast<std::int64_t>(manifest.bytes.size()), manifest.url));
+      for (const auto& blob : wanted.blobs)
+        result.rows.push_back(image_row(cache::ArtifactKind::image_blob, image, manifest.digest, wanted.platform.row(),
+                                        blob.digest, blob.size, impl.puller(r).blob_url(image, blob.digest)));
+    }
+    if (!quiet) log << "image " << image.str() << ": " << state.wanted.size() << " platform(s)\n";
+  }
+  // Each fetched blob once, under the first request that lists it.
+  std::set<std::string> reported;
+  for (std::size_t r = 0; r < impl.requests.size(); ++r) {
+    const auto& request = impl.requests[r];
+    for (const auto& wanted : impl.images[r].wanted) {
+      for (const auto& blob : wanted.blobs) {
+        std::string hex = blob.digest.substr(7);
+        if (impl.present.count(hex) || !reported.insert(hex).second) continue;
+        const auto& outcome = impl.blobs[hex];
+        if (!outcome) continue;  // never ended: the run stopped early
+        if (!outcome->ok) {
+          result.failures.push_back(request.source + ": " + request.reference.str() + ": " + outcome->error);
+          continue;
+        }
+        if (static_cast<std::int64_t>(outcome->size) != blob.size)
+          result.failures.push_back(request.source + ": " + request.reference.str() + ": " +
+                                    mismatch_message("blob " + blob.digest + " has another size than its manifest says",
+                                                     std::to_string(blob.size), std::to_string(outcome->size)));
+        ++result.blobs_fetched;
+        result.bytes += outcome->size;
+      }
+    }
+  }
+  result.blobs_present = impl.blobs_present;
+  return result;
+}
+
+ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests, const DownloadOptions& options,
+                        const RegistryCredentials& credentials, std::ostream& log,
+                        const cache::CosignPolicy& cosign_policy) {
+  ImageFetcher fetcher(store, requests, options, credentials);
+  fetcher.require_signatures(cosign_policy);
+  fetcher.resolve();
+  Downloader downloader(options);
+  downloader.run(store, [&](DownloadRun& run) { fetcher.start(run); });
+  return fetcher.finish(log);
+}
+
+void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ostream& out, std::ostream& log) {
+  if (options.list_name.empty()) throw UsageError("deps images needs -f FILE (one image reference a line)");
+  for (const auto& arch : options.archs)
+    if (arch != "all" && arch != "amd64" && arch != "arm64" && arch.find('/') == std::string::npos)
+      throw UsageError("unsupported arch \"" + arch + "\" (amd64, arm64, all, or an os/arch[/variant] platform)");
+  auto requests = parse_image_list(options.list_text, options.list_name, image_platforms_of_archs(options.archs));
+  if (requests.empty()) throw Error("the image list " + options.list_name + " names no image");
+  auto policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);
+  auto fetched = fetch_images(store, requests, options.download, RegistryCredentials::load(options.registry_auth), log, policy);
+  if (!fetched.failures.empty()) {
+    std::string message = "deps images failed; nothing was indexed:";
+    for (const auto& failure : fetched.failures) message += "\n" + failure;
+    throw Error(message);
+  }
+  store.in_transaction([&] {
+    for (const auto& row : fetched.rows) (void)store.add_artifact(row);
+    record_image_signatures(store, fetched.signatures);
+    store.audit("fetch", "deps images",
+                nlohmann::json{{"images", requests.size()}, {"blobs", fetched.blobs_fetched}, {"bytes", fetched.bytes},
+                               {"signed", fetched.signatures.size()}});
+  });
+  out << "Stored " << requests.size() << " images: fetched " << fetched.blobs_fetched << " blobs (" << fetched.bytes
+      << " bytes), " << fetched.blobs_present << " already stored.\n";
+  if (policy.requires_signatures())
+    out << "Verified the cosign signatures of " << fetched.signatures.size() << " images with the keys given.\n";
+}
+
+}  // namespace podplane::mirror

@@ -1,0 +1,101 @@
+#include "fetch/oci_registry.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/row_rules.hpp"
+#include "base/error.hpp"
+#include "base/digest.hpp"
+
+namespace podplane::mirror {
+
+using nlohmann::json;
+
+namespace {
+
+bool plain_http_registry(const std::string& registry) {
+  const char* env = std::getenv("PODPLANE_PLAIN_HTTP_REGISTRIES");
+  if (env == nullptr) return false;
+  std::stringstream list(env);
+  for (std::string item; std::getline(list, item, ',');) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item == registry) return true;
+  }
+  return false;
+}
+
+
+}  // namespace
+
+OciPuller::OciPuller(HttpOptions options, RegistryCredentials credentials)
+    : http_(std::move(options)), auth_(std::move(credentials), RegistryAccess::pull) {}
+
+std::string OciPuller::base(const ImageReference& image) const {
+  return (plain_http_registry(image.registry) ? "http://" : "https://") +
+         (image.registry == "docker.io" ? std::string("registry-1.docker.io") : image.registry);
+}
+
+std::string OciPuller::manifest_url(const ImageReference& image, const std::string& reference) const {
+  return base(image) + "/v2/" + image.repository + "/manifests/" + reference;
+}
+
+std::string OciPuller::blob_url(const ImageReference& image, const std::string& digest) const {
+  return base(image) + "/v2/" + image.repository + "/blobs/" + digest;
+}
+
+std::vector<std::string> OciPuller::auth_headers(const ImageReference& image) const {
+  return auth_.headers(image.registry, image.repository);
+}
+
+HttpResponse OciPuller::get(const ImageReference& image, const std::string& url, const std::string& accept) {
+  auto send = [&] {
+    auto headers = auth_headers(image);
+    headers.push_back("Accept: " + accept);
+    return http_.get(url, headers);
+  };
+  auto response = send();
+  if (response.status != 401) return response;
+  auth_.answer(http_, image.registry, image.repository, url, response);
+  response = send();
+  if (response.status == 401) throw auth_.refused(image.registry, image.repository, url);
+  return response;
+}
+
+FetchedManifest OciPuller::manifest(const ImageReference& image, const std::string& reference) {
+  FetchedManifest fetched;
+  fetched.url = manifest_url(image, reference);
+  auto response = get(image, fetched.url, image_media::accept_all);
+  if (response.status == 404)
+    throw Error("image " + image.address() + ":" + reference + " not found (" + redact_url(fetched.url) + ")");
+  if (response.status != 200)
+    throw Error("cannot fetch the manifest " + image.address() + ":" + reference + " (" + redact_url(fetched.url) +
+                "): " + response.status_text());
+  fetched.bytes = std::move(response.body);
+  fetched.digest = "sha256:" + sha256_hex(fetched.bytes);
+  std::string expected = reference.rfind("sha256:", 0) == 0 ? reference : response.header("docker-content-digest");
+  if (!expected.empty() && expected != fetched.digest)
+    throw Error(mismatch_message("manifest digest mismatch for " + image.address() + ":" + reference, expected, fetched.digest));
+  fetched.media_type = manifest_media_type(fetched.bytes, response.content_type());
+  return fetched;
+}
+
+std::string OciPuller::small_blob(const ImageReference& image, const std::string& digest, std::int64_t size,
+                                  std::int64_t limit) {
+  std::string what = "the blob " + image.address() + "@" + digest;
+  if (size > limit) throw Error(what + " is larger than " + std::to_string(limit) + " bytes (" + std::to_string(size) + ")");
+  std::string url = blob_url(image, digest);
+  auto response = get(image, url, "*/*");
+  if (response.status != 200) throw Error("cannot fetch " + what + " (" + redact_url(url) + "): " + response.status_text());
+  if (static_cast<std::int64_t>(response.body.size()) != size)
+    throw Error(mismatch_message(what + " has another size than its descriptor says", std::to_string(size),
+                                 std::to_string(response.body.size())));
+  std::string got = "sha256:" + sha256_hex(response.body);
+  if (got != digest) throw Error(mismatch_message("digest mismatch for " + what, digest, got));
+  return std::move(response.body);
+}
+
+}  // namespace podplane::mirror

@@ -1,0 +1,54 @@
+#pragma once
+// The read side of the OCI distribution API as a client, for fetching container images into
+// the store: manifests by tag or digest, blob URLs, and the registry's auth (a 401's challenge
+// is answered by net/oci_auth.hpp: Basic with the user's login, or a Bearer token from the
+// realm, anonymous unless a login is configured; cached per repository). Every request goes through the
+// one HttpClient (net/http.hpp: SSL_CERT_FILE, proxies, retry budget). Registries are
+// reached over https, except hosts listed in $PODPLANE_PLAIN_HTTP_REGISTRIES (host[:port],
+// comma-separated), as with `skopeo --tls-verify=false`. Not thread-safe. Errors: podplane::Error.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/http.hpp"
+#include "net/oci_auth.hpp"
+#include "net/oci_reference.hpp"
+
+namespace podplane::mirror {
+
+// One manifest as fetched: its bytes, verified against the digest it was asked for.
+struct FetchedManifest {
+  std::string bytes;
+  std::string digest;      // "sha256:…" of bytes
+  std::string media_type;  // from the document, else the Content-Type
+  std::string url;
+};
+
+class OciPuller {
+ public:
+  OciPuller(HttpOptions options, RegistryCredentials credentials);
+
+  // GET /v2/<repository>/manifests/<reference>. By digest: the bytes must hash to it. By tag:
+  // the registry's Docker-Content-Digest, when given, must match the bytes.
+  [[nodiscard]] FetchedManifest manifest(const ImageReference& image, const std::string& reference);
+  // GET /v2/<repository>/blobs/<digest> into memory, for the small blobs read before anything
+  // is stored (a signature's payloads): `size` is the descriptor's, at most `limit`; the bytes
+  // must have that size and hash to `digest`.
+  [[nodiscard]] std::string small_blob(const ImageReference& image, const std::string& digest, std::int64_t size,
+                                       std::int64_t limit);
+  // Where a manifest is, for a download through the engine (with auth_headers and an Accept
+  // of image_media::accept_all).
+  std::string manifest_url(const ImageReference& image, const std::string& reference) const;
+  // The blob URL and the headers (auth) a download of it needs.
+  std::string blob_url(const ImageReference& image, const std::string& digest) const;
+  std::vector<std::string> auth_headers(const ImageReference& image) const;
+
+ private:
+  std::string base(const ImageReference& image) const;
+  HttpResponse get(const ImageReference& image, const std::string& url, const std::string& accept);
+
+  HttpClient http_;
+  RegistryAuth auth_;
+};
+
+}  // namespace podplane::mirror
