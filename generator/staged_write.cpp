@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
@@ -105,12 +106,16 @@ void write_all_or_nothing(const fs::path& dir, const std::vector<FileChange>& ch
       Step& step = steps.emplace_back();
       step.target = dir / change.name;
       if (change.content) {
-        step.staged = temp_beside(dir, change.name, "");
+        // A file the user made a symbolic link (a lock kept in another repository) stays a
+        // link: the new bytes go to the file it points to, staged beside that file so that
+        // the rename stays on its file system.
+        step.target = write_target(step.target);
+        step.staged = temp_beside(step.target.parent_path(), step.target.filename().string(), "");
         disk.write_new(step.staged, *change.content, change.mode);
         if (exists_as_file_or_link(step.target)) {
           // A hard link keeps the file exactly (inode, mode, times, a symbolic link as a
           // link); a file system without links gets a copy of the bytes, mode and times.
-          step.before = temp_beside(dir, change.name, ".old");
+          step.before = temp_beside(step.target.parent_path(), step.target.filename().string(), ".old");
           if (!disk.link_new(step.target, step.before)) disk.copy_new(step.target, step.before);
         }
       } else {
@@ -127,7 +132,9 @@ void write_all_or_nothing(const fs::path& dir, const std::vector<FileChange>& ch
       }
       step.applied = true;
     }
-    disk.sync_directory(dir);
+    std::set<fs::path> dirs{dir};
+    for (const auto& step : steps) dirs.insert(step.target.parent_path());
+    for (const auto& changed : dirs) disk.sync_directory(changed);
   } catch (...) {
     // Undo in reverse order, by renames (and the removal of files that did not exist), then
     // drop every temp. The error that stopped us is the one reported, with any undo failure.

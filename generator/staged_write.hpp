@@ -41,7 +41,8 @@ class Disk {
 // Applies `changes`, in order, to the files of `dir`, all or nothing. Every byte is written
 // first: each new content to a temp file in `dir` (".podplane.tmp.*"), and each file it
 // replaces kept under another temp name (a hard link, else a copy). Only then is each temp renamed over its target and each removed file
-// renamed aside, and `dir` synced. An error at any step undoes the renames made so far (by
+// renamed aside, and `dir` synced. A target that is a symbolic link stays one: the file it
+// points to is replaced (its temps beside it, its directory synced too). An error at any step undoes the renames made so far (by
 // renames alone) and deletes the temps before it is rethrown: every file is as it was, bytes,
 // mode and times. A crash leaves each target old or new, never half written.
 void write_all_or_nothing(const std::filesystem::path& dir, const std::vector<FileChange>& changes, Disk& disk);

@@ -120,6 +120,48 @@ TEST(StagedWrite, AFailureAtAnyStepLeavesEveryFileAsItWas) {
   }
 }
 
+// A stack file the user made a symbolic link (a lock kept in another repository) stays a link:
+// the file it points to takes the new bytes, and a failure at any step leaves both as they were.
+TEST(StagedWrite, ALinkedFileStaysALinkAndItsTargetChangesAllOrNothing) {
+  auto make = [](const fs::path& root) {
+    fs::create_directories(root / "stack");
+    fs::create_directories(root / "elsewhere");
+    write_file(root / "elsewhere" / "lock.hcl", "old lock\n");
+    fs::create_symlink("../elsewhere/lock.hcl", root / "stack" / "b.tf");
+    write_file(root / "stack" / "c.json", "old c\n");
+  };
+  const std::vector<FileChange> changes = {{"a.tf", "new a\n"}, {"b.tf", "new lock\n"}, {"c.json", std::nullopt}};
+  {
+    TempDir temp;
+    make(temp.path());
+    Disk disk;
+    generator::write_all_or_nothing(temp.path() / "stack", changes, disk);
+    EXPECT_TRUE(fs::is_symlink(temp.path() / "stack" / "b.tf"));
+    EXPECT_EQ(fs::read_symlink(temp.path() / "stack" / "b.tf"), "../elsewhere/lock.hcl");
+    EXPECT_EQ(read_file(temp.path() / "elsewhere" / "lock.hcl"), "new lock\n");
+    EXPECT_EQ(listing(temp.path() / "elsewhere", Inodes::ignored).size(), 1u) << "a temp is left beside the target";
+  }
+  int failures = 0;
+  for (int fail_at = 1; fail_at < 20; ++fail_at) {
+    TempDir temp;
+    make(temp.path());
+    const auto stack_before = listing(temp.path() / "stack", Inodes::compared);
+    const auto elsewhere_before = listing(temp.path() / "elsewhere", Inodes::compared);
+    FailingDisk disk({fail_at}, Links::supported);
+    try {
+      generator::write_all_or_nothing(temp.path() / "stack", changes, disk);
+    } catch (const Error& error) {
+      ++failures;
+      EXPECT_EQ(listing(temp.path() / "stack", Inodes::compared), stack_before) << "after " << error.what();
+      EXPECT_EQ(listing(temp.path() / "elsewhere", Inodes::compared), elsewhere_before) << "after " << error.what();
+      EXPECT_TRUE(fs::is_symlink(temp.path() / "stack" / "b.tf"));
+      continue;
+    }
+    if (disk.operations < fail_at) break;
+  }
+  EXPECT_GE(failures, 6);
+}
+
 TEST(StagedWrite, AnUndoThatFailsKeepsTheOldFileAndSaysSo) {
   Dir dir;
   // 1-4: a and b written, b's old file kept, z written; 5: a renamed; 6: b renamed; 7: c moved
