@@ -124,7 +124,8 @@ struct Scenario {
   std::string doc;
   std::function<void(const fs::path& work, const std::string& registry)> prepare;
   std::vector<Glue> glue;
-  std::string prelude;  // shell variables the document's surrounding loop sets
+  // The loop around the document's commands that use "$root" ("for root in …"), run as written.
+  std::string root_loop;
 };
 
 // A command that checks against the site's mirror (a URL in a setting, as `cluster init
@@ -180,7 +181,7 @@ std::vector<Scenario> scenarios() {
                   {"podplane bundle create random-3.8.bundle", Side::online, "podplane bundle keygen online"},
                   // step 3: the site imports the delta before anything checks against it
                   {"podplane stack check", Side::airgap, "podplane bundle import random-3.8.bundle --trust online.pub"}},
-                 "root=terraform"});
+                 "for root in terraform clusters/home/bootstrap clusters/home/talos"});
   all.push_back({"docs/images.md",
                  [](const fs::path& work, const std::string& registry) {
                    write_tls(work);
@@ -198,23 +199,28 @@ std::string show(const ProcessResult& r) {
 // `mirror serve` runs in the background until it prints its URL, then stops. A command that
 // checks against the site's mirror gets a `mirror serve` of the air gap's store on the loopback, under
 // that name's certificate, and the loopback's URL in its place.
-std::string script_of(const std::string& prelude, const std::string& command) {
-  std::string script = "set -euo pipefail\n" + prelude + "\n";
+std::string script_of(const std::string& root_loop, const std::string& command) {
+  const auto looped = [&](const std::string& line) {
+    return root_loop.empty() || line.find("\"$root\"") == std::string::npos ? line
+                                                                          : root_loop + "; do " + key_of(line) + "; done";
+  };
+  std::string script = "set -euo pipefail\n";
   const auto serve = [](const std::string& serve_command) {
     return "rm -f serve.fifo && mkfifo serve.fifo\n" + serve_command +
-           " >serve.fifo 2>serve.err &\nserve_pid=$!\ntrap 'kill \"$serve_pid\" 2>/dev/null || true' EXIT\nexec 3<serve.fifo\nread -r -t 30 -u 3 served_at\n"
-           "echo \"serving at $served_at\"\n";
+           " >serve.fifo 2>serve.err &\n"
+           "serve_pid=$!\n"
+           "trap 'kill \"$serve_pid\" 2>/dev/null || true' EXIT\n"  // a failed step leaves no server behind
+           "exec 3<serve.fifo\nread -r -t 30 -u 3 served_at\necho \"serving at $served_at\"\n";
   };
   const auto stop = std::string("kill \"$serve_pid\"\nwait \"$serve_pid\" || true\n");
   // (without its trailing comment, which would swallow the redirections)
   if (command.starts_with("podplane mirror serve ")) return script + serve(key_of(command)) + stop;
-  if (const auto at = command.find(kMirrorName); at != std::string::npos) {
-    std::string local = key_of(command);
-    local.replace(at, kMirrorName.size(), "--mirror https://127.0.0.1:8443");
+  if (std::string local = key_of(command); local.find(kMirrorName) != std::string::npos) {
+    local.replace(local.find(kMirrorName), kMirrorName.size(), "--mirror https://127.0.0.1:8443");
     return script + serve("podplane mirror serve --listen 127.0.0.1:8443 --tls-cert mirror-tls.crt --tls-key mirror-tls.key") +
-           "SSL_CERT_FILE=site-ca.crt " + local + "\n" + stop;
+           looped("SSL_CERT_FILE=site-ca.crt " + local) + "\n" + stop;
   }
-  return script + command + "\n";
+  return script + looped(command) + "\n";
 }
 
 const std::vector<std::string> kProxyVariables{"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
@@ -265,7 +271,7 @@ class DocRun {
         it = glue.erase(it);
       }
       if (listed(command)) continue;
-      auto r = run_on(side_of(command.text), script_of(scenario_.prelude, command.text));
+      auto r = run_on(side_of(command.text), script_of(scenario_.root_loop, command.text));
       ASSERT_EQ(r.exit_code, 0) << scenario_.doc << ":" << command.line << " failed as written: " << command.text << "\n"
                                 << show(r) << "\nserve.err:\n"
                                 << (fs::exists(work_ / "serve.err") ? read_file(work_ / "serve.err") : "");
