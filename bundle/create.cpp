@@ -525,7 +525,9 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
   if (!fs::is_directory(dir, ec)) throw Error("target directory " + dir.string() + " does not exist");
   std::uint64_t free_bytes = options.free_space ? options.free_space(dir) : statvfs_free(dir);
   if (free_bytes < plan.total_bytes)
-    throw Error(mismatch_message("not enough free space in " + dir.string() + " for the bundle",
+    // Refused before a byte is written; named like the write's own failure would be (ENOSPC),
+    // so that scripts and people looking for a full disk find it.
+    throw Error(mismatch_message("not enough free space in " + dir.string() + " for the bundle (" + std::strerror(ENOSPC) + ")",
                                  std::to_string(plan.total_bytes) + " bytes (" + human_bytes(plan.total_bytes) + ")",
                                  std::to_string(free_bytes) + " bytes free (" + human_bytes(free_bytes) + ")"));
 

@@ -487,6 +487,27 @@ std::vector<ItemPin> lock_file_pins(const fs::path& lock_file) {
   return pins;
 }
 
+StoreUsage usage_of(const PrunePlan& plan) {
+  StoreUsage usage;
+  usage.objects = plan.objects;
+  usage.object_bytes = plan.object_bytes;
+  for (const auto& item : plan.items) {
+    const std::string family(to_string(item.family));
+    for (UsageTotals* totals : {&usage.by_family[family], &usage.by_name[{family, item.name}]}) {
+      ++totals->items;
+      totals->rows += item.rows;
+      totals->bytes += item.bytes;
+    }
+  }
+  return usage;
+}
+
+nlohmann::json to_json(const std::map<std::string, UsageTotals>& by_family) {
+  nlohmann::json families = nlohmann::json::object();
+  for (const auto& [family, t] : by_family) families[family] = {{"items", t.items}, {"rows", t.rows}, {"bytes", t.bytes}};
+  return families;
+}
+
 nlohmann::json to_json(const PrunePlan& plan) {
   nlohmann::json items = nlohmann::json::array();
   for (const auto& item : plan.items) {

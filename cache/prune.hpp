@@ -17,6 +17,7 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,6 +92,23 @@ struct PrunePlan {
 
   std::size_t removed_items() const;
 };
+
+// What the store holds by kind and by name: the totals `deps du` prints and the mirror's
+// catalogue shows, summed from a plan's items (which list every item whatever the policy).
+struct UsageTotals {
+  std::size_t items = 0;
+  std::size_t rows = 0;
+  std::uint64_t bytes = 0;  // an object several rows share counts in each
+};
+struct StoreUsage {
+  std::size_t objects = 0;  // indexed objects, each counted once
+  std::uint64_t object_bytes = 0;
+  std::map<std::string, UsageTotals> by_family;                          // family name → totals
+  std::map<std::pair<std::string, std::string>, UsageTotals> by_name;  // (family, name) → totals
+};
+[[nodiscard]] StoreUsage usage_of(const PrunePlan& plan);
+// by_family as `deps du --json` and catalogue.json write it: {family: {items, rows, bytes}}.
+nlohmann::json to_json(const std::map<std::string, UsageTotals>& by_family);
 
 // What a prune by `policy` would keep and remove, and the objects and bytes it would free.
 // Reads the index and the kept vmconfig manifests (to know what they list); throws when a kept

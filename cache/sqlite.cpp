@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cstring>
 #include <utility>
 
 namespace podplane::cache::sqlite {
@@ -42,6 +43,7 @@ Database Database::open(const std::filesystem::path& file, OpenMode mode) {
   int rc = sqlite3_open_v2(uri.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    if (int os_error = db ? sqlite3_system_errno(db) : 0; os_error != 0) message += std::string(" (") + std::strerror(os_error) + ")";
     sqlite3_close_v2(db);
     throw Error("cannot open the store index " + file.string() + ": " + message);
   }
@@ -73,6 +75,10 @@ void Database::check(int rc, std::string_view what) const {
   std::string message = "store index " + file_.string() + ": " + std::string(what) + ": " +
                         (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
   int primary = rc & 0xff;
+  // SQLite says "disk I/O error" for a full disk when the index's shared-memory or log file
+  // cannot grow: the system's own error says which (ENOSPC: "No space left on device").
+  if (db_ && (primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_CANTOPEN))
+    if (int os_error = sqlite3_system_errno(db_); os_error != 0) message += std::string(" (") + std::strerror(os_error) + ")";
   if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) throw BusyError(message);
   throw Error(message);
 }

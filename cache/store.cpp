@@ -895,6 +895,18 @@ void Store::in_transaction(const std::function<void()>& body) { write(body); }
 
 void Store::read_snapshot(const std::function<void()>& body) const {
   if (impl_->transaction_depth > 0) throw Error("internal: read_snapshot inside a write transaction");
+  // Inside another snapshot `body` simply runs: a reader that takes its own (plan_prune, for
+  // the catalogue's totals) then sees the same commit as the caller's other reads.
+  const bool outermost = impl_->snapshot_depth == 0;
+  struct Depth {
+    int& depth;
+    explicit Depth(int& d) : depth(++d) {}
+    ~Depth() { --depth; }
+  } depth(impl_->snapshot_depth);
+  if (!outermost) {
+    body();
+    return;
+  }
   // A deferred BEGIN takes its WAL read mark at the first SELECT and keeps it to the end, so
   // commits by other processes in between stay invisible to `body`.
   impl_->db.exec("BEGIN DEFERRED");

@@ -155,7 +155,7 @@ class Store {
 
   // Runs `body` in one read transaction: every query in it sees the index as one commit left
   // it, never half of a later one (what `mirror serve` builds its site from). Not inside a
-  // write transaction.
+  // write transaction. Inside another read_snapshot, `body` runs in the outer snapshot.
   void read_snapshot(const std::function<void()>& body) const;
 
   // A number that changes whenever another connection commits to the index (SQLite's

@@ -21,6 +21,7 @@ struct Store::Impl {
   // exclusively, so no object can be between "renamed into place" and "indexed" while gc runs.
   UniqueFd store_lock;
   int transaction_depth = 0;
+  int snapshot_depth = 0;  // read_snapshot() calls running; an inner one shares the outer snapshot
   int schema_version = 0;  // of the index as opened (a read-only open may find an older one)
   // Rows the open transaction wrote whose views could collide with other rows' (module trees,
   // the selection): Store::write() checks their layout before the transaction commits.

@@ -116,38 +116,21 @@ void deps_prune(const PruneOptions& options, bool dry_run) {
   std::cout << "\n";
 }
 
-struct Totals {
-  std::size_t items = 0, rows = 0;
-  std::uint64_t bytes = 0;
-  void add(const cache::StoreItem& item) {
-    ++items;
-    rows += item.rows;
-    bytes += item.bytes;
-  }
-};
-
 void deps_du(const PruneOptions& options) {
   const fs::path root = cache::default_deps_root();
   auto store = open_for_reading(root);
   if (!store) throw Error("no store at " + root.string() + ": " + cache::layout::index_db(root).string() + " does not exist");
   const auto plan = cache::plan_prune(*store, options.policy());
-  std::map<std::string, Totals> by_family;
-  std::map<std::pair<std::string, std::string>, Totals> by_name;
-  for (const auto& item : plan.items) {
-    by_family[std::string(cache::to_string(item.family))].add(item);
-    by_name[{std::string(cache::to_string(item.family)), item.name}].add(item);
-  }
+  const auto usage = cache::usage_of(plan);
   if (options.json) {
-    nlohmann::json families = nlohmann::json::object();
-    for (const auto& [family, t] : by_family) families[family] = {{"items", t.items}, {"rows", t.rows}, {"bytes", t.bytes}};
     nlohmann::json names = nlohmann::json::array();
-    for (const auto& [key, t] : by_name)
+    for (const auto& [key, t] : usage.by_name)
       names.push_back({{"family", key.first}, {"name", key.second}, {"versions", t.items}, {"rows", t.rows}, {"bytes", t.bytes}});
     auto items = cache::to_json(plan);
     nlohmann::json out = {{"root", root.string()},
                           {"objects", plan.objects},
                           {"object_bytes", plan.object_bytes},
-                          {"by_family", families},
+                          {"by_family", cache::to_json(usage.by_family)},
                           {"by_name", names},
                           {"items", items["items"]},
                           {"prune", {{"removed_items", plan.removed_items()},
@@ -156,12 +139,12 @@ void deps_du(const PruneOptions& options) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << "store: " << plan.objects << " object(s), " << human_bytes(plan.object_bytes)
+  std::cout << "store: " << usage.objects << " object(s), " << human_bytes(usage.object_bytes)
             << " (an object several rows share is counted once here, and in each row below)\n";
-  for (const auto& [family, t] : by_family)
+  for (const auto& [family, t] : usage.by_family)
     std::cout << "  " << family << ": " << t.items << " item(s), " << t.rows << " row(s), " << human_bytes(t.bytes) << "\n";
   std::cout << "by name:\n";
-  for (const auto& [key, t] : by_name)
+  for (const auto& [key, t] : usage.by_name)
     std::cout << "  " << key.first << " " << key.second << ": " << t.items << " version(s), " << human_bytes(t.bytes) << "\n";
   std::cout << "by version:\n";
   for (const auto& item : plan.items)

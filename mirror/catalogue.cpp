@@ -565,12 +565,36 @@ CatalogueSection signers_section(const CatalogueSource& source, Catalogue&) {
   return section;
 }
 
+// The store's size by kind: the figures of `deps du` (cache::usage_of), so that a site can see
+// what its mirror holds without a shell on the host.
+CatalogueSection usage_section(const CatalogueSource& source, Catalogue&) {
+  const auto& usage = source.usage;
+  CatalogueSection section;
+  section.id = "store-usage";
+  section.title = "Store size";
+  section.summary = std::to_string(usage.objects) + " objects, " + human_bytes(usage.object_bytes) +
+                    " in all; by kind below, where an object several rows share counts in each (podplane deps du prints the same).";
+  section.empty = source.usage_error.empty() ? "The store holds nothing." : "No totals: " + source.usage_error;
+  section.columns = {"Kind", "Items", "Rows", "Bytes"};
+  json by_family = json::object();
+  for (const auto& [family, totals] : usage.by_family) {
+    RowFields row;
+    row.cell(code(family)).count("items", totals.items).count("rows", totals.rows).bytes("bytes", static_cast<std::int64_t>(totals.bytes));
+    add_row(section, row);
+    by_family[family] = row.data();
+  }
+  section.data = {{"objects", usage.objects}, {"object_bytes", usage.object_bytes}, {"by_family", std::move(by_family)}};
+  if (!source.usage_error.empty()) section.data["error"] = source.usage_error;
+  return section;
+}
+
 // The sections in page order. images_section also sets catalogue.has_images, so that the
 // containerd snippet stops saying it needs images once one is served.
 using SectionBuilder = CatalogueSection (*)(const CatalogueSource&, Catalogue&);
 constexpr SectionBuilder kSections[] = {
     providers_section, modules_section, vmconfig_manifests_section, vmconfig_artifacts_section,
     images_section,    seeds_section,   bundles_section,            signers_section,
+    usage_section,
 };
 
 }  // namespace
@@ -654,6 +678,13 @@ CatalogueSource gather_catalogue_source(const cache::Store& store, std::string p
     if (entry.action == "bundle-import") source.imports.push_back(std::move(entry));
   source.signers = store.bundle_signers();
   source.served = std::move(served);
+  // The totals `deps du` prints: every item, kept by the default policy, so nothing but a kept
+  // manifest that cannot be read stops them (the rest of the catalogue still shows).
+  try {
+    source.usage = cache::usage_of(cache::plan_prune(store, {}));
+  } catch (const Error& error) {
+    source.usage_error = error.what();
+  }
   return source;
 }
 

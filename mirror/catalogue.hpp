@@ -15,8 +15,9 @@
 
 #include <nlohmann/json.hpp>  // whole: CatalogueSection holds its catalogue.json by value
 
-#include "cache/store.hpp"
 #include "cache/openpgp.hpp"
+#include "cache/prune.hpp"
+#include "cache/store.hpp"
 
 namespace podplane::mirror {
 
@@ -38,6 +39,10 @@ struct CatalogueSource {
   // Site paths served, with the digest served there (objects only): which rows the mirror
   // actually hands out, and where.
   std::map<std::string, std::string> served;
+  // The store's size totals, the figures `deps du` prints; `usage_error` says why they are
+  // missing (a kept vmconfig manifest that cannot be read leaves nothing to total by).
+  cache::StoreUsage usage;
+  std::string usage_error;
 };
 
 // Reads `store` (read-only); `primary_host` and `served` (CatalogueSource::served) come from

@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -14,6 +13,7 @@
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/remove_on_signal.hpp"
+#include "base/unique_fd.hpp"
 #include "mirror/catalogue.hpp"
 #include "mirror/oci_layout.hpp"
 #include "mirror/serve_objects.hpp"
@@ -142,13 +142,14 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
       case ResourceKind::module_package: {
         for (const auto& entry : resource.module->entries)
           if (!entry.object.empty()) check(url_path, entry.object, entry.digest, entry.size);
-        std::ofstream out(file, std::ios::binary | std::ios::trunc);
+        // Written through a descriptor so that a failed write says why (a full disk: ENOSPC).
+        UniqueFd out(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+        if (!out) throw Error("cannot create " + file.string() + ": " + std::strerror(errno));
         write_module_tar_gz(*resource.module, [&](const char* data, std::size_t size) {
-          out.write(data, static_cast<std::streamsize>(size));
+          write_all(out.get(), std::string_view(data, size), file);
           stats.bytes += size;
         });
-        out.close();
-        if (!out) throw Error("cannot write " + file.string());
+        out.close_checked(file.string());
         break;
       }
     }

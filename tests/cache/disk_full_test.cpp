@@ -19,6 +19,7 @@
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/upstream.hpp"
 
 namespace podplane::cache {
 namespace {
@@ -146,6 +147,77 @@ TEST_F(DiskFull, PruneAndGcOnAFullDiskFinishOrFailCleanly) {
   EXPECT_EQ(again.exit_code, 0) << again.err;
   Store store = Store::open(root_, Store::Access::read_only);
   EXPECT_TRUE(verify_store(store).ok());
+}
+
+// Files below `dir` whose name says they are a temp file (".tmp-" of a bundle volume or an
+// export's staging dir), anywhere on the small disk.
+std::vector<std::string> temp_names_below(const fs::path& dir) {
+  std::vector<std::string> found;
+  for (fs::recursive_directory_iterator it(dir), end; it != end; ++it)
+    if (it->path().filename().string().find(".tmp") != std::string::npos) found.push_back(it->path().string());
+  return found;
+}
+
+TEST_F(DiskFull, DepsTfThatDoesNotFitFailsNamingTheFullDiskAndLeavesTheStoreAsItWas) {
+  test::FixtureUpstream upstream;
+  const fs::path cli_config = dir_ / "cli.tfrc";
+  upstream.write_cli_config(cli_config);
+  test::ProcessOptions options;
+  options.env = upstream.env(root_, cli_config);
+  options.env["PATH"] = "/usr/bin:/bin";  // no engine on PATH: deps tf takes its default
+  options.unset_env = {"TF_TOKEN_registry_opentofu_org", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+  disk_->fill_leaving(0);
+  auto tf = test::run_podplane({"deps", "tf", "--platform", "linux_amd64"}, options);
+  EXPECT_EQ(tf.exit_code, 1) << tf.out << tf.err;
+  EXPECT_THAT(tf.err + tf.out, HasSubstr("No space left on device"));
+  expect_store_as_it_was();
+  EXPECT_THAT(temp_names_below(disk_->path()), ::testing::IsEmpty());
+  auto verify = test::run_podplane({"deps", "verify"}, test::with_deps_root(root_));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
+TEST_F(DiskFull, ABundleThatDoesNotFitFailsNamingTheFullDiskAndLeavesNoTempFile) {
+  disk_->fill_leaving(0);
+  const fs::path bundle = disk_->path() / "site.bundle";
+  auto created = test::run_podplane({"bundle", "create", bundle.string()}, test::with_deps_root(root_));
+  EXPECT_EQ(created.exit_code, 1) << created.out;
+  EXPECT_THAT(created.err, HasSubstr("No space left on device"));
+  EXPECT_FALSE(fs::exists(bundle));
+  EXPECT_THAT(temp_names_below(disk_->path()), ::testing::IsEmpty());
+  expect_store_as_it_was();
+  auto verify = test::run_podplane({"deps", "verify"}, test::with_deps_root(root_));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
+TEST_F(DiskFull, AnExportThatDoesNotFitFailsNamingTheFullDiskAndLeavesNoStagingDir) {
+  disk_->fill_leaving(0);
+  const fs::path out = disk_->path() / "site";
+  auto exported = test::run_podplane({"mirror", "export", out.string()}, test::with_deps_root(root_));
+  EXPECT_EQ(exported.exit_code, 1) << exported.out;
+  EXPECT_THAT(exported.err, HasSubstr("No space left on device"));
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_THAT(temp_names_below(disk_->path()), ::testing::IsEmpty());
+  expect_store_as_it_was();
+  auto verify = test::run_podplane({"deps", "verify"}, test::with_deps_root(root_));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
+TEST_F(DiskFull, AnIndexThatCannotMapItsSharedMemoryNamesTheFullDisk) {
+  // The last writer to close removes the index's -shm and -wal files: the next process must
+  // create them, which a full tmpfs refuses. SQLite says "disk I/O error"; the error names why.
+  { Store store = Store::open(root_); }
+  ASSERT_FALSE(fs::exists(layout::index_db(root_).string() + "-shm"));
+  disk_->fill_leaving(0);
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"mirror", "export", (disk_->path() / "site").string()},
+        std::vector<std::string>{"bundle", "create", (disk_->path() / "site.bundle").string()}}) {
+    auto run = test::run_podplane(command, test::with_deps_root(root_));
+    EXPECT_EQ(run.exit_code, 1) << command[0] << " " << command[1];
+    EXPECT_THAT(run.err, HasSubstr("No space left on device")) << command[0] << " " << command[1];
+  }
+  EXPECT_THAT(temp_names_below(disk_->path()), ::testing::IsEmpty());
+  fs::remove(disk_->path() / "filler");
+  expect_store_as_it_was();
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -569,6 +571,74 @@ TEST(PruneCli, MirrorServeAnswersEveryKeptPathWhileAPruneRunsAndAWriterWaits) {
   (void)rebuild_views(store);  // the stress writer indexes raw rows; a real fill builds their views
   auto verify = verify_store(store);
   EXPECT_TRUE(verify.ok()) << to_json(verify).dump(2);
+}
+
+TEST(PruneCli, MirrorServeStopsAnsweringPrunedPathsAfterAPruneAndKeepsAnsweringKeptOnes) {
+  ASSERT_TRUE(test::have_program("curl"));
+  PruneFixture f;
+  // A short watch interval: serve picks the prune's commit up by itself, no signal.
+  test::Background serve({test::podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--plain-http",
+                          "--watch-interval", "50"},
+                         {{"PODPLANE_DEPS_CACHE_DIR", f.root.string()}}, f.dir / "serve.stderr");
+  std::string base = serve.first_line();
+  ASSERT_FALSE(base.empty()) << test::read_file(f.dir / "serve.stderr");
+  if (base.back() == '/') base.pop_back();
+  const std::string provider_dir = "/v1/mirror/registry.opentofu.org/hashicorp/null/";
+  std::string kept_zip, pruned_zip;
+  {
+    Store store = Store::open(f.root, Store::Access::read_only);
+    kept_zip = store.read_object(f.provider_objects["3.2.4"][3]);  // linux_amd64's zip
+    pruned_zip = store.read_object(f.provider_objects["3.2.3"][3]);
+  }
+  // Kept paths with their bytes ("" where only the status matters); pruned paths.
+  const std::vector<std::pair<std::string, std::string>> kept = {
+      {provider_dir + "terraform-provider-null_3.2.4_linux_amd64.zip", kept_zip},
+      {provider_dir + "3.2.4.json", ""},
+      {provider_dir + "index.json", ""},
+      {"/arch/arm64/vmconfig/artifacts/containerd/2.0.0/containerd-2.0.0.bin", "containerd 2.0.0"},
+  };
+  const std::vector<std::string> pruned = {
+      provider_dir + "terraform-provider-null_3.2.3_linux_amd64.zip",
+      provider_dir + "terraform-provider-null_3.2.2_linux_arm64.zip",
+      provider_dir + "3.2.3.json",
+      provider_dir + "3.2.2.json",
+      "/arch/arm64/vmconfig/artifacts/containerd/1.7.0/containerd-1.7.0.bin",
+  };
+  auto kept_answer = [&](const std::string& when) {
+    for (const auto& [path, bytes] : kept) {
+      auto [status, body] = fetch(base, path, f.dir / "body");
+      EXPECT_EQ(status, "200") << path << " " << when;
+      if (!bytes.empty()) {
+        EXPECT_EQ(body, bytes) << path << " " << when;
+      }
+    }
+  };
+  kept_answer("before the prune");
+  for (const auto& path : pruned) EXPECT_EQ(fetch(base, path, f.dir / "body").first, "200") << path << " before the prune";
+  EXPECT_EQ(fetch(base, provider_dir + "terraform-provider-null_3.2.3_linux_amd64.zip", f.dir / "body").second, pruned_zip);
+
+  auto real = podplane(f.root, {"deps", "prune", "--keep", "1"});
+  ASSERT_EQ(real.exit_code, 0) << real.out << real.err;
+
+  // Bounded wait for the reload: until every pruned path answers 404 (or 10 s pass).
+  auto statuses = [&] {
+    std::map<std::string, std::string> answers;
+    for (const auto& path : pruned) answers[path] = fetch(base, path, f.dir / "body").first;
+    return answers;
+  };
+  const auto all_gone = [](const std::map<std::string, std::string>& answers) {
+    for (const auto& [path, status] : answers)
+      if (status != "404") return false;
+    return true;
+  };
+  auto answers = statuses();
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !all_gone(answers) && std::chrono::steady_clock::now() < deadline; answers = statuses())
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (const auto& [path, status] : answers) EXPECT_EQ(status, "404") << path << "\n" << test::read_file(f.dir / "serve.stderr");
+  kept_answer("after the prune");
+  auto index = nlohmann::json::parse(fetch(base, provider_dir + "index.json", f.dir / "body").second);
+  EXPECT_EQ(index["versions"], nlohmann::json({{"3.2.4", nlohmann::json::object()}})) << index.dump();
 }
 
 }  // namespace

@@ -172,6 +172,10 @@ mirror::CatalogueSource sample_source(const std::string& hostile = "<script>aler
                       .dump();
   source.imports.push_back(import);
   source.signers.push_back({"sha256:" + std::string(64, '9'), "2026-11-04T09:00:00Z", "b-1", "2026-11-04T09:30:00Z"});
+  source.usage.objects = 11;
+  source.usage.object_bytes = 3750000;
+  source.usage.by_family["provider"] = {3, 4, 3703701};
+  source.usage.by_family["module"] = {1, 12, 4096};
   return source;
 }
 
@@ -442,6 +446,36 @@ TEST_F(CatalogueServeTest, ServeAnswersThePagesFromTheSiteMapAndReloadsThemOnSig
   }
   EXPECT_TRUE(reloaded) << serve.log();
   EXPECT_NE(http.fetch(serve.url() + "/?q=3.3.0").body.find("3.3.0"), std::string::npos);
+  EXPECT_EQ(serve.stop(), 0);
+}
+
+TEST_F(CatalogueServeTest, StoreSizeShowsTheFiguresOfDepsDu) {
+  podplane::test::ProcessOptions env;
+  env.env["PODPLANE_DEPS_CACHE_DIR"] = (temp_ / "deps").string();
+  auto du = podplane::test::run_podplane({"deps", "du", "--json"}, env);
+  ASSERT_EQ(du.exit_code, 0) << du.err;
+  const auto usage = json::parse(du.out);
+  ASSERT_FALSE(usage["by_family"].empty()) << du.out;
+
+  MirrorServe serve(temp_ / "deps", {"--listen", "127.0.0.1:0", "--plain-http"}, temp_ / "serve.err");
+  ASSERT_TRUE(serve.started()) << serve.log();
+  CurlSession http;
+  auto data = http.fetch(serve.url() + "/catalogue.json");
+  ASSERT_EQ(data.status, 200);
+  const auto shown = json::parse(data.body)["store-usage"];
+  EXPECT_EQ(shown["objects"], usage["objects"]) << shown.dump(2);
+  EXPECT_EQ(shown["object_bytes"], usage["object_bytes"]);
+  EXPECT_EQ(shown["by_family"], usage["by_family"]) << shown.dump(2) << "\n" << usage["by_family"].dump(2);
+  EXPECT_FALSE(shown.contains("error"));
+
+  // The page's table: a row per kind, with du's counts.
+  auto page = http.fetch(serve.url() + "/catalogue/store-usage/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find(std::to_string(usage["objects"].get<std::size_t>()) + " objects, "), std::string::npos);
+  for (const auto& [family, totals] : usage["by_family"].items()) {
+    EXPECT_NE(page.body.find("<code>" + family + "</code>"), std::string::npos) << family;
+    EXPECT_NE(page.body.find("<td>" + std::to_string(totals["rows"].get<std::size_t>()) + "</td>"), std::string::npos) << family;
+  }
   EXPECT_EQ(serve.stop(), 0);
 }
 
