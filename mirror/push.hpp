@@ -16,13 +16,15 @@
 
 #include "net/http.hpp"
 #include "net/oci_auth.hpp"
+#include "net/oci_reference.hpp"
 #include "mirror/serve.hpp"
 
 namespace podplane::mirror {
 
 namespace oci_media {
-inline constexpr const char* index = "application/vnd.oci.image.index.v1+json";
-inline constexpr const char* manifest = "application/vnd.oci.image.manifest.v1+json";
+// The OCI index and manifest types are the ones the image side names (net/oci_reference.hpp).
+inline constexpr const char* index = image_media::oci_index;
+inline constexpr const char* manifest = image_media::oci_manifest;
 inline constexpr const char* empty_config = "application/vnd.oci.empty.v1+json";
 inline constexpr const char* provider = "application/vnd.opentofu.provider";
 inline constexpr const char* provider_target = "application/vnd.opentofu.provider-target";
