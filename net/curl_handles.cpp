@@ -77,6 +77,23 @@ void CurlSlist::append(const std::string& line) {
   list_ = extended;
 }
 
+CurlUrl::~CurlUrl() {
+  if (handle_ != nullptr) curl_url_cleanup(handle_);
+}
+bool CurlUrl::set(const std::string& url) {
+  return handle_ != nullptr && curl_url_set(handle_, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK;
+}
+std::optional<std::string> CurlUrl::part(CURLUPart which, unsigned int flags) const {
+  char* value = nullptr;
+  if (handle_ == nullptr || curl_url_get(handle_, which, &value, flags) != CURLUE_OK || value == nullptr) {
+    curl_free(value);
+    return std::nullopt;
+  }
+  std::string text = value;
+  curl_free(value);
+  return text;
+}
+
 void apply_common_options(CURL* easy, const HttpOptions& options) {
   // libcurl does not read SSL_CERT_FILE itself (the curl program does), so pass it on.
   if (options.ca_file) {

@@ -9,6 +9,7 @@
 #endif
 #include <curl/curl.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -66,6 +67,23 @@ class CurlSlist {
 
  private:
   curl_slist* list_ = nullptr;
+};
+
+// A URL as libcurl parses it (RFC 3986). A handle libcurl could not make parses nothing.
+class CurlUrl {
+ public:
+  CurlUrl() : handle_(curl_url()) {}
+  ~CurlUrl();
+  CurlUrl(const CurlUrl&) = delete;
+  CurlUrl& operator=(const CurlUrl&) = delete;
+  // Parses url; with a URL already set, resolves url against it as a reference (RFC 3986 §5,
+  // dot segments removed). False when it is not a URL or not a reference libcurl can resolve.
+  [[nodiscard]] bool set(const std::string& url);
+  // One component (CURLUPART_HOST…), or nothing when the URL has none.
+  [[nodiscard]] std::optional<std::string> part(CURLUPart which, unsigned int flags = 0) const;
+
+ private:
+  CURLU* handle_;
 };
 
 // TLS trust (options.ca_file, else $SSL_CERT_FILE / $SSL_CERT_DIR), HTTP/2 over TLS where the

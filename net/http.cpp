@@ -277,25 +277,14 @@ std::string url_file_name(std::string_view url) {
 }
 
 std::string resolve_url(const std::string& base, const std::string& reference) {
-  CURLU* u = curl_url();
-  if (u == nullptr) throw Error("out of memory resolving " + redact_url(reference));
-  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> guard(u, curl_url_cleanup);
-  if (curl_url_set(u, CURLUPART_URL, base.c_str(), 0) != CURLUE_OK) {
+  transport::CurlUrl url;
+  if (!url.set(base)) {
     throw Error("cannot resolve " + redact_url(reference) + ": the base URL " +
                 redact_url(base) + " is not a valid URL");
   }
-  // With a URL already in the handle, libcurl resolves a relative reference against it
-  // (RFC 3986 §5, dot segments removed).
-  if (curl_url_set(u, CURLUPART_URL, reference.c_str(), 0) != CURLUE_OK) {
-    throw Error("cannot resolve " + redact_url(reference) + " against " + redact_url(base));
-  }
-  char* out = nullptr;
-  if (curl_url_get(u, CURLUPART_URL, &out, 0) != CURLUE_OK || out == nullptr) {
-    throw Error("cannot resolve " + redact_url(reference) + " against " + redact_url(base));
-  }
-  std::string resolved = out;
-  curl_free(out);
-  return resolved;
+  auto resolved = url.set(reference) ? url.part(CURLUPART_URL) : std::nullopt;
+  if (!resolved) throw Error("cannot resolve " + redact_url(reference) + " against " + redact_url(base));
+  return *resolved;
 }
 
 }  // namespace podplane::mirror

@@ -1,7 +1,5 @@
 #include "net/transport.hpp"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -12,6 +10,7 @@
 #include <utility>
 
 #include "base/error.hpp"
+#include "net/curl_handles.hpp"
 
 namespace podplane::mirror::transport {
 
@@ -90,31 +89,17 @@ std::string RetryBudget::summary() const {
 }
 
 std::string host_key(const std::string& url) {
-  CURLU* u = curl_url();
-  if (u == nullptr) return "";
-  std::string key;
-  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
-    char* host = nullptr;
-    char* port = nullptr;
-    if (curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) key = host;
-    if (curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) key += std::string(":") + port;
-    curl_free(host);
-    curl_free(port);
-  }
-  curl_url_cleanup(u);
+  CurlUrl parsed;
+  if (!parsed.set(url)) return "";
+  std::string key = parsed.part(CURLUPART_HOST).value_or("");
+  if (auto port = parsed.part(CURLUPART_PORT, CURLU_DEFAULT_PORT)) key += ":" + *port;
   return key;
 }
 
 std::string origin(const std::string& url) {
-  CURLU* u = curl_url();
-  if (u == nullptr) return "";
+  CurlUrl parsed;
   std::string key;
-  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
-    char* scheme = nullptr;
-    if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && scheme != nullptr) key = scheme;
-    curl_free(scheme);
-  }
-  curl_url_cleanup(u);
+  if (parsed.set(url)) key = parsed.part(CURLUPART_SCHEME).value_or("");
   std::string host = host_key(url);
   if (key.empty() || host.empty()) return "";
   key += "://" + host;
