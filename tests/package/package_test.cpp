@@ -149,6 +149,41 @@ TEST(PackageTarball, RunsInAnEmptyRootWithNoLibraryOfTheHost) {
   EXPECT_TRUE(contains(index.out, "\"3.2.4\"")) << index.out;
 }
 
+// The launcher's one decision besides where lib/ is: the CA bundle on a host without Debian's.
+// env(1) stands in for lib/podplane (it needs only the carried libc) and prints what it got.
+TEST(PackageTarball, PointsAtRhelsCaBundleWhereDebiansIsMissing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "chroot needs root (CI runs as root)";
+  const std::string chroot = program_path("chroot");
+  const std::string env = program_path("env");
+  if (chroot.empty() || env.empty()) GTEST_SKIP() << "no chroot or env program on PATH";
+  TempDir dir;
+  const fs::path root = dir / "root";
+  fs::create_directories(root);
+  auto unpacked = run({"tar", "-xzf", (packages() / "first" / kTarball).string(), "-C", root.string()});
+  ASSERT_EQ(unpacked.exit_code, 0) << show(unpacked);
+  fs::remove(root / kTarballDir / "lib" / "podplane");
+  fs::copy_file(env, root / kTarballDir / "lib" / "podplane");
+  const std::string inside = "/" + kTarballDir + "/bin/podplane";
+  ProcessOptions unset;
+  unset.unset_env = {"SSL_CERT_FILE", "CURL_CA_BUNDLE"};
+
+  write_file(root / "etc/pki/tls/certs/ca-bundle.crt", "");
+  auto rhel = run({chroot, root.string(), inside}, unset);
+  if (rhel.exit_code == 125) GTEST_SKIP() << "chroot is not permitted here: " << rhel.err;
+  ASSERT_EQ(rhel.exit_code, 0) << show(rhel);
+  EXPECT_TRUE(contains("\n" + rhel.out, "\nSSL_CERT_FILE=/etc/pki/tls/certs/ca-bundle.crt\n")) << rhel.out;
+  EXPECT_TRUE(contains("\n" + rhel.out, "\nCURL_CA_BUNDLE=/etc/pki/tls/certs/ca-bundle.crt\n")) << rhel.out;
+
+  ProcessOptions chosen = unset;
+  chosen.env["CURL_CA_BUNDLE"] = "/site-ca.crt";
+  auto kept = run({chroot, root.string(), inside}, chosen);
+  EXPECT_FALSE(contains("\n" + kept.out, "\nSSL_CERT_FILE=")) << "the user's choice stands:\n" << kept.out;
+
+  write_file(root / "etc/ssl/certs/ca-certificates.crt", "");
+  auto debian = run({chroot, root.string(), inside}, unset);
+  EXPECT_FALSE(contains("\n" + debian.out, "\nSSL_CERT_FILE=")) << "Debian's bundle is there:\n" << debian.out;
+}
+
 TEST(PackageReproducible, TwoRunsGiveTheSameBytes) {
   for (const std::string& name : {kTarball, kDeb}) {
     std::string first = read_file(packages() / "first" / name);
