@@ -1,0 +1,231 @@
+// The release packages of scripts/package (docs/packaging.md), made from the build these tests
+// belong to: the tarball runs in a root that holds nothing else, the same commit packages to
+// the same bytes, and the deb names its dependencies and installs on this Debian.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cache/store.hpp"
+#include "tests/bundle/bundle_fixture.hpp"
+#include "tests/support/background.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace podplane::test {
+namespace {
+
+const std::string kVersion = PODPLANE_VERSION;
+const std::string kTarballDir = "podplane-" + kVersion + "-linux-amd64";
+const std::string kTarball = kTarballDir + ".tar.gz";
+const std::string kDeb = "podplane_" + kVersion + "_amd64.deb";
+
+std::string show(const ProcessResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+// scripts/package --no-build on this build, into `out`.
+void package(const fs::path& out) {
+  ProcessOptions options;
+  options.env["PODPLANE_BUILD_DIR"] = build_dir().string();
+  auto packaged = run({(source_dir() / "scripts" / "package").string(), "--no-build", "--out", out.string()}, options);
+  ASSERT_EQ(packaged.exit_code, 0) << "scripts/package failed:\n" << packaged.err;
+}
+
+// The packages of two runs of scripts/package, in first/ and second/: those the CTest fixture
+// tests package.make.* made for this run (PODPLANE_TEST_PACKAGES), or, when this binary runs
+// by itself, made here once per process.
+fs::path packages() {
+  if (const char* made = std::getenv("PODPLANE_TEST_PACKAGES")) return made;
+  static TempDir own;
+  static bool made_here = false;
+  if (!made_here) {
+    package(own / "first");
+    package(own / "second");
+    made_here = true;
+  }
+  return own.path();
+}
+
+// Where `program` is on PATH ("" when it is not), for running it with another PATH.
+std::string program_path(const std::string& program) {
+  auto found = run({"sh", "-c", "command -v " + program});
+  return found.exit_code == 0 ? found.out.substr(0, found.out.find('\n')) : std::string();
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const std::string kProvider = "registry.opentofu.org/hashicorp/null";
+
+// A small store that `deps verify` passes: a provider package for two platforms (recorded as
+// checked upstream; the bundle tests' synthetic providers carry signatures that do not verify),
+// a module and a vmconfig manifest with its artifact.
+void fill_verifiable_store(const fs::path& root) {
+  auto store = cache::Store::open(root);
+  for (const std::string platform : {"linux_amd64", "linux_arm64"}) {
+    cache::Artifact package;
+    package.kind = cache::ArtifactKind::provider_package;
+    package.address = kProvider;
+    package.version = "3.2.4";
+    package.platform = platform;
+    package.filename = "terraform-provider-null_3.2.4_" + platform + ".zip";
+    package.digest = store.add_bytes("PK\x03\x04" + bundle::test::synthetic_bytes(platform, 20000));
+    package.trust = cache::Trust::signed_upstream;
+    (void)store.add_artifact(package);
+  }
+  bundle::test::add_module(store, "2.0.1");
+  bundle::test::add_vmconfig(store);
+}
+
+// That store, filled outside the root and carried in as a bundle the normal binary signed.
+struct SignedBundle {
+  fs::path bundle;
+  fs::path public_key;
+};
+
+SignedBundle make_signed_bundle(const fs::path& dir) {
+  fill_verifiable_store(dir / "online");
+  auto keygen = run_podplane({"bundle", "keygen", (dir / "site").string()});
+  EXPECT_EQ(keygen.exit_code, 0) << show(keygen);
+  auto create = run_podplane({"bundle", "create", (dir / "site.bundle").string(), "--sign", (dir / "site.key").string()},
+                             with_deps_root(dir / "online"));
+  EXPECT_EQ(create.exit_code, 0) << show(create);
+  return {dir / "site.bundle", dir / "site.pub"};
+}
+
+TEST(PackageTarball, RunsInAnEmptyRootWithNoLibraryOfTheHost) {
+  TempDir dir;
+  const fs::path root = dir / "root";
+  fs::create_directories(root);
+  auto unpacked = run({"tar", "-xzf", (packages() / "first" / kTarball).string(), "-C", root.string()});
+  ASSERT_EQ(unpacked.exit_code, 0) << show(unpacked);
+  const fs::path installed = root / kTarballDir;
+
+  // On the host, through a symbolic link elsewhere: the launcher finds lib/ by /proc/self/exe.
+  fs::create_symlink(installed / "bin" / "podplane", dir / "podplane");
+  auto linked = run({(dir / "podplane").string(), "--version"});
+  EXPECT_EQ(linked.exit_code, 0) << show(linked);
+  EXPECT_EQ(linked.out, "podplane " + kVersion + "\n");
+
+  if (::geteuid() != 0) GTEST_SKIP() << "chroot needs root (CI runs as root)";
+  const std::string chroot = program_path("chroot");
+  if (chroot.empty()) GTEST_SKIP() << "no chroot program on PATH";
+  const std::string inside = "/" + kTarballDir + "/bin/podplane";
+  // The root holds the unpacked tarball and nothing else: no /proc, no /lib, no /etc, no /tmp.
+  auto version = run({chroot, root.string(), inside, "--version"});
+  if (version.exit_code == 125) GTEST_SKIP() << "chroot is not permitted here: " << version.err;
+  ASSERT_EQ(version.exit_code, 0) << show(version);
+  EXPECT_EQ(version.out, "podplane " + kVersion + "\n");
+  // Found on PATH, as a shell would: argv[0] is then a bare name, and /proc is still absent.
+  ProcessOptions on_path;
+  on_path.env["PATH"] = "/" + kTarballDir + "/bin";
+  auto bare = run({chroot, root.string(), "podplane", "--version"}, on_path);
+  EXPECT_EQ(bare.exit_code, 0) << show(bare);
+  EXPECT_EQ(bare.out, "podplane " + kVersion + "\n");
+
+  // A bundle made outside the root by the normal binary imports inside it and verifies.
+  SignedBundle made = make_signed_bundle(dir.path());
+  fs::create_directories(root / "in");
+  fs::copy_file(made.bundle, root / "in" / "site.bundle");
+  fs::copy_file(made.public_key, root / "in" / "site.pub");
+  ProcessOptions deps_root;
+  deps_root.env["PODPLANE_DEPS_CACHE_DIR"] = "/deps";
+  auto imported = run({chroot, root.string(), inside, "--quiet", "bundle", "import", "/in/site.bundle", "--trust", "/in/site.pub"},
+                      deps_root);
+  ASSERT_EQ(imported.exit_code, 0) << show(imported);
+  auto verified = run({chroot, root.string(), inside, "deps", "verify"}, deps_root);
+  EXPECT_EQ(verified.exit_code, 0) << show(verified);
+
+  // mirror serve inside the root answers curl outside it, on loopback.
+  Background serve({chroot, root.string(), inside, "mirror", "serve", "--listen", "127.0.0.1:0", "--plain-http"}, {{"PODPLANE_DEPS_CACHE_DIR", "/deps"}},
+                   dir / "serve.err");
+  std::string base = serve.first_line();
+  ASSERT_FALSE(base.empty()) << read_file(dir / "serve.err");
+  if (base.back() != '/') base += '/';
+  auto index = run({"curl", "-fsS", "--noproxy", "*", base + "v1/mirror/" + kProvider + "/index.json"});
+  EXPECT_EQ(index.exit_code, 0) << show(index) << read_file(dir / "serve.err");
+  EXPECT_TRUE(contains(index.out, "\"3.2.4\"")) << index.out;
+}
+
+// The launcher's one decision besides where lib/ is: the CA bundle on a host without Debian's.
+// env(1) stands in for lib/podplane (it needs only the carried libc) and prints what it got.
+TEST(PackageTarball, PointsAtRhelsCaBundleWhereDebiansIsMissing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "chroot needs root (CI runs as root)";
+  const std::string chroot = program_path("chroot");
+  const std::string env = program_path("env");
+  if (chroot.empty() || env.empty()) GTEST_SKIP() << "no chroot or env program on PATH";
+  TempDir dir;
+  const fs::path root = dir / "root";
+  fs::create_directories(root);
+  auto unpacked = run({"tar", "-xzf", (packages() / "first" / kTarball).string(), "-C", root.string()});
+  ASSERT_EQ(unpacked.exit_code, 0) << show(unpacked);
+  fs::remove(root / kTarballDir / "lib" / "podplane");
+  fs::copy_file(env, root / kTarballDir / "lib" / "podplane");
+  const std::string inside = "/" + kTarballDir + "/bin/podplane";
+  ProcessOptions unset;
+  unset.unset_env = {"SSL_CERT_FILE", "CURL_CA_BUNDLE"};
+
+  write_file(root / "etc/pki/tls/certs/ca-bundle.crt", "");
+  auto rhel = run({chroot, root.string(), inside}, unset);
+  if (rhel.exit_code == 125) GTEST_SKIP() << "chroot is not permitted here: " << rhel.err;
+  ASSERT_EQ(rhel.exit_code, 0) << show(rhel);
+  EXPECT_TRUE(contains("\n" + rhel.out, "\nSSL_CERT_FILE=/etc/pki/tls/certs/ca-bundle.crt\n")) << rhel.out;
+  EXPECT_TRUE(contains("\n" + rhel.out, "\nCURL_CA_BUNDLE=/etc/pki/tls/certs/ca-bundle.crt\n")) << rhel.out;
+
+  ProcessOptions chosen = unset;
+  chosen.env["CURL_CA_BUNDLE"] = "/site-ca.crt";
+  auto kept = run({chroot, root.string(), inside}, chosen);
+  EXPECT_FALSE(contains("\n" + kept.out, "\nSSL_CERT_FILE=")) << "the user's choice stands:\n" << kept.out;
+
+  write_file(root / "etc/ssl/certs/ca-certificates.crt", "");
+  auto debian = run({chroot, root.string(), inside}, unset);
+  EXPECT_FALSE(contains("\n" + debian.out, "\nSSL_CERT_FILE=")) << "Debian's bundle is there:\n" << debian.out;
+}
+
+TEST(PackageReproducible, TwoRunsGiveTheSameBytes) {
+  for (const std::string& name : {kTarball, kDeb}) {
+    std::string first = read_file(packages() / "first" / name);
+    EXPECT_FALSE(first.empty()) << name;
+    EXPECT_TRUE(first == read_file(packages() / "second" / name)) << name << " differs between two runs";
+  }
+  // Nor does the packaged binary depend on where this checkout and its build are.
+  auto binary = run({"tar", "-xOzf", (packages() / "first" / kTarball).string(), kTarballDir + "/lib/podplane"});
+  ASSERT_EQ(binary.exit_code, 0) << binary.err;
+  EXPECT_FALSE(contains(binary.out, source_dir().string()));
+  EXPECT_FALSE(contains(binary.out, build_dir().string()));
+}
+
+TEST(PackageDeb, NamesItsDependenciesAndInstallsOnThisDebian) {
+  const std::string deb = (packages() / "first" / kDeb).string();
+
+  auto info = run({"dpkg-deb", "-I", deb});
+  ASSERT_EQ(info.exit_code, 0) << show(info);
+  EXPECT_TRUE(contains(info.out, " Package: podplane\n")) << info.out;
+  EXPECT_TRUE(contains(info.out, " Version: " + kVersion + "\n")) << info.out;
+  EXPECT_TRUE(contains(info.out, " Architecture: amd64\n")) << info.out;
+  for (const char* dependency : {"libc6 (>= ", "libcurl4 (>= ", "libarchive13 (>= ", "librnp0 (>= ", "libsqlite3-0 (>= "}) {
+    EXPECT_TRUE(contains(info.out, dependency)) << dependency << " is not in\n" << info.out;
+  }
+
+  auto contents = run({"dpkg-deb", "-c", deb});
+  ASSERT_EQ(contents.exit_code, 0) << show(contents);
+  std::vector<std::string> expected = {"-rwxr-xr-x root/root", "./usr/bin/podplane\n", "./usr/share/doc/podplane/README.md\n",
+                                       "./usr/share/doc/podplane/docs/packaging.md\n"};
+  const fs::path units = source_dir() / "packaging" / "systemd";
+  if (fs::is_directory(units)) {
+    for (const auto& unit : fs::directory_iterator(units)) expected.push_back("./lib/systemd/system/" + unit.path().filename().string() + "\n");
+  }
+  for (const auto& line : expected) EXPECT_TRUE(contains(contents.out, line)) << line << " is not in\n" << contents.out;
+  EXPECT_FALSE(contains(contents.out, "./usr/lib/")) << "the deb carries a library:\n" << contents.out;
+
+  const std::string apt_get = program_path("apt-get");
+  if (apt_get.empty()) GTEST_SKIP() << "no apt-get: not a Debian host";
+  auto simulated = run({apt_get, "install", "-s", "--no-install-recommends", deb});
+  EXPECT_EQ(simulated.exit_code, 0) << show(simulated);
+  EXPECT_TRUE(contains(simulated.out, "Inst podplane ")) << simulated.out;
+}
+
+}  // namespace
+}  // namespace podplane::test
