@@ -527,9 +527,31 @@ nlohmann::json to_json(const VerifyReport& report) {
           {"notes", report.notes}};
 }
 
+namespace {
+
+// Whether the index records that a prune removed rows from it. A prune deletes its rows and
+// writes this audit entry in one transaction, and removes the objects those rows named only
+// after that: a prune stopped in between, in a store where it kept nothing, leaves an index
+// with no content row that still lists those objects. That is not a lost index made again
+// (which has no audit log): on its own word the objects are garbage, and gc or the prune run
+// again must be able to finish the work instead of refusing the store for good.
+bool emptied_by_prune(sqlite::Database& db) {
+  sqlite::Statement prunes(db, "SELECT detail FROM audit_log WHERE action = 'prune'");
+  while (prunes.step()) {
+    auto detail = nlohmann::json::parse(prunes.text(0), nullptr, false);
+    if (!detail.is_object()) continue;
+    auto removed = detail.find("rows");
+    if (removed != detail.end() && removed->is_number_integer() && removed->get<std::int64_t>() > 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 // gc deletes objects on the index's word that no row needs them. An index that cannot be read
-// whole, that lists no content while objects exist, or that was created after objects it does
-// not know (it was lost and made again) cannot give that word: refuse, delete nothing.
+// whole, that lists no content while objects exist (unless it records the prune that removed
+// it), or that was created after objects it does not know (it was lost and made again) cannot
+// give that word: refuse, delete nothing.
 void refuse_untrustworthy_index(const Store& store, std::string_view command) {
   auto& impl = const_cast<Store::Impl&>(StoreInternals::of(store));
   const fs::path index = layout::index_db(store.root());
@@ -549,7 +571,7 @@ void refuse_untrustworthy_index(const Store& store, std::string_view command) {
   }
   sqlite::Statement rows(impl.db, "SELECT (SELECT count(*) FROM artifacts) + (SELECT count(*) FROM module_trees)");
   std::int64_t content_rows = rows.step() ? rows.integer(0) : 0;
-  if (content_rows == 0 && (!disk.files.empty() || !indexed.empty())) {
+  if (content_rows == 0 && (!disk.files.empty() || !indexed.empty()) && !emptied_by_prune(impl.db)) {
     throw Error(refused + "that index is empty (no artifact or module row) while " + std::to_string(disk.files.size()) +
                 " object file(s) are on disk: an empty index cannot say they are garbage. Nothing was deleted.\n"
                 "If the index was lost, `podplane bundle import` or `podplane deps tf`/`deps download` index the "

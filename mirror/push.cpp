@@ -53,6 +53,57 @@ std::string tag_of(std::string version) {
   return std::regex_match(version, re) ? version : std::string();
 }
 
+// The manifests an index lists that the store does not hold: a fill for some platforms stores
+// the upstream's index whole, with only those platforms' manifests (and never attestations).
+struct ManifestsNotStored {
+  std::string listed;             // "linux/arm/v7 sha256:…, …"; empty when all are stored
+  bool platform_missing = false;  // one of them is a platform's (`deps images --arch all` takes it)
+};
+
+ManifestsNotStored manifests_not_stored(const std::string& index_bytes, const PublishedImage& image) {
+  ManifestsNotStored missing;
+  const auto index = json::parse(index_bytes, nullptr, false);
+  if (!index.is_object() || !index.contains("manifests") || !index["manifests"].is_array()) return missing;
+  for (const auto& entry : index["manifests"]) {
+    if (!entry.is_object() || !entry.contains("digest") || !entry["digest"].is_string()) continue;
+    const auto digest = entry["digest"].get<std::string>();
+    const bool stored = std::any_of(image.manifests.begin(), image.manifests.end(),
+                                    [&](const PublishedImage::Content& held) { return held.digest == digest; });
+    if (stored) continue;
+    std::string platform;
+    if (const auto p = entry.find("platform"); p != entry.end() && p->is_object())
+      for (const char* field : {"os", "architecture", "variant"})
+        if (const auto part = p->find(field); part != p->end() && part->is_string())
+          platform += (platform.empty() ? "" : "/") + part->get<std::string>();
+    missing.platform_missing = missing.platform_missing || platform != "unknown/unknown";
+    missing.listed += (missing.listed.empty() ? "" : ", ") + (platform.empty() ? "" : platform + " ") + digest;
+  }
+  return missing;
+}
+
+// How `deps images` names the image whose index or manifest is `digest`: by a tag of it, else
+// by the digest.
+std::string reference_of(const PublishedImage& image, const std::string& digest) {
+  for (const auto& tag : image.tags)
+    if (tag.digest == digest) return image.address + ":" + tag.tag;
+  return image.address + "@" + digest;
+}
+
+// Called while `error` (a push of `bytes` refused) is being handled: rethrows it, with why and
+// what to do when it is distribution's answer to an index listing manifests the store lacks.
+[[noreturn]] void explain_partial_index(const Error& error, const std::string& bytes, const PublishedImage& image,
+                                        const std::string& reference) {
+  const auto missing = manifests_not_stored(bytes, image);
+  if (std::string_view(error.what()).find("MANIFEST_BLOB_UNKNOWN") == std::string_view::npos || missing.listed.empty()) throw;
+  throw Error(std::string(error.what()) + "\n" + reference + " is an index of which the store holds only some manifests " +
+              "(it lacks " + missing.listed + "); a registry that checks that it has every manifest an index lists " +
+              "(CNCF distribution, Harbor) refuses it. " +
+              (missing.platform_missing
+                   ? "Fetch every platform of the image, then push again: echo " + reference + " | podplane deps images -f - --arch all"
+                   : std::string("podplane does not fetch attestation manifests (unknown/unknown): push to a registry that "
+                                 "accepts such an index (zot), or serve it with podplane mirror serve")));
+}
+
 class Registry {
  public:
   // Every request goes through the one HTTP client: SSL_CERT_FILE (or --ca-file), protocol
@@ -396,12 +447,18 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
     }
     for (const auto& blob : image.blobs)
       push.blob_file(repository, blob.digest, blob.object, static_cast<std::uint64_t>(blob.size));
-    for (const auto& manifest : image.manifests) {
-      std::string bytes = store.read_object(manifest.digest.substr(7));
-      push.manifest(repository, "", manifest.media_type.c_str(), bytes);
-    }
+    // An index refused for listing manifests the store lacks says which, and how to fetch them.
+    auto push_manifest = [&](const std::string& tag, const std::string& digest, const std::string& media_type) {
+      const std::string bytes = store.read_object(digest.substr(7));
+      try {
+        push.manifest(repository, tag, media_type.c_str(), bytes);
+      } catch (const Error& error) {
+        explain_partial_index(error, bytes, image, tag.empty() ? reference_of(image, digest) : image.address + ":" + tag);
+      }
+    };
+    for (const auto& manifest : image.manifests) push_manifest("", manifest.digest, manifest.media_type);
     for (const auto& tag : image.tags) {
-      push.manifest(repository, tag.tag, tag.media_type.c_str(), store.read_object(tag.digest.substr(7)));
+      push_manifest(tag.tag, tag.digest, tag.media_type);
       push.stats.references.push_back(target.registry + "/" + repository + ":" + tag.tag);
     }
   }

@@ -176,6 +176,59 @@ TEST_F(DiskFull, DepsTfThatDoesNotFitFailsNamingTheFullDiskAndLeavesTheStoreAsIt
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
+// deps download and deps images on a disk with room for the index but not for what they
+// fetch. A reader holds the index open meanwhile (as `mirror serve` does), so the index's
+// shared-memory file already exists and the run fails on the objects it writes, not on
+// opening the index (which AnIndexThatCannotMapItsSharedMemoryNamesTheFullDisk covers).
+class DiskFullFetch : public DiskFull {
+ protected:
+  void SetUp() override {
+    DiskFull::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    upstream_.emplace();
+    options_.env = upstream_->env(root_, upstream_->write_cli_config(dir_ / "cli.tfrc"));
+    options_.env["PODPLANE_HTTP_RETRIES"] = "1";
+    options_.unset_env = {"http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY", "PODPLANE_ARCH"};
+    reader_.emplace(Store::open(root_, Store::Access::read_only));
+  }
+  void TearDown() override {
+    reader_.reset();
+    upstream_.reset();
+    DiskFull::TearDown();
+  }
+
+  // The command failed naming the full disk and left the store and the small disk as they were.
+  void expect_failed_on_full_disk(const test::ProcessResult& run) {
+    EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+    EXPECT_THAT(run.err, HasSubstr("No space left on device"));
+    EXPECT_THAT(temp_names_below(disk_->path()), ::testing::IsEmpty());
+    reader_.reset();
+    fs::remove(disk_->path() / "filler");  // room for verify's own index files
+    expect_store_as_it_was();
+    auto verify = test::run_podplane({"deps", "verify"}, test::with_deps_root(root_));
+    EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  }
+
+  std::optional<test::FixtureUpstream> upstream_;
+  test::ProcessOptions options_;
+  std::optional<Store> reader_;
+};
+
+TEST_F(DiskFullFetch, DepsDownloadThatDoesNotFitFailsNamingTheFullDiskAndLeavesTheStoreAsItWas) {
+  // Room for a few of the arch's small files, not for all of them (its os image alone is 768 KiB).
+  disk_->fill_leaving(128 * 1024);
+  expect_failed_on_full_disk(test::run_podplane({"deps", "download", "--arch", "amd64"}, options_));
+}
+
+TEST_F(DiskFullFetch, DepsImagesThatDoesNotFitFailsNamingTheFullDiskAndLeavesTheStoreAsItWas) {
+  const std::string registry = upstream_->base_url().substr(upstream_->base_url().find("://") + 3);
+  test::write_file(dir_ / "images.txt", registry + "/podplane-fixture/pause:3.10.2\n");
+  // Room for what opening the index writes, not for the image's manifests and blobs.
+  disk_->fill_leaving(16 * 1024);
+  expect_failed_on_full_disk(
+      test::run_podplane({"deps", "images", "-f", (dir_ / "images.txt").string(), "--arch", "amd64,arm64"}, options_));
+}
+
 TEST_F(DiskFull, ABundleThatDoesNotFitFailsNamingTheFullDiskAndLeavesNoTempFile) {
   disk_->fill_leaving(0);
   const fs::path bundle = disk_->path() / "site.bundle";

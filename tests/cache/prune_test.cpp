@@ -521,6 +521,74 @@ TEST_P(PruneKill, AKilledPruneLeavesAStoreVerifyPassesOrTheNextPruneCompletes) {
 
 INSTANTIATE_TEST_SUITE_P(Steps, PruneKill, ::testing::Values("planned", "rows", "views"));
 
+// A store of nothing but artifacts no manifest lists: a prune removes every row, so a kill
+// right after that commit leaves an index with objects rows and no content row. What finishes
+// a killed prune (the prune again; or gc and `verify --repair`, in either order) must finish
+// this one too, and not take the index for a lost one.
+class PruneKillEmptying : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PruneKillEmptying, APruneKilledAfterRemovingEveryRowIsFinishedByTheNextCommand) {
+  ASSERT_TRUE(fs::exists(stress_binary())) << "build the store-stress helper first: " << stress_binary();
+  PruneFixture f;  // for its temp dir and its row helper: this test's store is its own
+  const fs::path root = f.dir / "unlisted";
+  std::vector<std::string> objects;
+  {
+    Store store = Store::open(root);
+    for (std::string name : {"stray", "leftover"})
+      for (std::string version : {"1.0", "2.0"}) objects.push_back(f.add_vm_artifact(store, name, version, name + " " + version));
+    (void)rebuild_views(store);
+  }
+  {
+    test::ChildProcess prune({stress_binary().string(), root.string(), "--prune", "1", "--pause-after", "rows"}, f.dir / "prune.stderr");
+    ASSERT_EQ(prune.read_line(), "PRUNE rows") << test::read_file(f.dir / "prune.stderr");
+    prune.kill(SIGKILL);
+    EXPECT_EQ(prune.wait(), -SIGKILL);
+  }
+  {
+    Store store = Store::open(root, Store::Access::read_only);
+    ASSERT_TRUE(store.artifacts().empty()) << "the prune's commit removed every row";
+    for (const auto& digest : objects) ASSERT_TRUE(on_disk(store, digest)) << "the kill came before any object went";
+  }
+
+  // gc names what it removes: the prune's objects, and not "an empty index".
+  auto gc = [&] {
+    auto run = podplane(root, {"deps", "gc"});
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_THAT(run.out, HasSubstr("removed " + std::to_string(objects.size()) + " object(s)"));
+    EXPECT_THAT(run.err, ::testing::Not(HasSubstr("empty")));
+  };
+  auto repair = [&] {
+    auto run = podplane(root, {"deps", "verify", "--repair"});
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_THAT(run.out, HasSubstr("removed view vmconfig/artifacts/stray/1.0/stray-1.0.bin"));
+  };
+  const std::string next = GetParam();
+  if (next == "prune") {
+    auto again = podplane(root, {"deps", "prune", "--keep", "1"});
+    ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  } else if (next == "gc") {
+    gc();
+    repair();
+  } else {
+    repair();
+    gc();
+  }
+
+  auto verify = podplane(root, {"deps", "verify", "--json"});
+  ASSERT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_TRUE(nlohmann::json::parse(verify.out)["garbage"].empty()) << verify.out;
+  EXPECT_FALSE(fs::exists(root / "vmconfig" / "artifacts" / "stray" / "1.0" / "stray-1.0.bin")) << "a view of a removed row stays";
+  {
+    Store store = Store::open(root, Store::Access::read_only);
+    for (const auto& digest : objects) EXPECT_FALSE(on_disk(store, digest)) << digest;
+  }
+  auto idle = podplane(root, {"deps", "gc"});
+  ASSERT_EQ(idle.exit_code, 0) << idle.out << idle.err;
+  EXPECT_THAT(idle.out, HasSubstr("removed 0 object(s)"));
+}
+
+INSTANTIATE_TEST_SUITE_P(NextCommand, PruneKillEmptying, ::testing::Values("prune", "gc", "repair"));
+
 // `curl` of one path of a running mirror serve: the HTTP status and the body.
 std::pair<std::string, std::string> fetch(const std::string& base, const std::string& path, const fs::path& scratch) {
   auto result = test::run({"curl", "-s", "-o", scratch.string(), "-w", "%{http_code}", base + path});

@@ -9,14 +9,20 @@
 // fixture upstream; what the air gap runs (import, inventory, cluster, stack check, mirror
 // serve) uses a second store under `unshare -n`, with only a loopback. Files the courier carries
 // (bundles, keys, inventories) stay in the shared working directory. What a reader brings (their
-// roots, an image list, TLS files) and the steps a document describes in prose, not in a code
-// block, are the scenario's `prepare` and `glue`.
+// roots, an image list, TLS files, cosign keys and the signatures their images carry, the site
+// registry a push goes to) and the steps a document describes in prose, not in a code block,
+// are the scenario's `prepare` and `glue`; `prepare` may also say what must hold once a command
+// has run (the signature stored, the pushed image in the registry).
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <set>
 #include <sstream>
 
+#include "base/digest.hpp"
+#include "cache/store.hpp"
+#include "net/oci_reference.hpp"
+#include "tests/serve/registry_fixture.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 
@@ -86,13 +92,7 @@ struct NotRunHere {
   std::string command;  // key_of the command
   std::string reason;
 };
-const std::vector<NotRunHere> kNotRunHere{
-    {"docs/images.md",
-     "podplane deps images -f images.txt --arch amd64,arm64 --cosign-key cosign.pub --cosign-key team.pub",
-     "needs images signed with cosign keys: the fixture registry's images carry no signatures"},
-    {"docs/images.md", "podplane mirror push oci://harbor.site.example/podplane --creds-file push.creds",
-     "needs a site registry that accepts pushes (Harbor); the fixture's registry is read-only"},
-};
+const std::vector<NotRunHere> kNotRunHere{};
 
 bool listed(const DocCommand& command) {
   for (const auto& entry : kNotRunHere)
@@ -120,12 +120,31 @@ struct Glue {
   std::string script;
 };
 
+// What a scenario's `prepare` is given, and what it may add: servers of the site the document
+// talks to, the names the document gives them, and what must hold once a command has run.
+struct DocSetup {
+  fs::path work;                // the shared working directory
+  std::string registry;         // host:port of the fixture upstream (and of its OCI registry)
+  FixtureUpstream& upstream;
+  fs::path online_root;         // the online host's deps root
+  fs::path scratch;             // beside `work`: what the reader never sees (servers' files)
+  // A host the document names (a site's registry) and the loopback host:port standing in for
+  // it, replaced in every command as the mirror's name is.
+  std::vector<std::pair<std::string, std::string>> hosts = {};
+  std::vector<fs::path> online_cas = {};                     // CAs the online side trusts besides the fixture's
+  std::map<std::string, std::string> online_env = {};        // added to the online side's environment
+  std::vector<std::shared_ptr<void>> servers = {};           // kept running until the document is done
+  std::map<std::string, std::function<void()>> checks = {};  // key_of(command) → what must hold after it
+};
+
 struct Scenario {
   std::string doc;
-  std::function<void(const fs::path& work, const std::string& registry)> prepare;
+  std::function<void(DocSetup& setup)> prepare;
   std::vector<Glue> glue;
   // The loop around the document's commands that use "$root" ("for root in …"), run as written.
   std::string root_loop;
+  // The fixture's tree: a scenario that adds files to what the upstream serves gets its own.
+  FixtureOptions fixture = {};
 };
 
 // A command that checks against the site's mirror (a URL in a setting, as `cluster init
@@ -165,16 +184,110 @@ void write_root(const fs::path& dir, const std::string& provider, const std::str
                                   provider + "\", version = \"" + constraint + "\" }\n  }\n}\n");
 }
 
+// The fixture image docs/images.md lists, as its upstream names it.
+const std::string kFixtureImage = "podplane-fixture/pause";
+
+ProcessResult must_run(const std::vector<std::string>& argv, const fs::path& cwd = {}) {
+  ProcessOptions options;
+  if (!cwd.empty()) options.cwd = cwd;
+  auto r = run(argv, options);
+  if (r.exit_code != 0) throw std::runtime_error(argv[0] + " failed (exit " + std::to_string(r.exit_code) + "): " + r.err + r.out);
+  return r;
+}
+
+// The reader's cosign key pairs (`cosign.pub`, `team.pub`, as `cosign generate-key-pair` names
+// them: ECDSA P-256), and the fixture image signed with the team's key as cosign lays a
+// signature out (tests/tools/images/cosign_sign.py, as tests/serve/signed_images_test.cpp
+// signs). The fixture's registry is static files (www/v2/), so the signature manifest and its
+// blobs are written there as build_fixture.py writes the image's own: each file with its OCI
+// headers, the manifest by digest and at its `.sig` tag.
+void sign_fixture_image(DocSetup& setup) {
+  for (const std::string name : {"cosign", "team"}) {
+    must_run({"openssl", "ecparam", "-genkey", "-name", "prime256v1", "-noout", "-out", name + ".pem"}, setup.work);
+    must_run({"openssl", "ec", "-in", name + ".pem", "-pubout", "-out", name + ".pub"}, setup.work);
+  }
+  const fs::path layout = setup.scratch / "signature-layout";
+  auto signed_by = must_run({"python3", (source_dir() / "tests/tools/images/cosign_sign.py").string(), layout.string(), "--key",
+                             (setup.work / "team.pem").string(), "--digest", setup.upstream.fixture()["image"]["index"],
+                             "--reference", setup.registry + "/" + kFixtureImage});
+  const auto signature = nlohmann::json::parse(signed_by.out);
+  const fs::path repository = setup.upstream.www() / "v2" / kFixtureImage;
+  for (const auto& blob : fs::directory_iterator(layout / "blobs" / "sha256")) {
+    const std::string digest = "sha256:" + blob.path().filename().string();
+    const bool manifest = digest == signature["manifest"];
+    const std::string headers = std::string("Content-Type: ") +
+                                (manifest ? "application/vnd.oci.image.manifest.v1+json" : "application/octet-stream") +
+                                "\nDocker-Content-Digest: " + digest + "\n";
+    std::vector<fs::path> names{repository / (manifest ? "manifests" : "blobs") / digest};
+    if (manifest) names.push_back(repository / "manifests" / signature["tag"].get<std::string>());
+    for (const auto& name : names) {
+      write_file(name, read_file(blob.path()));
+      write_file(name.string() + ".headers", headers);
+    }
+  }
+  setup.checks["podplane deps images -f images.txt --arch amd64,arm64 --cosign-key cosign.pub --cosign-key team.pub"] =
+      [registry = setup.registry, root = setup.online_root, signature,
+       index = setup.upstream.fixture()["image"]["index"].get<std::string>()] {
+        auto store = cache::Store::open(root, cache::Store::Access::read_only);
+        const std::string address = registry + "/" + kFixtureImage;
+        auto indexes = store.artifacts({.kind = cache::ArtifactKind::image_index, .address = address});
+        ASSERT_EQ(indexes.size(), 1u);
+        EXPECT_EQ(indexes[0].filename, index);
+        EXPECT_TRUE(store.has_object(indexes[0].digest));
+        auto attachments = store.artifacts({.kind = cache::ArtifactKind::image_attachment, .address = address});
+        ASSERT_EQ(attachments.size(), 1u) << "the image's signature was not stored";
+        EXPECT_EQ(attachments[0].version, signature["tag"].get<std::string>());
+        EXPECT_EQ("sha256:" + attachments[0].digest, signature["manifest"].get<std::string>());
+        EXPECT_TRUE(store.has_object(attachments[0].digest));
+        EXPECT_EQ(store.provenance_of(attachments[0].id).size(), 1u) << "no key is recorded as having verified it";
+      };
+}
+
+// The site's registry the push goes to (Harbor in the document): Debian's docker-registry with
+// an htpasswd login for the robot account, behind the fixture's HTTPS front (a registry that
+// is reached over https, as the document's is), in the name harbor.site.example.
+void start_site_registry(DocSetup& setup) {
+  const serve_test::RegistryLogin robot{"robot$site", "harbor-token-" + std::to_string(::getpid())};
+  auto registry = std::make_shared<serve_test::DockerRegistry>(setup.scratch / "site-registry", robot);
+  ServeOptions front_options;
+  front_options.registry_to = registry->base();
+  auto front = std::make_shared<FixtureUpstream>(FixtureOptions{}, front_options);
+  setup.hosts.emplace_back("harbor.site.example", "127.0.0.1:" + std::to_string(front->port()));
+  setup.online_cas.push_back(front->ca_file());
+  setup.online_env["HARBOR_TOKEN"] = robot.password;
+  setup.servers.push_back(registry);
+  setup.servers.push_back(front);
+  // The push landed: the registry itself answers the image, and its signature, under the
+  // mirror name below the prefix, with the digests of the upstream.
+  setup.checks["podplane mirror push oci://harbor.site.example/podplane --creds-file push.creds"] =
+      [registry, robot, image = setup.registry + "/" + kFixtureImage,
+       index = setup.upstream.fixture()["image"]["index"].get<std::string>()] {
+        const std::string pushed = "docker://" + registry->host() + "/podplane/" + mirror::mirror_repository(image);
+        auto inspected = run({"skopeo", "inspect", "--raw", "--tls-verify=false", "--creds", robot.pair(), pushed + ":3.10.2"});
+        ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
+        EXPECT_EQ("sha256:" + sha256_hex(inspected.out), index);
+        const std::string tag = "sha256-" + index.substr(7) + ".sig";
+        auto signature = run({"skopeo", "inspect", "--raw", "--tls-verify=false", "--creds", robot.pair(), pushed + ":" + tag});
+        EXPECT_EQ(signature.exit_code, 0) << "the signature was not pushed: " << signature.err;
+      };
+}
+
+FixtureOptions own_fixture_tree() {
+  FixtureOptions options;
+  options.sharing = FixtureOptions::Sharing::private_copy;
+  return options;
+}
+
 std::vector<Scenario> scenarios() {
   std::vector<Scenario> all;
-  all.push_back({"docs/guide.md", [](const fs::path& work, const std::string&) { write_tls(work); }, {}, ""});
-  all.push_back({"docs/cluster.md", [](const fs::path&, const std::string&) {}, kFilledAirgapStore, ""});
+  all.push_back({"docs/guide.md", [](DocSetup& setup) { write_tls(setup.work); }, {}, ""});
+  all.push_back({"docs/cluster.md", [](DocSetup&) {}, kFilledAirgapStore, ""});
   all.push_back({"docs/ci.md",
-                 [](const fs::path& work, const std::string&) {
-                   write_tls(work);
-                   write_root(work / "terraform", "random", "~> 3.7");
-                   write_root(work / "clusters" / "home" / "bootstrap", "null", ">= 3.0");
-                   write_root(work / "clusters" / "home" / "talos", "tls", ">= 4.0");
+                 [](DocSetup& setup) {
+                   write_tls(setup.work);
+                   write_root(setup.work / "terraform", "random", "~> 3.7");
+                   write_root(setup.work / "clusters" / "home" / "bootstrap", "null", ">= 3.0");
+                   write_root(setup.work / "clusters" / "home" / "talos", "tls", ">= 4.0");
                  },
                  {// the site's inventory, carried out once (step 2's prose), and the online key
                   {"podplane bundle create random-3.8.bundle", Side::airgap, "podplane bundle inventory -o inventory.json"},
@@ -183,12 +296,18 @@ std::vector<Scenario> scenarios() {
                   {"podplane stack check", Side::airgap, "podplane bundle import random-3.8.bundle --trust online.pub"}},
                  "for root in terraform clusters/home/bootstrap clusters/home/talos"});
   all.push_back({"docs/images.md",
-                 [](const fs::path& work, const std::string& registry) {
-                   write_tls(work);
-                   write_file(work / "images.txt", registry + "/podplane-fixture/pause:3.10.2\n");
+                 [](DocSetup& setup) {
+                   write_tls(setup.work);
+                   write_file(setup.work / "images.txt", setup.registry + "/podplane-fixture/pause:3.10.2\n");
+                   sign_fixture_image(setup);
+                   start_site_registry(setup);
                  },
-                 {{"podplane bundle create deps.bundle", Side::online, "podplane bundle keygen site"}},
-                 ""});
+                 {{"podplane bundle create deps.bundle", Side::online, "podplane bundle keygen site"},
+                  // the document's own line before the push, with the token the site gave
+                  {"podplane mirror push", Side::online,
+                   "printf '%s:%s\\n' \"robot\\$site\" \"$HARBOR_TOKEN\" > push.creds && chmod 600 push.creds"}},
+                 "",
+                 own_fixture_tree()});
   return all;
 }
 
@@ -228,7 +347,7 @@ const std::vector<std::string> kProxyVariables{"http_proxy", "https_proxy", "HTT
 
 class DocRun {
  public:
-  explicit DocRun(const Scenario& scenario) : scenario_(scenario), work_(dir_ / "work") {
+  explicit DocRun(const Scenario& scenario) : scenario_(scenario), work_(dir_ / "work"), upstream_(scenario.fixture) {
     fs::create_directories(dir_ / "bin");
     fs::create_directories(work_);
     fs::create_symlink(podplane_binary(), dir_ / "bin" / "podplane");
@@ -247,7 +366,24 @@ class DocRun {
                                                        "TF_PLUGIN_CACHE_DIR", "TF_DATA_DIR"});
     airgap_.cwd = work_;
     const std::string registry = upstream_.base_url().substr(upstream_.base_url().find("://") + 3);
-    scenario_.prepare(work_, registry);
+    setup_ = std::make_unique<DocSetup>(DocSetup{.work = work_, .registry = registry, .upstream = upstream_,
+                                                 .online_root = dir_ / "online-root", .scratch = dir_.path()});
+    scenario_.prepare(*setup_);
+    for (const auto& [name, value] : setup_->online_env) online_.env[name] = value;
+    if (!setup_->online_cas.empty()) {
+      std::string bundle = read_file(upstream_.ca_file());
+      for (const auto& ca : setup_->online_cas) bundle += read_file(ca);
+      write_file(dir_ / "online-cas.pem", bundle);
+      online_.env["SSL_CERT_FILE"] = (dir_ / "online-cas.pem").string();
+    }
+  }
+
+  // The command with each host the document names for a site's server replaced by its stand-in.
+  std::string on_loopback(std::string command) const {
+    for (const auto& [name, stand_in] : setup_->hosts)
+      for (auto at = command.find(name); at != std::string::npos; at = command.find(name, at + stand_in.size()))
+        command.replace(at, name.size(), stand_in);
+    return command;
   }
 
   ProcessResult run_on(Side side, const std::string& script) {
@@ -271,12 +407,19 @@ class DocRun {
         it = glue.erase(it);
       }
       if (listed(command)) continue;
-      auto r = run_on(side_of(command.text), script_of(scenario_.root_loop, command.text));
+      auto r = run_on(side_of(command.text), script_of(scenario_.root_loop, on_loopback(command.text)));
       ASSERT_EQ(r.exit_code, 0) << scenario_.doc << ":" << command.line << " failed as written: " << command.text << "\n"
                                 << show(r) << "\nserve.err:\n"
                                 << (fs::exists(work_ / "serve.err") ? read_file(work_ / "serve.err") : "");
       std::cout << "[  RAN     ] " << scenario_.doc << ":" << command.line << " " << key << "\n";
+      if (auto check = setup_->checks.find(key); check != setup_->checks.end()) {
+        SCOPED_TRACE(scenario_.doc + ":" + std::to_string(command.line) + " " + key);
+        check->second();
+        if (::testing::Test::HasFatalFailure()) return;
+        setup_->checks.erase(check);
+      }
     }
+    for (const auto& [key, check] : setup_->checks) ADD_FAILURE() << scenario_.doc << " no longer has the command checked here: " << key;
   }
 
  private:
@@ -286,6 +429,7 @@ class DocRun {
   FixtureUpstream upstream_;
   ProcessOptions online_;
   ProcessOptions airgap_;
+  std::unique_ptr<DocSetup> setup_;  // after upstream_: its servers stop before the upstream
 };
 
 // The documents whose commands run here, in the order a reader meets them.

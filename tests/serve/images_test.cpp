@@ -277,5 +277,35 @@ TEST_F(ImagesTest, ExportWritesOciLayoutsAndPushIsIdempotent) {
   EXPECT_NE(second.out.find("pushed 0 manifests"), std::string::npos) << second.out;
 }
 
+TEST_F(ImagesTest, APushOfAnIndexFetchedForSomePlatformsNamesWhatIsMissingAndTheFixThatWorks) {
+  // pause's index lists linux/arm/v7 too, which a fill for amd64,arm64 does not take; the
+  // registry (CNCF distribution, as Harbor) refuses an index whose manifests it does not have.
+  fs::path root = temp_ / "deps";
+  auto fetched = deps_images(root, "amd64,arm64");
+  ASSERT_EQ(fetched.exit_code, 0) << show(fetched);
+  auto push = [&] { return run_podplane({"mirror", "push", "oci://" + registry_->host() + "/site", "--plain-http"}, at(root)); };
+  auto refused = push();
+  ASSERT_EQ(refused.exit_code, 1) << show(refused);
+  const std::string arm_v7 = pause_["manifests"]["linux/arm/v7"]["digest"];
+  EXPECT_NE(refused.err.find("it lacks linux/arm/v7 " + arm_v7 + ")"), std::string::npos) << refused.err;
+  const std::string fix = "echo " + registry_->host() + "/fixture/pause:3.10.2 | podplane deps images -f - --arch all";
+  ASSERT_NE(refused.err.find(fix), std::string::npos) << refused.err;
+
+  // The command as printed (podplane on PATH) takes the missing platform, and the push lands.
+  fs::create_directories(temp_ / "bin");
+  fs::create_symlink(podplane::test::podplane_binary(), temp_ / "bin" / "podplane");
+  auto options = at(root);
+  options.env["PODPLANE_PLAIN_HTTP_REGISTRIES"] = registry_->host();
+  options.env["PATH"] = (temp_ / "bin").string() + ":" + std::getenv("PATH");
+  auto fixed = run({"bash", "-c", fix}, options);
+  ASSERT_EQ(fixed.exit_code, 0) << show(fixed);
+  auto pushed = push();
+  ASSERT_EQ(pushed.exit_code, 0) << show(pushed);
+  auto inspect = run({"skopeo", "inspect", "--raw", "--tls-verify=false",
+                      "docker://" + registry_->host() + "/site/" + mirror::mirror_repository(registry_->host() + "/fixture/pause") + ":3.10.2"});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_EQ(digest_of(inspect.out), pause_["index"]);
+}
+
 }  // namespace
 }  // namespace podplane::serve_test
