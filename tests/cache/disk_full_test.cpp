@@ -1,15 +1,10 @@
 // A full disk: commands that write fail with the error named ("No space left on device"),
 // remove their temp files and leave the store as it was. The store lives on a small tmpfs
 // the test mounts (and unmounts), filled up by a file beside it.
-#include <fcntl.h>
-#include <sys/mount.h>
-#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cerrno>
-#include <cstring>
 #include <optional>
 #include <set>
 
@@ -18,6 +13,7 @@
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
+#include "tests/support/small_disk.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 
@@ -25,50 +21,11 @@ namespace podplane::cache {
 namespace {
 
 namespace fs = std::filesystem;
+using test::SmallDisk;
 using test::TempDir;
 using ::testing::HasSubstr;
 
 fs::path stress_binary() { return test::build_dir() / "tests/tools/store-stress/store-stress"; }
-
-// A tmpfs of `size` bytes at dir/disk for the test's life.
-class SmallDisk {
- public:
-  SmallDisk(const fs::path& where, const std::string& size) : path_(where) {
-    fs::create_directories(path_);
-    std::string options = "size=" + size + ",mode=0755";
-    mounted_ = ::mount("tmpfs", path_.c_str(), "tmpfs", 0, options.c_str()) == 0;
-    error_ = mounted_ ? "" : std::strerror(errno);
-  }
-  ~SmallDisk() {
-    if (mounted_) (void)::umount2(path_.c_str(), MNT_DETACH);
-  }
-  SmallDisk(const SmallDisk&) = delete;
-  SmallDisk& operator=(const SmallDisk&) = delete;
-  bool mounted() const { return mounted_; }
-  const std::string& error() const { return error_; }
-  const fs::path& path() const { return path_; }
-
-  // Writes a filler file until the disk is full, then frees `spare` bytes of it.
-  void fill_leaving(std::size_t spare) {
-    const fs::path filler = path_ / "filler";
-    int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    ASSERT_GE(fd, 0) << std::strerror(errno);
-    std::string block(4096, 'x');
-    std::size_t written = 0;
-    for (;;) {
-      ssize_t n = ::write(fd, block.data(), block.size());
-      if (n <= 0) break;
-      written += static_cast<std::size_t>(n);
-    }
-    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(written > spare ? written - spare : 0)), 0);
-    ::close(fd);
-  }
-
- private:
-  fs::path path_;
-  bool mounted_ = false;
-  std::string error_;
-};
 
 std::set<std::string> rows_of(const fs::path& root) {
   Store store = Store::open(root, Store::Access::read_only);
@@ -112,7 +69,7 @@ class DiskFull : public ::testing::Test {
 };
 
 TEST_F(DiskFull, AnObjectThatDoesNotFitFailsNamingTheFullDiskAndLeavesNoTempFile) {
-  disk_->fill_leaving(64 * 1024);
+  ASSERT_TRUE(disk_->fill_leaving(64 * 1024)) << disk_->error();
   auto ingest = test::run({stress_binary().string(), root_.string(), "--worker", "b", "--unique", "1", "--size", "400000"});
   EXPECT_EQ(ingest.exit_code, 1) << ingest.out;
   EXPECT_THAT(ingest.err, HasSubstr("No space left on device"));
@@ -126,7 +83,7 @@ TEST_F(DiskFull, ABundleImportThatDoesNotFitFailsAndLeavesTheStoreAsItWas) {
   ASSERT_EQ(filled.exit_code, 0) << filled.err;
   auto created = test::run_podplane({"bundle", "create", (dir_ / "big.bundle").string()}, test::with_deps_root(online));
   ASSERT_EQ(created.exit_code, 0) << created.err;
-  disk_->fill_leaving(256 * 1024);
+  ASSERT_TRUE(disk_->fill_leaving(256 * 1024)) << disk_->error();
   auto imported = test::run_podplane({"bundle", "import", (dir_ / "big.bundle").string(), "--allow-unsigned"},
                                      test::with_deps_root(root_));
   EXPECT_EQ(imported.exit_code, 1) << imported.out;
@@ -135,14 +92,14 @@ TEST_F(DiskFull, ABundleImportThatDoesNotFitFailsAndLeavesTheStoreAsItWas) {
 }
 
 TEST_F(DiskFull, PruneAndGcOnAFullDiskFinishOrFailCleanly) {
-  disk_->fill_leaving(0);
+  ASSERT_TRUE(disk_->fill_leaving(0)) << disk_->error();
   auto prune = test::run_podplane({"deps", "prune", "--keep", "1"}, test::with_deps_root(root_));
   // Deleting needs a little room for the index's log: either it fits, or the error says why.
   if (prune.exit_code != 0) {
     EXPECT_THAT(prune.err, HasSubstr("full"));
     expect_store_as_it_was();
   }
-  fs::remove(disk_->path() / "filler");
+  disk_->empty_filler();
   auto again = test::run_podplane({"deps", "prune", "--keep", "1"}, test::with_deps_root(root_));
   EXPECT_EQ(again.exit_code, 0) << again.err;
   Store store = Store::open(root_, Store::Access::read_only);
@@ -166,7 +123,7 @@ TEST_F(DiskFull, DepsTfThatDoesNotFitFailsNamingTheFullDiskAndLeavesTheStoreAsIt
   options.env = upstream.env(root_, cli_config);
   options.env["PATH"] = "/usr/bin:/bin";  // no engine on PATH: deps tf takes its default
   options.unset_env = {"TF_TOKEN_registry_opentofu_org", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
-  disk_->fill_leaving(0);
+  ASSERT_TRUE(disk_->fill_leaving(0)) << disk_->error();
   auto tf = test::run_podplane({"deps", "tf", "--platform", "linux_amd64"}, options);
   EXPECT_EQ(tf.exit_code, 1) << tf.out << tf.err;
   EXPECT_THAT(tf.err + tf.out, HasSubstr("No space left on device"));
@@ -203,7 +160,7 @@ class DiskFullFetch : public DiskFull {
     EXPECT_THAT(run.err, HasSubstr("No space left on device"));
     EXPECT_THAT(temp_names_below(disk_->path()), ::testing::IsEmpty());
     reader_.reset();
-    fs::remove(disk_->path() / "filler");  // room for verify's own index files
+    disk_->empty_filler();  // room for verify's own index files
     expect_store_as_it_was();
     auto verify = test::run_podplane({"deps", "verify"}, test::with_deps_root(root_));
     EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
@@ -216,7 +173,7 @@ class DiskFullFetch : public DiskFull {
 
 TEST_F(DiskFullFetch, DepsDownloadThatDoesNotFitFailsNamingTheFullDiskAndLeavesTheStoreAsItWas) {
   // Room for a few of the arch's small files, not for all of them (its os image alone is 768 KiB).
-  disk_->fill_leaving(128 * 1024);
+  ASSERT_TRUE(disk_->fill_leaving(128 * 1024)) << disk_->error();
   expect_failed_on_full_disk(test::run_podplane({"deps", "download", "--arch", "amd64"}, options_));
 }
 
@@ -224,13 +181,13 @@ TEST_F(DiskFullFetch, DepsImagesThatDoesNotFitFailsNamingTheFullDiskAndLeavesThe
   const std::string registry = upstream_->base_url().substr(upstream_->base_url().find("://") + 3);
   test::write_file(dir_ / "images.txt", registry + "/podplane-fixture/pause:3.10.2\n");
   // Room for what opening the index writes, not for the image's manifests and blobs.
-  disk_->fill_leaving(16 * 1024);
+  ASSERT_TRUE(disk_->fill_leaving(16 * 1024)) << disk_->error();
   expect_failed_on_full_disk(
       test::run_podplane({"deps", "images", "-f", (dir_ / "images.txt").string(), "--arch", "amd64,arm64"}, options_));
 }
 
 TEST_F(DiskFull, ABundleThatDoesNotFitFailsNamingTheFullDiskAndLeavesNoTempFile) {
-  disk_->fill_leaving(0);
+  ASSERT_TRUE(disk_->fill_leaving(0)) << disk_->error();
   const fs::path bundle = disk_->path() / "site.bundle";
   auto created = test::run_podplane({"bundle", "create", bundle.string()}, test::with_deps_root(root_));
   EXPECT_EQ(created.exit_code, 1) << created.out;
@@ -243,7 +200,7 @@ TEST_F(DiskFull, ABundleThatDoesNotFitFailsNamingTheFullDiskAndLeavesNoTempFile)
 }
 
 TEST_F(DiskFull, AnExportThatDoesNotFitFailsNamingTheFullDiskAndLeavesNoStagingDir) {
-  disk_->fill_leaving(0);
+  ASSERT_TRUE(disk_->fill_leaving(0)) << disk_->error();
   const fs::path out = disk_->path() / "site";
   auto exported = test::run_podplane({"mirror", "export", out.string()}, test::with_deps_root(root_));
   EXPECT_EQ(exported.exit_code, 1) << exported.out;
@@ -260,7 +217,7 @@ TEST_F(DiskFull, AnIndexThatCannotMapItsSharedMemoryNamesTheFullDisk) {
   // create them, which a full tmpfs refuses. SQLite says "disk I/O error"; the error names why.
   { Store store = Store::open(root_); }
   ASSERT_FALSE(fs::exists(layout::index_db(root_).string() + "-shm"));
-  disk_->fill_leaving(0);
+  ASSERT_TRUE(disk_->fill_leaving(0)) << disk_->error();
   for (const std::vector<std::string>& command :
        {std::vector<std::string>{"mirror", "export", (disk_->path() / "site").string()},
         std::vector<std::string>{"bundle", "create", (disk_->path() / "site.bundle").string()}}) {
@@ -269,7 +226,7 @@ TEST_F(DiskFull, AnIndexThatCannotMapItsSharedMemoryNamesTheFullDisk) {
     EXPECT_THAT(run.err, HasSubstr("No space left on device")) << command[0] << " " << command[1];
   }
   EXPECT_THAT(temp_names_below(disk_->path()), ::testing::IsEmpty());
-  fs::remove(disk_->path() / "filler");
+  disk_->empty_filler();
   expect_store_as_it_was();
 }
 

@@ -11,6 +11,7 @@
 #include "lockfile/lock_file.hpp"
 #include "tests/generator/cluster_env.hpp"
 #include "tests/generator/failing_disk.hpp"
+#include "tests/support/small_disk.hpp"
 
 namespace podplane::test {
 namespace {
@@ -483,6 +484,37 @@ TEST(ClusterCreate, ATargetThatCannotBeReplacedLeavesEveryFileAsItWas) {
   EXPECT_NE(result.err.find("podplane.cluster.roles.tf: Is a directory"), std::string::npos) << result.err;
   EXPECT_EQ(env.snapshot(), before);
   EXPECT_EQ(env.mtimes(), times);
+}
+
+// On a real full disk (a small tmpfs holding the stack): create fails naming the full disk and
+// leaves every file of the stack as it was, with no staged file beside them; with room again,
+// the same command goes through.
+TEST(ClusterCreate, AFullDiskFailsNamingItAndLeavesEveryFileAsItWas) {
+  ClusterEnv env;
+  write_user_files(env);
+  ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
+  edit_config_for_several_changes(env);
+  SmallDisk disk(env.dir / "disk", "1m");
+  if (!disk.mounted()) GTEST_SKIP() << "mounting a tmpfs needs root (CAP_SYS_ADMIN): " << disk.error();
+  const fs::path stack_on_disk = disk.path() / "stack";
+  fs::copy(env.stack, stack_on_disk, fs::copy_options::recursive);
+  env.stack = stack_on_disk;
+  // Room for the first of the rewritten files, not for all of them.
+  ASSERT_TRUE(disk.fill_leaving(4096)) << disk.error();
+  const auto before = env.snapshot();
+  const auto times = env.mtimes();
+
+  auto full = env.cluster({"create", "--no-apply"});
+  EXPECT_EQ(full.exit_code, 1) << describe(full);
+  EXPECT_NE(full.err.find("No space left on device"), std::string::npos) << full.err;
+  EXPECT_EQ(env.snapshot(), before);
+  EXPECT_EQ(env.mtimes(), times);
+
+  disk.empty_filler();
+  auto with_room = env.cluster({"create", "--no-apply"});
+  ASSERT_EQ(with_room.exit_code, 0) << describe(with_room);
+  EXPECT_NE(env.snapshot()["podplane.cluster.inputs.vm.tf"].find("workers       = 5"), std::string::npos);
+  expect_user_files_intact(env, "the create with room");
 }
 
 // A package row may lack its h1 (the zh is always known). The stack's lock then holds the zh
