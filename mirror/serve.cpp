@@ -101,7 +101,8 @@ thread_local bool needs_worker = false;
 // serve): the connection closes after the answer, so those bytes are never taken for a request.
 thread_local bool close_after_answer = false;
 
-// When the request this thread is answering had its head complete: the start of its duration.
+// When the request this thread is answering had its head complete: the start of its duration
+// (for a worker, before the request waited for one).
 thread_local std::chrono::steady_clock::time_point request_started{};
 
 // The largest document answered at once from the event loop; a bigger one goes to a worker so
@@ -260,7 +261,7 @@ struct MirrorServer::Impl final : RequestHandler {
   }
 
   bool answer(httplib::Stream& stream, bool last, bool& client_closes) override {
-    request_started = std::chrono::steady_clock::now();
+    request_started = request_head_completed_at();
     answered_by_handler = false;
     close_after_answer = false;
     bool ok = http.answer(stream, last, client_closes);

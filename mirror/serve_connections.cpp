@@ -161,6 +161,7 @@ struct Connection {
   Clock::time_point read_deadline;
   bool head_written = false;
   std::uint64_t body_bytes = 0;
+  Clock::time_point head_complete_at{};  // of the request being answered: its wait for a worker counts
   bool broken = false;
   bool keep = false;  // set by the worker: wait for the next request
 
@@ -724,6 +725,7 @@ struct ConnectionServer::Impl {
         if (c.pending() > 0 && c.head_complete()) {
           if (answer_here(c)) continue;
           auto handed = release(fd);
+          handed->head_complete_at = Clock::now();
           std::lock_guard lock(mutex);
           ready.push_back(std::move(handed));
           ready_changed.notify_one();
@@ -977,7 +979,10 @@ struct ConnectionServer::Impl {
     auto grace = Clock::now() + kKeepAliveGrace;
     char buffer[16 * 1024];
     while (true) {
-      if (c.pending() > 0 && c.head_complete()) return true;
+      if (c.pending() > 0 && c.head_complete()) {
+        c.head_complete_at = Clock::now();
+        return true;
+      }
       if (c.pending() >= limits.max_head_bytes) return false;
       short wait = POLLIN;
       if (c.ssl) {
@@ -1120,6 +1125,10 @@ void ConnectionServer::stop() {
 }
 
 const ConnectionCounters& ConnectionServer::counters() const { return impl_->counters; }
+
+Clock::time_point request_head_completed_at() {
+  return current_connection != nullptr ? current_connection->head_complete_at : Clock::now();
+}
 
 std::uint64_t body_bytes_sent() { return current_connection != nullptr ? current_connection->body_bytes : 0; }
 

@@ -126,6 +126,10 @@ class ConnectionServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// When the head of the request this worker thread is answering was complete (before it waited
+// for a worker): where the request's duration starts. Now, outside a worker.
+[[nodiscard]] std::chrono::steady_clock::time_point request_head_completed_at();
+
 // The answer body bytes written so far on the connection this worker thread is answering
 // (what really left, not what was meant to): the access log's count. 0 outside a worker.
 [[nodiscard]] std::uint64_t body_bytes_sent();

@@ -100,7 +100,9 @@ std::string_view route_name(Route route) {
 }
 
 void ServeMetrics::record(const RequestSample& sample, std::uint64_t body_bytes, std::chrono::steady_clock::time_point done) {
-  auto& counters = routes_[static_cast<std::size_t>(sample.route)];
+  static std::atomic<std::size_t> next_shard{0};
+  thread_local const std::size_t shard = next_shard.fetch_add(1, std::memory_order_relaxed) % kShards;
+  auto& counters = shards_[shard].routes[static_cast<std::size_t>(sample.route)];
   std::size_t slot = kStatuses.size();
   for (std::size_t i = 0; i < kStatuses.size(); ++i)
     if (kStatuses[i] == sample.status) {
@@ -130,6 +132,12 @@ void ServeMetrics::reload_failed() { reload_failures_.fetch_add(1, std::memory_o
 std::string ServeMetrics::render(const ConnectionCounters& connections) const {
   Exposition out;
   auto load = [](const std::atomic<std::uint64_t>& counter) { return counter.load(std::memory_order_relaxed); };
+  // A counter of one route summed over the shards.
+  auto total = [this](std::size_t route, auto member) {
+    std::uint64_t sum = 0;
+    for (const auto& shard : shards_) sum += member(shard.routes[route]).load(std::memory_order_relaxed);
+    return sum;
+  };
   auto route_label = [](std::size_t route) {
     return "route=\"" + std::string(route_name(static_cast<Route>(route))) + "\"";
   };
@@ -137,7 +145,7 @@ std::string ServeMetrics::render(const ConnectionCounters& connections) const {
   out.family("podplane_mirror_requests_total", "counter", "Requests answered, by route family and status code.");
   for (std::size_t r = 0; r < kRouteCount; ++r) {
     for (std::size_t slot = 0; slot < kStatusSlots; ++slot) {
-      auto count = load(routes_[r].requests[slot]);
+      auto count = total(r, [slot](const RouteCounters& c) -> const auto& { return c.requests[slot]; });
       // Every route's 200 is always there, so that rate() has a series from the first scrape.
       bool always = slot < kStatuses.size() && kStatuses[slot] == 200;
       if (count == 0 && !always) continue;
@@ -149,19 +157,20 @@ std::string ServeMetrics::render(const ConnectionCounters& connections) const {
   out.family("podplane_mirror_response_body_bytes_total", "counter",
              "Body bytes that left for the clients (what the access log counts), by route family.");
   for (std::size_t r = 0; r < kRouteCount; ++r)
-    out.sample("podplane_mirror_response_body_bytes_total", route_label(r), load(routes_[r].body_bytes));
+    out.sample("podplane_mirror_response_body_bytes_total", route_label(r),
+               total(r, [](const RouteCounters& c) -> const auto& { return c.body_bytes; }));
 
   out.family("podplane_mirror_request_duration_seconds", "histogram",
              "From a complete request head to the last byte of its answer handed to the kernel, by route family.");
   for (std::size_t r = 0; r < kRouteCount; ++r) {
     std::uint64_t cumulative = 0;
     for (std::size_t b = 0; b <= kBuckets.size(); ++b) {
-      cumulative += load(routes_[r].durations[b]);
+      cumulative += total(r, [b](const RouteCounters& c) -> const auto& { return c.durations[b]; });
       std::string le = b < kBuckets.size() ? number(kBuckets[b]) : "+Inf";
       out.sample("podplane_mirror_request_duration_seconds_bucket", route_label(r) + ",le=\"" + le + "\"", cumulative);
     }
     out.sample("podplane_mirror_request_duration_seconds_sum", route_label(r),
-               number(static_cast<double>(load(routes_[r].duration_sum_ns)) / 1e9));
+               number(static_cast<double>(total(r, [](const RouteCounters& c) -> const auto& { return c.duration_sum_ns; })) / 1e9));
     out.sample("podplane_mirror_request_duration_seconds_count", route_label(r), cumulative);
   }
 

@@ -1,8 +1,10 @@
 #pragma once
 // The counters of `mirror serve` and their Prometheus text exposition (`/metrics`, format
 // 0.0.4; docs/operations.md lists every series). Requests are counted on the hot path with
-// relaxed atomic adds only: no lock, no allocation. What changes only at a reload (the site
-// and the store's size) is set under a mutex that only reloads and scrapes take.
+// relaxed atomic adds only: no lock, no allocation, and each thread adds to a shard of its own
+// (summed by a scrape), so that the event loops on different cores do not pass the same cache
+// lines back and forth per request. What changes only at a reload (the site and the store's
+// size) is set under a mutex that only reloads and scrapes take.
 // Every member function is thread-safe.
 #include <array>
 #include <atomic>
@@ -88,14 +90,20 @@ class ServeMetrics {
   static constexpr std::array<int, 15> kStatuses{200, 204, 206, 304, 400, 404, 405, 408, 413, 414, 416, 431, 500, 501, 503};
   static constexpr std::size_t kStatusSlots = kStatuses.size() + 1;
 
-  // One route's counters, on cache lines of their own so that families do not share one.
-  struct alignas(64) RouteCounters {
+  // One route's counters.
+  struct RouteCounters {
     std::array<std::atomic<std::uint64_t>, kStatusSlots> requests{};
     std::atomic<std::uint64_t> body_bytes{0};
     std::array<std::atomic<std::uint64_t>, kBuckets.size() + 1> durations{};  // per bucket, +Inf last
     std::atomic<std::uint64_t> duration_sum_ns{0};
   };
-  std::array<RouteCounters, kRouteCount> routes_{};
+  // The counters one group of threads adds to, on cache lines of their own. Threads take
+  // shards in turn; more threads than shards (idle workers) share one, which stays correct.
+  struct alignas(64) Shard {
+    std::array<RouteCounters, kRouteCount> routes{};
+  };
+  static constexpr std::size_t kShards = 16;
+  std::array<Shard, kShards> shards_{};
 
   std::atomic<std::uint64_t> reloads_{0}, reload_failures_{0};
   mutable std::mutex site_mutex_;
