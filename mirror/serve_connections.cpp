@@ -639,17 +639,14 @@ struct ConnectionServer::Impl {
         }
         if (over_cap) {
           server.counters.refused_per_client.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          server.counters.accepted.fetch_add(1, std::memory_order_relaxed);
-          server.counters.open.fetch_add(1, std::memory_order_relaxed);
-        }
-        if (over_cap) {
           if (refused > 0)
             log("podplane: mirror serve: refused " + std::to_string(refused) + " connection(s) from " + c->peer_address +
                 " over the per-client cap of " + std::to_string(limits.per_client) +
                 " open connections (--max-connections-per-client)");
           continue;  // closed without an answer
         }
+        server.counters.accepted.fetch_add(1, std::memory_order_relaxed);
+        server.counters.open.fetch_add(1, std::memory_order_relaxed);
         sockaddr_storage local{};
         length = sizeof local;
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
