@@ -27,6 +27,7 @@ struct ServeArgs {
   std::size_t watch_ms = 1000;
   std::string registry_host;
   std::string public_url;
+  std::string access_log = "text";
 };
 
 struct ExportArgs {
@@ -75,10 +76,16 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
                     "old one whole (0: only on SIGHUP)")
       ->capture_default_str()
       ->transform(whole_number(0, 3600000));
+  serve->add_option("--access-log", serve_args->access_log,
+                    "Access log format on stderr: text (one combined-log-like line per request) or json (one object "
+                    "per line, same fields)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
   serve->callback([serve_args] {
     mirror::ServeOptions options;
     options.listen = serve_args->listen;
     options.index_poll = std::chrono::milliseconds(serve_args->watch_ms);
+    options.access_log = serve_args->access_log == "json" ? mirror::AccessLogFormat::json : mirror::AccessLogFormat::text;
     options.limits.workers = serve_args->threads;
     options.limits.per_client = serve_args->per_client;
     options.limits.head_timeout = std::chrono::seconds(serve_args->header_timeout);

@@ -23,8 +23,10 @@
 #include "cache/layout.hpp"
 #include "base/error.hpp"
 #include "mirror/catalogue.hpp"
+#include "mirror/serve_metrics.hpp"
 #include "mirror/serve_objects.hpp"
 #include "mirror/serve_ranges.hpp"
+#include "mirror/service_notify.hpp"
 
 namespace podplane::mirror {
 
@@ -51,6 +53,19 @@ std::string printable(std::string_view text) {
   std::string out;
   for (unsigned char c : text.substr(0, 512)) out += (c < 0x20 || c == 0x7f || c == '"') ? '?' : static_cast<char>(c);
   return out;
+}
+
+// A JSON string of request text, by the same rule as printable(): control characters (and
+// bytes past ASCII, which a request line may not hold and which would not be UTF-8) become
+// '?'; a quote or backslash is escaped, so the value is exactly what the client sent.
+void append_json_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (unsigned char c : text.substr(0, 512)) {
+    if (c < 0x20 || c >= 0x7f) out += '?';
+    else if (c == '"' || c == '\\') (out += '\\') += static_cast<char>(c);
+    else out += static_cast<char>(c);
+  }
+  out += '"';
 }
 
 // cpp-httplib's request processing (request line, headers, routing, HEAD, keep-alive headers,
@@ -85,6 +100,10 @@ thread_local bool needs_worker = false;
 // Set when a request was answered without its body being read (a method the mirror does not
 // serve): the connection closes after the answer, so those bytes are never taken for a request.
 thread_local bool close_after_answer = false;
+
+// When the request this thread is answering had its head complete: the start of its duration
+// (for a worker, before the request waited for one).
+thread_local std::chrono::steady_clock::time_point request_started{};
 
 // The largest document answered at once from the event loop; a bigger one goes to a worker so
 // that the loop never copies much for one request.
@@ -162,6 +181,7 @@ struct MirrorServer::Impl final : RequestHandler {
   ListenAddress address;
   std::string bound_url;  // set by bind(); the catalogue's fallback mirror URL
   std::unique_ptr<ConnectionServer> connections;
+  ServeMetrics metrics;
 
   Impl(const fs::path& root, ServeOptions serve_options, std::ostream& log_stream)
       : deps_root(root), options(std::move(serve_options)), log(log_stream) {}
@@ -179,15 +199,28 @@ struct MirrorServer::Impl final : RequestHandler {
 
   void load() {
     std::lock_guard loading(load_mutex);
-    if (!watch_store) watch_store.emplace(cache::Store::open(deps_root, cache::Store::Access::read_only));
-    loaded_generation = watch_store->index_generation();
-    auto store = cache::Store::open(deps_root, cache::Store::Access::read_only);
     std::shared_ptr<const MirrorSite> fresh;
-    store.read_snapshot([&] { fresh = std::make_shared<const MirrorSite>(MirrorSite::build(store, options.site)); });
+    try {
+      if (!watch_store) watch_store.emplace(cache::Store::open(deps_root, cache::Store::Access::read_only));
+      loaded_generation = watch_store->index_generation();
+      auto store = cache::Store::open(deps_root, cache::Store::Access::read_only);
+      store.read_snapshot([&] { fresh = std::make_shared<const MirrorSite>(MirrorSite::build(store, options.site)); });
+    } catch (...) {
+      metrics.reload_failed();
+      throw;
+    }
     for (const auto& reason : fresh->skipped()) write_log("podplane: mirror serve: skipped " + reason);
     write_log("podplane: mirror serve: " + std::to_string(fresh->resources().size()) + " paths from " + deps_root.string());
-    std::lock_guard lock(site_mutex);
-    site = std::move(fresh);
+    SiteFigures figures;
+    figures.paths = fresh->resources().size();
+    figures.skipped_rows = fresh->skipped().size();
+    figures.loaded_at = static_cast<std::int64_t>(std::time(nullptr));
+    if (fresh->catalogue()) add_store_figures(*fresh->catalogue(), figures);
+    {
+      std::lock_guard lock(site_mutex);
+      site = std::move(fresh);
+    }
+    metrics.reloaded(figures);
   }
 
   // Reloads when the index has a new generation (a fill or an import committed), checking
@@ -228,6 +261,7 @@ struct MirrorServer::Impl final : RequestHandler {
   }
 
   bool answer(httplib::Stream& stream, bool last, bool& client_closes) override {
+    request_started = request_head_completed_at();
     answered_by_handler = false;
     close_after_answer = false;
     bool ok = http.answer(stream, last, client_closes);
@@ -240,6 +274,7 @@ struct MirrorServer::Impl final : RequestHandler {
   std::optional<PreparedAnswer> answer_at_once(const RequestHead& head) override {
     PreparedAnswer prepared;
     MemoryStream stream(head, prepared);
+    request_started = std::chrono::steady_clock::now();
     answered_by_handler = false;
     needs_worker = false;
     close_after_answer = false;
@@ -255,6 +290,16 @@ struct MirrorServer::Impl final : RequestHandler {
     if (needs_worker || stream.wants_more() || prepared.bytes.empty()) return std::nullopt;
     prepared.close = !ok || client_closes || head.last || close_after_answer;
     return prepared;
+  }
+
+  void sent_at_once(const PreparedAnswer& answer, std::uint64_t body_bytes) override {
+    metrics.record(answer.sample, body_bytes, std::chrono::steady_clock::now());
+  }
+
+  // The Prometheus exposition (serve_metrics.hpp), made per scrape from the counters.
+  void answer_metrics(httplib::Response& res) {
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(metrics.render(connections->counters()), "text/plain; version=0.0.4; charset=utf-8");
   }
 
   // Whether the answer for `resource` is made from memory alone and small: what the event loop
@@ -391,6 +436,7 @@ struct MirrorServer::Impl final : RequestHandler {
     bool registry = req.path == "/v2" || req.path.rfind(site_paths::registry_api, 0) == 0;
     if (registry) res.set_header("Docker-Distribution-API-Version", "registry/2.0");
     if (hostile_target(req.target)) return registry ? registry_not_found(req, res) : not_found(res);
+    if (req.path == site_paths::metrics) return answer_metrics(res);
     auto snapshot = current();
     const SiteResource* resource = snapshot->find(req.path == "/v2" ? std::string(site_paths::registry_api) : req.path);
     if (resource == nullptr) return registry ? registry_not_found(req, res) : not_found(res);
@@ -490,15 +536,47 @@ struct MirrorServer::Impl final : RequestHandler {
   }
 
   // The count of body bytes sent ends the line: an answer made at once gets it from the event
-  // loop once its bytes have gone out.
-  void access_log(const httplib::Request& req, const httplib::Response& res) {
-    std::string line = req.remote_addr + " - - [" + utc_timestamp_now() + "] \"" + printable(req.method) + " " +
-                       printable(req.target) + " " + printable(req.version) + "\" " + std::to_string(res.status);
-    if (preparing != nullptr) {
-      preparing->log_line = std::move(line);
+  // loop once its bytes have gone out. `end` is what follows the count.
+  void access_log_line(const httplib::Request& req, const httplib::Response& res, std::string& line, std::string& end) const {
+    if (options.access_log == AccessLogFormat::text) {
+      line = req.remote_addr + " - - [" + utc_timestamp_now() + "] \"" + printable(req.method) + " " +
+             printable(req.target) + " " + printable(req.version) + "\" " + std::to_string(res.status);
       return;
     }
-    write_log(line + " " + std::to_string(body_bytes_sent()));
+    // The same fields, one JSON object per line; ", " and ": " throughout, so that the count
+    // the event loop appends after a space reads like the rest.
+    line.reserve(160 + req.target.size());
+    line += "{\"remote_addr\": ";
+    append_json_string(line, req.remote_addr);
+    line += ", \"time\": \"";
+    line += utc_timestamp_now();
+    line += "\", \"method\": ";
+    append_json_string(line, req.method);
+    line += ", \"target\": ";
+    append_json_string(line, req.target);
+    line += ", \"protocol\": ";
+    append_json_string(line, req.version);
+    line += ", \"status\": ";
+    line += std::to_string(res.status);
+    line += ", \"body_bytes\":";
+    end = "}";
+  }
+
+  void access_log(const httplib::Request& req, const httplib::Response& res) {
+    RequestSample sample{route_of(req.path), res.status, request_started};
+    if (preparing != nullptr) {
+      access_log_line(req, res, preparing->log_line, preparing->log_line_end);
+      preparing->sample = sample;
+      return;
+    }
+    std::uint64_t sent = body_bytes_sent();
+    metrics.record(sample, sent, std::chrono::steady_clock::now());
+    std::string line, end;
+    access_log_line(req, res, line, end);
+    line += ' ';
+    line += std::to_string(sent);
+    line += end;
+    write_log(line);
   }
 };
 
@@ -573,6 +651,7 @@ void MirrorServer::stop() {
 
 void MirrorServer::reload() { impl_->load(); }
 std::size_t MirrorServer::skipped_rows() const { return impl_->current()->skipped().size(); }
+std::size_t MirrorServer::served_paths() const { return impl_->current()->resources().size(); }
 
 void serve_until_signalled(const fs::path& deps_root, const ServeOptions& options,
                            const std::function<void(const std::string& url)>& on_ready) {
@@ -584,25 +663,38 @@ void serve_until_signalled(const fs::path& deps_root, const ServeOptions& option
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  ServiceNotifier manager;
+  if (!manager.problem().empty()) std::cerr << "podplane: mirror serve: not notifying the service manager: " << manager.problem() << "\n";
   MirrorServer server(deps_root, options, std::cerr);
   std::string url = server.bind();
-  std::thread waiter([&server, signals] {
+  auto serving = [&server, &url, &deps_root] {
+    return "serving " + std::to_string(server.served_paths()) + " paths of " + deps_root.string() + " at " + url;
+  };
+  std::thread waiter([&server, &manager, &serving, signals] {
     while (true) {
       int received = 0;
       if (sigwait(&signals, &received) != 0) continue;
       if (received == SIGHUP) {
+        // A reload forced now, whatever the index watch saw: also what `systemctl reload`
+        // (ExecReload=kill -HUP) asks for. The manager waits for READY=1 after RELOADING=1.
+        manager.reloading("reloading the site from the index");
         try {
           server.reload();
+          manager.ready(serving());
         } catch (const std::exception& error) {
           std::cerr << "podplane: mirror serve: reload failed, still serving the previous view: " << error.what() << "\n";
+          manager.ready("reload failed, still serving the previous site: " + std::string(error.what()));
         }
         continue;
       }
+      manager.stopping();
       server.stop();
       return;
     }
   });
   on_ready(url);
+  // The site is loaded and the port listens: a connection made from now on is answered.
+  manager.ready(serving());
   try {
     server.run();
   } catch (...) {

@@ -23,6 +23,10 @@ namespace podplane::mirror {
 
 enum class Transport { https, plain_http };
 
+// The access log's line format (docs/mirror.md "Access log"): the combined-log-like text
+// line, or one JSON object per line with the same fields.
+enum class AccessLogFormat { text, json };
+
 struct ServeOptions {
   std::string listen = "127.0.0.1:8443";  // HOST:PORT or [V6]:PORT; port 0 picks a free one
   Transport transport = Transport::https;
@@ -33,6 +37,7 @@ struct ServeOptions {
   // How often run() checks the index for a new generation (a fill or an import) and rebuilds
   // the site when there is one; zero: only reload() (SIGHUP) rebuilds it.
   std::chrono::milliseconds index_poll{1000};
+  AccessLogFormat access_log = AccessLogFormat::text;
 };
 
 class MirrorServer {
@@ -53,6 +58,7 @@ class MirrorServer {
   // flight keep the one they started with. run() also calls it when the index changes.
   void reload();
   std::size_t skipped_rows() const;
+  std::size_t served_paths() const;  // of the site served now
 
  private:
   struct Impl;
@@ -60,8 +66,9 @@ class MirrorServer {
 };
 
 // Runs a server until SIGINT or SIGTERM; it reloads the site by itself when the index changes,
-// and on SIGHUP. `on_ready` gets the
-// URL once the socket listens (the CLI prints it on stdout).
+// and on SIGHUP. `on_ready` gets the URL once the socket listens (the CLI prints it on
+// stdout). Under a service manager ($NOTIFY_SOCKET, service_notify.hpp) it also says READY=1
+// then, RELOADING=1 and READY=1 around each SIGHUP reload, and STOPPING=1.
 void serve_until_signalled(const std::filesystem::path& deps_root, const ServeOptions& options,
                            const std::function<void(const std::string& url)>& on_ready);
 

@@ -161,6 +161,7 @@ struct Connection {
   Clock::time_point read_deadline;
   bool head_written = false;
   std::uint64_t body_bytes = 0;
+  Clock::time_point head_complete_at{};  // of the request being answered: its wait for a worker counts
   bool broken = false;
   bool keep = false;  // set by the worker: wait for the next request
 
@@ -402,6 +403,7 @@ struct ConnectionServer::Impl {
   UniqueFd listener;
   std::size_t max_connections = 0;
   std::atomic<bool> stopping{false};
+  ConnectionCounters counters;
   // One event loop per core (at most kMostLoops): the first also accepts and deals the new
   // connections out in turn; each keeps its connections between requests.
   std::vector<std::unique_ptr<EventLoop>> loops;
@@ -571,6 +573,7 @@ struct ConnectionServer::Impl {
         --server.open;
         room = server.open < server.max_connections;
       }
+      server.counters.open.fetch_sub(1, std::memory_order_relaxed);
       c.reset();
       // The first loop resumes at once; when another loop made room, the first one's retry does.
       if (index == 0 && !accepting && room && !stopping) resume_accepting();
@@ -635,12 +638,15 @@ struct ConnectionServer::Impl {
           }
         }
         if (over_cap) {
+          server.counters.refused_per_client.fetch_add(1, std::memory_order_relaxed);
           if (refused > 0)
             log("podplane: mirror serve: refused " + std::to_string(refused) + " connection(s) from " + c->peer_address +
                 " over the per-client cap of " + std::to_string(limits.per_client) +
                 " open connections (--max-connections-per-client)");
           continue;  // closed without an answer
         }
+        server.counters.accepted.fetch_add(1, std::memory_order_relaxed);
+        server.counters.open.fetch_add(1, std::memory_order_relaxed);
         sockaddr_storage local{};
         length = sizeof local;
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
@@ -664,6 +670,7 @@ struct ConnectionServer::Impl {
     }
 
     void note_timeout(const Connection& c) {
+      server.counters.head_timeouts.fetch_add(1, std::memory_order_relaxed);
       std::size_t closed = 0;
       {
         std::lock_guard lock(server.counts_mutex);
@@ -686,10 +693,14 @@ struct ConnectionServer::Impl {
         int done = SSL_do_handshake(c.ssl.get());
         if (done != 1) {
           int error = SSL_get_error(c.ssl.get(), done);
-          if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) return close_connection(release(fd));
+          if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) {
+            server.counters.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+            return close_connection(release(fd));
+          }
           c.want_write = error == SSL_ERROR_WANT_WRITE;
           return rewatch(c);
         }
+        server.counters.tls_handshakes.fetch_add(1, std::memory_order_relaxed);
         c.phase = Connection::Phase::head;
       }
       char buffer[16 * 1024];
@@ -711,6 +722,7 @@ struct ConnectionServer::Impl {
         if (c.pending() > 0 && c.head_complete()) {
           if (answer_here(c)) continue;
           auto handed = release(fd);
+          handed->head_complete_at = Clock::now();
           std::lock_guard lock(mutex);
           ready.push_back(std::move(handed));
           ready_changed.notify_one();
@@ -818,7 +830,9 @@ struct ConnectionServer::Impl {
       log_batch += c.out->log_line;
       log_batch += ' ';
       log_batch += std::to_string(body);
+      log_batch += c.out->log_line_end;
       log_batch += '\n';
+      handler.sent_at_once(*c.out, body);
     }
 
     // After an answer made at once went out whole: logs it; false when the connection closes now,
@@ -962,7 +976,10 @@ struct ConnectionServer::Impl {
     auto grace = Clock::now() + kKeepAliveGrace;
     char buffer[16 * 1024];
     while (true) {
-      if (c.pending() > 0 && c.head_complete()) return true;
+      if (c.pending() > 0 && c.head_complete()) {
+        c.head_complete_at = Clock::now();
+        return true;
+      }
       if (c.pending() >= limits.max_head_bytes) return false;
       short wait = POLLIN;
       if (c.ssl) {
@@ -1102,6 +1119,12 @@ void ConnectionServer::run() {
 void ConnectionServer::stop() {
   impl_->stopping = true;
   for (auto& loop : impl_->loops) loop->wake_up();
+}
+
+const ConnectionCounters& ConnectionServer::counters() const { return impl_->counters; }
+
+Clock::time_point request_head_completed_at() {
+  return current_connection != nullptr ? current_connection->head_complete_at : Clock::now();
 }
 
 std::uint64_t body_bytes_sent() { return current_connection != nullptr ? current_connection->body_bytes : 0; }

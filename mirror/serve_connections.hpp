@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "mirror/serve_metrics.hpp"
+
 namespace httplib {
 class Stream;
 }
@@ -73,8 +75,10 @@ struct RequestHead {
 struct PreparedAnswer {
   std::string bytes;          // status line, headers and body, as they go on the wire
   std::size_t head_size = 0;  // of which the status line and headers (not counted in the log)
-  std::string log_line;       // the access-log line without its byte count (appended once sent)
+  std::string log_line;       // the access-log line up to its byte count (appended after a space once sent)
+  std::string log_line_end;   // what follows the byte count (the JSON access log's closing brace)
   bool close = false;         // the connection is closed after it
+  RequestSample sample;       // for the handler's counters (RequestHandler::sent_at_once)
 };
 
 class RequestHandler {
@@ -90,6 +94,12 @@ class RequestHandler {
   virtual std::optional<PreparedAnswer> answer_at_once(const RequestHead& head) {
     (void)head;
     return std::nullopt;
+  }
+  // An answer of answer_at_once() went out, whole or (the client went away) `body_bytes` of
+  // its body. Called on the event loop that wrote it: must not block.
+  virtual void sent_at_once(const PreparedAnswer& answer, std::uint64_t body_bytes) {
+    (void)answer;
+    (void)body_bytes;
   }
 };
 
@@ -108,11 +118,17 @@ class ConnectionServer {
   // Serves until stop(). Answers still being written at stop() are cut off.
   void run();
   void stop();
+  // Connections open and accepted, TLS handshakes, …: read by /metrics, from any thread.
+  [[nodiscard]] const ConnectionCounters& counters() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// When the head of the request this worker thread is answering was complete (before it waited
+// for a worker): where the request's duration starts. Now, outside a worker.
+[[nodiscard]] std::chrono::steady_clock::time_point request_head_completed_at();
 
 // The answer body bytes written so far on the connection this worker thread is answering
 // (what really left, not what was meant to): the access log's count. 0 outside a worker.

@@ -15,6 +15,8 @@ inline constexpr std::string_view vmconfig = "/vmconfig/";       // deps_mirror_
 inline constexpr std::string_view vmconfig_arch_bases = "/arch/";  // + <arch>/vmconfig/… : one arch's deps_mirror_url
 inline constexpr std::string_view deps_manifests = "/manifests/";  // PODPLANE_DEPS_URL = the server root
 inline constexpr std::string_view healthz = "/healthz";
+inline constexpr std::string_view metrics = "/metrics";  // Prometheus exposition of mirror serve (not exported)
+inline constexpr std::string_view seeds = "/seeds/";
 inline constexpr std::string_view catalogue = "/catalogue/";          // + <section>/ : one table alone
 inline constexpr std::string_view catalogue_json = "/catalogue.json";
 inline constexpr std::string_view registry_api = "/v2/";          // OCI distribution read API (docs/images.md)

@@ -10,8 +10,10 @@
 // state.
 // Beside each row: the load average when it started (the machine is shared), the CPU seconds
 // the server spent on it (nginx: master and workers) and that per request, in microseconds.
-//   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N] [--podplane PATH]
+//   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N] [--podplane PATH] [--only json]
 // --podplane runs another podplane binary (e.g. a build of the previous commit) as the server.
+// --only json measures the JSON rows alone: to compare two builds on the request path in a
+// few minutes, before and after, several times over.
 #include <dirent.h>
 #include <unistd.h>
 
@@ -172,10 +174,19 @@ std::string nginx_config(const fs::path& prefix, const fs::path& root, int port,
 int main(int argc, char** argv) {
   int clients = 32, seconds = 8, zip_mib = 100;
   std::string podplane = podplane::test::podplane_binary().string();
+  bool json_only = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--podplane") {
       podplane = argv[i + 1];
+      continue;
+    }
+    if (flag == "--only") {
+      if (std::string(argv[i + 1]) != "json") {
+        std::cerr << "--only takes json\n";
+        return 2;
+      }
+      json_only = true;
       continue;
     }
     int value = std::stoi(argv[i + 1]);
@@ -271,6 +282,13 @@ int main(int argc, char** argv) {
            {"http", plain_url, "http://127.0.0.1:" + std::to_string(port), false, plain.pid()},
            {"https", tls_url, "https://127.0.0.1:" + std::to_string(tls_port), true, tls.pid()}}) {
     auto verify = use_ca ? ca : std::nullopt;
+    if (json_only) {
+      load(ours + json_path, 2, 1);
+      load(theirs + json_path, 2, 1);
+      rows.push_back({scheme + " JSON", "podplane", measured(ours + json_path, our_pid, false, clients, seconds)});
+      rows.push_back({scheme + " JSON", "nginx", measured(theirs + json_path, nginx.pid(), true, clients, seconds)});
+      continue;
+    }
     // The first download: for podplane it includes the one-time sha256 check of the object.
     rows.push_back({scheme + " first zip", "podplane", fetch_once(ours + zip_path, verify)});
     rows.push_back({scheme + " first zip", "nginx", fetch_once(theirs + zip_path, verify)});
