@@ -133,7 +133,9 @@ Inventory read_inventory(sqlite::Database& db) {
     if (kind == ArtifactKind::vmconfig_manifest) inventory.manifests.push_back({item, digest, platform});
     if (kind == ArtifactKind::image_manifest || kind == ArtifactKind::image_index) inventory.image_by_digest.emplace(filename, item);
     if (kind == ArtifactKind::image_manifest) inventory.manifests_of_image.emplace(item, filename);
-    if (kind == ArtifactKind::image_attachment) inventory.signatures.push_back({item, image_attachment_tag(version).value_or(""), filename});
+    // A signature names the digest it signs in its tag; a referrer's version is its subject's digest.
+    if (kind == ArtifactKind::image_attachment)
+      inventory.signatures.push_back({item, image_attachment_tag(version).value_or(image_digest_problem(version) ? "" : version), filename});
     inventory.artifacts.push_back({id, item, std::move(digest)});
   }
   sqlite::Statement trees(db,
@@ -313,7 +315,7 @@ void decide(const Store& store, const PrunePolicy& policy, Inventory& inventory)
     if (auto blobs = inventory.find({ItemFamily::image_blobs, items[image].name, manifest_digest, ""}))
       keep(items[*blobs], "needed by image " + items[image].name + " " + items[image].version);
   }
-  // A kept image keeps the cosign signature of its top manifest, and the signature its blobs.
+  // A kept image keeps the cosign signature of its top manifest and its referrers, and they their blobs.
   for (const auto& signature : inventory.signatures) {
     const StoreItem& attachment = items[signature.item];
     auto [from, to] = inventory.image_by_digest.equal_range(signature.signed_digest);

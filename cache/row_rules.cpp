@@ -292,7 +292,10 @@ void check_artifact_layout(const Artifact& a) {
       }
       if (a.kind == ArtifactKind::image_index && !a.platform.empty()) refuse(row, "an image index has no platform");
       if (a.kind == ArtifactKind::image_attachment) {
-        if (!image_attachment_tag(a.version)) refuse(row, "version '" + a.version + "' is not an attachment tag sha256-<64 hex>.sig");
+        // A cosign signature at its tag sha256-<hex>.sig, or a referrer (a manifest whose
+        // subject is the image's): version = that subject's digest.
+        if (!image_attachment_tag(a.version) && image_digest_problem(a.version))
+          refuse(row, "version '" + a.version + "' is not an attachment tag sha256-<64 hex>.sig, nor the sha256: digest of a referrer's subject");
         if (!a.platform.empty()) refuse(row, "an image attachment has no platform");
       }
       if (a.kind == ArtifactKind::image_manifest || !a.platform.empty()) {

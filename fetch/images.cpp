@@ -26,6 +26,10 @@ bool is_index(const std::string& media_type) {
 
 struct Platform {
   std::string os, arch, variant;
+  // An OCI artifact that no machine runs (a Helm chart) is stored as unknown/unknown, the
+  // platform image indexes give such manifests (buildx's attestations).
+  static Platform none() { return {"unknown", "unknown", ""}; }
+  bool is_none() const { return os == "unknown" && arch == "unknown"; }
   // "linux/arm64", "linux/arm/v7".
   std::string str() const { return os + "/" + arch + (variant.empty() ? "" : "/" + variant); }
   // The store's form: linux_arm64, linux_arm_v7 (arm64's usual "v8" is left out).
@@ -75,10 +79,63 @@ void check_manifest_type(const FetchedManifest& manifest, const std::string& wha
               "\", not an OCI or Docker image manifest or index; it was not stored");
 }
 
+// Whether a manifest is an OCI artifact rather than a runnable image: it says so
+// (`artifactType`, OCI 1.1), or its config is not an image config (a Helm chart's
+// application/vnd.cncf.helm.config.v1+json, a Flux artifact's). An artifact has no platform to
+// select: it is taken whatever --arch says, and its config is a blob like any other.
+bool is_artifact(const json& manifest) {
+  if (manifest.contains("artifactType")) return true;
+  auto config = text_field(manifest.value("config", json::object()), "mediaType");
+  return !config.empty() && config != "application/vnd.oci.image.config.v1+json" &&
+         config != "application/vnd.docker.container.image.v1+json";
+}
+
 json parse_manifest(const FetchedManifest& manifest, const std::string& what) {
   auto document = json::parse(manifest.bytes, nullptr, false);
   if (!document.is_object()) throw Error(what + " (" + manifest.digest + ") is not a JSON object");
   return document;
+}
+
+// A manifest whose `subject` is an image's top manifest (an SBOM, an attestation, a cosign
+// signature in the referrers form), held in memory from fetch_tops() until the run is over;
+// its config and layers come with the run like any image's blobs.
+struct Referrer {
+  FetchedManifest manifest;
+  std::vector<Descriptor> blobs;  // config, then layers
+};
+
+// The referrers of `subject` (OciPuller::referrers), each fetched by its digest and checked: a
+// manifest type, the size the index gives it, and a subject that is `subject` (the tag
+// schema's index is anyone's to push). An index among them is left out (not supported).
+std::vector<Referrer> fetch_referrers(OciPuller& puller, const ImageReference& image, const std::string& subject) {
+  std::vector<Referrer> found;
+  auto index = puller.referrers(image, subject);
+  if (!index) return found;
+  std::string where = "the referrers of " + image.address() + "@" + subject;
+  auto document = json::parse(index->bytes, nullptr, false);
+  if (!document.is_object() || !document.contains("manifests") || !document["manifests"].is_array())
+    throw Error(where + " (" + redact_url(index->url) + ") are not an OCI image index");
+  std::set<std::string> seen;
+  for (const auto& entry : document["manifests"]) {
+    auto descriptor = descriptor_of(entry, where);
+    if (is_index(text_field(entry, "mediaType")) || !seen.insert(descriptor.digest).second) continue;
+    std::string what = "the referrer " + descriptor.digest + " of " + image.address() + "@" + subject;
+    Referrer referrer;
+    referrer.manifest = puller.manifest(image, descriptor.digest);
+    check_manifest_type(referrer.manifest, what);
+    if (is_index(referrer.manifest.media_type)) continue;
+    if (static_cast<std::int64_t>(referrer.manifest.bytes.size()) != descriptor.size)
+      throw Error(mismatch_message(what + " has another size than the referrers index says", std::to_string(descriptor.size),
+                                   std::to_string(referrer.manifest.bytes.size())));
+    auto manifest = parse_manifest(referrer.manifest, what);
+    auto named = text_field(manifest.value("subject", json::object()), "digest");
+    if (named != subject) throw Error(mismatch_message(what + " names another subject", subject, named.empty() ? "none" : named));
+    referrer.blobs.push_back(descriptor_of(manifest.value("config", json::object()), what));
+    if (!manifest.contains("layers") || !manifest["layers"].is_array()) throw Error(what + " has no layers list");
+    for (const auto& layer : manifest["layers"]) referrer.blobs.push_back(descriptor_of(layer, what));
+    found.push_back(std::move(referrer));
+  }
+  return found;
 }
 
 cache::Artifact image_row(cache::ArtifactKind kind, const ImageReference& image, const std::string& version,
@@ -212,12 +269,15 @@ struct ImageFetcher::Impl {
   const std::vector<cache::CosignKey>& keys_for(std::size_t r) const { return policy.keys_for(requests[r].reference.address()); }
   std::vector<std::optional<FetchedSignature>> signatures;
   std::vector<std::string> signature_errors;
+  // take_referrers(): what fetch_tops() found of each first request's referrers.
+  bool with_referrers = false;
+  std::vector<std::vector<Referrer>> referrers;
+  std::vector<std::string> referrer_errors;
 
   // Reads a platform manifest (fetched for an index, or the image's own) and adds the blobs the
   // store lacks to `run`. Errors go to the manifest's `error`.
   void read_manifest(std::size_t r, Wanted& wanted, DownloadRun& run) {
     const auto& image = requests[r].reference;
-    auto& puller = this->puller(r);
     const auto& manifest = *wanted.manifest;
     auto document = parse_manifest(manifest, "the manifest of " + image.str() + " for " + wanted.platform.str());
     std::string where = "the manifest " + manifest.digest + " of " + image.str();
@@ -225,6 +285,13 @@ struct ImageFetcher::Impl {
     if (!document.contains("layers") || !document["layers"].is_array()) throw Error(where + " has no layers list");
     for (const auto& layer : document["layers"]) found.push_back(descriptor_of(layer, where));
     wanted.blobs = found;
+    add_blobs(r, found, where, run);
+  }
+
+  // Adds the blobs of one manifest (`where`) that neither the store nor this run has to `run`.
+  void add_blobs(std::size_t r, const std::vector<Descriptor>& found, const std::string& where, DownloadRun& run) {
+    const auto& image = requests[r].reference;
+    auto& puller = this->puller(r);
     for (const auto& blob : found) {
       std::string hex = blob.digest.substr(7);
       if (blobs.count(hex)) continue;
@@ -321,9 +388,14 @@ struct ImageFetcher::Impl {
     }
     if (!request.pinned_manifest.empty() && request.pinned_manifest != top.digest)
       throw Error(mismatch_message("image " + image.str() + " is not the pinned manifest", request.pinned_manifest, top.digest));
+    auto document = parse_manifest(top, "the manifest of " + image.str());
+    if (is_artifact(document)) {
+      state.wanted.push_back({Descriptor{top.digest, static_cast<std::int64_t>(top.bytes.size())}, top.media_type,
+                              Platform::none(), top, {}, ""});
+      return;
+    }
     // A single-platform image: its platform is in its config, fetched here (small) so that the
     // rows say which platform it is.
-    auto document = parse_manifest(top, "the manifest of " + image.str());
     auto config = descriptor_of(document.value("config", json::object()), "the manifest " + top.digest + " of " + image.str());
     if (config.size > 4 * 1024 * 1024) throw Error("the config of " + image.str() + " is larger than 4 MiB");
     Downloader small(options);
@@ -345,7 +417,7 @@ struct ImageFetcher::Impl {
 
 ImageFetcher::ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const DownloadOptions& options,
                            const RegistryCredentials& credentials)
-    : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0, {}, {}, cache::CosignPolicy{}, {}, {}}) {
+    : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0, {}, {}, cache::CosignPolicy{}, {}, {}, false, {}, {}}) {
   for (std::size_t r = 0; r < impl_->requests.size(); ++r) impl_->pullers.emplace_back(options.http, credentials);
   impl_->images.resize(impl_->requests.size());
 }
@@ -353,6 +425,8 @@ ImageFetcher::ImageFetcher(cache::Store& store, std::vector<ImageRequest> reques
 ImageFetcher::~ImageFetcher() = default;
 
 void ImageFetcher::require_signatures(cache::CosignPolicy policy) { impl_->policy = std::move(policy); }
+
+void ImageFetcher::take_referrers() { impl_->with_referrers = true; }
 
 void ImageFetcher::resolve() {
   fetch_tops();
@@ -370,6 +444,8 @@ void ImageFetcher::fetch_tops() {
   auto& errors = impl.top_errors;
   impl.signatures.assign(count, std::nullopt);
   impl.signature_errors.assign(count, "");
+  impl.referrers.assign(count, {});
+  impl.referrer_errors.assign(count, "");
   auto top_reference = [&](std::size_t r) {
     // A pinned or given digest is fetched by digest: immutable, whatever the tag says today.
     const auto& request = impl.requests[r];
@@ -401,6 +477,13 @@ void ImageFetcher::fetch_tops() {
           impl.signature_errors[r] = error.what();
         }
       }
+      if (tops[r] && impl.with_referrers) {
+        try {
+          impl.referrers[r] = fetch_referrers(impl.pullers[r], impl.requests[r].reference, tops[r]->digest);
+        } catch (const Error& error) {
+          impl.referrer_errors[r] = error.what();
+        }
+      }
     }
   };
   std::vector<std::thread> threads;
@@ -424,6 +507,7 @@ void ImageFetcher::resolve_tops() {
       if (!tops[f]) throw Error(errors[f]);
       // Refused before anything of it is stored: resolve() stores a single-platform config.
       if (!impl.keys_for(f).empty() && !impl.signatures[f]) throw Error(impl.signature_errors[f]);
+      if (!impl.referrer_errors[f].empty()) throw Error(impl.referrer_errors[f]);
       impl.resolve(r, *tops[f]);
     } catch (const Error& error) {
       impl.images[r].error = error.what();
@@ -453,6 +537,13 @@ void ImageFetcher::start(DownloadRun& run) {
                            static_cast<std::uint64_t>(wanted.descriptor.size)},
               [&impl, r, &wanted, &run](const DownloadOutcome& outcome) { impl.manifest_arrived(r, wanted, outcome, run); });
     }
+    // The referrers' blobs (once, however many requests share the top: add_blobs skips the known).
+    try {
+      for (const auto& referrer : impl.referrers[impl.first[r]])
+        impl.add_blobs(r, referrer.blobs, "the referrer " + referrer.manifest.digest + " of " + image.str(), run);
+    } catch (const Error& error) {
+      impl.images[r].error = error.what();
+    }
   }
 }
 
@@ -472,6 +563,12 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
     tops.push_back(signature->manifest.bytes);
     for (const auto& [digest, bytes] : signature->bytes)
       if (top_digests.insert(digest).second) tops.push_back(bytes);
+  }
+  // The referrers of the images that were not refused.
+  for (std::size_t r = 0; r < impl.requests.size() && !impl.referrers.empty(); ++r) {
+    if (!impl.images[r].error.empty()) continue;
+    for (const auto& referrer : impl.referrers[impl.first[r]])
+      if (top_digests.insert(referrer.manifest.digest).second) tops.push_back(referrer.manifest.bytes);
   }
   (void)impl.store.add_all_bytes(tops);
   // Rows and failures in the order of the requests and of each index, however the run went.
@@ -493,6 +590,16 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
       result.rows.insert(result.rows.end(), rows.begin(), rows.end());
       result.signatures.push_back(signature_record(image, signature));
     }
+    if (!impl.referrers.empty() && state.top) {
+      for (const auto& referrer : impl.referrers[impl.first[r]]) {
+        const auto& manifest = referrer.manifest;
+        result.rows.push_back(image_row(cache::ArtifactKind::image_attachment, image, state.top->digest, "", manifest.digest,
+                                        static_cast<std::int64_t>(manifest.bytes.size()), manifest.url));
+        for (const auto& blob : referrer.blobs)
+          result.rows.push_back(image_row(cache::ArtifactKind::image_blob, image, manifest.digest, "", blob.digest, blob.size,
+                                          impl.puller(r).blob_url(image, blob.digest)));
+      }
+    }
     for (const auto& wanted : state.wanted) {
       const auto& manifest = *wanted.manifest;
       result.rows.push_back(image_row(cache::ArtifactKind::image_manifest, image, state.version, wanted.platform.row(),
@@ -501,14 +608,22 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
         result.rows.push_back(image_row(cache::ArtifactKind::image_blob, image, manifest.digest, wanted.platform.row(),
                                         blob.digest, blob.size, impl.puller(r).blob_url(image, blob.digest)));
     }
-    if (!quiet) log << "image " << image.str() << ": " << state.wanted.size() << " platform(s)\n";
+    if (quiet) continue;
+    if (state.wanted.size() == 1 && state.wanted.front().platform.is_none())
+      log << "artifact " << image.str() << ": no platform\n";
+    else
+      log << "image " << image.str() << ": " << state.wanted.size() << " platform(s)\n";
   }
   // Each fetched blob once, under the first request that lists it.
   std::set<std::string> reported;
   for (std::size_t r = 0; r < impl.requests.size(); ++r) {
     const auto& request = impl.requests[r];
-    for (const auto& wanted : impl.images[r].wanted) {
-      for (const auto& blob : wanted.blobs) {
+    std::vector<const std::vector<Descriptor>*> lists;
+    for (const auto& wanted : impl.images[r].wanted) lists.push_back(&wanted.blobs);
+    if (!impl.referrers.empty() && impl.images[r].error.empty())
+      for (const auto& referrer : impl.referrers[impl.first[r]]) lists.push_back(&referrer.blobs);
+    for (const auto* blobs : lists) {
+      for (const auto& blob : *blobs) {
         std::string hex = blob.digest.substr(7);
         if (impl.present.count(hex) || !reported.insert(hex).second) continue;
         const auto& outcome = impl.blobs[hex];
@@ -535,6 +650,7 @@ ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& re
                         const cache::CosignPolicy& cosign_policy) {
   ImageFetcher fetcher(store, requests, options, credentials);
   fetcher.require_signatures(cosign_policy);
+  fetcher.take_referrers();
   fetcher.resolve();
   Downloader downloader(options);
   downloader.run(store, [&](DownloadRun& run) { fetcher.start(run); });

@@ -83,6 +83,10 @@ class ImageFetcher {
   // the keys `policy` gives its address verifies (fetch/image_signatures.hpp), checked before
   // anything of it is stored or its blobs are fetched; the signature is stored and indexed with it.
   void require_signatures(cache::CosignPolicy policy);
+  // Before fetch_tops(): each image's referrers (manifests whose subject is its top manifest:
+  // attestations, SBOMs) are fetched with it and stored as image_attachment rows whose version
+  // is that top digest (OciPuller::referrers; none where the registry has none).
+  void take_referrers();
   void resolve();  // fetch_tops(), then resolve_tops()
   void fetch_tops();
   void resolve_tops();

@@ -83,6 +83,33 @@ FetchedManifest OciPuller::manifest(const ImageReference& image, const std::stri
   return fetched;
 }
 
+std::optional<FetchedManifest> OciPuller::referrers(const ImageReference& image, const std::string& digest) {
+  // A registry without the API answers 404 (distribution 2.8), or another 4xx for a path it
+  // does not route; a 5xx that outlived the retries is a failure, not "none".
+  auto unsupported = [](long status) { return status == 404 || (status >= 400 && status < 500) || status == 501; };
+  FetchedManifest fetched;
+  fetched.url = base(image) + "/v2/" + image.repository + "/referrers/" + digest;
+  auto response = get(image, fetched.url, image_media::oci_index);
+  if (response.status == 200 && response.content_type() == image_media::oci_index) {
+    fetched.bytes = std::move(response.body);
+  } else if (response.status == 200 || unsupported(response.status)) {
+    std::string tag = "sha256-" + digest.substr(7);
+    fetched.url = manifest_url(image, tag);
+    response = get(image, fetched.url, image_media::accept_all);
+    if (response.status == 404) return std::nullopt;
+    if (response.status != 200)
+      throw Error("cannot fetch the referrers of " + image.address() + "@" + digest + " (" + redact_url(fetched.url) +
+                  "): " + response.status_text());
+    fetched.bytes = std::move(response.body);
+  } else {
+    throw Error("cannot fetch the referrers of " + image.address() + "@" + digest + " (" + redact_url(fetched.url) +
+                "): " + response.status_text());
+  }
+  fetched.digest = "sha256:" + sha256_hex(fetched.bytes);
+  fetched.media_type = manifest_media_type(fetched.bytes, response.content_type());
+  return fetched;
+}
+
 std::string OciPuller::small_blob(const ImageReference& image, const std::string& digest, std::int64_t size,
                                   std::int64_t limit) {
   std::string what = "the blob " + image.address() + "@" + digest;

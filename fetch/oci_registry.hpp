@@ -7,6 +7,7 @@
 // reached over https, except hosts listed in $PODPLANE_PLAIN_HTTP_REGISTRIES (host[:port],
 // comma-separated), as with `skopeo --tls-verify=false`. Not thread-safe. Errors: podplane::Error.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ class OciPuller {
   // must have that size and hash to `digest`.
   [[nodiscard]] std::string small_blob(const ImageReference& image, const std::string& digest, std::int64_t size,
                                        std::int64_t limit);
+  // The index of the manifests whose `subject` is `digest` (attestations, SBOMs, signatures):
+  // GET /v2/<repository>/referrers/<digest> (OCI 1.1), else, where the registry does not
+  // implement it, the index at the referrers tag schema's tag sha256-<hex>; nullopt when
+  // neither is there. The index is only the registry's word: the caller checks each manifest
+  // it names against its digest and its subject.
+  [[nodiscard]] std::optional<FetchedManifest> referrers(const ImageReference& image, const std::string& digest);
   // Where a manifest is, for a download through the engine (with auth_headers and an Accept
   // of image_media::accept_all).
   std::string manifest_url(const ImageReference& image, const std::string& reference) const;

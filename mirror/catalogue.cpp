@@ -415,13 +415,16 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
   CatalogueSection section;
   section.id = "images";
   section.title = "Container images";
-  section.summary = "Every stored image index and platform manifest, as containerd and skopeo pull them from "
-                    "<mirror>/v2/mirror/<registry>/<repository>, and who signed them.";
+  section.summary = "Every stored image index and platform manifest (and the referrers that name them), as containerd "
+                    "and skopeo pull them from <mirror>/v2/mirror/<registry>/<repository>, and who signed them.";
   section.empty = "No container images are stored (podplane deps images, or deps download for the pinned ones).";
   section.columns = {"Image", "Tag", "Platform", "Digest", "Size", "Served", "Signature"};
   auto rows = artifacts_newest_first(source, cache::ArtifactKind::image_index);
   auto manifests = artifacts_newest_first(source, cache::ArtifactKind::image_manifest);
   rows.insert(rows.end(), manifests.begin(), manifests.end());
+  // Referrers (SBOMs, attestations) under the digest of the image they name, its tag column.
+  for (const auto* attachment : artifacts_newest_first(source, cache::ArtifactKind::image_attachment))
+    if (!cache::image_digest_problem(attachment->version)) rows.push_back(attachment);
   std::map<std::pair<std::string, std::string>, std::string> index_of_tag;  // (address, tag) → index digest
   for (const auto& a : source.artifacts)
     if (a.kind == cache::ArtifactKind::image_index) index_of_tag[{a.address, a.version}] = a.filename;
@@ -431,7 +434,9 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
     std::string path = served_at(source, std::string(site_paths::registry_api) + repository + "/manifests/" + image->filename,
                                  image->digest);
     if (!path.empty()) catalogue.has_images = true;
-    std::string platform = image->kind == cache::ArtifactKind::image_index ? "index" : image->platform;
+    std::string platform = image->kind == cache::ArtifactKind::image_index        ? "index"
+                           : image->kind == cache::ArtifactKind::image_attachment ? "referrer"
+                                                                                  : image->platform;
     auto index = index_of_tag.find({image->address, image->version});
     std::string top = index != index_of_tag.end() ? index->second : image->filename;
     std::vector<std::string> keys;

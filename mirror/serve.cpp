@@ -21,7 +21,8 @@
 #include "base/clock.hpp"
 #include "base/error.hpp"
 #include "cache/layout.hpp"
-#include "base/error.hpp"
+#include "cache/row_rules.hpp"
+#include "net/oci_reference.hpp"
 #include "mirror/catalogue.hpp"
 #include "mirror/serve_metrics.hpp"
 #include "mirror/serve_objects.hpp"
@@ -411,6 +412,41 @@ struct MirrorServer::Impl final : RequestHandler {
     return url;
   }
 
+  // The referrers of a digest this mirror has none of, in a repository it serves: an empty
+  // index, as OCI 1.1 asks of a registry with the referrers API (a 404 would tell clients to
+  // fall back to the tag schema). nullptr for any other path.
+  static const SiteResource* no_referrers(const MirrorSite& site, const std::string& path) {
+    static const SiteResource empty = [] {
+      SiteResource resource;
+      resource.kind = ResourceKind::document;
+      resource.registry_api = true;
+      resource.referrers_index = true;
+      resource.content_type = image_media::oci_index;
+      resource.body = nlohmann::json{{"schemaVersion", 2}, {"mediaType", image_media::oci_index}, {"manifests", nlohmann::json::array()}}.dump();
+      return resource;
+    }();
+    auto at = path.rfind("/referrers/");
+    if (at == std::string::npos || cache::image_digest_problem(path.substr(at + 11))) return nullptr;
+    return site.find(path.substr(0, at) + "/tags/list") != nullptr ? &empty : nullptr;
+  }
+
+  // A referrers index filtered by ?artifactType= (OCI 1.1): only the descriptors of that type,
+  // and the header that says a filter was applied.
+  void answer_referrers(const httplib::Request& req, httplib::Response& res, const SiteResource& resource) {
+    auto wanted = req.get_param_value("artifactType");
+    auto index = nlohmann::json::parse(resource.body);
+    auto kept = nlohmann::json::array();
+    for (const auto& descriptor : index["manifests"])
+      if (descriptor.value("artifactType", "") == wanted) kept.push_back(descriptor);
+    index["manifests"] = std::move(kept);
+    auto body = std::make_shared<const std::string>(index.dump());
+    res.set_header("OCI-Filters-Applied", "artifactType");
+    answer_bytes(req, res, body->size(), resource.content_type, "",
+                 [body](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {
+                   return sink.write(body->data() + offset, static_cast<size_t>(length));
+                 });
+  }
+
   // A path of the OCI distribution API that the store does not have: the registry error body
   // clients show (MANIFEST_UNKNOWN, BLOB_UNKNOWN, NAME_UNKNOWN), saying how to get it.
   void registry_not_found(const httplib::Request& req, httplib::Response& res) {
@@ -439,6 +475,7 @@ struct MirrorServer::Impl final : RequestHandler {
     if (req.path == site_paths::metrics) return answer_metrics(res);
     auto snapshot = current();
     const SiteResource* resource = snapshot->find(req.path == "/v2" ? std::string(site_paths::registry_api) : req.path);
+    if (resource == nullptr && registry) resource = no_referrers(*snapshot, req.path);
     if (resource == nullptr) return registry ? registry_not_found(req, res) : not_found(res);
     if (preparing != nullptr && !made_at_once(*resource)) {
       needs_worker = true;
@@ -447,6 +484,7 @@ struct MirrorServer::Impl final : RequestHandler {
     if (!resource->oci_digest.empty()) res.set_header("Docker-Content-Digest", resource->oci_digest);
     switch (resource->kind) {
       case ResourceKind::document:
+        if (resource->referrers_index && req.has_param("artifactType")) return answer_referrers(req, res, *resource);
         answer_bytes(req, res, resource->body.size(), resource->content_type, "",
                      [snapshot, resource](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {
                        return sink.write(resource->body.data() + offset, static_cast<size_t>(length));

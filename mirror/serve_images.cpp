@@ -5,10 +5,13 @@
 //   /v2/mirror/<registry>/<repository>/blobs/sha256:…     every stored config and layer
 //   /v2/mirror/<registry>/<repository>/tags/list
 //   /v2/mirror/<registry>/<repository>/manifests/sha256-<hex>.sig  the image's cosign signature
+//   /v2/mirror/<registry>/<repository>/referrers/sha256:…  an OCI index of the stored manifests
+//                                                          whose subject is that digest (OCI 1.1)
 // Only the rows of that repository answer under its name: a blob of another image, or any other
 // store object, is never reachable through it.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +42,30 @@ std::string media_type_of(const cache::Store& store, const cache::Artifact& row)
     return image_media::is_manifest_type(type) ? type : "application/octet-stream";
   }
   return document.contains("manifests") ? image_media::oci_index : image_media::oci_manifest;
+}
+
+// A referrer's descriptor in a referrers index (OCI 1.1): its media type, digest and size, its
+// artifactType (else its config's media type) and its annotations. nullopt when unreadable.
+std::optional<json> referrer_descriptor(const cache::Store& store, const cache::Artifact& row, const std::string& media_type) {
+  json document;
+  try {
+    document = json::parse(store.read_object(row.digest), nullptr, false);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!document.is_object()) return std::nullopt;
+  json descriptor{{"mediaType", media_type}, {"digest", row.filename}, {"size", row.size}};
+  if (document.contains("artifactType") && document["artifactType"].is_string())
+    descriptor["artifactType"] = document["artifactType"];
+  else if (document.contains("config") && document["config"].is_object() && document["config"].contains("mediaType") &&
+           document["config"]["mediaType"].is_string())
+    descriptor["artifactType"] = document["config"]["mediaType"];
+  if (document.contains("annotations") && document["annotations"].is_object()) descriptor["annotations"] = document["annotations"];
+  return descriptor;
+}
+
+json referrers_index(const json& descriptors) {
+  return json{{"schemaVersion", 2}, {"mediaType", image_media::oci_index}, {"manifests", descriptors}};
 }
 
 }  // namespace
@@ -97,6 +124,7 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
     // The newest row of a tag wins (a later fetch of a moved tag), indexes before manifests.
     std::map<std::string, std::pair<const cache::Artifact*, std::string>> tags;
     std::set<std::string> seen;
+    std::map<std::string, json> referrers;  // subject digest → the descriptors of its referrers
     auto publish_manifest = [&](const cache::Artifact& row, bool index) {
       std::string media_type = media_type_of(store, row);
       if (media_type.empty()) {
@@ -108,6 +136,12 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
         bool wins = it == tags.end() || (index && it->second.first->kind != cache::ArtifactKind::image_index) ||
                     ((it->second.first->kind == cache::ArtifactKind::image_index) == index && it->second.first->id < row.id);
         if (wins) tags[row.version] = {&row, media_type};
+      }
+      // A referrer (an attachment whose version is its subject's digest) is listed under its subject.
+      if (row.kind == cache::ArtifactKind::image_attachment && !cache::image_digest_problem(row.version)) {
+        auto& list = referrers.try_emplace(row.version, json::array()).first->second;
+        bool listed = std::any_of(list.begin(), list.end(), [&](const json& d) { return d["digest"] == row.filename; });
+        if (auto descriptor = referrer_descriptor(store, row, media_type); descriptor && !listed) list.push_back(*descriptor);
       }
       if (!seen.insert(row.filename).second) return;
       add(prefix + "manifests/" + row.filename, object(row, media_type));
@@ -126,6 +160,16 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
       add(prefix + "manifests/" + tag, object(*chosen.first, chosen.second));
       image.tags.push_back({tag, chosen.first->filename, chosen.second, chosen.first->size});
       tag_list.push_back(tag);
+    }
+    // Every manifest served here answers /referrers/ (empty when it has none); other digests
+    // get an empty index from mirror serve itself.
+    for (const auto& digest : seen) referrers.try_emplace(digest, json::array());
+    for (const auto& [subject, descriptors] : referrers) {
+      SiteResource index;
+      index.referrers_index = true;
+      index.content_type = image_media::oci_index;
+      index.body = referrers_index(descriptors).dump();
+      add(prefix + "referrers/" + subject, std::move(index));
     }
     SiteResource list;
     list.content_type = "application/json";

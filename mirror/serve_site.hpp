@@ -61,6 +61,8 @@ struct SiteResource {
   // other paths. They are not files of a static export (mirror export writes an OCI layout).
   std::string oci_digest;
   bool registry_api = false;
+  // document: an OCI referrers index, which ?artifactType= filters per request (OCI 1.1).
+  bool referrers_index = false;
 };
 
 // One stored image as published under its mirror name (input for `mirror export` and `mirror push`).

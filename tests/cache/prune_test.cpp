@@ -280,6 +280,39 @@ TEST(Prune, KeepsTheNewestNAndWhatTheyNeedAndRemovesTheRestWithItsViewsAndObject
   EXPECT_TRUE(again.removed_views.empty());
 }
 
+// A referrer (an SBOM naming the image's digest as its subject) goes where its image goes.
+TEST(Prune, AKeptImageKeepsItsReferrersAndAPrunedOneTakesThemAlong) {
+  PruneFixture f;
+  Store store = Store::open(f.root, Store::Access::read_write, Store::TempSweep::none);
+  std::map<std::string, std::string> referrer, sbom;
+  for (const std::string tag : {"3.9", "3.10"}) {
+    sbom[tag] = store.add_bytes("sbom of " + tag);
+    referrer[tag] = store.add_bytes("{\"subject\": \"" + tag + "\"}");
+    auto row = [&](ArtifactKind kind, const std::string& version, const std::string& object) {
+      Artifact a;
+      a.kind = kind;
+      a.address = pause;
+      a.version = version;
+      a.filename = a.upstream_digest = "sha256:" + object;
+      a.digest = object;
+      a.trust = Trust::checksum;
+      (void)store.add_artifact(a);
+    };
+    row(ArtifactKind::image_attachment, "sha256:" + f.image_manifest[tag], referrer[tag]);
+    row(ArtifactKind::image_blob, "sha256:" + referrer[tag], sbom[tag]);
+  }
+  PrunePolicy policy;
+  policy.keep = 1;
+  (void)prune_store(store, policy);
+  auto items = items_of(store);
+  EXPECT_TRUE(items.count("image_attachment " + pause + " sha256:" + f.image_manifest["3.10"]));
+  EXPECT_TRUE(items.count("image_blob " + pause + " sha256:" + referrer["3.10"]));
+  EXPECT_TRUE(store.has_object(sbom["3.10"]));
+  EXPECT_FALSE(items.count("image_attachment " + pause + " sha256:" + f.image_manifest["3.9"]));
+  EXPECT_FALSE(items.count("image_blob " + pause + " sha256:" + referrer["3.9"]));
+  EXPECT_FALSE(on_disk(store, sbom["3.9"]));
+}
+
 TEST(Prune, KeepsWhatALockOrAManifestPinsAndWhatWasAddedSince) {
   PruneFixture f;
   Store store = Store::open(f.root, Store::Access::read_write, Store::TempSweep::none);

@@ -568,6 +568,31 @@ TEST(Store, ImageAndSeedRowsFollowTheirRules) {
   EXPECT_EQ(parse_artifact_kind("seed_snapshot"), ArtifactKind::seed_snapshot);
 }
 
+// A referrer (an SBOM, an attestation) is an attachment under the digest its subject names;
+// anything else that is neither that nor a signature tag is refused.
+TEST(Store, ImageAttachmentRowsOfReferrersSitUnderTheirSubjectsDigest) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string digest = store.add_bytes("referrer manifest bytes");
+  Artifact a;
+  a.kind = ArtifactKind::image_attachment;
+  a.address = "registry.k8s.io/pause";
+  a.version = "sha256:" + std::string(64, 'd');
+  a.filename = a.upstream_digest = "sha256:" + digest;
+  a.digest = digest;
+  a.size = 23;
+  a.trust = Trust::checksum;
+  Artifact short_digest = a;
+  short_digest.version = "sha256:" + std::string(63, 'd');
+  expect_rejected(store, short_digest, "neither an OCI tag nor a sha256: digest");
+  Artifact tag_schema = a;
+  tag_schema.version = "sha256-" + std::string(64, 'd');  // the tag schema's index tag, never a row
+  expect_rejected(store, tag_schema, "not an attachment tag");
+  EXPECT_TRUE(store.artifacts().empty());
+  EXPECT_GT(store.add_artifact(a), 0);
+  EXPECT_EQ(store.artifacts({.kind = ArtifactKind::image_attachment, .version = a.version}).size(), 1u);
+}
+
 // A cosign signature beside its image: at the tag sha256-<hex>.sig only, without a platform.
 TEST(Store, ImageAttachmentRowsSitAtTheirSignatureTag) {
   TempDir dir;
