@@ -279,6 +279,33 @@ TEST_F(OciArtifactsTest, ReferrersOfAnImageAreStoredCarriedInABundleAndServedWit
     auto raw = run({"skopeo", "inspect", "--raw", "--cert-dir", (temp_ / "certs.d").string(), reference});
     ASSERT_EQ(raw.exit_code, 0) << raw.err;
     EXPECT_EQ(digest_of(raw.out), sbom["digest"]);
+
+    if (root != online) continue;
+    // mirror serve implements the referrers API, which the registry above lacks, and has no
+    // tag at sha256-<hex>: a fill from the mirror can only find the referrers through the API.
+    CurlSession http;
+    HttpRequest get;
+    get.ca_file = temp_ / "tls" / "cert.pem";
+    auto tag = http.fetch(server->url() + "/v2/" + mirror::mirror_repository(registry_->host() + "/fixture/app") +
+                              "/manifests/sha256-" + subject.substr(7),
+                          get);
+    EXPECT_EQ(tag.status, 404) << "the mirror serves no referrers tag index";
+    const std::string mirrored = server->url().substr(server->url().find("://") + 3) + "/" +
+                                 mirror::mirror_repository(registry_->host() + "/fixture/app");
+    podplane::test::write_file(temp_ / "from-mirror.txt", mirrored + ":1.0\n");
+    fs::path downstream = temp_ / "downstream";
+    auto from_mirror = at(downstream);
+    from_mirror.env["SSL_CERT_FILE"] = (temp_ / "tls" / "cert.pem").string();
+    auto again = run_podplane({"deps", "images", "-f", (temp_ / "from-mirror.txt").string(), "--arch", "amd64"}, from_mirror);
+    ASSERT_EQ(again.exit_code, 0) << show(again);
+    auto store = cache::Store::open(downstream, cache::Store::Access::read_only);
+    std::set<std::string> through_api;
+    for (const auto& row : store.artifacts({.kind = cache::ArtifactKind::image_attachment, .address = mirrored})) {
+      EXPECT_EQ(row.version, subject);
+      through_api.insert(row.filename);
+    }
+    EXPECT_EQ(through_api, (std::set<std::string>{sbom["digest"], bundle_of_manifests["digest"]}));
+    EXPECT_NE(server->log().find("/referrers/" + subject), std::string::npos) << server->log();
   }
 }
 
