@@ -26,8 +26,6 @@ using podplane::test::run_podplane;
 using podplane::test::TempDir;
 using podplane::test::write_file;
 
-std::string show(const ProcessResult& result) { return "exit " + std::to_string(result.exit_code) + "\n" + result.err + result.out; }
-std::string digest_of(const std::string& bytes) { return "sha256:" + sha256_hex(bytes); }
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 const std::string kScript = "<script>document.body.innerHTML='planted'</script>";

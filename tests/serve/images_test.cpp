@@ -27,10 +27,6 @@ using podplane::test::read_file;
 using podplane::test::run_podplane;
 using podplane::test::TempDir;
 
-std::string show(const ProcessResult& result) { return "exit " + std::to_string(result.exit_code) + "\n" + result.err + result.out; }
-
-std::string digest_of(const std::string& bytes) { return "sha256:" + sha256_hex(bytes); }
-
 class ImagesTest : public ::testing::Test {
  protected:
   void SetUp() override {

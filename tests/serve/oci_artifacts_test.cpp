@@ -23,10 +23,6 @@ using podplane::test::read_file;
 using podplane::test::run_podplane;
 using podplane::test::TempDir;
 
-std::string show(const ProcessResult& result) { return "exit " + std::to_string(result.exit_code) + "\n" + result.err + result.out; }
-
-std::string digest_of(const std::string& bytes) { return "sha256:" + sha256_hex(bytes); }
-
 // An artifact written as an OCI layout by make_artifact.py and copied into the registry by
 // skopeo (digests preserved; skopeo copies a single artifact manifest as it is). `summary` is
 // make_artifact.py's JSON.

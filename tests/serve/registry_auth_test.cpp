@@ -22,8 +22,6 @@ using podplane::test::run_podplane;
 using podplane::test::TempDir;
 using podplane::test::write_file;
 
-std::string show(const ProcessResult& result) { return "exit " + std::to_string(result.exit_code) + "\n" + result.err + result.out; }
-
 class RegistryAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -84,6 +84,38 @@ inline fs::path make_provider_zip(const fs::path& work, const std::string& type,
   return zip;
 }
 
+// hashicorp/null `version` for `platforms`, added to the store at `deps_root` as an unsigned
+// release in one transaction: what a delta import or a fill adds while a server watches.
+inline void add_null_release(const fs::path& deps_root, const fs::path& work, const std::string& version,
+                             const std::vector<std::string>& platforms) {
+  auto store = cache::Store::open(deps_root);
+  store.in_transaction([&] {
+    for (const auto& platform : platforms) {
+      fs::path zip = make_provider_zip(work, "null", version, platform, 2048);
+      cache::Artifact artifact;
+      artifact.kind = cache::ArtifactKind::provider_package;
+      artifact.address = "registry.opentofu.org/hashicorp/null";
+      artifact.version = version;
+      artifact.platform = platform;
+      artifact.filename = zip.filename().string();
+      artifact.digest = store.add_file(zip);
+      artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
+      artifact.h1 = lockfile::h1_hash_of_zip(zip);
+      artifact.zh = "zh:" + artifact.digest;
+      artifact.upstream_url = "https://releases.podplane.invalid/" + artifact.filename;
+      artifact.trust = cache::Trust::unverified;
+      (void)store.add_artifact(artifact);
+    }
+  });
+}
+
+// A podplane run in words, for a failed assertion.
+inline std::string show(const podplane::test::ProcessResult& result) {
+  return "exit " + std::to_string(result.exit_code) + "\n" + result.err + result.out;
+}
+
+inline std::string digest_of(const std::string& bytes) { return "sha256:" + sha256_hex(bytes); }
+
 // Fills `deps_root` through the Store API. Signs the SHA256SUMS with a fresh gpg key whose
 // user id is `signer` (upstream text: the catalogue tests make it hostile).
 inline StoreContents fill_store(const fs::path& deps_root, const fs::path& work, std::size_t zip_payload = 4096,

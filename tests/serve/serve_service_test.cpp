@@ -22,25 +22,6 @@ bool on_path(const std::string& program) {
   return run({"sh", "-c", "command -v " + program + " >/dev/null"}).exit_code == 0;
 }
 
-// Adds hashicorp/null `version` for linux_amd64 to the store at `deps_root`.
-void add_release(const fs::path& deps_root, const fs::path& work, const std::string& version) {
-  auto store = cache::Store::open(deps_root);
-  fs::path zip = make_provider_zip(work, "null", version, "linux_amd64", 2048);
-  cache::Artifact artifact;
-  artifact.kind = cache::ArtifactKind::provider_package;
-  artifact.address = "registry.opentofu.org/hashicorp/null";
-  artifact.version = version;
-  artifact.platform = "linux_amd64";
-  artifact.filename = zip.filename().string();
-  artifact.digest = store.add_file(zip);
-  artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
-  artifact.h1 = lockfile::h1_hash_of_zip(zip);
-  artifact.zh = "zh:" + artifact.digest;
-  artifact.upstream_url = "https://releases.podplane.invalid/" + artifact.filename;
-  artifact.trust = cache::Trust::unverified;
-  (void)store.add_artifact(artifact);
-}
-
 // The service manager's end of $NOTIFY_SOCKET: a unix datagram socket bound to a path or, for
 // a name starting with '@', in the abstract namespace.
 class NotifySocket {
@@ -115,7 +96,7 @@ TEST_P(ServeNotifyTest, ReadyOnceThePortAnswersAndReloadingThenReadyAroundSighup
   EXPECT_NE(ready["STATUS"].find(url), std::string::npos) << ready["STATUS"];
 
   const std::string added = url + "v1/mirror/registry.opentofu.org/hashicorp/null/3.9.0.json";
-  add_release(deps, temp / "work", "3.9.0");
+  add_null_release(deps, temp / "work", "3.9.0", {"linux_amd64"});
   EXPECT_EQ(http.fetch(added).status, 404) << "no watch: the new release waits for SIGHUP";
   ::kill(serve.pid(), SIGHUP);
   auto reloading = assignments(manager.receive());
@@ -257,7 +238,7 @@ TEST_F(MetricsTest, CountersMoveWithRequestsAndStoreFiguresAreDepsDus) {
 
   // A reload counts, and brings the new store's figures.
   EXPECT_EQ(sample_value(after, "podplane_mirror_reloads_total"), 0);
-  add_release(deps_, temp_ / "work", "3.9.0");
+  add_null_release(deps_, temp_ / "work", "3.9.0", {"linux_amd64"});
   ::kill(server_->pid(), SIGHUP);
   auto reloaded = scrape_until("podplane_mirror_reloads_total", 1);
   EXPECT_EQ(sample_value(reloaded, "podplane_mirror_reloads_total"), 1) << server_->log();

@@ -24,36 +24,13 @@ ProcessOptions in_store(const fs::path& deps_root) {
   return options;
 }
 
-// Adds hashicorp/null `version` for two platforms to the store at `deps_root`.
-void add_release(const fs::path& deps_root, const fs::path& work, const std::string& version) {
-  auto store = cache::Store::open(deps_root);
-  store.in_transaction([&] {
-    for (const char* platform : {"linux_amd64", "linux_arm64"}) {
-      fs::path zip = make_provider_zip(work, "null", version, platform, 2048);
-      cache::Artifact artifact;
-      artifact.kind = cache::ArtifactKind::provider_package;
-      artifact.address = "registry.opentofu.org/hashicorp/null";
-      artifact.version = version;
-      artifact.platform = platform;
-      artifact.filename = zip.filename().string();
-      artifact.digest = store.add_file(zip);
-      artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
-      artifact.h1 = lockfile::h1_hash_of_zip(zip);
-      artifact.zh = "zh:" + artifact.digest;
-      artifact.upstream_url = "https://releases.podplane.invalid/" + artifact.filename;
-      artifact.trust = cache::Trust::unverified;
-      (void)store.add_artifact(artifact);
-    }
-  });
-}
-
 TEST(ServeWatch, DeltaImportIsServedWithoutASignalAndNeverHalfWay) {
   TempDir temp;
   const fs::path served = temp / "deps";
   const fs::path online = temp / "online";
   (void)fill_store(served, temp / "work");
   fs::copy(served, online, fs::copy_options::recursive);
-  add_release(online, temp / "work", "3.2.9");
+  add_null_release(online, temp / "work", "3.2.9", {"linux_amd64", "linux_arm64"});
 
   auto inventory = run_podplane({"bundle", "inventory", "-o", (temp / "inventory.json").string()}, in_store(served));
   ASSERT_EQ(inventory.exit_code, 0) << inventory.err;

@@ -25,8 +25,6 @@ using podplane::test::read_file;
 using podplane::test::run_podplane;
 using podplane::test::TempDir;
 
-std::string show(const ProcessResult& result) { return "exit " + std::to_string(result.exit_code) + "\n" + result.err + result.out; }
-
 std::string signature_tag(const std::string& digest) { return "sha256-" + digest.substr(7) + ".sig"; }
 
 class SignedImagesTest : public ::testing::Test {
