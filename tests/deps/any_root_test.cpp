@@ -475,7 +475,7 @@ TEST(AnyRoot, NoSecretBesideTheRootsIsOpenedOrCopied) {
     std::vector<std::string> argv{"strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", trace.string(),
                                   podplane_binary().string()};
     argv.insert(argv.end(), args.begin(), args.end());
-    results.push_back(run(argv, repo.options()));
+    results.push_back(run(argv, traceable(repo.options())));
     return read_file(trace);
   };
   std::vector<std::string> fill{"deps", "tf", "--engine", "terraform", "--write-lock", "--platform", "linux_amd64"};

@@ -376,7 +376,7 @@ TEST(DepsTf, AGitLoginReachesGitThroughNoArgv) {
   auto result = run({"strace", "-f", "-qq", "-e", "trace=execve", "-s", "100000", "-o", trace.string(),
                      podplane_binary().string(), "deps", "tf", "--stack",
                      write_stack("private", "fixture-user:" + password + "@"), "--platform", "linux_amd64"},
-                    options);
+                    traceable(options));
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   const std::string execs = read_file(trace);
   EXPECT_NE(execs.find("\"clone\""), std::string::npos) << "git was not run:\n" << execs;

@@ -114,6 +114,12 @@ ProcessOptions with_deps_root(const fs::path& root) {
   return options;
 }
 
+ProcessOptions traceable(ProcessOptions options) {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  if (asan != nullptr && options.env.count("ASAN_OPTIONS") == 0) options.env["ASAN_OPTIONS"] = std::string(asan) + ":detect_leaks=0";
+  return options;
+}
+
 fs::path podplane_binary() { return PODPLANE_BINARY; }
 fs::path source_dir() { return PODPLANE_SOURCE_DIR; }
 fs::path test_data_dir() { return PODPLANE_TEST_DATA_DIR; }

@@ -44,6 +44,10 @@ ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& op
 ProcessResult run_podplane(const std::vector<std::string>& args, const ProcessOptions& options = {});
 // Options that point podplane at the store under `root` (PODPLANE_DEPS_CACHE_DIR).
 ProcessOptions with_deps_root(const fs::path& root);
+// `options` for a program run under strace: in a sanitizer build (scripts/test-sanitize sets
+// ASAN_OPTIONS), leak checking is turned off for it, since LeakSanitizer stops with a fatal
+// error under ptrace. Elsewhere `options` is returned as it is.
+ProcessOptions traceable(ProcessOptions options);
 fs::path podplane_binary();
 fs::path source_dir();
 fs::path test_data_dir();
