@@ -84,6 +84,24 @@ inline fs::path make_provider_zip(const fs::path& work, const std::string& type,
   return zip;
 }
 
+// The provider_package row of `zip`, whose bytes it adds to `store` (the row itself is not added).
+inline cache::Artifact package_row(cache::Store& store, const fs::path& zip, const std::string& address,
+                                   const std::string& version, const std::string& platform, cache::Trust trust) {
+  cache::Artifact artifact;
+  artifact.kind = cache::ArtifactKind::provider_package;
+  artifact.address = address;
+  artifact.version = version;
+  artifact.platform = platform;
+  artifact.filename = zip.filename().string();
+  artifact.digest = store.add_file(zip);
+  artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
+  artifact.h1 = lockfile::h1_hash_of_zip(zip);
+  artifact.zh = "zh:" + artifact.digest;
+  artifact.upstream_url = "https://releases.podplane.invalid/" + artifact.filename;
+  artifact.trust = trust;
+  return artifact;
+}
+
 // hashicorp/null `version` for `platforms`, added to the store at `deps_root` as an unsigned
 // release in one transaction: what a delta import or a fill adds while a server watches.
 inline void add_null_release(const fs::path& deps_root, const fs::path& work, const std::string& version,
@@ -92,19 +110,8 @@ inline void add_null_release(const fs::path& deps_root, const fs::path& work, co
   store.in_transaction([&] {
     for (const auto& platform : platforms) {
       fs::path zip = make_provider_zip(work, "null", version, platform, 2048);
-      cache::Artifact artifact;
-      artifact.kind = cache::ArtifactKind::provider_package;
-      artifact.address = "registry.opentofu.org/hashicorp/null";
-      artifact.version = version;
-      artifact.platform = platform;
-      artifact.filename = zip.filename().string();
-      artifact.digest = store.add_file(zip);
-      artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
-      artifact.h1 = lockfile::h1_hash_of_zip(zip);
-      artifact.zh = "zh:" + artifact.digest;
-      artifact.upstream_url = "https://releases.podplane.invalid/" + artifact.filename;
-      artifact.trust = cache::Trust::unverified;
-      (void)store.add_artifact(artifact);
+      (void)store.add_artifact(
+          package_row(store, zip, "registry.opentofu.org/hashicorp/null", version, platform, cache::Trust::unverified));
     }
   });
 }
@@ -163,18 +170,8 @@ inline StoreContents fill_store(const fs::path& deps_root, const fs::path& work,
     std::vector<std::int64_t> ids;
     for (const auto& platform : platforms) {
       fs::path zip = make_provider_zip(work, type, version, platform, zip_payload);
-      cache::Artifact artifact;
-      artifact.kind = cache::ArtifactKind::provider_package;
-      artifact.address = address;
-      artifact.version = version;
-      artifact.platform = platform;
-      artifact.filename = zip.filename().string();
-      artifact.digest = store.add_file(zip);
-      artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
-      artifact.h1 = lockfile::h1_hash_of_zip(zip);
-      artifact.zh = "zh:" + artifact.digest;
-      artifact.upstream_url = "https://releases.podplane.invalid/" + artifact.filename;
-      artifact.trust = signed_release ? cache::Trust::signed_upstream : cache::Trust::unverified;
+      cache::Artifact artifact = package_row(store, zip, address, version, platform,
+                                             signed_release ? cache::Trust::signed_upstream : cache::Trust::unverified);
       ids.push_back(store.add_artifact(artifact));
       provider.zip_digest[platform] = artifact.digest;
       provider.zip_h1[platform] = artifact.h1;
