@@ -21,6 +21,7 @@ const std::string kVersion = PODPLANE_VERSION;
 const std::string kTarballDir = "podplane-" + kVersion + "-linux-amd64";
 const std::string kTarball = kTarballDir + ".tar.gz";
 const std::string kDeb = "podplane_" + kVersion + "_amd64.deb";
+const std::string kImage = "podplane-mirror-" + kVersion + "-linux-amd64.oci.tar";
 
 std::string show(const ProcessResult& r) {
   return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
@@ -185,7 +186,7 @@ TEST(PackageTarball, PointsAtRhelsCaBundleWhereDebiansIsMissing) {
 }
 
 TEST(PackageReproducible, TwoRunsGiveTheSameBytes) {
-  for (const std::string& name : {kTarball, kDeb}) {
+  for (const std::string& name : {kTarball, kDeb, kImage}) {
     std::string first = read_file(packages() / "first" / name);
     EXPECT_FALSE(first.empty()) << name;
     EXPECT_TRUE(first == read_file(packages() / "second" / name)) << name << " differs between two runs";
@@ -225,6 +226,73 @@ TEST(PackageDeb, NamesItsDependenciesAndInstallsOnThisDebian) {
   auto simulated = run({apt_get, "install", "-s", "--no-install-recommends", deb});
   EXPECT_EQ(simulated.exit_code, 0) << show(simulated);
   EXPECT_TRUE(contains(simulated.out, "Inst podplane ")) << simulated.out;
+}
+
+// podman with what this kind of machine needs: runc where it is installed (crun refuses the
+// hybrid cgroup hierarchy of some VMs and CI runners), and no default ulimits (raising them is
+// not permitted inside an unprivileged sandbox). Neither changes what the image is.
+std::vector<std::string> podman(const fs::path& containers_conf, std::vector<std::string> args) {
+  std::vector<std::string> argv{"env", "CONTAINERS_CONF=" + containers_conf.string(), "podman"};
+  if (!program_path("runc").empty()) argv.insert(argv.end(), {"--runtime", "runc"});
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+// The OCI image of the mirror, as an operator runs it: loaded with podman, the store and the
+// TLS pair mounted read-only, the port published on loopback; /healthz and a provider index
+// answer over HTTPS from outside the container.
+TEST(PackageImage, RunsUnderPodmanWithTheStoreMountedAndAnswersHealthz) {
+  if (program_path("podman").empty()) GTEST_SKIP() << "no podman on PATH (scripts/setup installs it)";
+  TempDir dir;
+  const fs::path conf = dir / "containers.conf";
+  write_file(conf, "[containers]\ndefault_ulimits = []\n");
+
+  auto loaded = run(podman(conf, {"load", "-i", (packages() / "first" / kImage).string()}));
+  ASSERT_EQ(loaded.exit_code, 0) << show(loaded);
+  const std::string image = "localhost/podplane-mirror:" + kVersion;
+  EXPECT_TRUE(contains(loaded.out + loaded.err, image)) << show(loaded);
+
+  // The server runs as the image's own user (65532): the store and the pair must be readable
+  // by others, as docs/operations.md says.
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+  fill_verifiable_store(dir / "store");
+  fs::create_directories(dir / "tls");
+  auto pair = run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                   "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                   (dir / "tls" / "mirror-tls.key").string(), "-out", (dir / "tls" / "mirror-tls.crt").string()});
+  ASSERT_EQ(pair.exit_code, 0) << show(pair);
+  fs::permissions(dir / "tls" / "mirror-tls.key", fs::perms::others_read, fs::perm_options::add);
+
+  const std::string name = "podplane-mirror-test-" + std::to_string(::getpid());
+  // The container, then the image, go when the test ends, however it ends.
+  struct Remove {
+    std::vector<std::vector<std::string>> commands;
+    ~Remove() {
+      for (const auto& argv : commands) (void)run(argv);
+    }
+  } remove{{podman(conf, {"rm", "-f", name}), podman(conf, {"rmi", image})}};
+  Background serve(podman(conf, {"run", "--rm", "--name", name, "-v", (dir / "store").string() + ":/var/lib/podplane/deps:ro",
+                                 "-v", (dir / "tls").string() + ":/etc/podplane:ro", "-p", "127.0.0.1::8443", image}),
+                   {}, dir / "serve.err");
+  // The server's first line is its URL, printed once the site is loaded and the port listens.
+  const std::string ready = serve.first_line();
+  ASSERT_FALSE(ready.empty()) << read_file(dir / "serve.err");
+  auto port = run(podman(conf, {"port", name, "8443"}));
+  ASSERT_EQ(port.exit_code, 0) << show(port);
+  const std::string published = port.out.substr(0, port.out.find('\n'));  // 127.0.0.1:<port>
+  const std::string base = "https://" + published + "/";
+
+  const std::string ca = (dir / "tls" / "mirror-tls.crt").string();
+  auto health = run({"curl", "-fsS", "--noproxy", "*", "--cacert", ca, base + "healthz"});
+  EXPECT_EQ(health.exit_code, 0) << show(health) << read_file(dir / "serve.err");
+  auto index = run({"curl", "-fsS", "--noproxy", "*", "--cacert", ca, base + "v1/mirror/" + kProvider + "/index.json"});
+  EXPECT_EQ(index.exit_code, 0) << show(index) << read_file(dir / "serve.err");
+  EXPECT_TRUE(contains(index.out, "\"3.2.4\"")) << index.out;
+
+  // It runs as the image's user, not as root.
+  auto user = run(podman(conf, {"inspect", "--format", "{{.Config.User}}", name}));
+  EXPECT_EQ(user.out, "65532:65532\n") << show(user);
 }
 
 }  // namespace
