@@ -136,10 +136,11 @@ std::optional<std::string> image_digest_problem(std::string_view digest) {
 }
 
 std::optional<std::string> image_attachment_tag(std::string_view tag) {
-  constexpr std::string_view prefix = "sha256-", suffix = ".sig";
-  if (tag.size() != prefix.size() + 64 + suffix.size() || tag.substr(0, prefix.size()) != prefix ||
-      tag.substr(prefix.size() + 64) != suffix || !is_sha256_hex(tag.substr(prefix.size(), 64)))
+  constexpr std::string_view prefix = "sha256-";
+  if (tag.size() <= prefix.size() + 64 || tag.substr(0, prefix.size()) != prefix || !is_sha256_hex(tag.substr(prefix.size(), 64)))
     return std::nullopt;
+  auto suffix = tag.substr(prefix.size() + 64);
+  if (suffix != kCosignSignatureSuffix && suffix != kCosignAttestationSuffix && suffix != kCosignSbomSuffix) return std::nullopt;
   return "sha256:" + std::string(tag.substr(prefix.size(), 64));
 }
 
@@ -159,7 +160,11 @@ Artifact image_row(ArtifactKind kind, const std::string& address, const std::str
   return row;
 }
 
-std::string image_signature_tag(std::string_view digest) { return "sha256-" + std::string(digest.substr(7)) + ".sig"; }
+std::string cosign_attachment_tag(std::string_view digest, std::string_view suffix) {
+  return "sha256-" + std::string(digest.substr(7)) + std::string(suffix);
+}
+
+std::string image_signature_tag(std::string_view digest) { return cosign_attachment_tag(digest, kCosignSignatureSuffix); }
 
 std::optional<std::string> image_platform_problem(std::string_view platform) {
   static const std::regex re(R"(^[a-z0-9]+_[a-z0-9]+(_[a-z0-9]+)?$)");
@@ -292,10 +297,10 @@ void check_artifact_layout(const Artifact& a) {
       }
       if (a.kind == ArtifactKind::image_index && !a.platform.empty()) refuse(row, "an image index has no platform");
       if (a.kind == ArtifactKind::image_attachment) {
-        // A cosign signature at its tag sha256-<hex>.sig, or a referrer (a manifest whose
-        // subject is the image's): version = that subject's digest.
+        // A cosign signature, attestation or SBOM at its tag sha256-<hex>.sig|.att|.sbom, or a
+        // referrer (a manifest whose subject is the image's): version = that subject's digest.
         if (!image_attachment_tag(a.version) && image_digest_problem(a.version))
-          refuse(row, "version '" + a.version + "' is not an attachment tag sha256-<64 hex>.sig, nor the sha256: digest of a referrer's subject");
+          refuse(row, "version '" + a.version + "' is not an attachment tag sha256-<64 hex>.sig, .att or .sbom, nor the sha256: digest of a referrer's subject");
         if (!a.platform.empty()) refuse(row, "an image attachment has no platform");
       }
       if (a.kind == ArtifactKind::image_manifest || !a.platform.empty()) {

@@ -33,11 +33,18 @@ std::optional<std::string> provider_address_problem(std::string_view address);
 std::optional<std::string> image_address_problem(std::string_view address);
 std::optional<std::string> image_tag_problem(std::string_view tag);
 std::optional<std::string> image_digest_problem(std::string_view digest);
-// The tag cosign gives the signature of the image manifest or index `digest` ("sha256:<hex>"):
-// sha256-<hex>.sig, in the image's own repository.
+// The tags cosign attaches things to the image manifest or index `digest` ("sha256:<hex>") at,
+// in the image's own repository: sha256-<hex>.sig (its signature, the one podplane verifies),
+// .att (attestations, `cosign attest`) and .sbom (`cosign attach sbom`). The suffix is what
+// tells an attachment's kind; none but the signature is verified.
+inline constexpr std::string_view kCosignSignatureSuffix = ".sig";
+inline constexpr std::string_view kCosignAttestationSuffix = ".att";
+inline constexpr std::string_view kCosignSbomSuffix = ".sbom";
+std::string cosign_attachment_tag(std::string_view digest, std::string_view suffix);
+// sha256-<hex>.sig.
 std::string image_signature_tag(std::string_view digest);
-// The digest ("sha256:<hex>") an attachment tag (sha256-<hex>.sig) belongs to, or nullopt when
-// `tag` is not one.
+// The digest ("sha256:<hex>") an attachment tag (sha256-<hex> and one of the suffixes above)
+// belongs to, or nullopt when `tag` is not one.
 std::optional<std::string> image_attachment_tag(std::string_view tag);
 // An image row (index, manifest, blob or attachment) of the object whose OCI digest is
 // `digest` ("sha256:<hex>"): filename and upstream digest are that digest, as the rules above

@@ -97,12 +97,22 @@ json parse_manifest(const FetchedManifest& manifest, const std::string& what) {
 }
 
 // A manifest whose `subject` is an image's top manifest (an SBOM, an attestation, a cosign
-// signature in the referrers form), held in memory from fetch_tops() until the run is over;
-// its config and layers come with the run like any image's blobs.
+// signature in the referrers form), or one cosign attached to it by tag (sha256-<hex>.att,
+// .sbom), held in memory from fetch_tops() until the run is over; its config and layers come
+// with the run like any image's blobs.
 struct Referrer {
   FetchedManifest manifest;
   std::vector<Descriptor> blobs;  // config, then layers
+  std::string tag;                // cosign's tag it was fetched at; empty for a referrer
 };
+
+// The config and layers of an image manifest, in that order.
+std::vector<Descriptor> manifest_blobs(const json& manifest, const std::string& what) {
+  std::vector<Descriptor> blobs{descriptor_of(manifest.value("config", json::object()), what)};
+  if (!manifest.contains("layers") || !manifest["layers"].is_array()) throw Error(what + " has no layers list");
+  for (const auto& layer : manifest["layers"]) blobs.push_back(descriptor_of(layer, what));
+  return blobs;
+}
 
 // The referrers of `subject` (OciPuller::referrers), each fetched by its digest and checked: a
 // manifest type, the size the index gives it, and a subject that is `subject` (the tag
@@ -130,10 +140,29 @@ std::vector<Referrer> fetch_referrers(OciPuller& puller, const ImageReference& i
     auto manifest = parse_manifest(referrer.manifest, what);
     auto named = text_field(manifest.value("subject", json::object()), "digest");
     if (named != subject) throw Error(mismatch_message(what + " names another subject", subject, named.empty() ? "none" : named));
-    referrer.blobs.push_back(descriptor_of(manifest.value("config", json::object()), what));
-    if (!manifest.contains("layers") || !manifest["layers"].is_array()) throw Error(what + " has no layers list");
-    for (const auto& layer : manifest["layers"]) referrer.blobs.push_back(descriptor_of(layer, what));
+    referrer.blobs = manifest_blobs(manifest, what);
     found.push_back(std::move(referrer));
+  }
+  return found;
+}
+
+// What cosign attached to `subject` by tag besides its signature: attestations at
+// sha256-<hex>.att (DSSE envelopes) and an SBOM at sha256-<hex>.sbom. Most images have
+// neither, so a 404 is no error; any other failure is. Each must be an image manifest (as
+// cosign writes them) and is fetched by tag, so only the registry's Docker-Content-Digest
+// vouches for it; its blobs are held to their digests like every blob. Carried, never verified
+// (docs/images.md "Attestations and SBOMs attached by tag").
+std::vector<Referrer> fetch_cosign_attachments(OciPuller& puller, const ImageReference& image, const std::string& subject) {
+  std::vector<Referrer> found;
+  for (auto suffix : {cache::kCosignAttestationSuffix, cache::kCosignSbomSuffix}) {
+    std::string tag = cache::cosign_attachment_tag(subject, suffix);
+    auto manifest = puller.manifest_if_present(image, tag);
+    if (!manifest) continue;
+    std::string what = "the cosign attachment " + image.address() + ":" + tag;
+    check_manifest_type(*manifest, what);
+    if (is_index(manifest->media_type)) throw Error(what + " (" + manifest->digest + ") is an index, not an image manifest");
+    auto blobs = manifest_blobs(parse_manifest(*manifest, what), what);
+    found.push_back({std::move(*manifest), std::move(blobs), tag});
   }
   return found;
 }
@@ -480,6 +509,8 @@ void ImageFetcher::fetch_tops() {
       if (tops[r] && impl.with_referrers) {
         try {
           impl.referrers[r] = fetch_referrers(impl.pullers[r], impl.requests[r].reference, tops[r]->digest);
+          for (auto& attached : fetch_cosign_attachments(impl.pullers[r], impl.requests[r].reference, tops[r]->digest))
+            impl.referrers[r].push_back(std::move(attached));
         } catch (const Error& error) {
           impl.referrer_errors[r] = error.what();
         }
@@ -593,7 +624,9 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
     if (!impl.referrers.empty() && state.top) {
       for (const auto& referrer : impl.referrers[impl.first[r]]) {
         const auto& manifest = referrer.manifest;
-        result.rows.push_back(image_row(cache::ArtifactKind::image_attachment, image, state.top->digest, "", manifest.digest,
+        // A referrer under its subject's digest; a cosign attachment under its tag, as the .sig.
+        const std::string& version = referrer.tag.empty() ? state.top->digest : referrer.tag;
+        result.rows.push_back(image_row(cache::ArtifactKind::image_attachment, image, version, "", manifest.digest,
                                         static_cast<std::int64_t>(manifest.bytes.size()), manifest.url));
         for (const auto& blob : referrer.blobs)
           result.rows.push_back(image_row(cache::ArtifactKind::image_blob, image, manifest.digest, "", blob.digest, blob.size,

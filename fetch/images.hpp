@@ -85,7 +85,9 @@ class ImageFetcher {
   void require_signatures(cache::CosignPolicy policy);
   // Before fetch_tops(): each image's referrers (manifests whose subject is its top manifest:
   // attestations, SBOMs) are fetched with it and stored as image_attachment rows whose version
-  // is that top digest (OciPuller::referrers; none where the registry has none).
+  // is that top digest (OciPuller::referrers; none where the registry has none). So are the
+  // attestations and SBOM cosign attached to it by tag (sha256-<hex>.att, .sbom), as
+  // image_attachment rows whose version is that tag; neither is verified.
   void take_referrers();
   void resolve();  // fetch_tops(), then resolve_tops()
   void fetch_tops();

@@ -66,11 +66,17 @@ HttpResponse OciPuller::get(const ImageReference& image, const std::string& url,
 }
 
 FetchedManifest OciPuller::manifest(const ImageReference& image, const std::string& reference) {
+  auto fetched = manifest_if_present(image, reference);
+  if (!fetched)
+    throw Error("image " + image.address() + ":" + reference + " not found (" + redact_url(manifest_url(image, reference)) + ")");
+  return std::move(*fetched);
+}
+
+std::optional<FetchedManifest> OciPuller::manifest_if_present(const ImageReference& image, const std::string& reference) {
   FetchedManifest fetched;
   fetched.url = manifest_url(image, reference);
   auto response = get(image, fetched.url, image_media::accept_all);
-  if (response.status == 404)
-    throw Error("image " + image.address() + ":" + reference + " not found (" + redact_url(fetched.url) + ")");
+  if (response.status == 404) return std::nullopt;
   if (response.status != 200)
     throw Error("cannot fetch the manifest " + image.address() + ":" + reference + " (" + redact_url(fetched.url) +
                 "): " + response.status_text());

@@ -32,6 +32,9 @@ class OciPuller {
   // GET /v2/<repository>/manifests/<reference>. By digest: the bytes must hash to it. By tag:
   // the registry's Docker-Content-Digest, when given, must match the bytes.
   [[nodiscard]] FetchedManifest manifest(const ImageReference& image, const std::string& reference);
+  // The same, nullopt when the registry answers 404: for tags that are often absent (cosign's
+  // sha256-<hex>.att and .sbom). Any other failure is still an error.
+  [[nodiscard]] std::optional<FetchedManifest> manifest_if_present(const ImageReference& image, const std::string& reference);
   // GET /v2/<repository>/blobs/<digest> into memory, for the small blobs read before anything
   // is stored (a signature's payloads): `size` is the descriptor's, at most `limit`; the bytes
   // must have that size and hash to `digest`.

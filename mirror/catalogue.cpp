@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -397,8 +398,9 @@ std::map<std::pair<std::string, std::string>, std::vector<std::string>> cosign_s
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> signers;
   for (const auto& a : source.artifacts) {
     if (a.kind != cache::ArtifactKind::image_attachment) continue;
+    // Only the .sig attachment is a signature; .att and .sbom are carried unverified.
     auto signed_digest = cache::image_attachment_tag(a.version);
-    if (!signed_digest) continue;
+    if (!signed_digest || a.version != cache::image_signature_tag(*signed_digest)) continue;
     auto& keys = signers[{a.address, *signed_digest}];
     if (auto it = source.provenance.find(a.id); it != source.provenance.end())
       for (const auto& p : it->second)
@@ -406,6 +408,16 @@ std::map<std::pair<std::string, std::string>, std::vector<std::string>> cosign_s
           keys.push_back(p.key_fingerprint);
   }
   return signers;
+}
+
+// "attestation" or "sbom" for a cosign attachment at sha256-<hex>.att or .sbom; nullopt for
+// anything else (the .sig, a referrer, an image).
+std::optional<std::string> cosign_attachment_kind(const cache::Artifact& row) {
+  auto subject = row.kind == cache::ArtifactKind::image_attachment ? cache::image_attachment_tag(row.version) : std::nullopt;
+  if (!subject) return std::nullopt;
+  if (row.version == cache::cosign_attachment_tag(*subject, cache::kCosignAttestationSuffix)) return "attestation";
+  if (row.version == cache::cosign_attachment_tag(*subject, cache::kCosignSbomSuffix)) return "sbom";
+  return std::nullopt;
 }
 
 // Every stored image index and platform manifest, each linked where the site serves it, with
@@ -422,9 +434,11 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
   auto rows = artifacts_newest_first(source, cache::ArtifactKind::image_index);
   auto manifests = artifacts_newest_first(source, cache::ArtifactKind::image_manifest);
   rows.insert(rows.end(), manifests.begin(), manifests.end());
-  // Referrers (SBOMs, attestations) under the digest of the image they name, its tag column.
+  // Referrers (SBOMs, attestations) under the digest of the image they name, its tag column;
+  // cosign's attestations and SBOMs under their tags (sha256-<hex>.att, .sbom). The .sig is
+  // shown as the Signature of what it signs, not as a row.
   for (const auto* attachment : artifacts_newest_first(source, cache::ArtifactKind::image_attachment))
-    if (!cache::image_digest_problem(attachment->version)) rows.push_back(attachment);
+    if (!cache::image_digest_problem(attachment->version) || cosign_attachment_kind(*attachment)) rows.push_back(attachment);
   std::map<std::pair<std::string, std::string>, std::string> index_of_tag;  // (address, tag) → index digest
   for (const auto& a : source.artifacts)
     if (a.kind == cache::ArtifactKind::image_index) index_of_tag[{a.address, a.version}] = a.filename;
@@ -434,17 +448,23 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
     std::string path = served_at(source, std::string(site_paths::registry_api) + repository + "/manifests/" + image->filename,
                                  image->digest);
     if (!path.empty()) catalogue.has_images = true;
+    auto attached = cosign_attachment_kind(*image);
     std::string platform = image->kind == cache::ArtifactKind::image_index        ? "index"
+                           : attached                                             ? *attached
                            : image->kind == cache::ArtifactKind::image_attachment ? "referrer"
                                                                                   : image->platform;
     auto index = index_of_tag.find({image->address, image->version});
     std::string top = index != index_of_tag.end() ? index->second : image->filename;
     std::vector<std::string> keys;
     if (auto it = signers.find({image->address, top}); it != signers.end()) keys = it->second;
-    auto signature = keys.empty() ? status("unsigned", Tone::warning)
-                                  : hash(keys.front(), std::vector<std::string>(keys.begin() + 1, keys.end()));
-    if (!keys.empty()) signature.tone = Tone::good;
-    add_flat_row(section, RowFields()
+    // An attestation or SBOM is carried as attached upstream, checked by digest only.
+    auto signature = attached      ? status("not verified", Tone::warning)
+                     : keys.empty() ? status("unsigned", Tone::warning)
+                                    : hash(keys.front(), std::vector<std::string>(keys.begin() + 1, keys.end()));
+    if (!attached && !keys.empty()) signature.tone = Tone::good;
+    RowFields fields;
+    if (attached) fields.data("attached_to", *cache::image_attachment_tag(image->version));
+    add_flat_row(section, fields
                               .code("image", image->address)
                               .code("tag", image->version)
                               .code("platform", platform)

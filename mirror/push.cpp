@@ -5,6 +5,7 @@
 #include <ctime>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -240,6 +241,24 @@ class Registry {
     return present(response, manifest_url) ? response.header("docker-content-digest") : std::string();
   }
 
+  // Whether the registry answers the OCI 1.1 referrers API (GET …/referrers/<digest> with an
+  // index); distribution 2.8, Debian's docker-registry, does not.
+  bool has_referrers_api(const std::string& repository, const std::string& subject) {
+    auto response = request(Method::get, repository, url(repository, "referrers/" + subject), {std::string("Accept: ") + oci_media::index});
+    return response.status == 200 && response.content_type() == oci_media::index;
+  }
+
+  // The bytes the registry has under `reference`, nullopt when it has none.
+  std::optional<std::string> get_manifest(const std::string& repository, const std::string& reference, const std::string& accept) {
+    const auto manifest_url = url(repository, "manifests/" + reference);
+    auto response = request(Method::get, repository, manifest_url, {"Accept: " + accept});
+    if (response.status == 404) return std::nullopt;
+    if (response.status != 200)
+      throw Error("cannot read the manifest " + repository + ":" + reference + " (GET " + redact_url(manifest_url) +
+                  "): " + response.status_text());
+    return std::move(response.body);
+  }
+
   void put_manifest(const std::string& repository, const std::string& reference, const std::string& media_type,
                     const std::string& bytes) {
     const auto manifest_url = url(repository, "manifests/" + reference);
@@ -330,6 +349,34 @@ class Pusher {
       ++stats.manifests_pushed;
     }
     return digest;
+  }
+
+  // The referrers tag schema (OCI 1.1) for a registry without the referrers API: the index at
+  // sha256-<hex of subject> lists the subject's referrers, so that clients of that registry find
+  // them. Whatever it lists already (other clients' referrers) stays listed; ours are added.
+  void referrers_tag(const std::string& repository, const std::string& subject, const json& ours) {
+    const std::string tag = "sha256-" + subject.substr(7);
+    json index{{"schemaVersion", 2}, {"mediaType", oci_media::index}, {"manifests", json::array()}};
+    const auto held = registry_.get_manifest(repository, tag, oci_media::index);
+    if (held) {
+      index = json::parse(*held, nullptr, false);
+      if (!index.is_object() || !index.contains("manifests") || !index["manifests"].is_array())
+        throw Error("the tag " + repository + ":" + tag + " holds something other than a referrers index; it was left as it is");
+    }
+    bool added = false;
+    for (const auto& descriptor : ours["manifests"]) {
+      const auto& listed = index["manifests"];
+      auto same = [&](const json& d) { return d.is_object() && d.contains("digest") && d["digest"] == descriptor["digest"]; };
+      if (std::any_of(listed.begin(), listed.end(), same)) continue;
+      index["manifests"].push_back(descriptor);
+      added = true;
+    }
+    if (held && !added) {
+      ++stats.manifests_present;
+      return;
+    }
+    registry_.put_manifest(repository, tag, oci_media::index, index.dump());
+    ++stats.manifests_pushed;
   }
 
   void say(const std::string& line) {
@@ -461,6 +508,10 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
       push_manifest(tag.tag, tag.digest, tag.media_type);
       push.stats.references.push_back(target.registry + "/" + repository + ":" + tag.tag);
     }
+    // Referrers went up by digest with the manifests above; a registry with the API lists them
+    // from their subject, one without needs the tag schema's index.
+    for (const auto& [subject, index] : image.referrers)
+      if (!registry.has_referrers_api(repository, subject)) push.referrers_tag(repository, subject, json::parse(index));
   }
   return push.stats;
 }

@@ -165,6 +165,7 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
     // get an empty index from mirror serve itself.
     for (const auto& digest : seen) referrers.try_emplace(digest, json::array());
     for (const auto& [subject, descriptors] : referrers) {
+      if (!descriptors.empty()) image.referrers[subject] = referrers_index(descriptors).dump();
       SiteResource index;
       index.referrers_index = true;
       index.content_type = image_media::oci_index;

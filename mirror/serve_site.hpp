@@ -83,6 +83,9 @@ struct PublishedImage {
   };
   std::vector<Content> manifests;  // indexes and manifests, children before the indexes that list them
   std::vector<Content> blobs;
+  // subject digest → the OCI image index of its stored referrers, as /referrers/ answers it;
+  // only subjects that have some (`mirror push` writes it where a registry lacks the API).
+  std::map<std::string, std::string> referrers;
 };
 
 // One provider version as published (input for `mirror push`).

@@ -276,6 +276,39 @@ TEST(CatalogueTest, ImagesShowTheKeyThatSignedThemOrUnsigned) {
   EXPECT_EQ(html.find("Needs images in this mirror"), std::string::npos);
 }
 
+TEST(CatalogueTest, CosignAttestationsAndSbomsAreRowsOfTheirImageNotSignatures) {
+  auto source = sample_source();
+  using cache::ArtifactKind;
+  std::erase_if(source.artifacts, [](const cache::Artifact& a) {
+    return a.kind == ArtifactKind::image_index || a.kind == ArtifactKind::image_manifest;
+  });
+  const std::string index = "sha256:" + std::string(64, '3');
+  const std::string hex = std::string(64, '3');
+  for (auto row : {image_row(20, ArtifactKind::image_index, "registry.k8s.io/pause", "3.10.2", "", '3'),
+                   image_row(23, ArtifactKind::image_attachment, "registry.k8s.io/pause", "sha256-" + hex + ".sig", "", '6'),
+                   image_row(25, ArtifactKind::image_attachment, "registry.k8s.io/pause", "sha256-" + hex + ".att", "", '8'),
+                   image_row(26, ArtifactKind::image_attachment, "registry.k8s.io/pause", "sha256-" + hex + ".sbom", "", '9')}) {
+    source.served["/v2/mirror/" + row.address + "/manifests/" + row.filename] = row.digest;
+    source.artifacts.push_back(row);
+  }
+  source.provenance[23] = {{23, "", std::string(64, '6'), "", "sha256:" + std::string(64, '7'), "cosign signature of sha256:… verified",
+                            "2026-11-05T10:00:00Z"}};
+  auto images = json::parse(mirror::render_catalogue_json(mirror::build_catalogue(source)))["images"];
+  // The index (signed by the .sig, which is no row), then the attestation and the SBOM.
+  ASSERT_EQ(images.size(), 3u) << images.dump();
+  EXPECT_EQ(images[0]["platform"], "index");
+  EXPECT_EQ(images[0]["signed_by"], json::array({"sha256:" + std::string(64, '7')}));
+  std::map<std::string, json> attached;
+  for (int i : {1, 2}) attached[images[i]["platform"].get<std::string>()] = images[i];
+  ASSERT_EQ(attached.size(), 2u) << images.dump();
+  EXPECT_EQ(attached["attestation"]["tag"], "sha256-" + hex + ".att");
+  EXPECT_EQ(attached["sbom"]["tag"], "sha256-" + hex + ".sbom");
+  for (const auto& [kind, row] : attached) {
+    EXPECT_EQ(row["attached_to"], index) << kind;
+    EXPECT_EQ(row["signed"], false) << kind << ": an attachment is not verified, whatever signs its image";
+  }
+}
+
 TEST(CatalogueTest, HtmlEscapeCoversTextAndAttributeContexts) {
   EXPECT_EQ(mirror::html_escape("<script>alert(1)</script>"), "&lt;script&gt;alert(1)&lt;/script&gt;");
   EXPECT_EQ(mirror::html_escape("\" onmouseover='x' &amp;"), "&quot; onmouseover=&#39;x&#39; &amp;amp;");

@@ -305,5 +305,65 @@ TEST_F(OciArtifactsTest, ReferrersOfAnImageAreStoredCarriedInABundleAndServedWit
   }
 }
 
+// mirror push to a registry without the referrers API (distribution 2.8) writes the tag
+// schema's index at sha256-<hex of the subject>, so that a client of that registry, which has
+// only the tag to go by, finds the image's referrers there.
+TEST_F(OciArtifactsTest, PushWritesTheReferrersTagIndexWhereTheRegistryHasNoReferrersApi) {
+  auto image = push_image(temp_ / "work", *registry_, "fixture/app", "1.0", {"linux/amd64"}, "app");
+  std::string subject = image["index"];
+  auto sbom = push_artifact(temp_ / "work", *registry_, "fixture/app", "sbom", "generic", subject, image["index_size"]);
+  json tag_index{{"schemaVersion", 2},
+                 {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                 {"manifests", json::array({{{"mediaType", sbom["media_type"]},
+                                             {"digest", sbom["digest"]},
+                                             {"size", sbom["size"]},
+                                             {"artifactType", sbom["artifact_type"]}}})}};
+  podplane::test::write_file(temp_ / "tag-index.json", tag_index.dump());
+  must(run({"curl", "-sSf", "-X", "PUT", "-H", "Content-Type: application/vnd.oci.image.index.v1+json", "--data-binary",
+            "@" + (temp_ / "tag-index.json").string(),
+            registry_->base() + "/v2/fixture/app/manifests/sha256-" + subject.substr(7)}),
+       "curl PUT of the referrers tag index");
+  fs::path online = temp_ / "online";
+  podplane::test::write_file(temp_ / "images.txt", registry_->host() + "/fixture/app:1.0\n");
+  auto options = at(online);
+  options.env["PODPLANE_PLAIN_HTTP_REGISTRIES"] = registry_->host();
+  auto fetched = run_podplane({"deps", "images", "-f", (temp_ / "images.txt").string(), "--arch", "amd64"}, options);
+  ASSERT_EQ(fetched.exit_code, 0) << show(fetched);
+
+  const std::string pushed_repository = "site/" + mirror::mirror_repository(registry_->host() + "/fixture/app");
+  CurlSession http;
+  HttpRequest get;
+  get.headers = {"Accept: application/vnd.oci.image.index.v1+json"};
+  const std::string tag_url = registry_->base() + "/v2/" + pushed_repository + "/manifests/sha256-" + subject.substr(7);
+  std::string first;
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "first push" : "second push");
+    auto pushed = run_podplane({"mirror", "push", "oci://" + registry_->host() + "/site", "--plain-http"}, at(online));
+    ASSERT_EQ(pushed.exit_code, 0) << show(pushed);
+    auto answer = http.fetch(tag_url, get);
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    auto index = json::parse(answer.body, nullptr, false);
+    ASSERT_TRUE(index.is_object()) << answer.body;
+    ASSERT_EQ(index["manifests"].size(), 1u) << answer.body;
+    EXPECT_EQ(index["manifests"][0]["digest"], sbom["digest"]);
+    EXPECT_EQ(index["manifests"][0]["artifactType"], sbom["artifact_type"]);
+    if (round == 0) first = answer.body;
+    else EXPECT_EQ(answer.body, first) << "a second push changed the tag index";
+  }
+
+  // A client of the pushed-to registry finds the referrer through the tag.
+  fs::path downstream = temp_ / "downstream";
+  podplane::test::write_file(temp_ / "pushed.txt", registry_->host() + "/" + pushed_repository + ":1.0\n");
+  auto from_push = at(downstream);
+  from_push.env["PODPLANE_PLAIN_HTTP_REGISTRIES"] = registry_->host();
+  auto again = run_podplane({"deps", "images", "-f", (temp_ / "pushed.txt").string(), "--arch", "amd64"}, from_push);
+  ASSERT_EQ(again.exit_code, 0) << show(again);
+  auto store = cache::Store::open(downstream, cache::Store::Access::read_only);
+  auto attachments = store.artifacts({.kind = cache::ArtifactKind::image_attachment});
+  ASSERT_EQ(attachments.size(), 1u);
+  EXPECT_EQ(attachments[0].version, subject);
+  EXPECT_EQ(attachments[0].filename, sbom["digest"]);
+}
+
 }  // namespace
 }  // namespace podplane::serve_test

@@ -5,6 +5,8 @@
 // the mirror with use-sigstore-attachments. Debian's skopeo fetches sigstore attachments but
 // does not verify them, so the test checks what it fetched as containers/image does: the
 // payload type, the digest the payload names, and the ECDSA signature with the key (openssl).
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "base/digest.hpp"
@@ -68,6 +70,22 @@ class SignedImagesTest : public ::testing::Test {
     must(run({"skopeo", "copy", "--quiet", "--preserve-digests", "--dest-tls-verify=false", "oci:" + layout.string() + ":" + tag,
               "docker://" + registry_->host() + "/" + name + ":" + tag}),
          "skopeo copy of the signature into the registry");
+  }
+
+  // What cosign attaches beside the signature, unsigned: an attestation ("att", at
+  // sha256-<hex>.att) or an SBOM ("sbom"). Returns cosign_sign.py's summary (tag, manifest,
+  // payload, media_type).
+  json attach(const std::string& name, const std::string& digest, const std::string& kind) {
+    fs::path layout = temp_ / "work" / ("attach-" + std::to_string(++signatures_));
+    auto made = run({"python3", (podplane::test::source_dir() / "tests/tools/images/cosign_sign.py").string(), layout.string(),
+                     "--attach", kind, "--digest", digest, "--reference", registry_->host() + "/" + name});
+    must(made, "cosign_sign.py --attach");
+    auto summary = json::parse(made.out);
+    std::string tag = summary["tag"];
+    must(run({"skopeo", "copy", "--quiet", "--preserve-digests", "--dest-tls-verify=false", "oci:" + layout.string() + ":" + tag,
+              "docker://" + registry_->host() + "/" + name + ":" + tag}),
+         "skopeo copy of the attachment into the registry");
+    return summary;
   }
 
   ProcessOptions at(const fs::path& root) const {
@@ -368,6 +386,131 @@ TEST_F(SignedImagesTest, SignaturesTravelInBundlesAndGoOutThroughExportAndPush) 
   ASSERT_EQ(pushed.exit_code, 0) << show(pushed);
   std::string target = "docker://" + registry_->host() + "/site/" + mirror::mirror_repository(registry_->host() + "/fixture/app") + ":1.0";
   expect_skopeo_fetches_valid_signature(target, {"--src-tls-verify=false"}, app_["index"], site_pub_);
+}
+
+TEST_F(SignedImagesTest, AttestationsAndSbomsAttachedByTagTravelWithTheImage) {
+  const std::string address = registry_->host() + "/fixture/app";
+  const std::vector<json> attached{attach("fixture/app", app_["index"], "att"), attach("fixture/app", app_["index"], "sbom")};
+  // Stored with the image, each under its tag as the .sig is, its config and payload with it.
+  auto expect_stored = [&](const fs::path& root) {
+    auto store = cache::Store::open(root, cache::Store::Access::read_only);
+    auto attachments = store.artifacts({.kind = cache::ArtifactKind::image_attachment, .address = address});
+    ASSERT_EQ(attachments.size(), attached.size()) << root;
+    for (const auto& summary : attached) {
+      auto row = std::find_if(attachments.begin(), attachments.end(), [&](const auto& a) { return a.version == summary["tag"]; });
+      ASSERT_NE(row, attachments.end()) << summary["tag"];
+      EXPECT_EQ(row->filename, summary["manifest"]);
+      EXPECT_TRUE(store.has_object(row->digest));
+      EXPECT_TRUE(store.provenance_of(row->id).empty()) << "an attachment is not verified, so no key vouches for it";
+      auto blobs = store.artifacts({.kind = cache::ArtifactKind::image_blob, .address = address, .version = row->filename});
+      ASSERT_EQ(blobs.size(), 2u) << "its config and its payload";
+      for (const auto& blob : blobs) EXPECT_TRUE(store.has_object(blob.digest));
+      EXPECT_TRUE(std::any_of(blobs.begin(), blobs.end(), [&](const auto& b) { return b.filename == summary["payload"]; }));
+    }
+  };
+
+  fs::path online = temp_ / "online";
+  auto fetched = deps_images(online, {"fixture/app:1.0"}, {});
+  ASSERT_EQ(fetched.exit_code, 0) << show(fetched);
+  expect_stored(online);
+  auto verify = run_podplane({"deps", "verify"}, at(online));
+  EXPECT_EQ(verify.exit_code, 0) << show(verify);
+  // Fetched again (the tags may have moved): nothing new, nothing twice.
+  auto again = deps_images(online, {"fixture/app:1.0"}, {});
+  ASSERT_EQ(again.exit_code, 0) << show(again);
+  expect_stored(online);
+
+  auto keygen = run_podplane({"bundle", "keygen", (temp_ / "bundle-signer").string()}, at(online));
+  ASSERT_EQ(keygen.exit_code, 0) << show(keygen);
+  std::string bundle = (temp_ / "attached.bundle").string();
+  auto create = run_podplane({"bundle", "create", bundle, "--sign", (temp_ / "bundle-signer.key").string()}, at(online));
+  ASSERT_EQ(create.exit_code, 0) << show(create);
+  fs::path offline = temp_ / "offline";
+  auto imported = run_podplane({"bundle", "import", bundle, "--trust", (temp_ / "bundle-signer.pub").string()}, at(offline));
+  ASSERT_EQ(imported.exit_code, 0) << show(imported);
+  expect_stored(offline);
+
+  // mirror serve: each at its tag, with the upstream digest and the manifest's media type.
+  auto server = serve(offline);
+  ASSERT_TRUE(server->started()) << server->log();
+  CurlSession http;
+  HttpRequest get;
+  get.ca_file = temp_ / "tls" / "cert.pem";
+  const std::string repository = mirror::mirror_repository(address);
+  auto tags = json::parse(http.fetch(server->url() + "/v2/" + repository + "/tags/list", get).body, nullptr, false);
+  auto catalogue = json::parse(http.fetch(server->url() + "/catalogue.json", get).body, nullptr, false);
+  ASSERT_TRUE(catalogue.is_object() && catalogue.contains("images")) << catalogue.dump();
+  for (const auto& summary : attached) {
+    SCOPED_TRACE(summary["tag"].get<std::string>());
+    std::string tag = summary["tag"];
+    auto raw = run({"skopeo", "inspect", "--raw", "--cert-dir", (temp_ / "certs.d").string(), mirror_name(server->url(), "fixture/app:" + tag)});
+    ASSERT_EQ(raw.exit_code, 0) << raw.err;
+    EXPECT_EQ(digest_of(raw.out), summary["manifest"]);
+    auto manifest = json::parse(raw.out);
+    EXPECT_EQ(manifest["layers"][0]["mediaType"], summary["media_type"]);
+    auto answer = http.fetch(server->url() + "/v2/" + repository + "/manifests/" + tag, get);
+    EXPECT_EQ(answer.status, 200);
+    EXPECT_EQ(answer.header("content-type"), "application/vnd.oci.image.manifest.v1+json");
+    EXPECT_EQ(answer.header("docker-content-digest"), summary["manifest"]);
+    auto payload = http.fetch(server->url() + "/v2/" + repository + "/blobs/" + summary["payload"].get<std::string>(), get);
+    EXPECT_EQ(payload.status, 200);
+    EXPECT_EQ(digest_of(payload.body), summary["payload"]);
+    EXPECT_NE(std::find(tags["tags"].begin(), tags["tags"].end(), summary["tag"]), tags["tags"].end()) << tags.dump();
+    // Listed per image in the catalogue, as attached to the index, not verified.
+    auto listed = std::find_if(catalogue["images"].begin(), catalogue["images"].end(), [&](const json& row) { return row["tag"] == tag; });
+    ASSERT_NE(listed, catalogue["images"].end()) << catalogue["images"].dump();
+    EXPECT_EQ((*listed)["image"], address);
+    EXPECT_EQ((*listed)["digest"], summary["manifest"]);
+    EXPECT_EQ((*listed)["platform"], tag.ends_with(".att") ? "attestation" : "sbom");
+    EXPECT_EQ((*listed)["attached_to"], app_["index"]);
+    EXPECT_EQ((*listed)["signed"], false);
+    EXPECT_FALSE((*listed)["path"].get<std::string>().empty()) << "served";
+  }
+  auto page = http.fetch(server->url() + "/catalogue/images/", get);
+  EXPECT_NE(page.body.find(attached[0]["tag"].get<std::string>()), std::string::npos);
+  EXPECT_NE(page.body.find("not verified"), std::string::npos);
+
+  // mirror export: each a tag of the image's layout.
+  auto exported = run_podplane({"mirror", "export", (temp_ / "export").string()}, at(offline));
+  ASSERT_EQ(exported.exit_code, 0) << show(exported);
+  fs::path layout = temp_ / "export" / "registry" / repository;
+  for (const auto& summary : attached) {
+    auto raw = run({"skopeo", "inspect", "--raw", "oci:" + layout.string() + ":" + summary["tag"].get<std::string>()});
+    ASSERT_EQ(raw.exit_code, 0) << raw.err;
+    EXPECT_EQ(digest_of(raw.out), summary["manifest"]);
+  }
+
+  // mirror push: each at its tag in the target registry, byte for byte.
+  auto pushed = run_podplane({"mirror", "push", "oci://" + registry_->host() + "/site", "--plain-http"}, at(offline));
+  ASSERT_EQ(pushed.exit_code, 0) << show(pushed);
+  for (const auto& summary : attached) {
+    auto raw = run({"skopeo", "inspect", "--raw", "--tls-verify=false",
+                    "docker://" + registry_->host() + "/site/" + repository + ":" + summary["tag"].get<std::string>()});
+    ASSERT_EQ(raw.exit_code, 0) << raw.err;
+    EXPECT_EQ(digest_of(raw.out), summary["manifest"]);
+  }
+}
+
+TEST_F(SignedImagesTest, AnAttestationWhosePayloadIsNotItsDigestIsRefusedWithNothingIndexed) {
+  auto attestation = attach("fixture/app", app_["index"], "att");
+  std::string payload = attestation["payload"];
+  {
+    fs::path file = registry_->blob_file(payload);
+    std::string bytes = read_file(file);
+    ASSERT_FALSE(bytes.empty());
+    bytes[bytes.size() / 2] ^= 0x55;
+    podplane::test::write_file(file, bytes);  // same length, other bytes: only the digest tells
+  }
+  fs::path root = temp_ / "deps";
+  auto fetched = deps_images(root, {"fixture/app:1.0"}, {});
+  ASSERT_EQ(fetched.exit_code, 1) << show(fetched);
+  EXPECT_NE(fetched.err.find(payload.substr(7)), std::string::npos) << fetched.err;
+  EXPECT_NE(fetched.err.find(registry_->host() + "/fixture/app"), std::string::npos) << fetched.err;
+  EXPECT_NE(fetched.err.find("nothing was indexed"), std::string::npos) << fetched.err;
+  auto store = cache::Store::open(root, cache::Store::Access::read_only);
+  EXPECT_TRUE(store.artifacts().empty()) << "a row of the refused image was indexed";
+  EXPECT_FALSE(store.has_object(payload.substr(7)));
+  EXPECT_FALSE(fs::exists(store.object_path(payload.substr(7)))) << "the tampered bytes reached the object store";
 }
 
 }  // namespace
