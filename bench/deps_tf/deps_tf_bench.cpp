@@ -1,5 +1,8 @@
-// deps_tf_bench [--workdir DIR] [--big-mib N] [--skip-memory] [--skip-deps-tf] [--skip-download]
+// deps_tf_bench [--workdir DIR] [--zip-mib MIN-MAX|0] [--big-mib N] [--skip-memory] [--skip-deps-tf] [--skip-download]
 // Measures, in one run and against a peer on the same server and files (docs/download.md):
+//   payload: the provider zips are sized like real ones (--zip-mib, default 10-30: each zip's
+//            size spread over that range, its executable half incompressible and half
+//            compressible, DEFLATED); --zip-mib 0 keeps the fixture's 16 KiB zips
 //   engine:  a cold fetch of 6 providers x 4 platforms by the Downloader (--jobs 8) vs a
 //            sequential `curl` loop over the same URLs, fixture server adding 50 ms per request
 //            (target >= 4x)
@@ -11,6 +14,10 @@
 //            their artifacts, seeds and the manifests' images) and cold `deps images` of the
 //            fixture's multi-arch image, at 0 and 50 ms, each vs `curl --parallel` over the URLs
 //            it fetched (target <= 1.5x)
+//   floors:  beside each ratio to the wire, the hashing the fill must do (sha256 of every file
+//            the wire fetched, plus the h1 of every provider zip's contents), timed in this
+//            process on one thread and divided by the cores; ours against the larger floor
+//            (target <= 1.5x)
 //   engine peer: where terraform is installed, `terraform providers mirror` + `providers lock`
 //            for the same providers and platforms vs `podplane deps tf --engine terraform
 //            --stack` of a root requiring them (target >= 10x)
@@ -24,7 +31,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +48,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/support/curl_parallel.hpp"
+#include "bench/support/physical_floors.hpp"
 #include "cache/store.hpp"
 #include "net/download.hpp"
 
@@ -48,6 +58,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 const fs::path kTools = fs::path(PODPLANE_SOURCE_DIR) / "tests" / "tools" / "upstream";
+// The fixture every part but the memory one serves, under the workdir.
+const char* const kFixture = "fixture";
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -225,18 +237,27 @@ std::vector<std::string> answered_urls(const std::vector<nlohmann::json>& entrie
   return urls;
 }
 
-// One line: a cold command against curl --parallel over the URLs it fetched.
-void print_against_wire(const std::string& what, int delay_ms, double seconds, const Exit& ours, std::size_t requests,
-                        const podplane::bench::MeasuredRun& wire) {
+// Two lines: a cold command against curl --parallel over the URLs it fetched (into
+// `wire_dir`), then against the larger of the wire and the hashing of what the wire fetched.
+// The wire's files are removed afterwards: with real-sized zips they are hundreds of MiB.
+void print_against_floors(const std::string& what, int delay_ms, double seconds, const Exit& ours,
+                          const std::vector<std::string>& urls, const fs::path& wire_dir,
+                          const podplane::bench::MeasuredRun& wire) {
   std::printf("%s (%2d ms/request): cold %.2f s (CPU %.2f s, peak RSS %.1f MiB) for %zu requests; curl --parallel-max 8 "
               "%.2f s (CPU %.2f s): %.2fx the wire (target <= 1.5x); load %.1f\n",
-              what.c_str(), delay_ms, seconds, ours.cpu_seconds, static_cast<double>(ours.max_rss_kib) / 1024.0, requests,
+              what.c_str(), delay_ms, seconds, ours.cpu_seconds, static_cast<double>(ours.max_rss_kib) / 1024.0, urls.size(),
               wire.seconds, wire.cpu_seconds, seconds / wire.seconds, load_average());
+  std::vector<podplane::bench::FetchedFile> files;
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    files.push_back({podplane::bench::curl_output(wire_dir, i), urls[i].ends_with(".zip")});
+  }
+  podplane::bench::print_floors(what, delay_ms, seconds, ours.cpu_seconds, wire.seconds, podplane::bench::hash_floor(files));
+  fs::remove_all(wire_dir);
 }
 
 void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
   const std::string tag = "delay" + std::to_string(delay_ms);
-  Server server(work / "small", delay_ms, work / (tag + "-access.log"));
+  Server server(work / kFixture, delay_ms, work / (tag + "-access.log"));
   std::vector<std::pair<std::string, std::string>> env{{"TF_CLI_CONFIG_FILE", write_tfrc(work / (tag + ".tfrc"), server.base()).string()},
                                                        {"SSL_CERT_FILE", ca.string()},
                                                        {"PODPLANE_DEPS_URL", server.base()},
@@ -264,9 +285,11 @@ void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
     const std::string path = after[i]["path"];
     if (path.ends_with(".zip")) warm_zip_bytes += after[i]["bytes"].get<std::uint64_t>();
   }
-  const auto parallel = curl_parallel(fetched, ca, work / ("curl-parallel-" + tag));
+  const fs::path wire_dir = work / ("curl-parallel-" + tag);
+  const auto parallel = curl_parallel(fetched, ca, wire_dir);
   const double sequential = curl_loop(fetched, ca, work / ("curl-loop-" + tag));
-  print_against_wire("deps tf", delay_ms, cold_s, cold, fetched.size(), parallel);
+  fs::remove_all(work / ("curl-loop-" + tag));
+  print_against_floors("deps tf", delay_ms, cold_s, cold, fetched, wire_dir, parallel);
   std::printf("deps tf (%2d ms/request): sequential curl %.2f s; warm re-run %.2f s (CPU %.2f s; target < 1 s), exit %d, "
               "zip bytes transferred %llu (target 0)\n",
               delay_ms, sequential, warm_s, warm.cpu_seconds, warm.status, static_cast<unsigned long long>(warm_zip_bytes));
@@ -279,7 +302,7 @@ void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
 void bench_deps_download(const fs::path& work, const fs::path& ca, int delay_ms) {
   const std::string tag = "download-delay" + std::to_string(delay_ms);
   const fs::path access_log = work / (tag + "-access.log");
-  Server server(work / "small", delay_ms, access_log);
+  Server server(work / kFixture, delay_ms, access_log);
   auto env_for = [&](const std::string& store) {
     return std::vector<std::pair<std::string, std::string>>{
         {"SSL_CERT_FILE", ca.string()}, {"PODPLANE_DEPS_URL", server.base()}, {"PODPLANE_DEPS_CACHE_DIR", (work / store).string()}};
@@ -294,7 +317,8 @@ void bench_deps_download(const fs::path& work, const fs::path& ca, int delay_ms)
   }
   auto entries = read_log(access_log);
   auto urls = answered_urls(entries, 0, server.base(), [](const std::string&) { return true; });
-  print_against_wire("deps download", delay_ms, seconds, ours, urls.size(), curl_parallel(urls, ca, work / ("curl-" + tag)));
+  const fs::path wire_dir = work / ("curl-" + tag);
+  print_against_floors("deps download", delay_ms, seconds, ours, urls, wire_dir, curl_parallel(urls, ca, wire_dir));
 
   const std::string host = server.base().substr(server.base().find("://") + 3);
   const fs::path list = work / (tag + "-images.txt");
@@ -310,9 +334,9 @@ void bench_deps_download(const fs::path& work, const fs::path& ca, int delay_ms)
   }
   entries = read_log(access_log);
   urls = answered_urls(entries, mark, server.base(), [](const std::string& path) { return path.starts_with("/v2/"); });
-  print_against_wire("deps images", delay_ms, seconds, ours, urls.size(),
-                     podplane::bench::curl_parallel(urls, work / ("curl-" + tag + "-images"),
-                                                    {.ca_file = ca, .headers = {kOciAccept}}));
+  const fs::path images_wire_dir = work / ("curl-" + tag + "-images");
+  print_against_floors("deps images", delay_ms, seconds, ours, urls, images_wire_dir,
+                       podplane::bench::curl_parallel(urls, images_wire_dir, {.ca_file = ca, .headers = {kOciAccept}}));
 }
 
 // The real consumer's own way to fill a mirror: `terraform providers mirror` then `providers
@@ -324,7 +348,7 @@ void bench_terraform_peer(const fs::path& work, const nlohmann::json& fixture, c
     std::printf("terraform peer: skipped, no terraform in /usr/local/bin\n");
     return;
   }
-  Server server(work / "small", 50, work / "terraform-access.log");
+  Server server(work / kFixture, 50, work / "terraform-access.log");
   const fs::path tfrc = write_tfrc(work / "terraform.tfrc", server.base());
   auto write_root = [&](const fs::path& root) {
     fs::create_directories(root);
@@ -373,16 +397,56 @@ void bench_terraform_peer(const fs::path& work, const nlohmann::json& fixture, c
               terraform_s, podplane_s, terraform_s / podplane_s, their_lock == our_lock ? "identical" : "DIFFER");
 }
 
+// "MIN-MAX" in MiB, or "0" for the fixture's small zips.
+bool parse_mib_range(const std::string& text, long& min, long& max) {
+  if (text == "0") {
+    min = max = 0;
+    return true;
+  }
+  const auto dash = text.find('-');
+  if (dash == std::string::npos) return false;
+  char* end = nullptr;
+  min = std::strtol(text.c_str(), &end, 10);
+  if (end != text.c_str() + dash) return false;
+  max = std::strtol(text.c_str() + dash + 1, &end, 10);
+  return *end == '\0' && min > 0 && min <= max;
+}
+
+// What the provider zips are: the range's ends and their sum, as built.
+void print_fixture(const nlohmann::json& fixture, bool real_sized, double build_seconds) {
+  std::uint64_t smallest = UINT64_MAX, largest = 0, total = 0;
+  std::size_t zips = 0;
+  for (const auto& provider : fixture["providers"]) {
+    for (const auto& version : provider["versions"]) {
+      for (const auto& [platform, pkg] : version["packages"].items()) {
+        const auto size = pkg["size"].get<std::uint64_t>();
+        smallest = std::min(smallest, size);
+        largest = std::max(largest, size);
+        total += size;
+        ++zips;
+      }
+    }
+  }
+  const double unit = real_sized ? 1024.0 * 1024.0 : 1024.0;
+  std::printf("fixture: %zu provider zips (%s), %.1f to %.1f %s, %.1f MiB in all; built in %.0f s\n", zips,
+              real_sized ? "executables half incompressible, half compressible, deflated" : "stored pseudo-random bytes",
+              static_cast<double>(smallest) / unit, static_cast<double>(largest) / unit, real_sized ? "MiB" : "KiB",
+              static_cast<double>(total) / (1024.0 * 1024.0), build_seconds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fs::path work;
   long big_mib = 100;
+  long zip_mib_min = 10, zip_mib_max = 30;  // 0-0: the fixture's own 16 KiB zips
   bool memory = true, deps_tf = true, download = true;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--workdir" && i + 1 < argc) {
       work = argv[++i];
+    } else if (arg == "--zip-mib" && i + 1 < argc && parse_mib_range(argv[i + 1], zip_mib_min, zip_mib_max)) {
+      ++i;
     } else if (arg == "--big-mib" && i + 1 < argc) {
       big_mib = std::stol(argv[++i]);
     } else if (arg == "--skip-memory") {
@@ -392,7 +456,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--skip-download") {
       download = false;
     } else {
-      std::fprintf(stderr, "usage: deps_tf_bench [--workdir DIR] [--big-mib N] [--skip-memory] [--skip-deps-tf] [--skip-download]\n");
+      std::fprintf(stderr, "usage: deps_tf_bench [--workdir DIR] [--zip-mib MIN-MAX|0] [--big-mib N] [--skip-memory] "
+                           "[--skip-deps-tf] [--skip-download]\n");
       return 2;
     }
   }
@@ -405,17 +470,26 @@ int main(int argc, char** argv) {
   std::printf("deps_tf_bench: workdir %s, load average %.1f at the start\n", work.c_str(), load_average());
 
   // 1. Engine vs sequential curl, 50 ms added per request.
-  build(work / "small", {"--complete-platforms"});
-  const auto fixture = read_json(work / "small" / "fixture.json");
-  const fs::path ca = work / "small" / "tls" / "ca.pem";
+  std::vector<std::string> fixture_options{"--complete-platforms"};
+  if (zip_mib_max > 0) {
+    fixture_options.insert(fixture_options.end(), {"--zip-size-range", std::to_string(zip_mib_min << 20) + ":" +
+                                                   std::to_string(zip_mib_max << 20), "--zip-compressible-half"});
+  }
+  const auto build_start = Clock::now();
+  build(work / kFixture, fixture_options);
+  const auto fixture = read_json(work / kFixture / "fixture.json");
+  print_fixture(fixture, zip_mib_max > 0, since(build_start));
+  const fs::path ca = work / kFixture / "tls" / "ca.pem";
   {
-    Server server(work / "small", 50, work / "small-access.log");
+    Server server(work / kFixture, 50, work / "engine-access.log");
     auto items = first_versions(fixture, server.base());
     std::vector<std::string> urls;
     for (const auto& item : items) urls.push_back(item.url);
     const double engine = fetch_with_engine(items, ca, work / "deps-engine");
     const double curl = curl_loop(urls, ca, work / "curl-engine");
     const double parallel = curl_parallel(urls, ca, work / "curl-parallel-engine").seconds;
+    fs::remove_all(work / "curl-engine");
+    fs::remove_all(work / "curl-parallel-engine");
     std::printf("engine:  %zu zips, Downloader --jobs 8 %.2f s, sequential curl %.2f s: %.1fx (target >= 4x); "
                 "curl --parallel-max 8 %.2f s: %.2fx the wire\n",
                 items.size(), engine, curl, curl / engine, parallel, engine / parallel);

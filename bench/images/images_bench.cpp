@@ -3,7 +3,8 @@
 // `skopeo copy --all` of the same image from the same docker-registry on loopback, as users run
 // it (into an OCI layout), and against `curl --parallel --parallel-max 8` of the same index,
 // manifests and blobs (the wire's limit), measured in the same run. Prints each with its CPU
-// time, the ratios, and the load average.
+// time, the ratios, and the load average; and the physical floors (bench/support/
+// physical_floors.hpp): the wire, and the sha256 of every file it fetched divided by the cores.
 //   usage: images_bench [--layer-mib N] [--rounds N]
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 
 #include "bench/support/curl_parallel.hpp"
 #include "bench/support/measured_run.hpp"
+#include "bench/support/physical_floors.hpp"
 #include "tests/serve/registry_fixture.hpp"
 
 namespace ps = podplane::serve_test;
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
   double best_ours = 1e9, best_skopeo = 1e9, best_curl = 1e9;
   double cpu_ours = 0, cpu_skopeo = 0, cpu_curl = 0;  // of the best run
   long rss_ours = 0, rss_skopeo = 0, rss_curl = 0;
+  podplane::bench::HashFloor hash;  // of the first round's files: every round fetches the same
   for (int round = 0; round < rounds; ++round) {
     fs::path root = temp / ("deps-" + std::to_string(round));
     auto ours = measure({PODPLANE_BINARY, "deps", "images", "-f", (temp / "images.txt").string(), "--arch", "all", "--quiet"},
@@ -69,6 +72,11 @@ int main(int argc, char** argv) {
     rss_ours = std::max(rss_ours, ours.max_rss_kib);
     rss_skopeo = std::max(rss_skopeo, skopeo.max_rss_kib);
     rss_curl = std::max(rss_curl, curl.max_rss_kib);
+    if (round == 0) {
+      std::vector<podplane::bench::FetchedFile> files;
+      for (std::size_t i = 0; i < urls.size(); ++i) files.push_back({podplane::bench::curl_output(curl_dir, i), false});
+      hash = podplane::bench::hash_floor(files);
+    }
     fs::remove_all(root);
     fs::remove_all(layout);
     fs::remove_all(curl_dir);
@@ -83,5 +91,6 @@ int main(int argc, char** argv) {
               static_cast<double>(rss_ours) / static_cast<double>(rss_skopeo));
   std::printf("ratio time (podplane/curl --parallel): %.2f (target <= 1.5); load average %.1f\n", best_ours / best_curl,
               load[0]);
+  podplane::bench::print_floors("deps images", 0, best_ours, cpu_ours, best_curl, hash);
   return 0;
 }

@@ -17,6 +17,11 @@ struct CurlParallelOptions {
   std::vector<std::string> headers;     // sent with every request, e.g. an OCI Accept
 };
 
+// Where curl_parallel put the body of urls[index].
+inline std::filesystem::path curl_output(const std::filesystem::path& dir, std::size_t index) {
+  return dir / std::to_string(index);
+}
+
 inline MeasuredRun curl_parallel(const std::vector<std::string>& urls, const std::filesystem::path& dir,
                                  const CurlParallelOptions& options = {}) {
   std::filesystem::create_directories(dir);
@@ -24,8 +29,9 @@ inline MeasuredRun curl_parallel(const std::vector<std::string>& urls, const std
   {
     std::ofstream out(config);
     for (const auto& header : options.headers) out << "header = \"" << header << "\"\n";
-    int n = 0;
-    for (const auto& url : urls) out << "url = \"" << url << "\"\noutput = \"" << (dir / std::to_string(n++)).string() << "\"\n";
+    for (std::size_t i = 0; i < urls.size(); ++i) {
+      out << "url = \"" << urls[i] << "\"\noutput = \"" << curl_output(dir, i).string() << "\"\n";
+    }
   }
   std::vector<std::string> argv{"curl", "-sS", "-f", "--parallel", "--parallel-max", "8"};
   if (!options.ca_file.empty()) argv.insert(argv.end(), {"--cacert", options.ca_file.string()});

@@ -2,7 +2,8 @@
 """Builds the fixture upstream: a complete, local copy of everything `podplane deps` fetches.
 
     build_fixture.py OUT_DIR [--corrupt-zip NAME] [--wrong-key PROVIDER] [--shasums-mismatch NAME]
-                             [--zip-size BYTES] [--add-provider NS/TYPE=V1,V2]... [--add-version WHAT=VERSION]...
+                             [--zip-size BYTES] [--zip-size-range MIN:MAX] [--zip-compressible-half]
+                             [--add-provider NS/TYPE=V1,V2]... [--add-version WHAT=VERSION]...
                              [--boot-fault kernel-digest|missing-partition|missing-path|not-ext4|corrupt-qcow2]
 
 OUT_DIR gets:
@@ -235,15 +236,43 @@ class Gpg:
 RUNNABLE_TYPES = ["podplane", "random", "null", "tls", "cloudinit"]
 
 
-def provider_zip(ptype, version, platform, size, runnable=None):
+# A compressible stand-in for machine code: each pseudo-random byte becomes one of a few common
+# opcode-like bytes, skewed towards 0x00 (about 2.3 bits of entropy a byte). zlib level 1 makes
+# it about 0.42 of its size, so a half-random, half-this executable deflates to about 0.71.
+OPCODE_LIKE = bytes([0x00] * 128 + [0x48] * 32 + [0x89] * 32 + [0x8b] * 16 + [0xe8] * 16 + [0xc3] * 8 + [0xff] * 8
+                    + [0x0f] * 8 + [0x24] * 8)
+HALF_COMPRESSIBLE_ZIP_RATIO = 0.71
+
+
+def zip_size_of(ptype, version, platform, config):
+    """The size the zip of one package should come out at: --zip-size, or with --zip-size-range
+    a size spread over the range by a hash of the package's name (deterministic, and about even
+    over the fill's packages whatever their order)."""
+    if "zip_size_range" not in config:
+        return config["zip_size"]
+    low, high = config["zip_size_range"]
+    spread = int.from_bytes(hashlib.sha256(("%s/%s/%s" % (ptype, version, platform)).encode()).digest()[:8], "big") / 2.0 ** 64
+    return low + int((high - low) * spread)
+
+
+def provider_zip(ptype, version, platform, size, runnable=None, compressible_half=False):
     """A flat zip with one executable, deterministic bytes (fixed times, stored payload).
 
     runnable: (platform, bytes) of a real plugin executable; zips of that platform for the
-    RUNNABLE_TYPES carry it instead of the fixture script, so the engine can start them."""
+    RUNNABLE_TYPES carry it instead of the fixture script, so the engine can start them.
+    compressible_half: like a real Go binary, the executable is half incompressible and half
+    compressible and the entry is DEFLATED, sized so that the zip comes out near `size`; a
+    reader then pays for inflating it, as it does for real provider zips (20 to 150 MB)."""
     exe = "terraform-provider-%s_v%s" % (ptype, version)
     header = ("#!/bin/sh\n# fixture provider %s %s %s\necho terraform-provider-%s %s\nexit 0\n"
               % (ptype, version, platform, ptype, version)).encode()
-    payload = header + pseudo_random("%s/%s/%s" % (ptype, version, platform), max(0, size - len(header)))
+    seed = "%s/%s/%s" % (ptype, version, platform)
+    if compressible_half:
+        body = max(0, int(size / HALF_COMPRESSIBLE_ZIP_RATIO) - len(header))
+        payload = (header + pseudo_random(seed, body // 2)
+                   + pseudo_random(seed + "/compressible", body - body // 2).translate(OPCODE_LIKE))
+    else:
+        payload = header + pseudo_random(seed, max(0, size - len(header)))
     if runnable and runnable[0] == platform and ptype in RUNNABLE_TYPES:
         payload = runnable[1]
     buf = io.BytesIO()
@@ -252,7 +281,12 @@ def provider_zip(ptype, version, platform, size, runnable=None):
         info.create_system = 3
         info.external_attr = (0o100755 << 16)
         info.compress_type = zipfile.ZIP_STORED
-        z.writestr(info, payload)
+        if compressible_half:
+            # Level 1: inflating costs a reader the same at any level, and building is faster.
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, payload, compresslevel=1)
+        else:
+            z.writestr(info, payload)
     return buf.getvalue()
 
 
@@ -300,7 +334,8 @@ def build_providers(out, www, gpg, config, args, fixture):
             packages, sums_lines, served = {}, [], {}
             for platform in platforms:
                 name = "terraform-provider-%s_%s_%s.zip" % (ptype, version, platform)
-                data = provider_zip(ptype, version, platform, config["zip_size"], runnable)
+                data = provider_zip(ptype, version, platform, zip_size_of(ptype, version, platform, config), runnable,
+                                    config.get("zip_compressible_half", False))
                 digest, h1 = sha256_hex(data), h1_of_zip(data)
                 sums_digest = digest
                 if name in args.shasums_mismatch:
@@ -727,6 +762,15 @@ def load_config(out, args):
                   "vmconfig_version": DEFAULT_VMCONFIG_VERSION, "zip_size": 16 * 1024}
     if args.zip_size is not None:
         config["zip_size"] = args.zip_size
+        config.pop("zip_size_range", None)
+    # Kept out of `config` unless asked for, so that the default fixture.json stays as it was.
+    if args.zip_size_range is not None:
+        low, _, high = args.zip_size_range.partition(":")
+        if not low.isdigit() or not high.isdigit() or int(low) > int(high):
+            raise SystemExit("--zip-size-range wants MIN:MAX in bytes with MIN <= MAX, got " + args.zip_size_range)
+        config["zip_size_range"] = [int(low), int(high)]
+    if args.zip_compressible_half:
+        config["zip_compressible_half"] = True
     if args.only:
         config["providers"] = [p for p in config["providers"] if any(provider_matches(o, p) for o in args.only)]
         if not config["providers"]:
@@ -767,6 +811,10 @@ def main():
     parser.add_argument("--shasums-mismatch", action="append", default=[], metavar="NAME",
                         help="give this zip a wrong line in SHA256SUMS (signed; shasum and zip agree)")
     parser.add_argument("--zip-size", type=int, default=None, metavar="BYTES", help="size of each provider zip (default 16 KiB)")
+    parser.add_argument("--zip-size-range", metavar="MIN:MAX",
+                        help="spread the provider zips' sizes (bytes) over MIN..MAX, by a hash of each package's name")
+    parser.add_argument("--zip-compressible-half", action="store_true",
+                        help="make each executable half incompressible, half compressible, DEFLATED (like real Go binaries)")
     parser.add_argument("--complete-platforms", action="store_true",
                         help="give every provider all four platforms (cloudinit normally lacks darwin_arm64)")
     parser.add_argument("--only", action="append", default=[], metavar="PROVIDER",
