@@ -52,8 +52,12 @@ int kind_rank(cache::ArtifactKind kind) {
     case cache::ArtifactKind::image_manifest: return 9;
     case cache::ArtifactKind::image_attachment: return 10;  // a signature, then its payloads
     case cache::ArtifactKind::image_blob: return 11;
+    // An engine release's signed SHA256SUMS before the zips it vouches for.
+    case cache::ArtifactKind::tool_shasums: return 12;
+    case cache::ArtifactKind::tool_signature: return 13;
+    case cache::ArtifactKind::tool_archive: return 14;
   }
-  return 12;
+  return 15;
 }
 
 std::uint64_t statvfs_free(const fs::path& dir) {

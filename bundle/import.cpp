@@ -30,6 +30,7 @@
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/row_rules.hpp"
+#include "cache/tool_recheck.hpp"
 #include "cache/views.hpp"
 
 namespace podplane::bundle {
@@ -495,6 +496,21 @@ void add_artifact_rows(cache::Store& store, const BundleManifest& manifest, Pres
   }
 }
 
+// Engine release zips are checked again as they come in, as `deps tools` checked them: their
+// SHA256SUMS (which travels with them, ahead of them) signed by the pinned release key, and
+// listing each zip's digest. Throws, rolling the volume's rows back, on the first failure.
+void check_tool_archives(const cache::Store& store, const BundleManifest& manifest, PresentObjects& have) {
+  std::vector<cache::Artifact> archives;
+  for (const auto& travelling : manifest.artifacts) {
+    const cache::Artifact& a = travelling.artifact;
+    if (a.kind != cache::ArtifactKind::tool_archive || !have(a.digest)) continue;
+    if (auto row = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename)) archives.push_back(*row);
+  }
+  if (archives.empty()) return;
+  auto recheck = cache::recheck_tool_archives(store, archives);
+  if (!recheck.problems.empty()) throw Error("engine release not verified: " + recheck.problems.front());
+}
+
 // The module trees whose files are all here; a tree of another h1 than the store's is a conflict.
 void add_module_tree_rows(cache::Store& store, const BundleManifest& manifest, PresentObjects& have, VolumeReport& volume,
                           std::vector<std::string>& conflicts) {
@@ -529,6 +545,7 @@ void commit_volume_rows(cache::Store& store, const BundleManifest& manifest, con
       volume.artifacts_added = volume.module_trees_added = 0;
       conflicts.clear();
       add_artifact_rows(store, manifest, have, volume, conflicts);
+      check_tool_archives(store, manifest, have);
       if (cosign_policy.requires_signatures()) {
         // Checked against the rows as this transaction left them: a failure rolls them back.
         std::vector<cache::Artifact> rows;

@@ -170,7 +170,7 @@ std::map<std::string, std::string> quarantined_objects(const Store& store) {
 // names it: a provider's files come from `deps tf`, vmconfig files and seeds from `deps
 // download`, application images from `deps images`. Run as printed, it fetches that object.
 std::string take_again_command(sqlite::Database& db, const std::string& digest) {
-  sqlite::Statement row(db, "SELECT kind, address, platform FROM artifacts WHERE digest = ? ORDER BY id LIMIT 1");
+  sqlite::Statement row(db, "SELECT kind, address, platform, version FROM artifacts WHERE digest = ? ORDER BY id LIMIT 1");
   row.bind(1, digest);
   if (!row.step()) {
     sqlite::Statement file(db, "SELECT 1 FROM module_files WHERE digest = ? LIMIT 1");
@@ -193,6 +193,10 @@ std::string take_again_command(sqlite::Database& db, const std::string& digest) 
     return "`podplane deps download --providers all" + (arch.empty() ? std::string() : " --arch " + arch) + "`";
   }
   if (kind.starts_with("seed_")) return "`podplane deps download`";
+  if (kind.starts_with("tool_")) {
+    return "`podplane deps tools --engine " + address + " --version " + row.text(3) +
+           (platform.empty() ? std::string() : " --platform " + platform) + "`";
+  }
   if (kind.starts_with("image_")) {
     return "`podplane deps images -f <a list naming " + address + ">` (or `podplane deps download" +
            (arch.empty() ? std::string() : " --arch " + arch) + "` for an image a vmconfig manifest pins)";

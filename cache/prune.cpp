@@ -33,6 +33,7 @@ std::string_view to_string(ItemFamily family) {
     case ItemFamily::vmconfig_boot_file: return "vmconfig_boot_file";
     case ItemFamily::image_blobs: return "image_blobs";
     case ItemFamily::image_signature: return "image_signature";
+    case ItemFamily::tool: return "tool";
   }
   return "unknown";
 }
@@ -56,6 +57,9 @@ std::pair<ItemFamily, bool> item_family(ArtifactKind kind) {
     case ArtifactKind::image_attachment: return {ItemFamily::image_signature, false};
     case ArtifactKind::seed_manifest: return {ItemFamily::seeds, true};
     case ArtifactKind::seed_snapshot: return {ItemFamily::seed_snapshot, true};
+    case ArtifactKind::tool_archive:
+    case ArtifactKind::tool_shasums:
+    case ArtifactKind::tool_signature: return {ItemFamily::tool, true};
   }
   return {ItemFamily::provider, true};
 }
@@ -193,7 +197,8 @@ namespace {
 
 bool own_item(ItemFamily family) {
   return family == ItemFamily::provider || family == ItemFamily::module || family == ItemFamily::vmconfig_manifest ||
-         family == ItemFamily::image || family == ItemFamily::seeds || family == ItemFamily::seed_snapshot;
+         family == ItemFamily::image || family == ItemFamily::seeds || family == ItemFamily::seed_snapshot ||
+         family == ItemFamily::tool;
 }
 
 std::string describe(const StoreItem& item) {

@@ -7,6 +7,7 @@
 //   image          an image tag (or the digest it was fetched by): its index and manifests
 //   seeds          a seeds.json
 //   seed_snapshot  a seed snapshot version
+//   tool           an engine release version (terraform or tofu): its zips, SHA256SUMS, signature
 // and what only exists because a kept item needs it, kept exactly when one does:
 //   vmconfig_artifact, vmconfig_boot_file  what a vmconfig manifest lists (by name, version, arch)
 //   image_blobs    the config and layers of one image manifest (or of a signature manifest)
@@ -40,6 +41,7 @@ enum class ItemFamily {
   vmconfig_boot_file,
   image_blobs,
   image_signature,
+  tool,
 };
 std::string_view to_string(ItemFamily family);
 // The family of an artifact row of `kind` (provider for all four provider kinds, image for an

@@ -9,6 +9,7 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
+#include "cache/tool_releases.hpp"
 #include "lockfile/platform.hpp"
 #include "lockfile/provider_names.hpp"
 #include "lockfile/version.hpp"
@@ -324,6 +325,27 @@ void check_artifact_layout(const Artifact& a) {
       if (a.upstream_digest.rfind("sha512:", 0) != 0)
         refuse(row, "a seed snapshot needs its sha512: digest from seeds.json, got '" + a.upstream_digest + "'");
       break;
+    case ArtifactKind::tool_archive:
+    case ArtifactKind::tool_shasums:
+    case ArtifactKind::tool_signature: {
+      // Served at /tools/<engine>/<version>/<filename>: every part fixed by the release's name.
+      if (a.address != "terraform" && a.address != "tofu")
+        refuse(row, "engine (address) must be terraform or tofu, not '" + a.address + "'");
+      require_canonical_version(row, "version", a.version);
+      const auto engine = lockfile::parse_engine(a.address);
+      std::string expected;
+      if (a.kind == ArtifactKind::tool_archive) {
+        if (a.platform.empty()) refuse(row, "an engine release zip needs a platform (os_arch)");
+        require_platform(row, a.platform);
+        expected = tool_archive_name(engine, a.version, a.platform);
+      } else {
+        if (!a.platform.empty()) refuse(row, "an engine release's SHA256SUMS and signature have no platform");
+        expected = a.kind == ArtifactKind::tool_shasums ? tool_shasums_name(engine, a.version)
+                                                        : tool_signature_name(engine, a.version);
+      }
+      if (a.filename != expected) refuse(row, mismatch_message("filename is not the release's name", expected, a.filename));
+      break;
+    }
   }
 }
 

@@ -19,6 +19,9 @@ std::string_view to_string(ArtifactKind kind) {
     case ArtifactKind::image_attachment: return "image_attachment";
     case ArtifactKind::seed_manifest: return "seed_manifest";
     case ArtifactKind::seed_snapshot: return "seed_snapshot";
+    case ArtifactKind::tool_archive: return "tool_archive";
+    case ArtifactKind::tool_shasums: return "tool_shasums";
+    case ArtifactKind::tool_signature: return "tool_signature";
   }
   return "unknown";
 }
@@ -29,13 +32,14 @@ ArtifactKind parse_artifact_kind(std::string_view text) {
                     ArtifactKind::vmconfig_boot_file,
                     ArtifactKind::image_index, ArtifactKind::image_manifest, ArtifactKind::image_blob,
                     ArtifactKind::image_attachment,
-                    ArtifactKind::seed_manifest, ArtifactKind::seed_snapshot}) {
+                    ArtifactKind::seed_manifest, ArtifactKind::seed_snapshot,
+                    ArtifactKind::tool_archive, ArtifactKind::tool_shasums, ArtifactKind::tool_signature}) {
     if (to_string(kind) == text) return kind;
   }
   throw Error("unknown artifact kind '" + std::string(text) +
               "' (expected provider_package, provider_shasums, provider_signature, provider_keys, "
-              "vmconfig_manifest, vmconfig_artifact, vmconfig_boot_file, image_index, image_manifest, image_blob, image_attachment, seed_manifest or "
-              "seed_snapshot)");
+              "vmconfig_manifest, vmconfig_artifact, vmconfig_boot_file, image_index, image_manifest, image_blob, image_attachment, seed_manifest, "
+              "seed_snapshot, tool_archive, tool_shasums or tool_signature)");
 }
 
 std::string_view to_string(Trust trust) {

@@ -33,6 +33,11 @@ enum class ArtifactKind {
   // Netsy seeds (docs/podplane-layout.md §3).
   seed_manifest,       // seeds.json as fetched; address "seeds", version = its sha256[:12]
   seed_snapshot,       // <name>.netsy; address = seed name, upstream_digest = "sha512:…"
+  // Engine releases (docs/tools.md): address = the engine ("terraform" or "tofu"), version =
+  // its canonical version, filename = the upstream file name.
+  tool_archive,        // <engine>_<ver>_<os>_<arch>.zip; platform = os_arch
+  tool_shasums,        // <engine>_<ver>_SHA256SUMS; platform ''
+  tool_signature,      // its detached OpenPGP signature (.sig, or tofu's .gpgsig); platform ''
 };
 std::string_view to_string(ArtifactKind kind);
 ArtifactKind parse_artifact_kind(std::string_view text);  // Error on unknown text

@@ -1,4 +1,4 @@
-// podplane deps tf | download | status: the online commands that fill the store.
+// podplane deps tf | download | images | tools | status: the online commands that fill the store.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -17,6 +17,8 @@
 #include "fetch/deps_download.hpp"
 #include "fetch/deps_tf.hpp"
 #include "fetch/images.hpp"
+#include "fetch/tools.hpp"
+#include "lockfile/version.hpp"
 
 namespace podplane::cli {
 namespace {
@@ -208,6 +210,38 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     if (!images_args->cosign_policy.empty()) options.cosign_policy = images_args->cosign_policy;
     auto store = cache::Store::open(cache::default_deps_root());
     mirror::deps_images(store, options, std::cout, std::cerr);
+  });
+
+  struct ToolsArgs {
+    std::vector<std::string> engines;
+    std::string version;
+    std::vector<std::string> platforms;
+    int jobs = 4;
+  };
+  auto tools_args = std::make_shared<ToolsArgs>();
+  auto* tools = deps.add_subcommand("tools", "Fetch terraform or tofu release zips, checked against their signed SHA256SUMS, into the store");
+  tools->add_option("--engine", tools_args->engines, "terraform or tofu (repeatable or comma-separated)")->required();
+  tools->add_option("--version", tools_args->version, "The release to fetch, e.g. 1.9.8 (the same for every --engine)")->required();
+  tools->add_option("--platform", tools_args->platforms,
+                    "Release platform OS_ARCH (repeatable or comma-separated; default linux_amd64)");
+  tools->add_option("--jobs", tools_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
+  tools->callback([tools_args, &global] {
+    mirror::DepsToolsOptions options;
+    try {
+      const std::string version = lockfile::Version::parse(tools_args->version).str();
+      for (const auto& engine : mirror::split_list(tools_args->engines))
+        options.releases.push_back({lockfile::parse_engine(engine), version});
+      options.platforms = mirror::split_list(tools_args->platforms);
+      for (const auto& platform : options.platforms) (void)lockfile::Platform::parse(platform);
+    } catch (const Error& error) {
+      throw UsageError(error.what());  // a typo on the command line, not a failed fetch
+    }
+    options.download.jobs = tools_args->jobs;
+    options.download.per_host = tools_args->jobs;
+    options.download.progress = progress_of(global);
+    options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
+    auto store = cache::Store::open(cache::default_deps_root());
+    (void)mirror::deps_tools(store, options, std::cout);
   });
 
   auto status_args = std::make_shared<DownloadArgs>();

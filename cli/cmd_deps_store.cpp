@@ -10,6 +10,7 @@
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
+#include "cache/tool_recheck.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
 #include "fetch/signature_recheck.hpp"
@@ -105,6 +106,9 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
   // the air gap proves offline what `deps tf` checked online.
   auto signatures = mirror::recheck_provider_signatures(*store);
   report.problems.insert(report.problems.end(), signatures.problems.begin(), signatures.problems.end());
+  // Engine release zips: their signed SHA256SUMS again, against the pinned release keys.
+  auto tools = cache::recheck_tool_archives(*store);
+  report.problems.insert(report.problems.end(), tools.problems.begin(), tools.problems.end());
   if (json) {
     auto out = cache::to_json(report);
     if (repaired) {
@@ -113,6 +117,10 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
     }
     out["provider_packages_signature_checked"] = signatures.packages_checked;
     out["upstream_signatures_verified"] = signatures.signatures_checked;
+    if (tools.archives_checked > 0) {  // stores without engine releases report as before
+      out["tool_archives_signature_checked"] = tools.archives_checked;
+      out["tool_signatures_verified"] = tools.signatures_checked;
+    }
     out["root"] = root.string();
     out["read_only"] = store->read_only();
     out["read_only_reason"] = store->read_only_reason();
@@ -136,7 +144,11 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
               << "checked " << report.objects_checked << " objects, " << report.artifacts_checked << " artifacts, "
               << report.module_files_checked << " module files, " << report.views_checked << " views, "
               << signatures.packages_checked << " provider packages against " << signatures.signatures_checked
-              << " upstream signatures: "
+              << " upstream signatures"
+              << (tools.archives_checked == 0 ? std::string()
+                                              : ", " + std::to_string(tools.archives_checked) + " engine release zips against " +
+                                                    std::to_string(tools.signatures_checked) + " release signatures")
+              << ": "
               << (report.ok() ? "ok" : std::to_string(report.problems.size()) + " problem(s)");
     if (!report.garbage.empty()) std::cout << "; " << report.garbage.size() << " garbage item(s) for `podplane deps gc`";
     std::cout << "\n";

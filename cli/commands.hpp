@@ -13,10 +13,11 @@ struct GlobalOptions {
 void register_lock_commands(CLI::App& lock, const GlobalOptions& global);
 void register_deps_store_commands(CLI::App& deps, const GlobalOptions& global);  // ls, verify, gc
 void register_deps_prune_commands(CLI::App& deps, const GlobalOptions& global);  // prune, du
-void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global);  // tf, download, status
+void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global);  // tf, download, images, tools, status
 void register_bundle_commands(CLI::App& bundle, const GlobalOptions& global);
 void register_cluster_commands(CLI::App& cluster, const GlobalOptions& global);
 void register_mirror_commands(CLI::App& mirror, const GlobalOptions& global);
 void register_stack_commands(CLI::App& stack, const GlobalOptions& global);  // check
+void register_tools_commands(CLI::App& tools, const GlobalOptions& global);  // install
 
 }  // namespace podplane::cli

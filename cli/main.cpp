@@ -126,7 +126,8 @@ int run(int argc, char** argv) {
   auto* cluster = app.add_subcommand("cluster", "Generate and check cluster stacks from the store")->require_subcommand(1);
   auto* mirror = app.add_subcommand("mirror", "Serve, export or push the store for the site")->require_subcommand(1);
   auto* stack = app.add_subcommand("stack", "Check any OpenTofu/Terraform root against the store (offline)")->require_subcommand(1);
-  for (auto* group : {deps, lock, bundle, cluster, mirror, stack}) group->fallthrough();
+  auto* tools = app.add_subcommand("tools", "Install the OpenTofu/Terraform engine from the store (offline)")->require_subcommand(1);
+  for (auto* group : {deps, lock, bundle, cluster, mirror, stack, tools}) group->fallthrough();
 
   podplane::cli::register_deps_fetch_commands(*deps, global);
   podplane::cli::register_deps_store_commands(*deps, global);
@@ -136,6 +137,7 @@ int run(int argc, char** argv) {
   podplane::cli::register_cluster_commands(*cluster, global);
   podplane::cli::register_mirror_commands(*mirror, global);
   podplane::cli::register_stack_commands(*stack, global);
+  podplane::cli::register_tools_commands(*tools, global);
 
   try {
     app.parse(argc, argv);

@@ -508,6 +508,42 @@ CatalogueSection seeds_section(const CatalogueSource& source, Catalogue&) {
   return section;
 }
 
+// Engine releases (docs/tools.md), at /tools/<engine>/<version>/ beside their SHA256SUMS and
+// signature, with the line that installs one on a machine that reaches this mirror.
+CatalogueSection tools_section(const CatalogueSource& source, Catalogue&) {
+  CatalogueSection section;
+  section.id = "tools";
+  section.title = "Engines";
+  section.summary = "The terraform and tofu release zips, served at <mirror>/tools/ beside their signed SHA256SUMS.";
+  section.empty = "No engine release is stored.";
+  section.columns = {"Engine", "Version", "Platform", "File", "SHA-256", "Size", "SHA256SUMS signed by", "Install"};
+  for (const auto* zip : artifacts_newest_first(source, cache::ArtifactKind::tool_archive)) {
+    std::string path = served_at(source, "/tools/" + zip->address + "/" + zip->version + "/" + zip->filename, zip->digest);
+    std::string signer;
+    if (auto it = source.provenance.find(zip->id); it != source.provenance.end())
+      for (const auto& check : it->second)
+        if (!check.key_fingerprint.empty()) signer = check.key_fingerprint;
+    auto signed_by = signer.empty() ? status("unsigned", Tone::warning) : hash(signer);
+    if (!signer.empty()) signed_by.tone = Tone::good;
+    const std::string install = "podplane tools install " + zip->address + " " + zip->version + " --platform " + zip->platform +
+                                " --to /usr/local/bin --from MIRROR_URL";
+    add_flat_row(section, RowFields()
+                              .code("engine", zip->address)
+                              .code("version", zip->version)
+                              .code("platform", zip->platform)
+                              .code("filename", zip->filename, path)
+                              .hash("sha256", zip->digest)
+                              .bytes("size", zip->size)
+                              .cell(signed_by)
+                              .data("signed_by", signer)
+                              .code("install", install)
+                              .data("added_at", zip->added_at)
+                              .data("upstream_url", zip->upstream_url)
+                              .data("path", path));
+  }
+  return section;
+}
+
 CatalogueSection bundles_section(const CatalogueSource& source, Catalogue&) {
   CatalogueSection section;
   section.id = "bundles";
@@ -658,6 +694,12 @@ Catalogue build_catalogue(const CatalogueSource& source) {
   Catalogue catalogue;
   catalogue.primary_host = source.primary_host;
   for (auto builder : kSections) catalogue.sections.push_back(builder(source, catalogue));
+  // Engine releases get a section only where some are stored: a catalogue without them reads
+  // as it did before they could be.
+  if (auto tools = tools_section(source, catalogue); !tools.rows.empty()) {
+    auto seeds = std::find_if(catalogue.sections.begin(), catalogue.sections.end(), [](const auto& s) { return s.id == "seeds"; });
+    catalogue.sections.insert(seeds == catalogue.sections.end() ? seeds : seeds + 1, std::move(tools));
+  }
   if (std::find(catalogue.origin_hosts.begin(), catalogue.origin_hosts.end(), source.primary_host) ==
       catalogue.origin_hosts.end()) {
     catalogue.origin_hosts.push_back(source.primary_host);
@@ -672,7 +714,8 @@ CatalogueSource gather_catalogue_source(const cache::Store& store, std::string p
   source.primary_host = std::move(primary_host);
   source.artifacts = store.artifacts();
   for (const auto& artifact : source.artifacts) {
-    if (artifact.kind == cache::ArtifactKind::provider_package || artifact.kind == cache::ArtifactKind::image_attachment) {
+    if (artifact.kind == cache::ArtifactKind::provider_package || artifact.kind == cache::ArtifactKind::image_attachment ||
+        artifact.kind == cache::ArtifactKind::tool_archive) {
       auto checks = store.provenance_of(artifact.id);
       if (!checks.empty()) source.provenance[artifact.id] = std::move(checks);
     }

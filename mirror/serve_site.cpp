@@ -451,6 +451,21 @@ void add_seeds(SiteWriter& site) {
   }
 }
 
+// Engine releases at stable paths shaped like releases.hashicorp.com's:
+// /tools/<engine>/<version>/<file>, the zips beside their SHA256SUMS and its signature, so that
+// `tools install --from` (or curl and gpg) checks them as against the upstream.
+void add_tools(SiteWriter& site) {
+  for (auto kind : {cache::ArtifactKind::tool_archive, cache::ArtifactKind::tool_shasums, cache::ArtifactKind::tool_signature}) {
+    for (const auto& row : site.store.artifacts({.kind = kind})) {
+      if (!is_safe_segment(row.address) || !is_safe_segment(row.version) || !is_safe_segment(row.filename)) {
+        site.skip("engine release file with unsafe names: " + row.address + " " + row.version + " " + row.filename);
+        continue;
+      }
+      site.add(join_path({std::string(site_paths::tools), row.address, row.version, row.filename}), site.object_resource(row));
+    }
+  }
+}
+
 // The catalogue pages and JSON, describing the site built so far (what is served, and where).
 void add_catalogue(SiteWriter& site, const std::shared_ptr<const Catalogue>& catalogue) {
   auto page = [&](std::string path, std::string section) {
@@ -494,6 +509,7 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
   add_modules(writer, site.module_packages_);
   add_vmconfig(writer);
   add_seeds(writer);
+  add_tools(writer);
   add_image_resources(store, site);
   site.catalogue_ = std::make_shared<const Catalogue>(build_catalogue(gather_catalogue_source(store, site.primary_host(), served_digests(site))));
   add_catalogue(writer, site.catalogue_);

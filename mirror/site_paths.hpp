@@ -17,6 +17,7 @@ inline constexpr std::string_view deps_manifests = "/manifests/";  // PODPLANE_D
 inline constexpr std::string_view healthz = "/healthz";
 inline constexpr std::string_view metrics = "/metrics";  // Prometheus exposition of mirror serve (not exported)
 inline constexpr std::string_view seeds = "/seeds/";
+inline constexpr std::string_view tools = "/tools";               // + /<engine>/<version>/<file>: engine releases
 inline constexpr std::string_view catalogue = "/catalogue/";          // + <section>/ : one table alone
 inline constexpr std::string_view catalogue_json = "/catalogue.json";
 inline constexpr std::string_view registry_api = "/v2/";          // OCI distribution read API (docs/images.md)

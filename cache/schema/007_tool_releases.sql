@@ -1,0 +1,5 @@
+-- Engine releases (docs/tools.md): the terraform and tofu release zips, their SHA256SUMS and
+-- its detached OpenPGP signature, as artifacts of the kinds tool_archive, tool_shasums and
+-- tool_signature (address = the engine). The key that verified a release's signature is a
+-- provenance row of each of its zips. This version marks a store that may hold those kinds, so
+-- that an older podplane refuses it rather than misreading a row; the tables are as they were.

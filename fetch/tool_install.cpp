@@ -1,0 +1,102 @@
+#include "fetch/tool_install.hpp"
+
+#include "base/archive.hpp"
+#include "base/digest.hpp"
+#include "base/durable_write.hpp"
+#include "base/error.hpp"
+#include "base/scratch_dir.hpp"
+#include "cache/tool_recheck.hpp"
+#include "cache/tool_releases.hpp"
+#include "lockfile/provider_names.hpp"
+#include "net/download.hpp"
+#include "net/http.hpp"
+
+namespace podplane::mirror {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The program's bytes: the zip entry named as the engine, at the top of the zip as both
+// projects ship it. Any other entry (a LICENSE) is skipped.
+std::string program_in(const fs::path& zip, const std::string& zip_name, std::string_view program) {
+  libarchive::ZipReader reader(zip);
+  while (auto name = reader.next()) {
+    if (*name != program) continue;
+    std::string bytes;
+    reader.read([&](const void* data, std::size_t size) { bytes.append(static_cast<const char*>(data), size); });
+    return bytes;
+  }
+  throw Error(zip_name + " holds no file named " + std::string(program));
+}
+
+// From the local store: the row's object, rehashed, and its signed SHA256SUMS checked again.
+fs::path zip_from_store(const cache::Store& store, const ToolInstallOptions& options, const std::string& zip_name) {
+  const std::string engine(lockfile::engine_name(options.engine));
+  auto row = store.find_artifact(cache::ArtifactKind::tool_archive, engine, options.version, options.platform, zip_name);
+  if (!row || !store.has_object(row->digest)) {
+    throw Error(zip_name + " is not in the store at " + store.root().string() + "; fetch it online with `podplane deps tools --engine " +
+                engine + " --version " + options.version + " --platform " + options.platform + "`, or install --from a site mirror");
+  }
+  const fs::path object = store.object_path(row->digest);
+  const std::string got = file_digest_hex(object);
+  if (got != row->digest) throw Error(mismatch_message("hash mismatch for " + zip_name + " in the store", row->digest, got));
+  auto recheck = cache::recheck_tool_archives(store, {*row});
+  if (!recheck.problems.empty()) throw Error(recheck.problems.front());
+  return object;
+}
+
+// From a site mirror: SHA256SUMS and its signature verified with the pinned key, then the zip
+// checked against its line, as `deps tools` checks the upstream.
+fs::path zip_from_mirror(const ToolInstallOptions& options, const std::string& zip_name, const fs::path& scratch) {
+  std::string base = options.from_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string dir = base + "/tools/" + std::string(lockfile::engine_name(options.engine)) + "/" + options.version + "/";
+  HttpClient http(options.http);
+  auto document = [&](const std::string& name) {
+    auto response = http.get(dir + name);
+    if (response.status != 200) throw Error("cannot fetch " + name + " from " + redact_url(dir + name) + ": " + response.status_text());
+    return response.body;
+  };
+  const std::string sums_name = cache::tool_shasums_name(options.engine, options.version);
+  const std::string sums = document(sums_name);
+  (void)cache::verify_tool_shasums(options.engine, options.version, sums,
+                                   document(cache::tool_signature_name(options.engine, options.version)));
+  DownloadItem item;
+  item.url = dir + zip_name;
+  item.expected_sha256 = cache::tool_listed_digest(sums, zip_name, sums_name);
+  item.label = zip_name;
+  DownloadOptions download;
+  download.http = options.http;
+  download.progress = Progress::quiet;
+  Downloader downloader(download);
+  downloader.fetch_to_file(item, scratch / zip_name);
+  const std::string got = file_digest_hex(scratch / zip_name);
+  if (got != *item.expected_sha256) throw Error(mismatch_message("hash mismatch for " + zip_name, *item.expected_sha256, got));
+  return scratch / zip_name;
+}
+
+}  // namespace
+
+fs::path install_tool(const cache::Store* store, const ToolInstallOptions& options, std::ostream& out) {
+  const std::string zip_name = cache::tool_archive_name(options.engine, options.version, options.platform);
+  const std::string program(cache::tool_binary_name(options.engine));
+  ScratchDir scratch("podplane-tools-");
+  fs::path zip;
+  if (options.from_url.empty()) {
+    if (store == nullptr) throw Error("no store to install " + zip_name + " from; pass --from URL of a site mirror");
+    zip = zip_from_store(*store, options, zip_name);
+  } else {
+    zip = zip_from_mirror(options, zip_name, scratch.path());
+  }
+  // Only checked bytes reach the directory, and the program appears whole or not at all.
+  const std::string bytes = program_in(zip, zip_name, program);
+  fs::create_directories(options.to);
+  const fs::path target = options.to / program;
+  write_file_durably(target, bytes, FileMode{0755});
+  out << "installed " << program << " " << options.version << " (" << options.platform << ") at " << target.string() << " from "
+      << zip_name << " (sha256:" << file_digest_hex(zip) << ")\n";
+  return target;
+}
+
+}  // namespace podplane::mirror

@@ -1,0 +1,193 @@
+#include "fetch/tools.hpp"
+
+#include <cstdlib>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+#include "cache/tool_releases.hpp"
+#include "lockfile/provider_names.hpp"
+#include "net/download.hpp"
+#include "net/http.hpp"
+
+namespace podplane::mirror {
+
+namespace {
+
+using nlohmann::json;
+
+std::string without_trailing_slashes(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+// One small upstream document (SHA256SUMS or its signature); a 404 names the release.
+std::string fetch_document(HttpClient& http, const std::string& url, const std::string& name) {
+  auto response = http.get(url);
+  if (response.status != 200) {
+    throw Error("cannot fetch " + name + " from " + redact_url(url) + ": " + response.status_text() +
+                (response.status == 404 ? " (no such release, or not for this version)" : ""));
+  }
+  return response.body;
+}
+
+// What one release brings to the store: its documents and the zips the store lacked.
+struct ReleaseFetch {
+  ToolRelease release;
+  std::string url;  // the release directory, ending in '/'
+  std::string shasums, signature;
+  std::string fingerprint;
+  std::vector<cache::Artifact> archives;  // digest filled in once downloaded
+};
+
+cache::Artifact document_row(cache::ArtifactKind kind, const ReleaseFetch& fetch, const std::string& filename,
+                             const std::string& digest, std::size_t size) {
+  cache::Artifact row;
+  row.kind = kind;
+  row.address = std::string(lockfile::engine_name(fetch.release.engine));
+  row.version = fetch.release.version;
+  row.filename = filename;
+  row.digest = digest;
+  row.size = static_cast<std::int64_t>(size);
+  row.upstream_url = fetch.url + filename;
+  row.trust = cache::Trust::signed_upstream;
+  return row;
+}
+
+}  // namespace
+
+std::string tool_releases_base_url(lockfile::Engine engine) {
+  const bool terraform = engine == lockfile::Engine::terraform;
+  const char* env = std::getenv(terraform ? "PODPLANE_TERRAFORM_RELEASES_URL" : "PODPLANE_TOFU_RELEASES_URL");
+  if (env != nullptr && *env != '\0') return without_trailing_slashes(env);
+  return terraform ? "https://releases.hashicorp.com" : "https://github.com";
+}
+
+std::string tool_release_url(lockfile::Engine engine, const std::string& base, const std::string& version) {
+  const std::string root = without_trailing_slashes(base);
+  if (engine == lockfile::Engine::terraform) return root + "/terraform/" + version + "/";
+  return root + "/opentofu/opentofu/releases/download/v" + version + "/";
+}
+
+DepsToolsResult deps_tools(cache::Store& store, const DepsToolsOptions& options, std::ostream& out) {
+  const std::vector<std::string> platforms = options.platforms.empty() ? std::vector<std::string>{"linux_amd64"} : options.platforms;
+  DepsToolsResult result;
+  std::vector<ReleaseFetch> fetches;
+  HttpClient http(options.download.http);
+  for (const auto& release : options.releases) {
+    const std::string engine(lockfile::engine_name(release.engine));
+    ReleaseFetch fetch;
+    fetch.release = release;
+    std::vector<std::string> missing;
+    for (const auto& platform : platforms) {
+      auto filename = cache::tool_archive_name(release.engine, release.version, platform);
+      if (auto stored = store.find_artifact(cache::ArtifactKind::tool_archive, engine, release.version, platform, filename);
+          stored && store.has_object(stored->digest)) {
+        ++result.present;
+      } else {
+        missing.push_back(platform);
+      }
+    }
+    if (missing.empty()) {
+      out << engine << " " << release.version << ": up to date (" << platforms.size() << " platform(s) stored)\n";
+      continue;
+    }
+    const std::string base = release.engine == lockfile::Engine::terraform
+                                 ? (options.terraform_base_url.empty() ? tool_releases_base_url(release.engine) : options.terraform_base_url)
+                                 : (options.tofu_base_url.empty() ? tool_releases_base_url(release.engine) : options.tofu_base_url);
+    fetch.url = tool_release_url(release.engine, base, release.version);
+    const std::string shasums_name = cache::tool_shasums_name(release.engine, release.version);
+    const std::string signature_name = cache::tool_signature_name(release.engine, release.version);
+    fetch.shasums = fetch_document(http, fetch.url + shasums_name, shasums_name);
+    fetch.signature = fetch_document(http, fetch.url + signature_name, signature_name);
+    // The signature first: nothing a forged SHA256SUMS lists is even downloaded.
+    fetch.fingerprint = cache::verify_tool_shasums(release.engine, release.version, fetch.shasums, fetch.signature);
+    for (const auto& platform : missing) {
+      cache::Artifact row = document_row(cache::ArtifactKind::tool_archive, fetch,
+                                         cache::tool_archive_name(release.engine, release.version, platform), "", 0);
+      row.platform = platform;
+      row.upstream_digest = "sha256:" + cache::tool_listed_digest(fetch.shasums, row.filename, shasums_name);
+      fetch.archives.push_back(std::move(row));
+    }
+    fetches.push_back(std::move(fetch));
+  }
+
+  if (fetches.empty()) return result;
+
+  // Every zip is checked against its signed SHA256SUMS line while it streams into the store.
+  std::vector<DownloadItem> items;
+  std::vector<cache::Artifact*> rows;
+  for (auto& fetch : fetches) {
+    for (auto& row : fetch.archives) {
+      DownloadItem item;
+      item.url = row.upstream_url;
+      item.expected_sha256 = row.upstream_digest.substr(7);
+      item.label = row.filename;
+      items.push_back(std::move(item));
+      rows.push_back(&row);
+    }
+  }
+  Downloader downloader(options.download);
+  auto outcomes = downloader.fetch_into_store(store, items);
+  std::vector<std::string> failures;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    if (!outcomes[i].ok) {
+      failures.push_back(outcomes[i].error);
+      continue;
+    }
+    rows[i]->digest = outcomes[i].digest;
+    rows[i]->size = static_cast<std::int64_t>(outcomes[i].size);
+  }
+  if (!failures.empty()) {
+    std::string message = "deps tools: " + std::to_string(failures.size()) + " release zip(s) failed; nothing was indexed";
+    for (const auto& failure : failures) message += "\n  " + failure;
+    throw Error(message);
+  }
+
+  // The documents travel with the zips, so that import and `deps verify` check them again.
+  std::vector<std::string_view> documents;
+  for (const auto& fetch : fetches) {
+    documents.push_back(fetch.shasums);
+    documents.push_back(fetch.signature);
+  }
+  auto digests = store.add_all_bytes(documents);
+  store.in_transaction([&] {
+    for (std::size_t f = 0; f < fetches.size(); ++f) {
+      const auto& fetch = fetches[f];
+      const auto& engine = fetch.release.engine;
+      const std::string& shasums_digest = digests[2 * f];
+      const std::string& signature_digest = digests[2 * f + 1];
+      (void)store.add_artifact(document_row(cache::ArtifactKind::tool_shasums, fetch,
+                                            cache::tool_shasums_name(engine, fetch.release.version), shasums_digest,
+                                            fetch.shasums.size()));
+      (void)store.add_artifact(document_row(cache::ArtifactKind::tool_signature, fetch,
+                                            cache::tool_signature_name(engine, fetch.release.version), signature_digest,
+                                            fetch.signature.size()));
+      for (const auto& row : fetch.archives) {
+        cache::Provenance provenance;
+        provenance.artifact_id = store.add_artifact(row);
+        provenance.shasums_digest = shasums_digest;
+        provenance.signature_digest = signature_digest;
+        provenance.key_fingerprint = fetch.fingerprint;
+        provenance.result = "signed";
+        store.add_provenance(provenance);
+      }
+    }
+    json fetched = json::array();
+    for (const auto& fetch : fetches)
+      for (const auto& row : fetch.archives) fetched.push_back(row.filename);
+    store.audit("fetch", "deps tools", json{{"fetched", fetched}, {"present", result.present}});
+  });
+  for (const auto& fetch : fetches) {
+    for (const auto& row : fetch.archives) {
+      out << lockfile::engine_name(fetch.release.engine) << " " << fetch.release.version << " " << row.platform
+          << ": fetched " << row.filename << " (sha256:" << row.digest << ", SHA256SUMS signed by " << fetch.fingerprint
+          << ")\n";
+      ++result.fetched;
+    }
+  }
+  return result;
+}
+
+}  // namespace podplane::mirror

@@ -1,0 +1,89 @@
+// Engine releases in the store (docs/tools.md): the pinned release keys are the keys their
+// projects publish (their fingerprints, read by librnp), the file names follow the upstream
+// layouts, and the row rules hold a release row to those names.
+#include <gtest/gtest.h>
+
+#include "base/error.hpp"
+#include "cache/openpgp.hpp"
+#include "cache/row_rules.hpp"
+#include "cache/tool_releases.hpp"
+
+namespace podplane::cache {
+namespace {
+
+using lockfile::Engine;
+
+TEST(ToolReleases, PinnedKeysAreTheKeysEachProjectPublishes) {
+  EXPECT_EQ(pinned_tool_key_fingerprint(Engine::terraform), "C874011F0AB405110D02105534365D9472D7468F");
+  EXPECT_EQ(pinned_tool_key_fingerprint(Engine::tofu), "E3E6E43D84CB852EADB0051D0C0AF313E5FD9F80");
+  for (auto engine : {Engine::terraform, Engine::tofu}) {
+    SCOPED_TRACE(std::string(tool_binary_name(engine)));
+    auto fingerprints = mirror::key_fingerprints(pinned_tool_key(engine));
+    ASSERT_EQ(fingerprints.size(), 1u) << "one primary key per project";
+    EXPECT_EQ(fingerprints.front(), pinned_tool_key_fingerprint(engine));
+  }
+}
+
+TEST(ToolReleases, FileNamesFollowTheUpstreamLayouts) {
+  EXPECT_EQ(tool_archive_name(Engine::terraform, "1.9.8", "linux_amd64"), "terraform_1.9.8_linux_amd64.zip");
+  EXPECT_EQ(tool_shasums_name(Engine::terraform, "1.9.8"), "terraform_1.9.8_SHA256SUMS");
+  EXPECT_EQ(tool_signature_name(Engine::terraform, "1.9.8"), "terraform_1.9.8_SHA256SUMS.sig");
+  EXPECT_EQ(tool_archive_name(Engine::tofu, "1.8.5", "darwin_arm64"), "tofu_1.8.5_darwin_arm64.zip");
+  EXPECT_EQ(tool_signature_name(Engine::tofu, "1.8.5"), "tofu_1.8.5_SHA256SUMS.gpgsig");
+}
+
+TEST(ToolReleases, ListedDigestNamesTheDocumentWhenTheFileIsMissing) {
+  const std::string digest(64, 'a');
+  const std::string sums = digest + "  terraform_1.9.8_linux_amd64.zip\n";
+  EXPECT_EQ(tool_listed_digest(sums, "terraform_1.9.8_linux_amd64.zip", "terraform_1.9.8_SHA256SUMS"), digest);
+  try {
+    (void)tool_listed_digest(sums, "terraform_1.9.8_linux_arm64.zip", "terraform_1.9.8_SHA256SUMS");
+    FAIL() << "a file the document does not list";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(), "terraform_1.9.8_SHA256SUMS lists no terraform_1.9.8_linux_arm64.zip");
+  }
+}
+
+Artifact archive_row() {
+  Artifact row;
+  row.kind = ArtifactKind::tool_archive;
+  row.address = "terraform";
+  row.version = "1.9.8";
+  row.platform = "linux_amd64";
+  row.filename = "terraform_1.9.8_linux_amd64.zip";
+  row.digest = std::string(64, 'b');
+  row.size = 10;
+  row.trust = Trust::signed_upstream;
+  return row;
+}
+
+TEST(ToolReleases, RowRulesHoldAReleaseRowToItsUpstreamNames) {
+  EXPECT_NO_THROW(check_artifact_layout(archive_row()));
+  auto other_engine = archive_row();
+  other_engine.address = "packer";
+  EXPECT_THROW(check_artifact_layout(other_engine), Error);
+  auto renamed = archive_row();
+  renamed.filename = "../terraform";
+  EXPECT_THROW(check_artifact_layout(renamed), Error);
+  auto no_platform = archive_row();
+  no_platform.platform = "";
+  EXPECT_THROW(check_artifact_layout(no_platform), Error);
+  auto loose_version = archive_row();
+  loose_version.version = "v1.9.8";
+  loose_version.filename = "terraform_v1.9.8_linux_amd64.zip";
+  EXPECT_THROW(check_artifact_layout(loose_version), Error);
+  Artifact sums = archive_row();
+  sums.kind = ArtifactKind::tool_shasums;
+  sums.platform = "";
+  sums.filename = "terraform_1.9.8_SHA256SUMS";
+  EXPECT_NO_THROW(check_artifact_layout(sums));
+  Artifact signature = sums;
+  signature.kind = ArtifactKind::tool_signature;
+  signature.filename = "terraform_1.9.8_SHA256SUMS.sig";
+  EXPECT_NO_THROW(check_artifact_layout(signature));
+  signature.filename = "terraform_1.9.8_SHA256SUMS.gpgsig";
+  EXPECT_THROW(check_artifact_layout(signature), Error);
+}
+
+}  // namespace
+}  // namespace podplane::cache
