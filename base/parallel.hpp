@@ -4,9 +4,12 @@
 // requests (each waits on a round trip).
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <exception>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -56,5 +59,64 @@ inline void rethrow_first(const std::vector<std::exception_ptr>& errors) {
     if (error) std::rethrow_exception(error);
   }
 }
+
+// A few threads that run tasks as they are handed over, so that CPU work on what has arrived
+// (hashing a zip that just landed) overlaps with what still waits (the transfers running).
+// submit() is thread-safe; wait() returns once every task submitted so far has run. A task
+// reports its own result and catches its own errors (one that escapes ends the program).
+// The destructor waits for the tasks, then stops the threads.
+class TaskPool {
+ public:
+  explicit TaskPool(std::size_t threads) {
+    for (std::size_t t = 0; t < std::max<std::size_t>(threads, 1); ++t) threads_.emplace_back([this] { work(); });
+  }
+  ~TaskPool() {
+    wait();
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    for (auto& thread : threads_) thread.join();
+  }
+  TaskPool(const TaskPool&) = delete;
+  TaskPool& operator=(const TaskPool&) = delete;
+
+  void submit(std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(task));
+      ++unfinished_;
+    }
+    changed_.notify_all();
+  }
+
+  void wait() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return unfinished_ == 0; });
+  }
+
+ private:
+  void work() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left
+      auto task = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+      if (--unfinished_ == 0) changed_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::function<void()>> queue_;
+  std::size_t unfinished_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
 
 }  // namespace podplane

@@ -6,10 +6,12 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/parallel.hpp"
 #include "cache/views.hpp"
 #include "lockfile/cli_config.hpp"
 #include "lockfile/hash.hpp"
@@ -254,7 +256,30 @@ class TfRun {
       item.expected_size = job.expected.size;  // the registry's package_size, when it states one
       items.push_back(std::move(item));  // no token: packages are fetched without credentials
     }
-    auto outcomes = downloader_.fetch_into_store(store_, items);
+    // Each zip's h1 (inflating and hashing its whole contents: as much CPU as its download)
+    // is computed on a worker the moment the zip lands, while the others still stream in,
+    // rather than one after another once all have landed.
+    std::vector<DownloadOutcome> outcomes(items.size());
+    std::vector<std::string> h1s(items.size());
+    std::vector<std::exception_ptr> h1_errors(items.size());
+    {
+      TaskPool hashers(std::max(1U, std::thread::hardware_concurrency()));
+      downloader_.run(store_, [&](DownloadRun& run) {
+        for (std::size_t i = 0; i < items.size(); ++i) {
+          run.add(std::move(items[i]), [&, i](const DownloadOutcome& outcome) {
+            outcomes[i] = outcome;
+            if (!outcome.ok) return;
+            hashers.submit([&, i, zip = store_.object_path(outcome.digest)] {
+              try {
+                h1s[i] = lockfile::h1_hash_of_zip(zip);
+              } catch (...) {
+                h1_errors[i] = std::current_exception();
+              }
+            });
+          });
+        }
+      });
+    }  // every hash is done
     std::vector<std::string> failures;
     for (std::size_t i = 0; i < to_download.size(); ++i) {
       auto& job = *to_download[i];
@@ -265,7 +290,8 @@ class TfRun {
       }
       job.fetched(outcome.digest, outcome.size);
       summary.package_bytes += outcome.size;
-      job.hashed(lockfile::h1_hash_of_zip(store_.object_path(job.digest)));
+      if (h1_errors[i]) std::rethrow_exception(h1_errors[i]);
+      job.hashed(std::move(h1s[i]));
       auto found = package_failures(job.filename, job.expected, job.digest, job.size, job.h1);
       failures.insert(failures.end(), found.begin(), found.end());
     }
