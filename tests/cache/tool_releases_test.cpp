@@ -3,10 +3,14 @@
 // layouts, and the row rules hold a release row to those names.
 #include <gtest/gtest.h>
 
+#include <ctime>
+#include <sstream>
+
 #include "base/error.hpp"
 #include "cache/openpgp.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/tool_releases.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace podplane::cache {
 namespace {
@@ -21,6 +25,38 @@ TEST(ToolReleases, PinnedKeysAreTheKeysEachProjectPublishes) {
     auto fingerprints = mirror::key_fingerprints(pinned_tool_key(engine));
     ASSERT_EQ(fingerprints.size(), 1u) << "one primary key per project";
     EXPECT_EQ(fingerprints.front(), pinned_tool_key_fingerprint(engine));
+  }
+}
+
+// A pinned key whose self-signature has lapsed makes every release signed since refuse to
+// verify (HashiCorp's copy of 2021 lapsed on 2026-04-18 and broke the clients that pinned it).
+// gpg reads each pinned key: the primary key, and a key that signs (the primary itself or a
+// subkey), must stay valid for 90 days more, so this fails well before a real release would.
+TEST(ToolReleases, PinnedKeysStayValidForNinetyDaysMore) {
+  const std::time_t horizon = std::time(nullptr) + 90L * 24 * 3600;
+  for (auto engine : {Engine::terraform, Engine::tofu}) {
+    SCOPED_TRACE(std::string(tool_binary_name(engine)));
+    test::TempDir dir;
+    test::write_file(dir / "key.asc", std::string(pinned_tool_key(engine)));
+    test::ProcessOptions options;
+    options.env["GNUPGHOME"] = dir.path().string();
+    auto shown = test::run({"gpg", "--show-keys", "--with-colons", (dir / "key.asc").string()}, options);
+    ASSERT_EQ(shown.exit_code, 0) << shown.err;
+    // Colon records: field 2 validity ("e" expired), 7 expiry (seconds, empty: never), 12 capabilities.
+    bool primary_valid = false, signer_valid = false;
+    std::istringstream lines(shown.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::vector<std::string> fields;
+      std::istringstream parts(line);
+      for (std::string field; std::getline(parts, field, ':');) fields.push_back(field);
+      if (fields.size() < 12 || (fields[0] != "pub" && fields[0] != "sub")) continue;
+      const bool valid = fields[1] != "e" && fields[1] != "r" &&
+                         (fields[6].empty() || std::stoll(fields[6]) > static_cast<long long>(horizon));
+      if (fields[0] == "pub") primary_valid = valid;
+      if (valid && fields[11].find('s') != std::string::npos) signer_valid = true;  // lower case: its own capability
+    }
+    EXPECT_TRUE(primary_valid) << "the pinned primary key expires within 90 days:\n" << shown.out;
+    EXPECT_TRUE(signer_valid) << "no signing key valid for 90 days more:\n" << shown.out;
   }
 }
 
