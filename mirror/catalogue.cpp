@@ -526,7 +526,7 @@ CatalogueSection tools_section(const CatalogueSource& source, Catalogue&) {
     auto signed_by = signer.empty() ? status("unsigned", Tone::warning) : hash(signer);
     if (!signer.empty()) signed_by.tone = Tone::good;
     const std::string install = "podplane tools install " + zip->address + " " + zip->version + " --platform " + zip->platform +
-                                " --to /usr/local/bin --from MIRROR_URL";
+                                " --to /usr/local/bin --from " + std::string(kMirrorUrlPlaceholder);
     add_flat_row(section, RowFields()
                               .code("engine", zip->address)
                               .code("version", zip->version)

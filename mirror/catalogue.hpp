@@ -107,6 +107,11 @@ struct Catalogue {
 // `/catalogue.json`: {"format": "podplane-catalogue/1", "registry_host": …, "<section id>": […], …}.
 [[nodiscard]] std::string render_catalogue_json(const Catalogue& catalogue);
 
+// Where a catalogue cell needs the mirror's own URL (the engine install line): the catalogue
+// is built once per site and its JSON keeps this word, while the page puts in the URL the
+// request came to (or, for an export, the page's own origin, by its script).
+inline constexpr std::string_view kMirrorUrlPlaceholder = "MIRROR_URL";
+
 struct CataloguePage {
   std::string section;     // "" for the whole catalogue, else a section id
   // Where the page is: "/" or "/catalogue/" or "/catalogue/<id>/"; relative links climb from there.

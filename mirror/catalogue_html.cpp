@@ -168,6 +168,17 @@ class Page {
     return "<span class=\"mirror-url\">" + html_escape(shown) + "</span>";
   }
 
+  // A command to copy, with the mirror's URL where the catalogue left kMirrorUrlPlaceholder
+  // (`escaped` is HTML already; the placeholder has nothing to escape).
+  std::string with_mirror_url(std::string escaped) const {
+    for (auto at = escaped.find(kMirrorUrlPlaceholder); at != std::string::npos; at = escaped.find(kMirrorUrlPlaceholder, at)) {
+      const std::string url = mirror_url_html();
+      escaped.replace(at, kMirrorUrlPlaceholder.size(), url);
+      at += url.size();
+    }
+    return escaped;
+  }
+
   void header(const CatalogueSection* only) {
     out_ += "<header>\n<h1>Podplane mirror catalogue";
     if (only) out_ += ": " + html_escape(only->title);
@@ -270,7 +281,7 @@ class Page {
     std::string inner = html_escape(c.text);
     switch (c.kind) {
       case CellKind::text: break;
-      case CellKind::code: inner = "<code>" + inner + "</code>"; break;
+      case CellKind::code: inner = "<code>" + with_mirror_url(std::move(inner)) + "</code>"; break;
       case CellKind::hash: inner = "<span class=\"hash\">" + inner + "</span>"; break;
       case CellKind::status:
         inner = std::string("<span class=\"status") + (c.tone == Tone::good ? " good" : c.tone == Tone::warning ? " warning" : "") +

@@ -378,6 +378,10 @@ TEST(ToolsInstall, FromASiteMirrorExportedToAWebServer) {
   EXPECT_EQ(catalogue["tools"][0]["path"], "/tools/terraform/1.9.8/terraform_1.9.8_linux_amd64.zip");
   EXPECT_EQ(catalogue["tools"][0]["install"],
             "podplane tools install terraform 1.9.8 --platform linux_amd64 --to /usr/local/bin --from MIRROR_URL");
+  // The page puts the mirror's URL in the placeholder's place (an export's page: its origin, by script).
+  const std::string page = read_file(site / "catalogue" / "tools" / "index.html");
+  EXPECT_NE(page.find("--from <span class=\"mirror-url\">"), std::string::npos) << page;
+  EXPECT_EQ(page.find("MIRROR_URL"), std::string::npos) << page;
 
   const fs::path bin = host.dir() / "bin";
   auto installed = host.podplane({"tools", "install", "terraform", "1.9.8", "--platform", "linux_amd64", "--to", bin.string(),
