@@ -106,6 +106,22 @@ class OciArtifactsTest : public ::testing::Test {
     expect_pull(serve_url, "tools/sbom", "1.0", sbom_);
   }
 
+  // What a client of a registry without the referrers API does after pushing `referrers`
+  // (push_artifact summaries): the tag schema's index at sha256-<hex of subject> listing them.
+  void put_referrers_tag_index(const std::string& subject, const std::vector<json>& referrers) {
+    json tag_index{{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"}, {"manifests", json::array()}};
+    for (const auto& referrer : referrers)
+      tag_index["manifests"].push_back({{"mediaType", referrer["media_type"]},
+                                        {"digest", referrer["digest"]},
+                                        {"size", referrer["size"]},
+                                        {"artifactType", referrer["artifact_type"]}});
+    podplane::test::write_file(temp_ / "tag-index.json", tag_index.dump());
+    must(run({"curl", "-sSf", "-X", "PUT", "-H", "Content-Type: application/vnd.oci.image.index.v1+json", "--data-binary",
+              "@" + (temp_ / "tag-index.json").string(),
+              registry_->base() + "/v2/fixture/app/manifests/sha256-" + subject.substr(7)}),
+         "curl PUT of the referrers tag index");
+  }
+
   // GET of a referrers path through the mirror: the answer and its index.
   std::pair<HttpAnswer, json> referrers(const std::string& serve_url, const std::string& name, const std::string& digest,
                                         const std::string& query = "") {
@@ -197,17 +213,7 @@ TEST_F(OciArtifactsTest, ReferrersOfAnImageAreStoredCarriedInABundleAndServedWit
   std::string subject = image["index"];
   auto sbom = push_artifact(temp_ / "work", *registry_, "fixture/app", "sbom", "generic", subject, image["index_size"]);
   auto bundle_of_manifests = push_artifact(temp_ / "work", *registry_, "fixture/app", "deploy", "flux", subject, image["index_size"]);
-  json tag_index{{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"}, {"manifests", json::array()}};
-  for (const auto& referrer : {sbom, bundle_of_manifests})
-    tag_index["manifests"].push_back({{"mediaType", referrer["media_type"]},
-                                      {"digest", referrer["digest"]},
-                                      {"size", referrer["size"]},
-                                      {"artifactType", referrer["artifact_type"]}});
-  podplane::test::write_file(temp_ / "tag-index.json", tag_index.dump());
-  must(run({"curl", "-sSf", "-X", "PUT", "-H", "Content-Type: application/vnd.oci.image.index.v1+json", "--data-binary",
-            "@" + (temp_ / "tag-index.json").string(),
-            registry_->base() + "/v2/fixture/app/manifests/sha256-" + subject.substr(7)}),
-       "curl PUT of the referrers tag index");
+  put_referrers_tag_index(subject, {sbom, bundle_of_manifests});
 
   fs::path online = temp_ / "online";
   podplane::test::write_file(temp_ / "images.txt", registry_->host() + "/fixture/app:1.0\n");
@@ -312,17 +318,7 @@ TEST_F(OciArtifactsTest, PushWritesTheReferrersTagIndexWhereTheRegistryHasNoRefe
   auto image = push_image(temp_ / "work", *registry_, "fixture/app", "1.0", {"linux/amd64"}, "app");
   std::string subject = image["index"];
   auto sbom = push_artifact(temp_ / "work", *registry_, "fixture/app", "sbom", "generic", subject, image["index_size"]);
-  json tag_index{{"schemaVersion", 2},
-                 {"mediaType", "application/vnd.oci.image.index.v1+json"},
-                 {"manifests", json::array({{{"mediaType", sbom["media_type"]},
-                                             {"digest", sbom["digest"]},
-                                             {"size", sbom["size"]},
-                                             {"artifactType", sbom["artifact_type"]}}})}};
-  podplane::test::write_file(temp_ / "tag-index.json", tag_index.dump());
-  must(run({"curl", "-sSf", "-X", "PUT", "-H", "Content-Type: application/vnd.oci.image.index.v1+json", "--data-binary",
-            "@" + (temp_ / "tag-index.json").string(),
-            registry_->base() + "/v2/fixture/app/manifests/sha256-" + subject.substr(7)}),
-       "curl PUT of the referrers tag index");
+  put_referrers_tag_index(subject, {sbom});
   fs::path online = temp_ / "online";
   podplane::test::write_file(temp_ / "images.txt", registry_->host() + "/fixture/app:1.0\n");
   auto options = at(online);

@@ -23,23 +23,17 @@ media_type.
 """
 import argparse
 import base64
-import hashlib
 import json
 import os
 import subprocess
 import tempfile
 
+from oci_blobs import put
+
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 CONFIG = "application/vnd.oci.image.config.v1+json"
 SIMPLE_SIGNING = "application/vnd.dev.cosign.simplesigning.v1+json"
 SIGNATURE = "dev.cosignproject.cosign/signature"
-
-
-def put(out, data):
-    digest = hashlib.sha256(data).hexdigest()
-    with open(os.path.join(out, "blobs", "sha256", digest), "wb") as f:
-        f.write(data)
-    return "sha256:" + digest
 
 
 def sign(key, payload):
@@ -72,20 +66,25 @@ def main():
                                        "type": "cosign container image signature"},
                           "optional": None}, separators=(",", ":")).encode()
     payload_digest = put(out, payload)
+    manifest_digest, manifest = put_manifest(out, {"mediaType": SIMPLE_SIGNING, "size": len(payload), "digest": payload_digest,
+                                                   "annotations": {SIGNATURE: base64.b64encode(sign(args.key, payload)).decode()}})
+    tag = "sha256-" + args.digest[len("sha256:"):] + ".sig"
+    write_layout(out, tag, manifest_digest, manifest)
+    print(json.dumps({"tag": tag, "manifest": manifest_digest, "payload": payload_digest}))
+
+
+def put_manifest(out, layer):
+    """The image manifest cosign writes around one layer (a payload): a config naming the layer
+    as its only diff_id, in compact JSON. Returns the manifest's digest and bytes."""
     config = json.dumps({"architecture": "", "created": "0001-01-01T00:00:00Z",
                          "history": [{"created": "0001-01-01T00:00:00Z"}], "os": "",
-                         "rootfs": {"type": "layers", "diff_ids": [payload_digest]}, "config": {}},
+                         "rootfs": {"type": "layers", "diff_ids": [layer["digest"]]}, "config": {}},
                         separators=(",", ":")).encode()
     config_digest = put(out, config)
     manifest = json.dumps({"schemaVersion": 2, "mediaType": MANIFEST,
                            "config": {"mediaType": CONFIG, "size": len(config), "digest": config_digest},
-                           "layers": [{"mediaType": SIMPLE_SIGNING, "size": len(payload), "digest": payload_digest,
-                                       "annotations": {SIGNATURE: base64.b64encode(sign(args.key, payload)).decode()}}]},
-                          separators=(",", ":")).encode()
-    manifest_digest = put(out, manifest)
-    tag = "sha256-" + args.digest[len("sha256:"):] + ".sig"
-    write_layout(out, tag, manifest_digest, manifest)
-    print(json.dumps({"tag": tag, "manifest": manifest_digest, "payload": payload_digest}))
+                           "layers": [layer]}, separators=(",", ":")).encode()
+    return put(out, manifest), manifest
 
 
 def write_layout(out, tag, manifest_digest, manifest):
@@ -114,18 +113,10 @@ def attach(args, out):
         media_type = "text/spdx+json"
         annotations = {}
     payload_digest = put(out, payload)
-    config = json.dumps({"architecture": "", "created": "0001-01-01T00:00:00Z",
-                         "history": [{"created": "0001-01-01T00:00:00Z"}], "os": "",
-                         "rootfs": {"type": "layers", "diff_ids": [payload_digest]}, "config": {}},
-                        separators=(",", ":")).encode()
-    config_digest = put(out, config)
     layer = {"mediaType": media_type, "size": len(payload), "digest": payload_digest}
     if annotations:
         layer["annotations"] = annotations
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": MANIFEST,
-                           "config": {"mediaType": CONFIG, "size": len(config), "digest": config_digest},
-                           "layers": [layer]}, separators=(",", ":")).encode()
-    manifest_digest = put(out, manifest)
+    manifest_digest, manifest = put_manifest(out, layer)
     tag = "sha256-" + args.digest[len("sha256:"):] + "." + args.attach
     write_layout(out, tag, manifest_digest, manifest)
     print(json.dumps({"tag": tag, "manifest": manifest_digest, "payload": payload_digest, "media_type": media_type}))

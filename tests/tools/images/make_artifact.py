@@ -19,25 +19,17 @@ test fixture.
 """
 import argparse
 import gzip
-import hashlib
 import io
 import json
 import os
 import tarfile
 
+from oci_blobs import put
+
 INDEX = "application/vnd.oci.image.index.v1+json"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 EMPTY = "application/vnd.oci.empty.v1+json"
 SBOM = "application/vnd.example.sbom.v1+json"
-
-
-def put(out, data):
-    digest = hashlib.sha256(data).hexdigest()
-    path = os.path.join(out, "blobs", "sha256", digest)
-    if not os.path.exists(path):
-        with open(path, "wb") as f:
-            f.write(data)
-    return "sha256:" + digest
 
 
 def targz(files):

@@ -12,26 +12,18 @@ are quick to make. Prints a JSON summary on stdout: index digest, per-platform m
 and size, and every blob digest. Python stdlib only: it is a test fixture.
 """
 import argparse
-import hashlib
 import io
 import json
 import os
 import random
 import tarfile
 
+from oci_blobs import put
+
 INDEX = "application/vnd.oci.image.index.v1+json"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 CONFIG = "application/vnd.oci.image.config.v1+json"
 LAYER = "application/vnd.oci.image.layer.v1.tar"
-
-
-def put(out, data):
-    digest = hashlib.sha256(data).hexdigest()
-    path = os.path.join(out, "blobs", "sha256", digest)
-    if not os.path.exists(path):
-        with open(path, "wb") as f:
-            f.write(data)
-    return "sha256:" + digest
 
 
 def layer(name, seed, size):
