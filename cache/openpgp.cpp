@@ -179,4 +179,15 @@ std::vector<KeyIdentity> key_identities(std::string_view armored_key) {
   return out;
 }
 
+const SignatureMemo::Outcome& SignatureMemo::check(const std::string& key, const std::function<std::string()>& verify) {
+  if (auto known = known_.find(key); known != known_.end()) return known->second;
+  Outcome outcome;
+  try {
+    outcome.fingerprint = verify();
+  } catch (const Error& error) {
+    outcome.error = error.what();
+  }
+  return known_.emplace(key, std::move(outcome)).first->second;
+}
+
 }  // namespace podplane::mirror

@@ -3,6 +3,8 @@
 // signature (binary, as registries publish it, or armored) over a SHA256SUMS document,
 // tried against each armored public key the registry lists. Thread-compatible: every call
 // uses its own librnp contexts. Errors are podplane::Error naming the document.
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,5 +35,22 @@ struct KeyIdentity {
 };
 // The primary keys of one armored block with their user ids. Error for an unreadable block.
 [[nodiscard]] std::vector<KeyIdentity> key_identities(std::string_view armored_key);
+
+// The outcome of each distinct signature, verified once per run: one SHA256SUMS signature
+// covers every platform's package of a release, so a recheck of a whole store meets the same
+// one many times. Not thread-safe.
+class SignatureMemo {
+ public:
+  struct Outcome {
+    std::string fingerprint;  // of the key that signed, when verified
+    std::string error;        // why it did not verify; empty when it did
+  };
+  // The outcome for `key` (the digests that make the signature what it is), running `verify`
+  // the first time only: it returns the signer's fingerprint or throws podplane::Error.
+  const Outcome& check(const std::string& key, const std::function<std::string()>& verify);
+
+ private:
+  std::map<std::string, Outcome> known_;
+};
 
 }  // namespace podplane::mirror

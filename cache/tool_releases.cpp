@@ -1,7 +1,6 @@
 #include "cache/tool_releases.hpp"
 
 #include <cstdlib>
-#include <map>
 
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
@@ -254,7 +253,7 @@ std::string tool_listed_digest(const std::string& shasums, const std::string& fi
 ToolRecheck recheck_tool_archives(const Store& store, const std::vector<Artifact>& archives) {
   ToolRecheck result;
   // One signature covers every platform of a release: verify it once.
-  std::map<std::string, std::string> verified;  // shasums + signature digest → fingerprint, or "!error"
+  mirror::SignatureMemo signatures;  // by shasums + signature digest
   for (const auto& archive : archives) {
     const std::string what = archive.address + " " + archive.version + " " + archive.filename;
     ++result.archives_checked;
@@ -271,25 +270,18 @@ ToolRecheck recheck_tool_archives(const Store& store, const std::vector<Artifact
       try {
         auto engine = lockfile::parse_engine(archive.address);
         shasums = store.read_object(provenance.shasums_digest);
-        const std::string key = provenance.shasums_digest + provenance.signature_digest;
-        auto known = verified.find(key);
-        if (known == verified.end()) {
-          std::string fingerprint;
-          try {
-            fingerprint = verify_tool_shasums(engine, archive.version, shasums, store.read_object(provenance.signature_digest));
-            ++result.signatures_checked;
-          } catch (const Error& error) {
-            fingerprint = std::string("!") + error.what();
-          }
-          known = verified.emplace(key, fingerprint).first;
-        }
-        if (!known->second.empty() && known->second.front() == '!') {
-          result.problems.push_back(what + ": release signature does not verify: " + known->second.substr(1));
+        const auto& signature = signatures.check(provenance.shasums_digest + provenance.signature_digest, [&] {
+          auto fingerprint = verify_tool_shasums(engine, archive.version, shasums, store.read_object(provenance.signature_digest));
+          ++result.signatures_checked;
+          return fingerprint;
+        });
+        if (!signature.error.empty()) {
+          result.problems.push_back(what + ": release signature does not verify: " + signature.error);
           continue;
         }
-        if (!provenance.key_fingerprint.empty() && known->second != provenance.key_fingerprint) {
+        if (!provenance.key_fingerprint.empty() && signature.fingerprint != provenance.key_fingerprint) {
           result.problems.push_back(
-              mismatch_message(what + ": signed by another key than recorded", provenance.key_fingerprint, known->second));
+              mismatch_message(what + ": signed by another key than recorded", provenance.key_fingerprint, signature.fingerprint));
           continue;
         }
         auto listed = tool_listed_digest(shasums, archive.filename, tool_shasums_name(engine, archive.version));

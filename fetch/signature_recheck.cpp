@@ -1,7 +1,5 @@
 #include "fetch/signature_recheck.hpp"
 
-#include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
@@ -31,7 +29,7 @@ std::vector<std::string> armored_keys_of(const std::string& keys_json) {
 SignatureRecheck recheck_provider_signatures(const cache::Store& store) {
   SignatureRecheck result;
   // One SHA256SUMS signature covers every platform of a release: verify it once.
-  std::map<std::string, std::string> fingerprint_by_signature;  // sums+sig+keys digests → fingerprint or "!error"
+  SignatureMemo signatures;  // by sums + signature + keys digests
   for (const auto& package : store.artifacts({.kind = cache::ArtifactKind::provider_package})) {
     for (const auto& provenance : store.provenance_of(package.id)) {
       if (provenance.signature_digest.empty() || provenance.shasums_digest.empty()) continue;  // not signed upstream
@@ -40,28 +38,21 @@ SignatureRecheck recheck_provider_signatures(const cache::Store& store) {
       std::string shasums;
       try {
         shasums = store.read_object(provenance.shasums_digest);
-        const std::string key = provenance.shasums_digest + provenance.signature_digest + provenance.keys_digest;
-        auto known = fingerprint_by_signature.find(key);
-        if (known == fingerprint_by_signature.end()) {
-          std::string fingerprint;
-          try {
-            auto check = verify_detached_signature(shasums, store.read_object(provenance.signature_digest),
-                                                   armored_keys_of(store.read_object(provenance.keys_digest)),
-                                                   "SHA256SUMS of " + package.address + " " + package.version);
-            fingerprint = check.fingerprint;
-            ++result.signatures_checked;
-          } catch (const Error& error) {
-            fingerprint = std::string("!") + error.what();
-          }
-          known = fingerprint_by_signature.emplace(key, fingerprint).first;
-        }
-        if (!known->second.empty() && known->second.front() == '!') {
-          result.problems.push_back(what + ": upstream signature does not verify offline: " + known->second.substr(1));
+        const auto& signature =
+            signatures.check(provenance.shasums_digest + provenance.signature_digest + provenance.keys_digest, [&] {
+              auto check = verify_detached_signature(shasums, store.read_object(provenance.signature_digest),
+                                                     armored_keys_of(store.read_object(provenance.keys_digest)),
+                                                     "SHA256SUMS of " + package.address + " " + package.version);
+              ++result.signatures_checked;
+              return check.fingerprint;
+            });
+        if (!signature.error.empty()) {
+          result.problems.push_back(what + ": upstream signature does not verify offline: " + signature.error);
           continue;
         }
-        if (!provenance.key_fingerprint.empty() && known->second != provenance.key_fingerprint) {
+        if (!provenance.key_fingerprint.empty() && signature.fingerprint != provenance.key_fingerprint) {
           result.problems.push_back(
-              mismatch_message(what + ": signed by another key than recorded", provenance.key_fingerprint, known->second));
+              mismatch_message(what + ": signed by another key than recorded", provenance.key_fingerprint, signature.fingerprint));
         }
       } catch (const Error& error) {
         result.problems.push_back(what + ": upstream signature material unreadable: " + error.what());
