@@ -2,18 +2,22 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
+#include "cache/podplane_stack.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
 #include "generator/config.hpp"
 #include "generator/engine.hpp"
 #include "lockfile/platform.hpp"
+#include "lockfile/provider_names.hpp"
+#include "lockfile/tf_config.hpp"
 #include "fetch/deps_download.hpp"
 #include "fetch/deps_tf.hpp"
 #include "fetch/images.hpp"
@@ -84,6 +88,37 @@ mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const Glo
   options.cosign_keys.assign(args.cosign_keys.begin(), args.cosign_keys.end());
   if (!args.cosign_policy.empty()) options.cosign_policy = args.cosign_policy;
   return options;
+}
+
+// The required_version each engine release `deps tools` chooses must satisfy: every --stack
+// root's, else the stack Podplane generates for the cluster config's cloud, else for any cloud.
+std::vector<mirror::RequiredEngineVersion> engine_versions_required(const std::vector<std::string>& stacks,
+                                                                    const std::string& cluster_config) {
+  std::vector<mirror::RequiredEngineVersion> required;
+  for (const auto& stack : stacks) {
+    for (const auto& constraints : lockfile::read_module_requirements(stack).required_versions)
+      required.push_back({constraints, stack});
+  }
+  if (!stacks.empty()) return required;
+  if (!cluster_config.empty()) {
+    auto kind = generator::load_cluster_config(cluster_config).provider.kind;
+    return {{cache::podplane_stack(kind).required_engine_version,
+             "Podplane's " + std::string(generator::to_string(kind)) + " stack, " + cluster_config}};
+  }
+  for (auto kind : {cache::ProviderKind::aws, cache::ProviderKind::google, cache::ProviderKind::proxmox}) {
+    std::string constraints = cache::podplane_stack(kind).required_engine_version;
+    bool known = false;
+    for (const auto& r : required) known = known || r.constraints == constraints;
+    if (!known) required.push_back({constraints, "Podplane's stacks"});
+  }
+  return required;
+}
+
+std::string describe(const std::vector<mirror::RequiredEngineVersion>& required) {
+  if (required.empty()) return "none is set";
+  std::string text;
+  for (const auto& r : required) text += (text.empty() ? "" : "; ") + r.constraints + " in " + r.required_by;
+  return text;
 }
 
 }  // namespace
@@ -215,22 +250,38 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   struct ToolsArgs {
     std::vector<std::string> engines;
     std::string version;
+    std::vector<std::string> stacks;
+    std::string cluster_config;
     std::vector<std::string> platforms;
     int jobs = 4;
   };
   auto tools_args = std::make_shared<ToolsArgs>();
   auto* tools = deps.add_subcommand("tools", "Fetch terraform or tofu release zips, checked against their signed SHA256SUMS, into the store");
-  tools->add_option("--engine", tools_args->engines, "terraform or tofu (repeatable or comma-separated)")->required();
-  tools->add_option("--version", tools_args->version, "The release to fetch, e.g. 1.9.8 (the same for every --engine)")->required();
+  tools->add_option("--engine", tools_args->engines,
+                    "terraform or tofu (repeatable or comma-separated); default: the engine on PATH (tofu first, then "
+                    "terraform), else tofu");
+  auto* version_option = tools->add_option(
+      "--version", tools_args->version,
+      "The release to fetch, e.g. 1.9.8 (the same for every --engine); default: the newest release upstream lists that "
+      "every --stack root's required_version allows (Podplane's stacks' when no --stack)");
+  auto* stack_option =
+      tools->add_option("--stack", tools_args->stacks, "Root module directory whose required_version chooses the release (repeatable)")
+          ->excludes(version_option);
+  tools->add_option("-f,--cluster-config", tools_args->cluster_config,
+                    "Choose the release that Podplane's stack for this cluster config's cloud requires")
+      ->check(CLI::ExistingFile)
+      ->excludes(version_option)
+      ->excludes(stack_option);
   tools->add_option("--platform", tools_args->platforms,
                     "Release platform OS_ARCH (repeatable or comma-separated; default linux_amd64)");
   tools->add_option("--jobs", tools_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   tools->callback([tools_args, &global] {
     mirror::DepsToolsOptions options;
+    std::vector<lockfile::Engine> engines;
+    std::optional<std::string> version;
     try {
-      const std::string version = lockfile::Version::parse(tools_args->version).str();
-      for (const auto& engine : mirror::split_list(tools_args->engines))
-        options.releases.push_back({lockfile::parse_engine(engine), version});
+      if (!tools_args->version.empty()) version = lockfile::Version::parse(tools_args->version).str();
+      for (const auto& engine : mirror::split_list(tools_args->engines)) engines.push_back(lockfile::parse_engine(engine));
       options.platforms = mirror::split_list(tools_args->platforms);
       for (const auto& platform : options.platforms) (void)lockfile::Platform::parse(platform);
     } catch (const Error& error) {
@@ -240,6 +291,24 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     options.download.per_host = tools_args->jobs;
     options.download.progress = progress_of(global);
     options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
+    if (engines.empty()) {
+      auto user = generator::engine_on_path();
+      engines.push_back(user.engine);
+      std::cout << "engine: " << lockfile::engine_name(user.engine) << " (" << user.reason << "; pass --engine to choose)\n";
+    }
+    std::vector<mirror::RequiredEngineVersion> required;
+    if (!version) required = engine_versions_required(tools_args->stacks, tools_args->cluster_config);
+    for (auto engine : engines) {
+      if (!version) {
+        std::string chosen =
+            mirror::newest_tool_release(engine, required, mirror::tool_releases_base_url(engine), options.download.http);
+        std::cout << lockfile::engine_name(engine) << ": " << chosen << ", the newest release that every required_version allows ("
+                  << describe(required) << ")\n";
+        options.releases.push_back({engine, chosen});
+      } else {
+        options.releases.push_back({engine, *version});
+      }
+    }
     auto store = cache::Store::open(cache::default_deps_root());
     (void)mirror::deps_tools(store, options, std::cout);
   });

@@ -70,6 +70,61 @@ std::string tool_release_url(lockfile::Engine engine, const std::string& base, c
   return root + "/opentofu/opentofu/releases/download/v" + version + "/";
 }
 
+std::string tool_versions_url(lockfile::Engine engine, const std::string& base) {
+  if (engine == lockfile::Engine::terraform) return without_trailing_slashes(base) + "/terraform/index.json";
+  const char* env = std::getenv("PODPLANE_TOFU_VERSIONS_URL");
+  if (env != nullptr && *env != '\0') return env;
+  return "https://get.opentofu.org/tofu/api.json";
+}
+
+std::vector<lockfile::Version> parse_tool_versions(const std::string& document, const std::string& url) {
+  json index = json::parse(document, nullptr, /*allow_exceptions=*/false);
+  const json* listed = index.is_object() && index.contains("versions") ? &index["versions"] : nullptr;
+  if (listed == nullptr || !(listed->is_object() || listed->is_array()))
+    throw Error(redact_url(url) + " is not a release index: no \"versions\" object or array");
+  std::vector<std::string> names;
+  if (listed->is_object()) {
+    for (const auto& [name, entry] : listed->items()) names.push_back(name);  // releases.hashicorp.com
+  } else {
+    for (const auto& entry : *listed) {  // OpenTofu
+      if (entry.is_object() && entry.contains("id") && entry["id"].is_string()) names.push_back(entry["id"].get<std::string>());
+    }
+  }
+  std::vector<lockfile::Version> versions;
+  for (const auto& name : names) {
+    try {
+      versions.push_back(lockfile::Version::parse(name));
+    } catch (const Error&) {
+      // Not a version (an index may list other names); it can never be chosen.
+    }
+  }
+  return versions;
+}
+
+std::string newest_tool_release(lockfile::Engine engine, const std::vector<RequiredEngineVersion>& required,
+                                const std::string& base, const HttpOptions& http_options) {
+  std::vector<lockfile::Constraints> constraints;
+  std::string asked;
+  for (const auto& requirement : required) {
+    constraints.push_back(lockfile::Constraints::parse(requirement.constraints));
+    if (!asked.empty()) asked += "; ";
+    asked += "\"" + requirement.constraints + "\" (" + requirement.required_by + ")";
+  }
+  const std::string url = tool_versions_url(engine, base);
+  HttpClient http(http_options);
+  auto response = http.get(url);
+  if (response.status != 200)
+    throw Error("cannot fetch the list of " + std::string(lockfile::engine_name(engine)) + " releases from " + redact_url(url) +
+                ": " + response.status_text() + "; name the release with --version");
+  auto available = parse_tool_versions(response.body, url);
+  auto newest = lockfile::newest_allowed(available, lockfile::Constraints::merge(constraints));
+  if (!newest) {
+    throw Error("no " + std::string(lockfile::engine_name(engine)) + " release listed at " + redact_url(url) + " satisfies " +
+                (asked.empty() ? std::string("any version") : asked) + ": name one with --version");
+  }
+  return newest->str();
+}
+
 DepsToolsResult deps_tools(cache::Store& store, const DepsToolsOptions& options, std::ostream& out) {
   const std::vector<std::string> platforms = options.platforms.empty() ? std::vector<std::string>{"linux_amd64"} : options.platforms;
   DepsToolsResult result;

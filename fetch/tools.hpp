@@ -10,6 +10,7 @@
 
 #include "cache/store.hpp"
 #include "lockfile/platform.hpp"
+#include "lockfile/version.hpp"
 #include "net/download_options.hpp"
 
 namespace podplane::mirror {
@@ -36,6 +37,29 @@ struct DepsToolsOptions {
 // The directory URL of one release, ending in '/': <base>/terraform/<v>/ or
 // <base>/opentofu/opentofu/releases/download/v<v>/.
 [[nodiscard]] std::string tool_release_url(lockfile::Engine engine, const std::string& base, const std::string& version);
+
+// Where the list of an engine's releases is: releases.hashicorp.com's index,
+// <base>/terraform/index.json ({"versions": {"1.9.8": {…}, …}}), or OpenTofu's
+// https://get.opentofu.org/tofu/api.json ({"versions": [{"id": "1.8.5", …}, …]}) unless
+// $PODPLANE_TOFU_VERSIONS_URL names another (OpenTofu's releases are on github.com, its index is
+// not).
+[[nodiscard]] std::string tool_versions_url(lockfile::Engine engine, const std::string& base);
+
+// The versions a release index lists, in either shape; an entry that is not a version is
+// skipped. A document of neither shape is an Error naming `url`.
+[[nodiscard]] std::vector<lockfile::Version> parse_tool_versions(const std::string& document, const std::string& url);
+
+// One required_version an engine must satisfy, and who asked for it (for messages).
+struct RequiredEngineVersion {
+  std::string constraints;  // as written: ">= 1.6.0"
+  std::string required_by;  // "stack/" or "Podplane's stacks"
+};
+
+// The newest release of `engine` that upstream lists and every requirement allows (a
+// prerelease only when one names it exactly with "="), for `deps tools` without --version.
+// Errors name the requirements when none is allowed.
+[[nodiscard]] std::string newest_tool_release(lockfile::Engine engine, const std::vector<RequiredEngineVersion>& required,
+                                              const std::string& base, const HttpOptions& http);
 
 struct DepsToolsResult {
   std::size_t fetched = 0;  // zips added this run

@@ -91,10 +91,29 @@ class ReleaseHost {
     return digests;
   }
 
+  // Lists `versions` in the engine's release index, in the shape its project serves:
+  // releases.hashicorp.com's terraform/index.json, or OpenTofu's get.opentofu.org/tofu/api.json.
+  void publish_index(const std::string& engine, const std::vector<std::string>& versions) const {
+    auto www = upstream_.www() / prefix().substr(1);
+    if (engine == "terraform") {
+      std::string listed;
+      for (const auto& v : versions)
+        listed += std::string(listed.empty() ? "" : ",") + "\"" + v + "\":{\"name\":\"terraform\",\"version\":\"" + v + "\"}";
+      fs::create_directories(www / "terraform");
+      write_file(www / "terraform" / "index.json", "{\"name\":\"terraform\",\"versions\":{" + listed + "}}");
+    } else {
+      std::string listed;
+      for (const auto& v : versions) listed += std::string(listed.empty() ? "" : ",") + "{\"id\":\"" + v + "\",\"files\":[]}";
+      fs::create_directories(www / "tofu");
+      write_file(www / "tofu" / "api.json", "{\"versions\":[" + listed + "]}");
+    }
+  }
+
   std::map<std::string, std::string> env(bool test_keyring = true) const {
     auto env = upstream_.env(root(), dir_ / "cli.tfrc");
     env["PODPLANE_TERRAFORM_RELEASES_URL"] = upstream_.url(prefix());
     env["PODPLANE_TOFU_RELEASES_URL"] = upstream_.url(prefix());
+    env["PODPLANE_TOFU_VERSIONS_URL"] = upstream_.url(prefix() + "/tofu/api.json");
     if (test_keyring) env["PODPLANE_TOOLS_KEYRING_FOR_TESTS"] = (dir_ / "keyring.asc").string();
     return env;
   }
@@ -181,6 +200,84 @@ TEST(DepsTools, FetchesAnOpenTofuReleaseFromTheGitHubLayout) {
   auto signature = host.rows(cache::ArtifactKind::tool_signature);
   ASSERT_EQ(signature.size(), 1u);
   EXPECT_EQ(signature[0].filename, "tofu_1.8.5_SHA256SUMS.gpgsig");
+}
+
+// Without --version: the newest release upstream lists that Podplane's stacks allow
+// (required_version ">= 1.6.0"), never a prerelease, and never a name that is not a version.
+TEST(DepsToolsDefaults, TheNewestReleaseThatPodplanesStacksAllow) {
+  ReleaseHost host;
+  host.publish({.version = "1.5.7"});
+  auto digests = host.publish({.version = "1.9.8"});
+  host.publish_index("terraform", {"1.5.7", "1.9.8", "1.10.0-rc1", "not-a-version"});
+  auto result = host.podplane({"deps", "tools", "--engine", "terraform"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("terraform: 1.9.8, the newest release that every required_version allows (>= 1.6.0 in "
+                            "Podplane's stacks)"),
+            std::string::npos)
+      << result.out;
+  auto archives = host.rows(cache::ArtifactKind::tool_archive);
+  ASSERT_EQ(archives.size(), 1u);
+  EXPECT_EQ(archives[0].version, "1.9.8");
+  EXPECT_EQ(archives[0].digest, digests["linux_amd64"]);
+
+  // A cluster config chooses its cloud's stack, which asks the same.
+  const fs::path cluster = source_dir() / "tests" / "data" / "generator" / "proxmox" / "podplane.cluster.jsonc";
+  auto config = host.podplane({"deps", "tools", "--engine", "terraform", "-f", cluster.string()});
+  EXPECT_NE(config.out.find("terraform: 1.9.8, the newest release that every required_version allows (>= 1.6.0 in "
+                            "Podplane's proxmox stack, "),
+            std::string::npos)
+      << config.out << config.err;
+}
+
+// --stack roots' required_version choose, from OpenTofu's index; one that nothing satisfies is
+// refused, naming the root, with nothing indexed.
+TEST(DepsToolsDefaults, EachStackRootsRequiredVersionChooses) {
+  ReleaseHost host;
+  host.publish({.engine = "tofu", .version = "1.7.3"});
+  host.publish({.engine = "tofu", .version = "1.8.5"});
+  host.publish_index("tofu", {"1.8.5", "1.7.3", "1.6.2"});
+  const fs::path root = host.dir() / "stack";
+  fs::create_directories(root);
+  write_file(root / "versions.tf", "terraform {\n  required_version = \"~> 1.7.0\"\n}\n");
+  auto result = host.podplane({"deps", "tools", "--engine", "tofu", "--stack", root.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("tofu: 1.7.3, the newest release that every required_version allows (~> 1.7.0 in " + root.string() + ")"),
+            std::string::npos)
+      << result.out;
+  ASSERT_EQ(host.rows(cache::ArtifactKind::tool_archive).size(), 1u);
+
+  write_file(root / "versions.tf", "terraform {\n  required_version = \">= 2.0\"\n}\n");
+  auto none = host.podplane({"deps", "tools", "--engine", "tofu", "--stack", root.string()});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("no tofu release listed at " + host.upstream().url(host.prefix() + "/tofu/api.json") +
+                          " satisfies \">= 2.0\" (" + root.string() + "): name one with --version"),
+            std::string::npos)
+      << none.err;
+  EXPECT_EQ(host.rows(cache::ArtifactKind::tool_archive).size(), 1u);
+
+  auto both = host.podplane({"deps", "tools", "--engine", "tofu", "--stack", root.string(), "--version", "1.8.5"});
+  EXPECT_EQ(both.exit_code, 2) << both.err;  // a usage error: --stack chooses the version
+}
+
+// Without --engine: the engine on PATH, as `deps tf` chooses it, and the run says so.
+TEST(DepsToolsDefaults, TheEngineOnPath) {
+  ReleaseHost host;
+  host.publish({.engine = "tofu", .version = "1.8.5"});
+  const fs::path bin = host.dir() / "bin";
+  fs::create_directories(bin);
+  write_file(bin / "tofu", "#!/bin/sh\nexit 0\n");
+  fs::permissions(bin / "tofu", fs::perms::owner_all);
+  ProcessOptions options;
+  options.env = host.env();
+  options.env["PATH"] = bin.string() + ":/usr/bin:/bin";
+  options.unset_env = {"PODPLANE_TF_CMD"};
+  auto result = run_podplane({"deps", "tools", "--version", "1.8.5"}, options);
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("engine: tofu (found " + (bin / "tofu").string() + "; pass --engine to choose)"), std::string::npos)
+      << result.out;
+  auto archives = host.rows(cache::ArtifactKind::tool_archive);
+  ASSERT_EQ(archives.size(), 1u);
+  EXPECT_EQ(archives[0].filename, "tofu_1.8.5_linux_amd64.zip");
 }
 
 // Each refusal leaves the rows of an earlier good fetch as they were and adds none of its own.
