@@ -14,6 +14,15 @@
 
 namespace {
 
+// The glibc loader scripts/package carries in lib/, under its soname.
+#if defined(__x86_64__)
+constexpr const char* kLoaderName = "ld-linux-x86-64.so.2";
+#elif defined(__aarch64__)
+constexpr const char* kLoaderName = "ld-linux-aarch64.so.1";
+#else
+#error "scripts/package makes tarballs for x86-64 and aarch64 only"
+#endif
+
 // The CA bundle the carried libcurl and OpenSSL look for: they are Debian's builds.
 constexpr const char* kDebianCaBundle = "/etc/ssl/certs/ca-certificates.crt";
 // Where RHEL, CentOS, Rocky, Alma and Fedora keep the same bundle.
@@ -80,7 +89,7 @@ int main(int argc, char** argv) {
     return 127;
   }
   std::string lib = parent(parent(self)) + "/lib";
-  std::string loader = lib + "/ld-linux-x86-64.so.2";
+  std::string loader = lib + "/" + kLoaderName;
   std::string program = lib + "/podplane";
   use_host_ca_bundle();
 

@@ -1,6 +1,8 @@
 // The release packages of scripts/package (docs/packaging.md), made from the build these tests
 // belong to: the tarball runs in a root that holds nothing else, the same commit packages to
-// the same bytes, and the deb names its dependencies and installs on this Debian.
+// the same bytes, and the deb names its dependencies and installs on this Debian. The arm64
+// tarball, made from the cross build scripts/build-arm64 leaves beside it, passes the same
+// test under qemu-user.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -22,6 +24,8 @@ const std::string kTarballDir = "podplane-" + kVersion + "-linux-amd64";
 const std::string kTarball = kTarballDir + ".tar.gz";
 const std::string kDeb = "podplane_" + kVersion + "_amd64.deb";
 const std::string kImage = "podplane-mirror-" + kVersion + "-linux-amd64.oci.tar";
+const std::string kArm64TarballDir = "podplane-" + kVersion + "-linux-arm64";
+const std::string kArm64Tarball = kArm64TarballDir + ".tar.gz";
 
 std::string show(const ProcessResult& r) {
   return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
@@ -33,6 +37,13 @@ void package(const fs::path& out) {
   options.env["PODPLANE_BUILD_DIR"] = build_dir().string();
   auto packaged = run({(source_dir() / "scripts" / "package").string(), "--no-build", "--out", out.string()}, options);
   ASSERT_EQ(packaged.exit_code, 0) << "scripts/package failed:\n" << packaged.err;
+}
+
+// The cross build of scripts/build-arm64, which the CTest test package.build.arm64 runs where
+// scripts/setup installed the cross toolchain.
+fs::path arm64_build_dir() {
+  if (const char* dir = std::getenv("PODPLANE_ARM64_BUILD_DIR")) return dir;
+  return source_dir() / "build-arm64";
 }
 
 // The packages of two runs of scripts/package, in first/ and second/: those the CTest fixture
@@ -96,13 +107,15 @@ SignedBundle make_signed_bundle(const fs::path& dir) {
   return {dir / "site.bundle", dir / "site.pub"};
 }
 
-TEST(PackageTarball, RunsInAnEmptyRootWithNoLibraryOfTheHost) {
-  TempDir dir;
+// The tarball unpacked into `dir`/root runs --version through a link elsewhere and, under
+// chroot in that root with nothing else in it, imports a bundle made outside, verifies the
+// store and serves it to curl outside the root.
+void expect_runs_in_an_empty_root(const TempDir& dir, const fs::path& tarball, const std::string& top_dir) {
   const fs::path root = dir / "root";
   fs::create_directories(root);
-  auto unpacked = run({"tar", "-xzf", (packages() / "first" / kTarball).string(), "-C", root.string()});
+  auto unpacked = run({"tar", "-xzf", tarball.string(), "-C", root.string()});
   ASSERT_EQ(unpacked.exit_code, 0) << show(unpacked);
-  const fs::path installed = root / kTarballDir;
+  const fs::path installed = root / top_dir;
 
   // On the host, through a symbolic link elsewhere: the launcher finds lib/ by /proc/self/exe.
   fs::create_symlink(installed / "bin" / "podplane", dir / "podplane");
@@ -113,7 +126,7 @@ TEST(PackageTarball, RunsInAnEmptyRootWithNoLibraryOfTheHost) {
   if (::geteuid() != 0) GTEST_SKIP() << "chroot needs root (CI runs as root)";
   const std::string chroot = program_path("chroot");
   if (chroot.empty()) GTEST_SKIP() << "no chroot program on PATH";
-  const std::string inside = "/" + kTarballDir + "/bin/podplane";
+  const std::string inside = "/" + top_dir + "/bin/podplane";
   // The root holds the unpacked tarball and nothing else: no /proc, no /lib, no /etc, no /tmp.
   auto version = run({chroot, root.string(), inside, "--version"});
   if (version.exit_code == 125) GTEST_SKIP() << "chroot is not permitted here: " << version.err;
@@ -121,7 +134,7 @@ TEST(PackageTarball, RunsInAnEmptyRootWithNoLibraryOfTheHost) {
   EXPECT_EQ(version.out, "podplane " + kVersion + "\n");
   // Found on PATH, as a shell would: argv[0] is then a bare name, and /proc is still absent.
   ProcessOptions on_path;
-  on_path.env["PATH"] = "/" + kTarballDir + "/bin";
+  on_path.env["PATH"] = "/" + top_dir + "/bin";
   auto bare = run({chroot, root.string(), "podplane", "--version"}, on_path);
   EXPECT_EQ(bare.exit_code, 0) << show(bare);
   EXPECT_EQ(bare.out, "podplane " + kVersion + "\n");
@@ -148,6 +161,54 @@ TEST(PackageTarball, RunsInAnEmptyRootWithNoLibraryOfTheHost) {
   auto index = run({"curl", "-fsS", "--noproxy", "*", base + "v1/mirror/" + kProvider + "/index.json"});
   EXPECT_EQ(index.exit_code, 0) << show(index) << read_file(dir / "serve.err");
   EXPECT_TRUE(contains(index.out, "\"3.2.4\"")) << index.out;
+}
+
+TEST(PackageTarball, RunsInAnEmptyRootWithNoLibraryOfTheHost) {
+  TempDir dir;
+  expect_runs_in_an_empty_root(dir, packages() / "first" / kTarball, kTarballDir);
+}
+
+// ELF's e_machine of a file's bytes (EM_AARCH64 is 183); 0 when they are not ELF.
+int elf_machine(const std::string& bytes) {
+  if (bytes.size() < 20 || bytes.compare(0, 4, "\x7f" "ELF") != 0) return 0;
+  return static_cast<unsigned char>(bytes[18]) | static_cast<unsigned char>(bytes[19]) << 8;
+}
+
+// The arm64 tarball: made twice from the cross build to the same bytes, every program in it an
+// aarch64 one, and, run by qemu-user through binfmt_misc, the same empty-root test as amd64's.
+TEST(PackageTarballArm64, IsReproducibleAndRunsUnderQemuInAnEmptyRoot) {
+  const fs::path cross_build = arm64_build_dir();
+  if (!fs::exists(cross_build / "cli" / "podplane"))
+    GTEST_SKIP() << "no arm64 build in " << cross_build << ": the test package.build.arm64 makes it with "
+                 << "scripts/build-arm64 where scripts/setup installed g++-aarch64-linux-gnu";
+  if (!fs::exists("/proc/sys/fs/binfmt_misc/qemu-aarch64"))
+    GTEST_SKIP() << "qemu-user is not registered with binfmt_misc (scripts/setup registers qemu-user-static's "
+                 << "qemu-aarch64 where the kernel has binfmt_misc)";
+
+  TempDir dir;
+  ProcessOptions options;
+  options.env["PODPLANE_ARM64_BUILD_DIR"] = cross_build.string();
+  for (const std::string run_name : {"first", "second"}) {
+    auto packaged = run({(source_dir() / "scripts" / "package").string(), "--arch", "arm64", "--no-build", "--out",
+                         (dir / run_name).string()},
+                        options);
+    ASSERT_EQ(packaged.exit_code, 0) << "scripts/package --arch arm64 failed:\n" << packaged.err;
+  }
+  const fs::path tarball = dir / "first" / kArm64Tarball;
+  std::string first = read_file(tarball);
+  ASSERT_FALSE(first.empty());
+  EXPECT_TRUE(first == read_file(dir / "second" / kArm64Tarball)) << kArm64Tarball << " differs between two runs";
+
+  constexpr int kAarch64 = 183;
+  for (const std::string member : {"bin/podplane", "lib/podplane", "lib/ld-linux-aarch64.so.1", "lib/libc.so.6", "lib/librnp.so.0"}) {
+    auto bytes = run({"tar", "-xOzf", tarball.string(), kArm64TarballDir + "/" + member});
+    ASSERT_EQ(bytes.exit_code, 0) << member << ": " << bytes.err;
+    EXPECT_EQ(elf_machine(bytes.out), kAarch64) << member << " is not an aarch64 program";
+  }
+  auto licences = run({"tar", "-xOzf", tarball.string(), kArm64TarballDir + "/licenses/packages.txt"});
+  EXPECT_TRUE(contains(licences.out, "librnp0 ")) << licences.out;
+
+  expect_runs_in_an_empty_root(dir, tarball, kArm64TarballDir);
 }
 
 // The launcher's one decision besides where lib/ is: the CA bundle on a host without Debian's.
