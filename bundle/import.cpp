@@ -7,12 +7,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <archive_entry.h>
 #include <nlohmann/json.hpp>
@@ -21,6 +26,7 @@
 #include "base/clock.hpp"
 #include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/parallel.hpp"
 #include "base/unique_fd.hpp"
 #include "bundle/archive_io.hpp"
 #include "bundle/create.hpp"
@@ -42,12 +48,19 @@ namespace {
 
 constexpr std::uint64_t kSignatureLimit = 64ULL << 10;
 
-// Where objects of a volume go: into the store, or only through a hasher (verify).
+// Where objects of a volume go: into the store, or only through a hasher (verify). A sink
+// counts an object in `report` (objects_verified, bytes_verified) once it is verified and, for
+// the store, committed.
 class ObjectSink {
  public:
   virtual ~ObjectSink() = default;
   virtual bool already_present(const ManifestObject& object) = 0;
-  virtual void receive(detail::ArchiveReader& reader, const ManifestObject& object) = 0;
+  // Takes the current entry's data. A sink may check it later, on other threads: an object's
+  // failure is thrown by a later receive() or by finish().
+  virtual void receive(detail::ArchiveReader& reader, const ManifestObject& object, VolumeReport& report) = 0;
+  // Returns once every object received has been checked, and throws the failure of the first
+  // one (in manifest order) that has not been thrown yet.
+  virtual void finish(VolumeReport& report) = 0;
 };
 
 void refuse_entry(const std::string& name, const fs::path& file, const std::string& why) {
@@ -174,6 +187,43 @@ OpenVolume open_volume(const fs::path& file) {
   return volume;
 }
 
+// Every object entry of a volume, in manifest order, into `sink`; then nothing else.
+void read_objects(detail::ArchiveReader& reader, const fs::path& file, const BundleManifest& manifest, ObjectSink& sink,
+                  VolumeReport& report) {
+  std::map<std::string, std::size_t> position;
+  for (std::size_t i = 0; i < manifest.objects.size(); ++i) position[manifest.objects[i].digest] = i;
+  std::vector<bool> seen(manifest.objects.size(), false);
+  archive_entry* entry = nullptr;
+  for (std::size_t i = 0; i < manifest.objects.size(); ++i) {
+    if (!reader.next(entry))
+      throw Error("bundle " + file.string() + " is truncated: it ends before object " + std::to_string(i + 1) + " of " +
+                  std::to_string(manifest.objects.size()));
+    std::string name = checked_entry_name(entry, file);
+    std::string_view digest(name);
+    if (!digest.starts_with(kObjectPrefix)) refuse_entry(name, file, "not in the manifest");
+    digest.remove_prefix(kObjectPrefix.size());
+    auto it = position.find(std::string(digest));
+    if (it == position.end()) refuse_entry(name, file, "not in the manifest");
+    if (seen[it->second]) refuse_entry(name, file, "duplicate entry");
+    if (it->second != i) refuse_entry(name, file, "out of manifest order");
+    seen[i] = true;
+    const ManifestObject& object = manifest.objects[i];
+    auto size = static_cast<std::uint64_t>(archive_entry_size(entry));
+    if (size != object.size)
+      refuse_entry(name, file, mismatch_message("size disagrees with the manifest", std::to_string(object.size), std::to_string(size)));
+    if (sink.already_present(object)) {
+      reader.skip();
+      ++report.objects_present;
+      continue;
+    }
+    sink.receive(reader, object, report);
+  }
+  if (reader.next(entry)) {
+    const char* raw = archive_entry_pathname(entry);
+    refuse_entry(raw ? raw : "", file, "not in the manifest (after its last object)");
+  }
+}
+
 // Reads one volume. `manifest` is set as soon as the signature (and the manifest's expiry and
 // rows) have vouched for it, so the caller can account for what a damaged volume still delivered.
 void read_volume(const fs::path& file, const std::vector<PublicKey>& trusted, const VerifyOptions& options,
@@ -187,40 +237,16 @@ void read_volume(const fs::path& file, const std::vector<PublicKey>& trusted, co
   report.volume_count = manifest->volume_count;
   report.objects = manifest->objects.size();
 
-  std::map<std::string, std::size_t> position;
-  for (std::size_t i = 0; i < manifest->objects.size(); ++i) position[manifest->objects[i].digest] = i;
-  std::vector<bool> seen(manifest->objects.size(), false);
-  archive_entry* entry = nullptr;
-  for (std::size_t i = 0; i < manifest->objects.size(); ++i) {
-    if (!reader.next(entry))
-      throw Error("bundle " + file.string() + " is truncated: it ends before object " + std::to_string(i + 1) + " of " +
-                  std::to_string(manifest->objects.size()));
-    std::string name = checked_entry_name(entry, file);
-    std::string_view digest(name);
-    if (!digest.starts_with(kObjectPrefix)) refuse_entry(name, file, "not in the manifest");
-    digest.remove_prefix(kObjectPrefix.size());
-    auto it = position.find(std::string(digest));
-    if (it == position.end()) refuse_entry(name, file, "not in the manifest");
-    if (seen[it->second]) refuse_entry(name, file, "duplicate entry");
-    if (it->second != i) refuse_entry(name, file, "out of manifest order");
-    seen[i] = true;
-    const ManifestObject& object = manifest->objects[i];
-    auto size = static_cast<std::uint64_t>(archive_entry_size(entry));
-    if (size != object.size)
-      refuse_entry(name, file, mismatch_message("size disagrees with the manifest", std::to_string(object.size), std::to_string(size)));
-    if (sink.already_present(object)) {
-      reader.skip();
-      ++report.objects_present;
-      continue;
-    }
-    sink.receive(reader, object);
-    ++report.objects_verified;
-    report.bytes_verified += object.size;
+  std::exception_ptr reading_error;
+  try {
+    read_objects(reader, file, *manifest, sink, report);
+  } catch (...) {
+    reading_error = std::current_exception();
   }
-  if (reader.next(entry)) {
-    const char* raw = archive_entry_pathname(entry);
-    refuse_entry(raw ? raw : "", file, "not in the manifest (after its last object)");
-  }
+  // An object received before what reading found wrong comes first in the volume: its
+  // failure is the volume's error, as if the volume had been read one object at a time.
+  sink.finish(report);
+  if (reading_error) std::rethrow_exception(reading_error);
 }
 
 // Pulls one entry's data through `consume`, insisting on exactly `size` bytes.
@@ -241,14 +267,17 @@ void stream_entry(detail::ArchiveReader& reader, const ManifestObject& object, C
 class HashingSink : public ObjectSink {
  public:
   bool already_present(const ManifestObject&) override { return false; }
-  void receive(detail::ArchiveReader& reader, const ManifestObject& object) override {
+  void receive(detail::ArchiveReader& reader, const ManifestObject& object, VolumeReport& report) override {
     Hasher hasher;
     stream_entry(reader, object, [&](const void* data, std::size_t size) { hasher.update(data, size); });
     std::string got = hasher.finish_hex();
     if (got != object.digest)
       throw Error(mismatch_message("object in " + reader.where() + " is damaged", "sha256:" + object.digest, "sha256:" + got));
     verified.insert(object.digest);
+    ++report.objects_verified;
+    report.bytes_verified += object.size;
   }
+  void finish(VolumeReport&) override {}
   std::set<std::string> verified;
 };
 
@@ -278,23 +307,119 @@ void pause_for_test_after_first_commit(const std::string& digest) {
   pause_for_test("PODPLANE_TEST_IMPORT_PAUSE", "committed " + digest + "\n");
 }
 
+// Imports a volume's objects on several cores. This thread reads the tar and only copies
+// each object into a temp file of the store; reading it back to hash it, checking the digest
+// and syncing it (ObjectWriter::seal) run on the pool, a few objects at once, so the hashing
+// of one overlaps the copying of the next and the disk's work for both. Publishing (rename,
+// then row) comes back to this thread, the Store's, in manifest order: the store ends exactly
+// as after a one-object-at-a-time import, with every object before the first damaged one and
+// none after it.
 class StoreSink : public ObjectSink {
  public:
-  explicit StoreSink(cache::Store& store) : store_(store) {}
+  explicit StoreSink(cache::Store& store)
+      : store_(store), pool_(std::max(2u, std::thread::hardware_concurrency())) {}
+  ~StoreSink() override { drop_in_flight(); }
+  StoreSink(const StoreSink&) = delete;
+  StoreSink& operator=(const StoreSink&) = delete;
+
   bool already_present(const ManifestObject& object) override { return store_.has_object(object.digest); }
-  void receive(detail::ArchiveReader& reader, const ManifestObject& object) override {
-    cache::ObjectWriter writer = store_.new_object();
-    stream_entry(reader, object, [&](const void* data, std::size_t size) { writer.write(data, size); });
-    try {
-      (void)writer.commit(object.digest);
-    } catch (const Error& e) {
-      throw Error("object in " + reader.where() + " is damaged and was not imported: " + e.what());
-    }
-    pause_for_test_after_first_commit(object.digest);
+
+  void receive(detail::ArchiveReader& reader, const ManifestObject& object, VolumeReport& report) override {
+    publish_ready(report, Wait::no);
+    // Copied but not yet published: bounded, so that damage found late wastes little work
+    // and the disk's backlog of dirty pages stays small.
+    while (!in_flight_.empty() && (in_flight_.size() >= kMaxInFlight || bytes_in_flight_ >= kMaxBytesInFlight))
+      publish_ready(report, Wait::for_oldest);
+    auto owned = std::make_unique<Sealing>(object, reader.where(), store_.new_object_hashed_at_seal());
+    stream_entry(reader, object, [&](const void* data, std::size_t size) { owned->writer.write(data, size); });
+    Sealing* sealing = owned.get();
+    in_flight_.push_back(std::move(owned));
+    bytes_in_flight_ += object.size;
+    // The task only borrows it: this thread destroys it (and so removes an unpublished temp
+    // file) once the pool has no task left that uses it.
+    pool_.submit([this, sealing] {
+      std::exception_ptr error;
+      try {
+        sealing->writer.seal(sealing->object.digest);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      {
+        std::lock_guard lock(mutex_);
+        sealing->error = error;
+        sealing->sealed = true;
+      }
+      sealed_.notify_all();
+    });
+  }
+
+  void finish(VolumeReport& report) override {
+    while (!in_flight_.empty()) publish_ready(report, Wait::for_oldest);
   }
 
  private:
+  static constexpr std::size_t kMaxInFlight = 16;
+  static constexpr std::uint64_t kMaxBytesInFlight = 128ULL << 20;
+
+  struct Sealing {
+    Sealing(ManifestObject of, std::string in, cache::ObjectWriter into)
+        : object(std::move(of)), where(std::move(in)), writer(std::move(into)) {}
+    ManifestObject object;
+    std::string where;
+    cache::ObjectWriter writer;
+    std::exception_ptr error;  // set with `sealed`, under mutex_
+    bool sealed = false;
+  };
+  enum class Wait { no, for_oldest };
+
+  // Publishes the sealed objects at the head of the queue, in order (waiting for the oldest
+  // first if asked). The first failure drops everything after it and is thrown.
+  void publish_ready(VolumeReport& report, Wait wait) {
+    while (!in_flight_.empty()) {
+      Sealing* oldest = in_flight_.front().get();
+      {
+        std::unique_lock lock(mutex_);
+        if (!oldest->sealed && wait == Wait::no) return;
+        sealed_.wait(lock, [&] { return oldest->sealed; });
+      }
+      wait = Wait::no;
+      std::unique_ptr<Sealing> sealed = std::move(in_flight_.front());
+      in_flight_.pop_front();
+      bytes_in_flight_ -= sealed->object.size;
+      try {
+        publish(*sealed, report);
+      } catch (...) {
+        drop_in_flight();
+        throw;
+      }
+    }
+  }
+
+  void publish(Sealing& sealing, VolumeReport& report) {
+    try {
+      if (sealing.error) std::rethrow_exception(sealing.error);
+      (void)sealing.writer.publish();
+    } catch (const Error& e) {
+      throw Error("object in " + sealing.where + " is damaged and was not imported: " + e.what());
+    }
+    ++report.objects_verified;
+    report.bytes_verified += sealing.object.size;
+    pause_for_test_after_first_commit(sealing.object.digest);
+  }
+
+  // Waits for the pool, then forgets what it sealed: the writers remove their temp files.
+  void drop_in_flight() noexcept {
+    pool_.wait();
+    in_flight_.clear();
+    bytes_in_flight_ = 0;
+  }
+
   cache::Store& store_;
+  std::mutex mutex_;
+  std::condition_variable sealed_;
+  std::deque<std::unique_ptr<Sealing>> in_flight_;  // this thread's alone
+  std::uint64_t bytes_in_flight_ = 0;
+  TaskPool pool_;  // last: destroyed first, so no task outlives what it uses
 };
 
 std::vector<PublicKey> load_trusted(const VerifyOptions& options) {

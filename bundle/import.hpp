@@ -1,9 +1,10 @@
 #pragma once
 // Verifying and importing bundle volumes. Per volume: the signature is checked before any
-// object is read; objects stream from the tar straight into the store (hashed on the way,
-// committed only when the digest matches the manifest); rows follow in one transaction once
-// their objects are present. A damaged volume stops at the damage: what was verified stays,
-// the report lists the rest. Volumes are independent and may come in any order.
+// object is read; objects stream from the tar straight into temp files of the store, are
+// hashed on worker threads, and are committed in manifest order, each only when its digest
+// matches the manifest; rows follow in one transaction once their objects are present. A
+// damaged volume stops at the damage: what was verified before it stays, the report lists the
+// rest. Volumes are independent and may come in any order.
 #include <cstdint>
 #include <ctime>
 #include <functional>

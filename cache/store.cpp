@@ -242,8 +242,11 @@ struct ObjectWriter::Impl {
   Hasher hasher{DigestAlgorithm::sha256};
   std::uint64_t size = 0;
   bool finished = false;
+  bool hashed_at_seal = false;  // Store::new_object_hashed_at_seal
+  std::string sealed_digest;    // set by ObjectWriter::seal, awaiting publish()
   std::string label = "object";
 
+  std::string digest_of_written();
   std::string seal(std::optional<std::string_view> expected_sha256);
   std::vector<fs::path> place(const std::string& digest);
   void discard() {
@@ -273,7 +276,7 @@ void ObjectWriter::write(const void* data, std::size_t size) {
     }
     done += static_cast<std::size_t>(n);
   }
-  impl_->hasher.update(data, size);
+  if (!impl_->hashed_at_seal) impl_->hasher.update(data, size);
   impl_->size += size;
 }
 
@@ -284,7 +287,7 @@ std::uint64_t ObjectWriter::size() const { return impl_->size; }
 // first half and touches only this writer, so writers of one batch may seal on several threads.
 std::string ObjectWriter::Impl::seal(std::optional<std::string_view> expected_sha256) {
   if (finished) throw Error("committing a finished object writer");
-  std::string digest = hasher.finish_hex();
+  std::string digest = hashed_at_seal ? digest_of_written() : hasher.finish_hex();
   if (expected_sha256) {
     std::string expected(*expected_sha256);
     std::transform(expected.begin(), expected.end(), expected.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -300,6 +303,26 @@ std::string ObjectWriter::Impl::seal(std::optional<std::string_view> expected_sh
     throw Error("cannot publish " + label + ": " + temp.string() + ": " + reason);
   }
   return digest;
+}
+
+// The digest of the bytes written, read back from the temp file (still in the page cache,
+// just written) in blocks that stay in the CPU cache while they are hashed.
+std::string ObjectWriter::Impl::digest_of_written() {
+  std::vector<char> block(256 << 10);
+  std::uint64_t offset = 0;
+  while (offset < size) {
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), size - offset));
+    ssize_t n = ::pread(fd.get(), block.data(), want, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string reason = n < 0 ? errno_text() : "shorter than what was written";
+      discard();
+      throw Error("cannot read back " + label + ": " + temp.string() + ": " + reason);
+    }
+    hasher.update(block.data(), static_cast<std::size_t>(n));
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return hasher.finish_hex();
 }
 
 // Renames the sealed temp file into place; returns the directories whose entries changed (to be
@@ -367,6 +390,19 @@ std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256
   for (const auto& dir : w.place(digest)) sync_directory(dir);
   insert_object_rows(*w.store, {{digest, static_cast<std::int64_t>(w.size)}});
   return digest;
+}
+
+void ObjectWriter::seal(std::string_view expected_sha256) {
+  if (!impl_->sealed_digest.empty()) throw Error("sealing a sealed object writer");
+  impl_->sealed_digest = impl_->seal(expected_sha256);
+}
+
+std::string ObjectWriter::publish() {
+  Impl& w = *impl_;
+  if (w.sealed_digest.empty()) throw Error("publishing an object writer that was not sealed");
+  for (const auto& dir : w.place(w.sealed_digest)) sync_directory(dir);
+  insert_object_rows(*w.store, {{w.sealed_digest, static_cast<std::int64_t>(w.size)}});
+  return w.sealed_digest;
 }
 
 std::vector<std::string> Store::add_many(std::size_t count, const std::function<void(std::size_t, ObjectWriter&)>& fill) {
@@ -571,6 +607,12 @@ bool Store::has_object(std::string_view digest) const {
 ObjectWriter Store::new_object(std::string label) {
   ObjectWriter writer = new_object();
   writer.impl_->label = std::move(label);
+  return writer;
+}
+
+ObjectWriter Store::new_object_hashed_at_seal() {
+  ObjectWriter writer = new_object();
+  writer.impl_->hashed_at_seal = true;
   return writer;
 }
 

@@ -51,6 +51,14 @@ class ObjectWriter {
   // Returns the sha256 hex digest.
   [[nodiscard]] std::string commit(std::optional<std::string_view> expected_sha256 = std::nullopt);
 
+  // commit() in two steps, for objects written on one thread and checked on others (bundle
+  // import): seal() checks the digest (the same Error, temp removed) and makes the data durable
+  // and read-only; it touches only this writer, so any thread may call it. publish() then
+  // renames into place and records the row, on the thread that owns the Store; it returns
+  // the digest.
+  void seal(std::string_view expected_sha256);
+  [[nodiscard]] std::string publish();
+
   struct Impl;
  private:
   friend class Store;
@@ -102,6 +110,10 @@ class Store {
   [[nodiscard]] ObjectWriter new_object();
   // `label` names the object in the writer's errors (e.g. "x.zip from https://…").
   [[nodiscard]] ObjectWriter new_object(std::string label);
+  // A writer that hashes its bytes when sealed, reading its temp file back, instead of as
+  // they are written: the writing thread (bundle import, extracting a tar) only copies, and
+  // the hashing runs on whichever thread calls ObjectWriter::seal().
+  [[nodiscard]] ObjectWriter new_object_hashed_at_seal();
   [[nodiscard]] std::string add_file(const std::filesystem::path& file,
                                      std::optional<std::string_view> expected_sha256 = std::nullopt);
   // Many objects at once (a run's signed documents, a module tree's files): each with the

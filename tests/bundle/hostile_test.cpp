@@ -147,6 +147,61 @@ TEST_F(HostileBundle, ContentThatDisagreesWithTheDigest) {
   expect_refused(bundle("content", {kX}, {{object_name(kX), forged}}), "damaged");
 }
 
+// Import checks several objects at once and publishes them in manifest order: whatever
+// stops a volume (a damaged object, the end of a truncated file) keeps exactly the objects
+// before it, with nothing after it indexed or on disk, and the first problem in the volume is
+// the one reported, however soon the objects after it were found right.
+class HostileVolumeOfEight : public HostileBundle {
+ protected:
+  void SetUp() override {
+    HostileBundle::SetUp();
+    for (int i = 0; i < 8; ++i) contents.push_back("object " + std::to_string(i) + "\n" + std::string(100000 + i, 'a' + i));
+  }
+
+  // The volume with object `damaged` altered (none when negative), cut inside its last object
+  // when `truncated`.
+  fs::path volume(const std::string& name, int damaged, bool truncated) {
+    std::vector<Entry> entries;
+    for (const auto& c : contents) entries.push_back({object_name(c), c});
+    if (damaged >= 0) entries[static_cast<std::size_t>(damaged)].content[10] ^= 1;
+    fs::path file = bundle(name, contents, entries);
+    if (truncated) fs::resize_file(file, fs::file_size(file) - 1024 - 50000);
+    return file;
+  }
+
+  void expect_imported_only_the_first(const fs::path& file, std::size_t kept, const std::string& needle) {
+    const fs::path root = dir / ("store-" + file.filename().string());
+    auto store = cache::Store::open(root);
+    auto report = import_bundle(store, {file}, options);
+    ASSERT_FALSE(report.ok()) << file;
+    const VolumeReport& v = report.volumes.at(0);
+    EXPECT_NE(v.error.find(needle), std::string::npos) << v.error;
+    EXPECT_EQ(v.objects_verified, kept) << v.error;
+    EXPECT_EQ(v.missing_objects.size(), contents.size() - kept);
+    for (std::size_t i = 0; i < contents.size(); ++i) EXPECT_EQ(store.has_object(sha256_hex(contents[i])), i < kept) << i;
+    std::size_t files = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(cache::layout::objects_dir(root))) files += entry.is_regular_file();
+    EXPECT_EQ(files, kept) << "an object after the damage reached the store";
+    EXPECT_TRUE(fs::is_empty(cache::layout::temp_dir(root))) << "a temp file was left behind";
+    test::expect_objects_intact(root);
+  }
+
+  std::vector<std::string> contents;
+};
+
+TEST_F(HostileVolumeOfEight, ADamagedObjectKeepsTheObjectsBeforeItAndNoneAfter) {
+  expect_imported_only_the_first(volume("damaged", 2, false), 2,
+                                 "object in " + (dir / "damaged").string() + " is damaged and was not imported");
+}
+
+TEST_F(HostileVolumeOfEight, ATruncatedVolumeKeepsTheObjectsBeforeTheCut) {
+  expect_imported_only_the_first(volume("cut", -1, true), 7, "truncated");
+}
+
+TEST_F(HostileVolumeOfEight, DamageBeforeTheCutIsTheErrorAndStopsThere) {
+  expect_imported_only_the_first(volume("damaged-and-cut", 2, true), 2, "is damaged and was not imported");
+}
+
 TEST_F(HostileBundle, OutOfOrderEntries) {
   expect_refused(bundle("order", {kX, kY}, {{object_name(kY), kY}, {object_name(kX), kX}}), "order");
 }

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "base/digest.hpp"
@@ -189,6 +191,41 @@ TEST(Store, AnUncommittedWriterLeavesNoTempFile) {
     EXPECT_EQ(writer.size(), 7u);
     EXPECT_EQ(temp_files(dir.path()).size(), 1u);
   }
+  EXPECT_TRUE(temp_files(dir.path()).empty());
+}
+
+// Written on one thread and checked on another (bundle import): seal() hashes the temp file
+// back and syncs it on the worker, publish() places it and records its row; a sealed writer
+// that is never published, or one whose bytes disagree, leaves nothing behind.
+TEST(Store, AWriterHashedAtSealIsCheckedOnAnotherThreadAndPublishedOnTheStoresOwn) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::string big(700 * 1024 + 5, 'x');  // more than one read-back block
+  ObjectWriter writer = store.new_object_hashed_at_seal();
+  writer.write(big.data(), big.size());
+  std::thread([&] { writer.seal(sha256_hex(big)); }).join();
+  EXPECT_FALSE(store.has_object(sha256_hex(big))) << "sealed is not yet published";
+  EXPECT_EQ(writer.publish(), sha256_hex(big));
+  EXPECT_TRUE(store.has_object(sha256_hex(big)));
+  EXPECT_EQ(test::read_file(store.object_path(sha256_hex(big))), big);
+  EXPECT_TRUE(temp_files(dir.path()).empty());
+
+  ObjectWriter damaged = store.new_object_hashed_at_seal();
+  damaged.write("hellO", 5);
+  try {
+    damaged.seal(hello_sha256);
+    ADD_FAILURE() << "a digest mismatch was sealed";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("hash mismatch for object (nothing was added to the store)"));
+  }
+  EXPECT_THROW((void)damaged.publish(), Error);
+  EXPECT_FALSE(store.has_object(hello_sha256));
+  {
+    ObjectWriter abandoned = store.new_object_hashed_at_seal();
+    abandoned.write("hello", 5);
+    abandoned.seal(hello_sha256);
+  }
+  EXPECT_FALSE(store.has_object(hello_sha256));
   EXPECT_TRUE(temp_files(dir.path()).empty());
 }
 
