@@ -17,6 +17,7 @@
 #include "fetch/deps_download.hpp"
 #include "fetch/deps_tf.hpp"
 #include "fetch/images.hpp"
+#include "fetch/podplane_release.hpp"
 #include "fetch/tools.hpp"
 #include "lockfile/version.hpp"
 
@@ -217,15 +218,39 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     std::string version;
     std::vector<std::string> platforms;
     int jobs = 4;
+    std::string podplane_release;
   };
   auto tools_args = std::make_shared<ToolsArgs>();
   auto* tools = deps.add_subcommand("tools", "Fetch terraform or tofu release zips, checked against their signed SHA256SUMS, into the store");
-  tools->add_option("--engine", tools_args->engines, "terraform or tofu (repeatable or comma-separated)")->required();
-  tools->add_option("--version", tools_args->version, "The release to fetch, e.g. 1.9.8 (the same for every --engine)")->required();
+  // --engine and --version are required unless --podplane-release is the whole run: checked
+  // in the callback with CLI11's own words, so an engine run reads as it always did.
+  auto* engine_option = tools->add_option("--engine", tools_args->engines,
+                                          "terraform or tofu (repeatable or comma-separated); required unless --podplane-release "
+                                          "is the whole run");
+  auto* version_option =
+      tools->add_option("--version", tools_args->version,
+                        "The release to fetch, e.g. 1.9.8 (the same for every --engine); required with --engine");
   tools->add_option("--platform", tools_args->platforms,
                     "Release platform OS_ARCH (repeatable or comma-separated; default linux_amd64)");
   tools->add_option("--jobs", tools_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
-  tools->callback([tools_args, &global] {
+  auto* podplane_option = tools->add_option(
+      "--podplane-release", tools_args->podplane_release,
+      "Also (or only) add podplane's own release files of one version from DIR (scripts/package's dist/: tarball, deb, "
+      "OCI image), listed in a SHA256SUMS the store writes");
+  podplane_option->type_name("DIR");
+  tools->callback([tools_args, engine_option, version_option, podplane_option, &global] {
+    if (podplane_option->count() == 0 || engine_option->count() > 0) {
+      if (engine_option->count() == 0) throw CLI::RequiredError(engine_option->get_name());
+      if (version_option->count() == 0) throw CLI::RequiredError(version_option->get_name());
+    } else if (version_option->count() > 0 || !tools_args->platforms.empty()) {
+      throw UsageError("--version and --platform name an engine release: give --engine too (a podplane release takes both from "
+                       "its file names)");
+    }
+    if (engine_option->count() == 0) {
+      auto store = cache::Store::open(cache::default_deps_root());
+      (void)mirror::add_podplane_release(store, tools_args->podplane_release, std::cout);
+      return;
+    }
     mirror::DepsToolsOptions options;
     try {
       const std::string version = lockfile::Version::parse(tools_args->version).str();
@@ -242,6 +267,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
     auto store = cache::Store::open(cache::default_deps_root());
     (void)mirror::deps_tools(store, options, std::cout);
+    if (podplane_option->count() > 0) (void)mirror::add_podplane_release(store, tools_args->podplane_release, std::cout);
   });
 
   auto status_args = std::make_shared<DownloadArgs>();
