@@ -1,6 +1,5 @@
 #include "fetch/podplane_install.hpp"
 
-#include <optional>
 #include <system_error>
 #include <vector>
 
@@ -108,7 +107,7 @@ fs::path install_podplane(const cache::Store* store, const PodplaneInstallOption
   // Only checked bytes are unpacked, beside the target so that one rename puts the whole tree
   // in place; a failure leaves nothing of this run under DIR.
   CreatedDirectories to(options.to);
-  std::optional<fs::path> program;
+  const fs::path program = target / "bin" / "podplane";
   {
     ScratchDir staging(options.to, ".podplane-install-");
     const fs::path unpacked = staging.path() / "tree";
@@ -122,11 +121,10 @@ fs::path install_podplane(const cache::Store* store, const PodplaneInstallOption
       throw Error(tarball + " is not a podplane release tree: it must hold " + tree + "/bin/podplane and nothing beside " + tree);
     }
     fs::rename(top, target);
-    program = target / "bin" / "podplane";
   }
-  out << "installed podplane " << options.version << " (" << options.platform << ") at " << program->string() << " from " << tarball
+  out << "installed podplane " << options.version << " (" << options.platform << ") at " << program.string() << " from " << tarball
       << " (sha256:" << file_digest_hex(checked) << ")\n";
-  return *program;
+  return program;
 }
 
 }  // namespace podplane::mirror

@@ -1,7 +1,6 @@
 #include "fetch/podplane_release.hpp"
 
 #include <map>
-#include <set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
