@@ -16,10 +16,11 @@ namespace podplane {
 
 class ScratchDir {
  public:
-  explicit ScratchDir(const std::string& prefix) {
+  explicit ScratchDir(const std::string& prefix) : ScratchDir(std::filesystem::temp_directory_path(), prefix) {}
+  // Under `parent` instead: what is made there can be renamed into place on its file system.
+  ScratchDir(const std::filesystem::path& parent, const std::string& prefix) {
     std::random_device random;
-    path_ = std::filesystem::temp_directory_path() /
-            (prefix + std::to_string(getpid()) + "-" + std::to_string(random()));
+    path_ = parent / (prefix + std::to_string(getpid()) + "-" + std::to_string(random()));
     remove_on_signal_.emplace(path_);
     std::filesystem::create_directories(path_);
   }

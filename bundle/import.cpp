@@ -36,6 +36,7 @@
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/row_rules.hpp"
+#include "cache/podplane_releases.hpp"
 #include "cache/tool_recheck.hpp"
 #include "cache/views.hpp"
 
@@ -634,6 +635,10 @@ void check_tool_archives(const cache::Store& store, const BundleManifest& manife
   if (archives.empty()) return;
   auto recheck = cache::recheck_tool_archives(store, archives);
   if (!recheck.problems.empty()) throw Error("engine release not verified: " + recheck.problems.front());
+  // Podplane's own release files, which no upstream signs: each against the SHA256SUMS that
+  // travels ahead of them, under the bundle's signature.
+  auto podplane = cache::recheck_podplane_releases(store, archives);
+  if (!podplane.problems.empty()) throw Error("podplane release not verified: " + podplane.problems.front());
 }
 
 // The module trees whose files are all here; a tree of another h1 than the store's is a conflict.

@@ -193,6 +193,9 @@ std::string take_again_command(sqlite::Database& db, const std::string& digest) 
     return "`podplane deps download --providers all" + (arch.empty() ? std::string() : " --arch " + arch) + "`";
   }
   if (kind.starts_with("seed_")) return "`podplane deps download`";
+  if (kind.starts_with("tool_") && address == "podplane") {
+    return "`podplane deps tools --podplane-release <the directory of podplane " + row.text(3) + "'s release files>`";
+  }
   if (kind.starts_with("tool_")) {
     return "`podplane deps tools --engine " + address + " --version " + row.text(3) +
            (platform.empty() ? std::string() : " --platform " + platform) + "`";

@@ -7,7 +7,8 @@
 //   image          an image tag (or the digest it was fetched by): its index and manifests
 //   seeds          a seeds.json
 //   seed_snapshot  a seed snapshot version
-//   tool           an engine release version (terraform or tofu): its zips, SHA256SUMS, signature
+//   tool           an engine release version (terraform or tofu): its zips, SHA256SUMS, signature;
+//                  or a podplane release version: its tarballs, debs, OCI images and SHA256SUMS
 // and what only exists because a kept item needs it, kept exactly when one does:
 //   vmconfig_artifact, vmconfig_boot_file  what a vmconfig manifest lists (by name, version, arch)
 //   image_blobs    the config and layers of one image manifest (or of a signature manifest)

@@ -9,6 +9,7 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
+#include "cache/podplane_releases.hpp"
 #include "cache/tool_releases.hpp"
 #include "lockfile/platform.hpp"
 #include "lockfile/provider_names.hpp"
@@ -213,6 +214,32 @@ bool version_precedes(std::string_view a, std::string_view b) {
   }
 }
 
+namespace {
+
+// Podplane's own release files (docs/tools.md): served at /tools/podplane/<version>/<filename>,
+// the name fixing version and platform, beside the SHA256SUMS the store wrote. No signature.
+void check_podplane_release_layout(const std::string& row, const Artifact& a) {
+  require_canonical_version(row, "version", a.version);
+  switch (a.kind) {
+    case ArtifactKind::tool_archive: {
+      auto file = parse_podplane_release_name(a.filename);
+      if (!file) refuse(row, "'" + a.filename + "' is not the name of a podplane release file (tarball, deb or OCI image)");
+      if (file->version != a.version) refuse(row, mismatch_message("the file name's version is not the row's", a.version, file->version));
+      if (file->platform != a.platform)
+        refuse(row, mismatch_message("the file name's platform is not the row's", a.platform, file->platform));
+      break;
+    }
+    case ArtifactKind::tool_shasums:
+      if (!a.platform.empty()) refuse(row, "a podplane release's SHA256SUMS has no platform");
+      if (a.filename != podplane_shasums_name(a.version))
+        refuse(row, mismatch_message("filename is not the release's SHA256SUMS", podplane_shasums_name(a.version), a.filename));
+      break;
+    default: refuse(row, "a podplane release has no upstream signature to store");
+  }
+}
+
+}  // namespace
+
 // Kept whole: one list of rules, the common ones then one case per kind, so each kind's rules read in one place.
 void check_artifact_layout(const Artifact& a) {
   const std::string row = describe(a);
@@ -329,6 +356,10 @@ void check_artifact_layout(const Artifact& a) {
     case ArtifactKind::tool_shasums:
     case ArtifactKind::tool_signature: {
       // Served at /tools/<engine>/<version>/<filename>: every part fixed by the release's name.
+      if (a.address == kPodplaneReleaseAddress) {
+        check_podplane_release_layout(row, a);
+        break;
+      }
       if (a.address != "terraform" && a.address != "tofu")
         refuse(row, "engine (address) must be terraform or tofu, not '" + a.address + "'");
       require_canonical_version(row, "version", a.version);

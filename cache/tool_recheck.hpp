@@ -17,12 +17,13 @@ struct ToolRecheck {
   std::vector<std::string> problems;   // each names the archive and what failed
 };
 
-// For each of `archives` (tool_archive rows of `store`): its provenance names a stored
+// For each of `archives` (tool_archive rows of `store`; podplane's own are left out,
+// cache/podplane_releases.hpp checks them): its provenance names a stored
 // SHA256SUMS and signature, the signature verifies with the engine's signing keys
 // (cache/tool_releases.hpp) by the recorded key, and the document lists the archive's digest
 // under its filename.
 [[nodiscard]] ToolRecheck recheck_tool_archives(const Store& store, const std::vector<Artifact>& archives);
-// recheck_tool_archives() of every tool_archive row.
+// recheck_tool_archives() of every engine's tool_archive row.
 [[nodiscard]] ToolRecheck recheck_tool_archives(const Store& store);
 
 }  // namespace podplane::cache

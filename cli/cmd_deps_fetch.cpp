@@ -21,6 +21,7 @@
 #include "fetch/deps_download.hpp"
 #include "fetch/deps_tf.hpp"
 #include "fetch/images.hpp"
+#include "fetch/podplane_release.hpp"
 #include "fetch/tools.hpp"
 #include "lockfile/version.hpp"
 
@@ -254,12 +255,13 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     std::string cluster_config;
     std::vector<std::string> platforms;
     int jobs = 4;
+    std::string podplane_release;
   };
   auto tools_args = std::make_shared<ToolsArgs>();
   auto* tools = deps.add_subcommand("tools", "Fetch terraform or tofu release zips, checked against their signed SHA256SUMS, into the store");
-  tools->add_option("--engine", tools_args->engines,
-                    "terraform or tofu (repeatable or comma-separated); default: the engine on PATH (tofu first, then "
-                    "terraform), else tofu");
+  auto* engine_option = tools->add_option(
+      "--engine", tools_args->engines,
+      "terraform or tofu (repeatable or comma-separated); default: the engine on PATH (tofu first, then terraform), else tofu");
   auto* version_option = tools->add_option(
       "--version", tools_args->version,
       "The release to fetch, e.g. 1.9.8 (the same for every --engine); default: the newest release upstream lists that "
@@ -267,15 +269,31 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   auto* stack_option =
       tools->add_option("--stack", tools_args->stacks, "Root module directory whose required_version chooses the release (repeatable)")
           ->excludes(version_option);
-  tools->add_option("-f,--cluster-config", tools_args->cluster_config,
-                    "Choose the release that Podplane's stack for this cluster config's cloud requires")
-      ->check(CLI::ExistingFile)
-      ->excludes(version_option)
-      ->excludes(stack_option);
+  auto* config_option =
+      tools->add_option("-f,--cluster-config", tools_args->cluster_config,
+                        "Choose the release that Podplane's stack for this cluster config's cloud requires")
+          ->check(CLI::ExistingFile)
+          ->excludes(version_option)
+          ->excludes(stack_option);
   tools->add_option("--platform", tools_args->platforms,
                     "Release platform OS_ARCH (repeatable or comma-separated; default linux_amd64)");
   tools->add_option("--jobs", tools_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
-  tools->callback([tools_args, &global] {
+  auto* podplane_option = tools->add_option(
+      "--podplane-release", tools_args->podplane_release,
+      "Also (or only) add podplane's own release files of one version from DIR (scripts/package's dist/: tarball, deb, "
+      "OCI image), listed in a SHA256SUMS the store writes");
+  podplane_option->type_name("DIR");
+  tools->callback([tools_args, engine_option, version_option, stack_option, config_option, podplane_option, &global] {
+    // --podplane-release alone adds podplane's release and nothing else. Without it, or with
+    // any option about an engine release, the engine run happens too, choosing its engine and
+    // version as documented when they are not given.
+    const bool engine_run = podplane_option->count() == 0 || engine_option->count() > 0 || version_option->count() > 0 ||
+                            stack_option->count() > 0 || config_option->count() > 0 || !tools_args->platforms.empty();
+    if (!engine_run) {
+      auto store = cache::Store::open(cache::default_deps_root());
+      (void)mirror::add_podplane_release(store, tools_args->podplane_release, std::cout);
+      return;
+    }
     mirror::DepsToolsOptions options;
     std::vector<lockfile::Engine> engines;
     std::optional<std::string> version;
@@ -311,6 +329,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     }
     auto store = cache::Store::open(cache::default_deps_root());
     (void)mirror::deps_tools(store, options, std::cout);
+    if (podplane_option->count() > 0) (void)mirror::add_podplane_release(store, tools_args->podplane_release, std::cout);
   });
 
   auto status_args = std::make_shared<DownloadArgs>();

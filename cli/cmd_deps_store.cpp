@@ -10,6 +10,7 @@
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
+#include "cache/podplane_releases.hpp"
 #include "cache/tool_recheck.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
@@ -109,6 +110,9 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
   // Engine release zips: their signed SHA256SUMS again, against the pinned release keys.
   auto tools = cache::recheck_tool_archives(*store);
   report.problems.insert(report.problems.end(), tools.problems.begin(), tools.problems.end());
+  // Podplane's own release files: each against the SHA256SUMS the store wrote for its release.
+  auto releases = cache::recheck_podplane_releases(*store);
+  report.problems.insert(report.problems.end(), releases.problems.begin(), releases.problems.end());
   if (json) {
     auto out = cache::to_json(report);
     if (repaired) {
@@ -121,6 +125,7 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
       out["tool_archives_signature_checked"] = tools.archives_checked;
       out["tool_signatures_verified"] = tools.signatures_checked;
     }
+    if (releases.files_checked > 0) out["podplane_release_files_checked"] = releases.files_checked;
     out["root"] = root.string();
     out["read_only"] = store->read_only();
     out["read_only_reason"] = store->read_only_reason();
@@ -148,6 +153,9 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
               << (tools.archives_checked == 0 ? std::string()
                                               : ", " + std::to_string(tools.archives_checked) + " engine release zips against " +
                                                     std::to_string(tools.signatures_checked) + " release signatures")
+              << (releases.files_checked == 0 ? std::string()
+                                              : ", " + std::to_string(releases.files_checked) +
+                                                    " podplane release files against their SHA256SUMS")
               << ": "
               << (report.ok() ? "ok" : std::to_string(report.problems.size()) + " problem(s)");
     if (!report.garbage.empty()) std::cout << "; " << report.garbage.size() << " garbage item(s) for `podplane deps gc`";

@@ -126,7 +126,7 @@ int run(int argc, char** argv) {
   auto* cluster = app.add_subcommand("cluster", "Generate and check cluster stacks from the store")->require_subcommand(1);
   auto* mirror = app.add_subcommand("mirror", "Serve, export or push the store for the site")->require_subcommand(1);
   auto* stack = app.add_subcommand("stack", "Check any OpenTofu/Terraform root against the store (offline)")->require_subcommand(1);
-  auto* tools = app.add_subcommand("tools", "Install the OpenTofu/Terraform engine from the store (offline)")->require_subcommand(1);
+  auto* tools = app.add_subcommand("tools", "Install the OpenTofu/Terraform engine, or podplane itself, from the store (offline)")->require_subcommand(1);
   for (auto* group : {deps, lock, bundle, cluster, mirror, stack, tools}) group->fallthrough();
 
   podplane::cli::register_deps_fetch_commands(*deps, global);

@@ -9,6 +9,7 @@
 #include "base/error.hpp"
 #include "base/human_bytes.hpp"
 #include "base/split.hpp"
+#include "cache/podplane_releases.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/views.hpp"
 #include "lockfile/version.hpp"
@@ -518,6 +519,7 @@ CatalogueSection tools_section(const CatalogueSource& source, Catalogue&) {
   section.empty = "No engine release is stored.";
   section.columns = {"Engine", "Version", "Platform", "File", "SHA-256", "Size", "SHA256SUMS signed by", "Install"};
   for (const auto* zip : artifacts_newest_first(source, cache::ArtifactKind::tool_archive)) {
+    if (zip->address == cache::kPodplaneReleaseAddress) continue;  // podplane_releases_section()
     std::string path = served_at(source, "/tools/" + zip->address + "/" + zip->version + "/" + zip->filename, zip->digest);
     std::string signer;
     if (auto it = source.provenance.find(zip->id); it != source.provenance.end())
@@ -540,6 +542,40 @@ CatalogueSection tools_section(const CatalogueSource& source, Catalogue&) {
                               .data("added_at", zip->added_at)
                               .data("upstream_url", zip->upstream_url)
                               .data("path", path));
+  }
+  return section;
+}
+
+// Podplane's own release files (docs/tools.md), at /tools/podplane/<version>/ beside the
+// SHA256SUMS the store wrote; a tarball's row carries the line that installs it from here.
+CatalogueSection podplane_releases_section(const CatalogueSource& source, Catalogue&) {
+  CatalogueSection section;
+  section.id = "podplane";
+  section.title = "Podplane";
+  section.summary = "Podplane's own release files (tarball, deb, OCI image), served at <mirror>/tools/podplane/ beside the "
+                    "SHA256SUMS listing them; they came in under the bundle's signature.";
+  section.empty = "No podplane release is stored.";
+  section.columns = {"Version", "Platform", "File", "SHA-256", "Size", "Install"};
+  for (const auto* file : artifacts_newest_first(source, cache::ArtifactKind::tool_archive)) {
+    if (file->address != cache::kPodplaneReleaseAddress) continue;
+    std::string path = served_at(source, "/tools/podplane/" + file->version + "/" + file->filename, file->digest);
+    const bool tarball = file->filename == cache::podplane_tarball_name(file->version, file->platform);
+    RowFields fields;
+    fields.code("version", file->version)
+        .code("platform", file->platform)
+        .code("filename", file->filename, path)
+        .hash("sha256", file->digest)
+        .bytes("size", file->size);
+    if (tarball) {
+      fields.code("install", "podplane tools install podplane " + file->version + " --platform " + file->platform +
+                                 " --to /opt --from " + std::string(kMirrorUrlPlaceholder));
+    } else {
+      fields.text("install", "");  // a deb or an image is fetched from its path as it is
+    }
+    fields.data("shasums", "/tools/podplane/" + file->version + "/" + cache::podplane_shasums_name(file->version))
+        .data("added_at", file->added_at)
+        .data("path", path);
+    add_flat_row(section, fields);
   }
   return section;
 }
@@ -699,6 +735,13 @@ Catalogue build_catalogue(const CatalogueSource& source) {
   if (auto tools = tools_section(source, catalogue); !tools.rows.empty()) {
     auto seeds = std::find_if(catalogue.sections.begin(), catalogue.sections.end(), [](const auto& s) { return s.id == "seeds"; });
     catalogue.sections.insert(seeds == catalogue.sections.end() ? seeds : seeds + 1, std::move(tools));
+  }
+  // Likewise podplane's own releases, after the engines (or where they would be).
+  if (auto releases = podplane_releases_section(source, catalogue); !releases.rows.empty()) {
+    auto after = std::find_if(catalogue.sections.begin(), catalogue.sections.end(), [](const auto& s) { return s.id == "tools"; });
+    if (after == catalogue.sections.end())
+      after = std::find_if(catalogue.sections.begin(), catalogue.sections.end(), [](const auto& s) { return s.id == "seeds"; });
+    catalogue.sections.insert(after == catalogue.sections.end() ? after : after + 1, std::move(releases));
   }
   if (std::find(catalogue.origin_hosts.begin(), catalogue.origin_hosts.end(), source.primary_host) ==
       catalogue.origin_hosts.end()) {

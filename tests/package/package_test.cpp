@@ -259,6 +259,41 @@ TEST(PackageReproducible, TwoRunsGiveTheSameBytes) {
   EXPECT_FALSE(contains(binary.out, build_dir().string()));
 }
 
+// Podplane itself crosses the air gap (docs/tools.md "Podplane's own releases"): the release
+// files of this build go into a store with `deps tools --podplane-release`, over in a signed
+// bundle to another store, out of its `mirror serve`, and `tools install podplane --from` that
+// mirror puts the tree in place; its bin/podplane runs and names this version.
+TEST(PackageTarball, CrossesTheAirGapInABundleAndInstallsFromTheSiteMirror) {
+  ASSERT_TRUE(have_program("curl"));
+  TempDir dir;
+  const fs::path dist = packages() / "first";
+  auto added = run_podplane({"deps", "tools", "--podplane-release", dist.string()}, with_deps_root(dir / "online"));
+  ASSERT_EQ(added.exit_code, 0) << show(added);
+  EXPECT_TRUE(contains(added.out, "added " + kTarball)) << added.out;
+  ASSERT_EQ(run_podplane({"bundle", "keygen", (dir / "site").string()}).exit_code, 0);
+  auto created = run_podplane({"bundle", "create", (dir / "deps.bundle").string(), "--sign", (dir / "site.key").string()},
+                              with_deps_root(dir / "online"));
+  ASSERT_EQ(created.exit_code, 0) << show(created);
+  auto imported = run_podplane({"bundle", "import", (dir / "deps.bundle").string(), "--trust", (dir / "site.pub").string()},
+                               with_deps_root(dir / "site-deps"));
+  ASSERT_EQ(imported.exit_code, 0) << show(imported);
+
+  Background serve({podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--plain-http"},
+                   {{"PODPLANE_DEPS_CACHE_DIR", (dir / "site-deps").string()}}, dir / "serve.err");
+  std::string base = serve.first_line();
+  ASSERT_FALSE(base.empty()) << read_file(dir / "serve.err");
+  if (base.back() == '/') base.pop_back();
+  auto installed = run_podplane({"tools", "install", "podplane", kVersion, "--platform", "linux_amd64", "--to",
+                                 (dir / "opt").string(), "--from", base},
+                                with_deps_root(dir / "no-store"));
+  ASSERT_EQ(installed.exit_code, 0) << show(installed);
+  const fs::path program = dir / "opt" / kTarballDir / "bin" / "podplane";
+  EXPECT_TRUE(contains(installed.out, program.string())) << installed.out;
+  auto version = run({program.string(), "--version"});
+  EXPECT_EQ(version.exit_code, 0) << show(version);
+  EXPECT_EQ(version.out, "podplane " + kVersion + "\n");
+}
+
 TEST(PackageDeb, NamesItsDependenciesAndInstallsOnThisDebian) {
   const std::string deb = (packages() / "first" / kDeb).string();
 

@@ -1,0 +1,57 @@
+#pragma once
+// Podplane's own release files kept in the store (docs/tools.md): the tarball, the deb and the
+// mirror's OCI image that scripts/package writes, as tool_archive rows of the address
+// "podplane", beside a SHA256SUMS the store writes itself (a tool_shasums row). No upstream
+// signs them: they are trusted through the bundle that carries them. Pure functions over names
+// and bytes, and one offline recheck; errors are podplane::Error naming the file.
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/store.hpp"
+
+namespace podplane::cache {
+
+// The address of podplane's own release rows (the engines' is "terraform" or "tofu").
+inline constexpr std::string_view kPodplaneReleaseAddress = "podplane";
+
+// What one release file is, read from its name as scripts/package writes it.
+struct PodplaneReleaseFile {
+  enum class Form {
+    tarball,    // podplane-<v>-<os>-<arch>.tar.gz: the self-contained tree
+    deb,        // podplane_<v>_<arch>.deb (Linux only: platform linux_<arch>)
+    oci_image,  // podplane-mirror-<v>-<os>-<arch>.oci.tar
+  };
+  Form form = Form::tarball;
+  std::string version;   // canonical: 0.1.0
+  std::string platform;  // os_arch: linux_amd64
+};
+
+// The release file `filename` names, or nullopt when it is none of the three forms (or its
+// version is not canonical, or its platform not os-arch of [a-z0-9]).
+[[nodiscard]] std::optional<PodplaneReleaseFile> parse_podplane_release_name(std::string_view filename);
+
+// "podplane-0.1.0-linux-amd64.tar.gz" for linux_amd64.
+[[nodiscard]] std::string podplane_tarball_name(std::string_view version, std::string_view platform);
+// "podplane_0.1.0_SHA256SUMS", shaped like the engines' so that /tools/<name>/<v>/ reads alike.
+[[nodiscard]] std::string podplane_shasums_name(std::string_view version);
+// The SHA256SUMS the store writes for a release: "<sha256>  <filename>\n" by filename, as
+// sha256sum(1) writes and checks it. `digests`: filename -> lower-case hex.
+[[nodiscard]] std::string podplane_shasums_document(const std::map<std::string, std::string>& digests);
+
+struct PodplaneRecheck {
+  std::size_t files_checked = 0;     // podplane tool_archive rows checked against their SHA256SUMS
+  std::vector<std::string> problems; // each names the release file and what failed
+};
+
+// For each of `archives` (tool_archive rows of the address "podplane"): the store holds its
+// release's SHA256SUMS row and object, and that document lists the row's digest under its
+// filename. Reads only. Rows of another address are left out.
+[[nodiscard]] PodplaneRecheck recheck_podplane_releases(const Store& store, const std::vector<Artifact>& archives);
+// recheck_podplane_releases() of every podplane tool_archive row.
+[[nodiscard]] PodplaneRecheck recheck_podplane_releases(const Store& store);
+
+}  // namespace podplane::cache

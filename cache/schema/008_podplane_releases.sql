@@ -1,0 +1,5 @@
+-- Podplane's own release files (docs/tools.md): the tarball, deb and OCI image scripts/package
+-- writes, as tool_archive rows of the address "podplane", beside a SHA256SUMS the store writes
+-- itself (a tool_shasums row) and with no signature row. This version marks a store that may
+-- hold them, so that an older podplane, which reads every tool_archive row as an engine's,
+-- refuses it rather than misreading a row; the tables are as they were.

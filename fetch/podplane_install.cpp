@@ -1,0 +1,130 @@
+#include "fetch/podplane_install.hpp"
+
+#include <system_error>
+#include <vector>
+
+#include "base/digest.hpp"
+#include "base/error.hpp"
+#include "base/scratch_dir.hpp"
+#include "cache/podplane_releases.hpp"
+#include "cache/tool_releases.hpp"
+#include "fetch/module_archive.hpp"
+#include "net/download.hpp"
+#include "net/http.hpp"
+
+namespace podplane::mirror {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// From the local store: the row's object, rehashed, and listed so in its release's SHA256SUMS.
+fs::path tarball_from_store(const cache::Store& store, const PodplaneInstallOptions& options, const std::string& tarball) {
+  const std::string address(cache::kPodplaneReleaseAddress);
+  auto row = store.find_artifact(cache::ArtifactKind::tool_archive, address, options.version, options.platform, tarball);
+  if (!row || !store.has_object(row->digest)) {
+    throw Error(tarball + " is not in the store at " + store.root().string() +
+                "; add it online with `podplane deps tools --podplane-release <the directory of podplane " + options.version +
+                "'s release files>` and carry it over in a bundle, or install --from a site mirror");
+  }
+  const fs::path object = store.object_path(row->digest);
+  const std::string got = file_digest_hex(object);
+  if (got != row->digest) throw Error(mismatch_message("hash mismatch for " + tarball + " in the store", row->digest, got));
+  auto recheck = cache::recheck_podplane_releases(store, {*row});
+  if (!recheck.problems.empty()) throw Error(recheck.problems.front());
+  return object;
+}
+
+// From a site mirror: the tarball checked against its line of the release's SHA256SUMS there.
+fs::path tarball_from_mirror(const PodplaneInstallOptions& options, const std::string& tarball, const fs::path& scratch) {
+  std::string base = options.from_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string dir = base + "/tools/" + std::string(cache::kPodplaneReleaseAddress) + "/" + options.version + "/";
+  const std::string sums_name = cache::podplane_shasums_name(options.version);
+  HttpClient http(options.http);
+  auto response = http.get(dir + sums_name);
+  if (response.status != 200) {
+    throw Error("cannot fetch " + sums_name + " from " + redact_url(dir + sums_name) + ": " + response.status_text());
+  }
+  DownloadItem item;
+  item.url = dir + tarball;
+  item.expected_sha256 = cache::tool_listed_digest(response.body, tarball, sums_name);
+  item.label = tarball;
+  DownloadOptions download;
+  download.http = options.http;
+  download.progress = Progress::quiet;
+  Downloader downloader(download);
+  downloader.fetch_to_file(item, scratch / tarball);
+  const std::string got = file_digest_hex(scratch / tarball);
+  if (got != *item.expected_sha256) throw Error(mismatch_message("hash mismatch for " + tarball, *item.expected_sha256, got));
+  return scratch / tarball;
+}
+
+// Creates `dir` and the parents it lacks; on destruction removes those this run created that
+// are still empty (all of them, when the install failed), deepest first.
+class CreatedDirectories {
+ public:
+  explicit CreatedDirectories(const fs::path& dir) {
+    for (fs::path missing = fs::absolute(dir); !missing.empty() && !fs::exists(missing); missing = missing.parent_path()) {
+      created_.push_back(missing);
+      if (missing == missing.root_path()) break;
+    }
+    fs::create_directories(dir);
+  }
+  ~CreatedDirectories() {
+    std::error_code ec;
+    for (const auto& dir : created_) {
+      if (!fs::is_empty(dir, ec) || ec) break;
+      fs::remove(dir, ec);
+    }
+  }
+  CreatedDirectories(const CreatedDirectories&) = delete;
+  CreatedDirectories& operator=(const CreatedDirectories&) = delete;
+
+ private:
+  std::vector<fs::path> created_;  // deepest first
+};
+
+}  // namespace
+
+fs::path install_podplane(const cache::Store* store, const PodplaneInstallOptions& options, std::ostream& out) {
+  const std::string tarball = cache::podplane_tarball_name(options.version, options.platform);
+  const std::string tree = tarball.substr(0, tarball.size() - std::string_view(".tar.gz").size());
+  const fs::path target = options.to / tree;
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(target, ec))) {
+    throw Error(target.string() + " exists already; remove it (or install into another directory) first");
+  }
+  ScratchDir download("podplane-tools-");
+  fs::path checked;
+  if (options.from_url.empty()) {
+    if (store == nullptr) throw Error("no store to install " + tarball + " from; pass --from URL of a site mirror");
+    checked = tarball_from_store(*store, options, tarball);
+  } else {
+    checked = tarball_from_mirror(options, tarball, download.path());
+  }
+
+  // Only checked bytes are unpacked, beside the target so that one rename puts the whole tree
+  // in place; a failure leaves nothing of this run under DIR.
+  CreatedDirectories to(options.to);
+  const fs::path program = target / "bin" / "podplane";
+  {
+    ScratchDir staging(options.to, ".podplane-install-");
+    const fs::path unpacked = staging.path() / "tree";
+    extract_archive(checked, unpacked, tarball);
+    // The tarball holds one tree, named as the tarball, with the program at bin/podplane.
+    std::size_t entries = 0;
+    for ([[maybe_unused]] const auto& entry : fs::directory_iterator(unpacked)) ++entries;
+    const fs::path top = unpacked / tree;
+    if (entries != 1 || !fs::is_directory(fs::symlink_status(top)) ||
+        !fs::is_regular_file(fs::symlink_status(top / "bin" / "podplane"))) {
+      throw Error(tarball + " is not a podplane release tree: it must hold " + tree + "/bin/podplane and nothing beside " + tree);
+    }
+    fs::rename(top, target);
+  }
+  out << "installed podplane " << options.version << " (" << options.platform << ") at " << program.string() << " from " << tarball
+      << " (sha256:" << file_digest_hex(checked) << ")\n";
+  return program;
+}
+
+}  // namespace podplane::mirror
