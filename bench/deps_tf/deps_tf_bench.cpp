@@ -1,4 +1,5 @@
-// deps_tf_bench [--workdir DIR] [--zip-mib MIN-MAX|0] [--big-mib N] [--skip-memory] [--skip-deps-tf] [--skip-download]
+// deps_tf_bench [--workdir DIR] [--zip-mib MIN-MAX|0] [--os-image-mib N] [--big-mib N] [--skip-memory] [--skip-deps-tf]
+//               [--skip-download]
 // Measures, in one run and against a peer on the same server and files (docs/download.md):
 //   payload: the provider zips are sized like real ones (--zip-mib, default 10-30: each zip's
 //            size spread over that range, its executable half incompressible and half
@@ -13,7 +14,8 @@
 //   deps download / deps images: cold `deps download --arch amd64,arm64` (vmconfig manifests,
 //            their artifacts, seeds and the manifests' images) and cold `deps images` of the
 //            fixture's multi-arch image, at 0 and 50 ms, each vs `curl --parallel` over the URLs
-//            it fetched (target <= 1.5x)
+//            it fetched (target <= 1.5x); each arch's os image weighs --os-image-mib (default
+//            256, as real cloud images weigh hundreds of MiB; 0: the fixture's 8 MiB)
 //   floors:  beside each ratio to the wire, the hashing the fill must do (sha256 of every file
 //            the wire fetched, plus the h1 of every provider zip's contents), timed in this
 //            process on one thread and divided by the cores; ours against the larger floor
@@ -440,6 +442,7 @@ int main(int argc, char** argv) {
   fs::path work;
   long big_mib = 100;
   long zip_mib_min = 10, zip_mib_max = 30;  // 0-0: the fixture's own 16 KiB zips
+  long os_image_mib = 256;                  // 0: the fixture's own small os images
   bool memory = true, deps_tf = true, download = true;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -447,6 +450,8 @@ int main(int argc, char** argv) {
       work = argv[++i];
     } else if (arg == "--zip-mib" && i + 1 < argc && parse_mib_range(argv[i + 1], zip_mib_min, zip_mib_max)) {
       ++i;
+    } else if (arg == "--os-image-mib" && i + 1 < argc) {
+      os_image_mib = std::stol(argv[++i]);
     } else if (arg == "--big-mib" && i + 1 < argc) {
       big_mib = std::stol(argv[++i]);
     } else if (arg == "--skip-memory") {
@@ -456,8 +461,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--skip-download") {
       download = false;
     } else {
-      std::fprintf(stderr, "usage: deps_tf_bench [--workdir DIR] [--zip-mib MIN-MAX|0] [--big-mib N] [--skip-memory] "
-                           "[--skip-deps-tf] [--skip-download]\n");
+      std::fprintf(stderr, "usage: deps_tf_bench [--workdir DIR] [--zip-mib MIN-MAX|0] [--os-image-mib N] [--big-mib N] "
+                           "[--skip-memory] [--skip-deps-tf] [--skip-download]\n");
       return 2;
     }
   }
@@ -475,6 +480,7 @@ int main(int argc, char** argv) {
     fixture_options.insert(fixture_options.end(), {"--zip-size-range", std::to_string(zip_mib_min << 20) + ":" +
                                                    std::to_string(zip_mib_max << 20), "--zip-compressible-half"});
   }
+  if (download && os_image_mib > 0) fixture_options.insert(fixture_options.end(), {"--os-image-mib", std::to_string(os_image_mib)});
   const auto build_start = Clock::now();
   build(work / kFixture, fixture_options);
   const auto fixture = read_json(work / kFixture / "fixture.json");

@@ -3,6 +3,7 @@
 
     build_fixture.py OUT_DIR [--corrupt-zip NAME] [--wrong-key PROVIDER] [--shasums-mismatch NAME]
                              [--zip-size BYTES] [--zip-size-range MIN:MAX] [--zip-compressible-half]
+                             [--os-image-mib N]
                              [--add-provider NS/TYPE=V1,V2]... [--add-version WHAT=VERSION]...
                              [--boot-fault kernel-digest|missing-partition|missing-path|not-ext4|corrupt-qcow2]
 
@@ -668,31 +669,36 @@ def boot_files(arch):
             ("initrd", "/boot/initrd.img-6.12.86+deb13-cloud-%s" % arch, pseudo_random("boot/initrd/" + arch, 32 * 1024))]
 
 
-def os_image_bytes(out, arch, fault):
-    """The qcow2 image of one arch: GPT, ext4 partition 1 with the boot files. mkfs.ext4 -d
-    stamps each inode with the real clock, so an image once made is kept in OUT_DIR/os-images/
-    and reused while its inputs are the same: building again never changes it."""
-    kept = os.path.join(out, "os-images", "%s-%s.qcow2" % (arch, fault or "good"))
+def os_image_bytes(out, arch, fault, filler_mib=0):
+    """The qcow2 image of one arch: GPT, ext4 partition 1 with the boot files (and, with
+    --os-image-mib, a file of that many MiB beside them, so that the image weighs what a real
+    one does). mkfs.ext4 -d stamps each inode with the real clock, so an image once made is kept
+    in OUT_DIR/os-images/ and reused while its inputs are the same: building again never
+    changes it."""
+    kept = os.path.join(out, "os-images", "%s-%s%s.qcow2" % (arch, fault or "good", "-%dmib" % filler_mib if filler_mib else ""))
     inputs = hashlib.sha256(repr([(part, path, sha256_hex(data)) for part, path, data in boot_files(arch)]).encode()).hexdigest()
     if os.path.exists(kept) and os.path.exists(kept + ".inputs"):
         with open(kept + ".inputs") as f:
             if f.read() == inputs:
                 with open(kept, "rb") as image:
                     return image.read()
-    data = make_os_image(arch, fault)
+    data = make_os_image(arch, fault, filler_mib)
     write_if_changed(kept, data)
     write_if_changed(kept + ".inputs", inputs)
     return data
 
 
-def make_os_image(arch, fault):
+def make_os_image(arch, fault, filler_mib=0):
     if fault == "corrupt-qcow2":
         return pseudo_random("vmconfig/os-image/" + arch, 96 * 1024)  # digest-pinned, but no qcow2
     files = {path: data for _, path, data in boot_files(arch)}
     work = tempfile.mkdtemp(prefix="os-image-")
     try:
         out = os.path.join(work, "image.qcow2")
-        boot_image.make_boot_image(out, files, "swap" if fault == "not-ext4" else "ext4")
+        # ext4's own tables and journal take up to a fifth of a small file system
+        part_bytes = max(boot_image.PART_BYTES, (filler_mib + filler_mib // 4 + 16) << 20)
+        boot_image.make_boot_image(out, files, "swap" if fault == "not-ext4" else "ext4", part_bytes=part_bytes,
+                                   filler_bytes=filler_mib << 20)
         with open(out, "rb") as f:
             return f.read()
     finally:
@@ -719,7 +725,8 @@ def build_vmconfig(www, config, fixture, images, boot_fault=None):
             name = "vmconfig_%s_debian-13_%s" % (kind, arch)
             deps, image, listed = {}, None, []
             for key, art_name, version, path, typ, algo, size, providers in vmconfig_items(kind, arch, vm_version):
-                data = os_image_bytes(os.path.dirname(www), arch, boot_fault) if key == "os-image" else pseudo_random("vmconfig/" + path, size)
+                data = (os_image_bytes(os.path.dirname(www), arch, boot_fault, config.get("os_image_mib", 0)) if key == "os-image"
+                        else pseudo_random("vmconfig/" + path, size))
                 size = len(data)
                 write_if_changed(os.path.join(www, "artifacts", path), data)
                 digest = algo + ":" + hashlib.new(algo, data).hexdigest()
@@ -771,6 +778,8 @@ def load_config(out, args):
         config["zip_size_range"] = [int(low), int(high)]
     if args.zip_compressible_half:
         config["zip_compressible_half"] = True
+    if args.os_image_mib:
+        config["os_image_mib"] = args.os_image_mib
     if args.only:
         config["providers"] = [p for p in config["providers"] if any(provider_matches(o, p) for o in args.only)]
         if not config["providers"]:
@@ -813,6 +822,8 @@ def main():
     parser.add_argument("--zip-size", type=int, default=None, metavar="BYTES", help="size of each provider zip (default 16 KiB)")
     parser.add_argument("--zip-size-range", metavar="MIN:MAX",
                         help="spread the provider zips' sizes (bytes) over MIN..MAX, by a hash of each package's name")
+    parser.add_argument("--os-image-mib", type=int, default=0, metavar="N",
+                        help="each vmconfig os image (qcow2) carries N MiB more in its ext4 partition, as real ones weigh hundreds")
     parser.add_argument("--zip-compressible-half", action="store_true",
                         help="make each executable half incompressible, half compressible, DEFLATED (like real Go binaries)")
     parser.add_argument("--complete-platforms", action="store_true",
