@@ -9,8 +9,7 @@
 #include "cache/podplane_releases.hpp"
 #include "cache/tool_releases.hpp"
 #include "fetch/module_archive.hpp"
-#include "net/download.hpp"
-#include "net/http.hpp"
+#include "fetch/tool_sources.hpp"
 
 namespace podplane::mirror {
 
@@ -22,14 +21,10 @@ namespace fs = std::filesystem;
 fs::path tarball_from_store(const cache::Store& store, const PodplaneInstallOptions& options, const std::string& tarball) {
   const std::string address(cache::kPodplaneReleaseAddress);
   auto row = store.find_artifact(cache::ArtifactKind::tool_archive, address, options.version, options.platform, tarball);
-  if (!row || !store.has_object(row->digest)) {
-    throw Error(tarball + " is not in the store at " + store.root().string() +
-                "; add it online with `podplane deps tools --podplane-release <the directory of podplane " + options.version +
-                "'s release files>` and carry it over in a bundle, or install --from a site mirror");
-  }
-  const fs::path object = store.object_path(row->digest);
-  const std::string got = file_digest_hex(object);
-  if (got != row->digest) throw Error(mismatch_message("hash mismatch for " + tarball + " in the store", row->digest, got));
+  const fs::path object = stored_tool_file(store, row, tarball,
+                                           "add it online with `podplane deps tools --podplane-release <the directory of podplane " +
+                                               options.version +
+                                               "'s release files>` and carry it over in a bundle, or install --from a site mirror");
   auto recheck = cache::recheck_podplane_releases(store, {*row});
   if (!recheck.problems.empty()) throw Error(recheck.problems.front());
   return object;
@@ -37,27 +32,11 @@ fs::path tarball_from_store(const cache::Store& store, const PodplaneInstallOpti
 
 // From a site mirror: the tarball checked against its line of the release's SHA256SUMS there.
 fs::path tarball_from_mirror(const PodplaneInstallOptions& options, const std::string& tarball, const fs::path& scratch) {
-  std::string base = options.from_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  const std::string dir = base + "/tools/" + std::string(cache::kPodplaneReleaseAddress) + "/" + options.version + "/";
+  const std::string dir = mirror_tool_dir(options.from_url, cache::kPodplaneReleaseAddress, options.version);
   const std::string sums_name = cache::podplane_shasums_name(options.version);
   HttpClient http(options.http);
-  auto response = http.get(dir + sums_name);
-  if (response.status != 200) {
-    throw Error("cannot fetch " + sums_name + " from " + redact_url(dir + sums_name) + ": " + response.status_text());
-  }
-  DownloadItem item;
-  item.url = dir + tarball;
-  item.expected_sha256 = cache::tool_listed_digest(response.body, tarball, sums_name);
-  item.label = tarball;
-  DownloadOptions download;
-  download.http = options.http;
-  download.progress = Progress::quiet;
-  Downloader downloader(download);
-  downloader.fetch_to_file(item, scratch / tarball);
-  const std::string got = file_digest_hex(scratch / tarball);
-  if (got != *item.expected_sha256) throw Error(mismatch_message("hash mismatch for " + tarball, *item.expected_sha256, got));
-  return scratch / tarball;
+  const std::string sums = fetch_tool_document(http, dir, sums_name);
+  return fetch_tool_file(options.http, dir, tarball, cache::tool_listed_digest(sums, tarball, sums_name), scratch);
 }
 
 // Creates `dir` and the parents it lacks; on destruction removes those this run created that

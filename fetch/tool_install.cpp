@@ -7,9 +7,8 @@
 #include "base/scratch_dir.hpp"
 #include "cache/tool_recheck.hpp"
 #include "cache/tool_releases.hpp"
+#include "fetch/tool_sources.hpp"
 #include "lockfile/provider_names.hpp"
-#include "net/download.hpp"
-#include "net/http.hpp"
 
 namespace podplane::mirror {
 
@@ -34,13 +33,10 @@ std::string program_in(const fs::path& zip, const std::string& zip_name, std::st
 fs::path zip_from_store(const cache::Store& store, const ToolInstallOptions& options, const std::string& zip_name) {
   const std::string engine(lockfile::engine_name(options.engine));
   auto row = store.find_artifact(cache::ArtifactKind::tool_archive, engine, options.version, options.platform, zip_name);
-  if (!row || !store.has_object(row->digest)) {
-    throw Error(zip_name + " is not in the store at " + store.root().string() + "; fetch it online with `podplane deps tools --engine " +
-                engine + " --version " + options.version + " --platform " + options.platform + "`, or install --from a site mirror");
-  }
-  const fs::path object = store.object_path(row->digest);
-  const std::string got = file_digest_hex(object);
-  if (got != row->digest) throw Error(mismatch_message("hash mismatch for " + zip_name + " in the store", row->digest, got));
+  const fs::path object = stored_tool_file(store, row, zip_name,
+                                           "fetch it online with `podplane deps tools --engine " + engine + " --version " +
+                                               options.version + " --platform " + options.platform +
+                                               "`, or install --from a site mirror");
   auto recheck = cache::recheck_tool_archives(store, {*row});
   if (!recheck.problems.empty()) throw Error(recheck.problems.front());
   return object;
@@ -49,31 +45,13 @@ fs::path zip_from_store(const cache::Store& store, const ToolInstallOptions& opt
 // From a site mirror: SHA256SUMS and its signature verified with the pinned key, then the zip
 // checked against its line, as `deps tools` checks the upstream.
 fs::path zip_from_mirror(const ToolInstallOptions& options, const std::string& zip_name, const fs::path& scratch) {
-  std::string base = options.from_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  const std::string dir = base + "/tools/" + std::string(lockfile::engine_name(options.engine)) + "/" + options.version + "/";
+  const std::string dir = mirror_tool_dir(options.from_url, lockfile::engine_name(options.engine), options.version);
   HttpClient http(options.http);
-  auto document = [&](const std::string& name) {
-    auto response = http.get(dir + name);
-    if (response.status != 200) throw Error("cannot fetch " + name + " from " + redact_url(dir + name) + ": " + response.status_text());
-    return response.body;
-  };
   const std::string sums_name = cache::tool_shasums_name(options.engine, options.version);
-  const std::string sums = document(sums_name);
+  const std::string sums = fetch_tool_document(http, dir, sums_name);
   (void)cache::verify_tool_shasums(options.engine, options.version, sums,
-                                   document(cache::tool_signature_name(options.engine, options.version)));
-  DownloadItem item;
-  item.url = dir + zip_name;
-  item.expected_sha256 = cache::tool_listed_digest(sums, zip_name, sums_name);
-  item.label = zip_name;
-  DownloadOptions download;
-  download.http = options.http;
-  download.progress = Progress::quiet;
-  Downloader downloader(download);
-  downloader.fetch_to_file(item, scratch / zip_name);
-  const std::string got = file_digest_hex(scratch / zip_name);
-  if (got != *item.expected_sha256) throw Error(mismatch_message("hash mismatch for " + zip_name, *item.expected_sha256, got));
-  return scratch / zip_name;
+                                   fetch_tool_document(http, dir, cache::tool_signature_name(options.engine, options.version)));
+  return fetch_tool_file(options.http, dir, zip_name, cache::tool_listed_digest(sums, zip_name, sums_name), scratch);
 }
 
 }  // namespace

@@ -1,0 +1,49 @@
+#include "fetch/tool_sources.hpp"
+
+#include "base/digest.hpp"
+#include "base/error.hpp"
+#include "net/download.hpp"
+
+namespace podplane::mirror {
+
+namespace fs = std::filesystem;
+
+fs::path stored_tool_file(const cache::Store& store, const std::optional<cache::Artifact>& row, const std::string& filename,
+                          const std::string& how_to_get_it) {
+  if (!row || !store.has_object(row->digest))
+    throw Error(filename + " is not in the store at " + store.root().string() + "; " + how_to_get_it);
+  const fs::path object = store.object_path(row->digest);
+  const std::string got = file_digest_hex(object);
+  if (got != row->digest) throw Error(mismatch_message("hash mismatch for " + filename + " in the store", row->digest, got));
+  return object;
+}
+
+std::string mirror_tool_dir(std::string base_url, std::string_view name, const std::string& version) {
+  while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
+  return base_url + "/tools/" + std::string(name) + "/" + version + "/";
+}
+
+std::string fetch_tool_document(HttpClient& http, const std::string& dir, const std::string& name) {
+  auto response = http.get(dir + name);
+  if (response.status != 200) throw Error("cannot fetch " + name + " from " + redact_url(dir + name) + ": " + response.status_text());
+  return response.body;
+}
+
+fs::path fetch_tool_file(const HttpOptions& http, const std::string& dir, const std::string& filename, const std::string& sha256,
+                         const fs::path& scratch) {
+  DownloadItem item;
+  item.url = dir + filename;
+  item.expected_sha256 = sha256;
+  item.label = filename;
+  DownloadOptions download;
+  download.http = http;
+  download.progress = Progress::quiet;
+  Downloader downloader(download);
+  const fs::path file = scratch / filename;
+  downloader.fetch_to_file(item, file);
+  const std::string got = file_digest_hex(file);
+  if (got != sha256) throw Error(mismatch_message("hash mismatch for " + filename, sha256, got));
+  return file;
+}
+
+}  // namespace podplane::mirror
