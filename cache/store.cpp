@@ -392,7 +392,7 @@ std::string ObjectWriter::commit(std::optional<std::string_view> expected_sha256
   return digest;
 }
 
-void ObjectWriter::seal(std::string_view expected_sha256) {
+void ObjectWriter::seal(std::optional<std::string_view> expected_sha256) {
   if (!impl_->sealed_digest.empty()) throw Error("sealing a sealed object writer");
   impl_->sealed_digest = impl_->seal(expected_sha256);
 }

@@ -56,7 +56,7 @@ class ObjectWriter {
   // and read-only; it touches only this writer, so any thread may call it. publish() then
   // renames into place and records the row, on the thread that owns the Store; it returns
   // the digest.
-  void seal(std::string_view expected_sha256);
+  void seal(std::optional<std::string_view> expected_sha256);
   [[nodiscard]] std::string publish();
 
   struct Impl;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <fstream>
 #include <future>
 #include <cstdlib>
 #include <ctime>
@@ -195,14 +196,45 @@ std::string boot_key(const VmconfigItem& image, const VmconfigBootFile& file) {
   return image.url + " " + image.digest + " " + file.path + " " + file.digest;
 }
 
-// A file fetched into scratch (a sha512 item, or an os image with boot files to read): its
-// digest is checked, and its boot files read, on a thread of its own as soon as it lands.
+// A scratch file checked: its object sealed in the store's temp area (published on the run's
+// thread, after the run), and its boot files read.
+struct CheckedScratch {
+  cache::ObjectWriter object;
+  std::optional<BootRead> boot;
+};
+
+// A file fetched into scratch (a sha512 item, or an os image with boot files to read): on a
+// thread of its own as soon as it lands, it is read once, its digest checked as its bytes are
+// copied into a store writer; then its boot files are read and the copy is sealed (synced).
+// An os image of hundreds of MiB thus costs one read and one sync that overlap the rest of the
+// run, rather than a second read, hash and sync after it.
 struct ScratchFetch {
   std::size_t fetch;  // index in fetches
   fs::path file;
   std::optional<DownloadOutcome> outcome;
-  std::future<std::optional<BootRead>> checked;  // the digest checked, the boot files read
+  std::future<CheckedScratch> checked;
 };
+
+// Copies `file` into a new object of `store` while hashing it with the algorithm of
+// `expected`, and throws the mismatch (the writer, unsealed, removes its temp file) unless the
+// digests agree.
+cache::ObjectWriter copy_checked(cache::Store& store, const fs::path& file, const TypedDigest& expected, const std::string& what) {
+  cache::ObjectWriter writer = store.new_object(what);
+  Hasher hasher(expected.algorithm);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error("cannot read " + file.string());
+  std::string buffer(1u << 20, '\0');
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto n = static_cast<std::size_t>(in.gcount());
+    hasher.update(buffer.data(), n);
+    writer.write(buffer.data(), n);
+  }
+  if (in.bad()) throw Error("cannot read " + file.string());
+  TypedDigest got{expected.algorithm, hasher.finish_hex()};
+  if (got.hex != expected.hex) throw Error(mismatch_message("checksum mismatch for " + what, expected.str(), got.str()));
+  return writer;
+}
 
 // One run: manifests → what each needs (listed in a dry run) → one download run for all of
 // them, the seeds and the images → rows in manifest order → one transaction → report.
@@ -443,18 +475,16 @@ class VmconfigRun {
     const auto& fetch = fetches_[claim.fetch];
     fs::path work = fetch.boot_files.empty() ? fs::path() : next_boot_work();
     run.add(DownloadItem{fetch.item.url, std::nullopt, fetch.item.view_path(), {}, fetch.item.size}, pending.file,
-            [&pending, &fetch, work](const DownloadOutcome& outcome) {
+            [this, &pending, &fetch, work](const DownloadOutcome& outcome) {
               pending.outcome = outcome;
               if (!outcome.ok) return;
-              pending.checked = std::async(std::launch::async, [&pending, &fetch, work]() -> std::optional<BootRead> {
-                auto expected = TypedDigest::parse(fetch.item.digest);
-                auto got = file_digest_hex(pending.file, expected.algorithm);
-                if (got != expected.hex) {
-                  throw Error(mismatch_message("checksum mismatch for " + fetch.item.view_path(), expected.str(),
-                                               TypedDigest{expected.algorithm, got}.str()));
-                }
-                if (fetch.boot_files.empty()) return std::nullopt;
-                return read_boot_into(fetch.item, pending.file, fetch.boot_files, work);
+              pending.checked = std::async(std::launch::async, [this, &pending, &fetch, work]() -> CheckedScratch {
+                CheckedScratch checked{copy_checked(store_, pending.file, TypedDigest::parse(fetch.item.digest),
+                                                    fetch.item.view_path()),
+                                       std::nullopt};
+                if (!fetch.boot_files.empty()) checked.boot = read_boot_into(fetch.item, pending.file, fetch.boot_files, work);
+                checked.object.seal(std::nullopt);
+                return checked;
               });
             });
   }
@@ -466,10 +496,10 @@ class VmconfigRun {
     try {
       if (!pending.outcome) throw Error("cannot fetch " + fetch.item.view_path() + ": the run stopped before it");
       if (!pending.outcome->ok) throw Error(pending.outcome->error);
-      auto boot = pending.checked.get();
-      if (boot) store_boot_files(fetch.item, fetch.arch, *boot);
-      auto size = fs::file_size(pending.file);
-      fetch.object = {store_.add_file(pending.file), size};
+      auto checked = pending.checked.get();
+      if (checked.boot) store_boot_files(fetch.item, fetch.arch, *checked.boot);
+      const auto size = checked.object.size();
+      fetch.object = {checked.object.publish(), size};
     } catch (const Error& error) {
       fetch.error = error.what();
     }

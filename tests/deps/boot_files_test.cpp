@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 
 #include "base/digest.hpp"
 #include "base/error.hpp"
@@ -200,6 +201,94 @@ TEST_F(BootFiles, AHugeVirtualSizeIsRefusedNamingTheImage) {
   auto message = error_of(dir_ / "disk.qcow2", wanted());
   EXPECT_NE(message.find("os-image 1 (disk.qcow2) has a virtual size larger than an os image can be\n  expected: at most "
                          "4.0 TiB\n  got:      64.0 TiB (70368744177664 bytes)"),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(left_in_work().empty());
+}
+
+// Large file systems: a root file system holds GiB beside the boot files (here a 48 MiB
+// /filler). Only what debugfs reads is copied out of the image, so scratch holds about the boot
+// files and the metadata, not the filler.
+class BootFilesLarge : public BootFiles {
+ protected:
+  fs::path make_large_image(const std::vector<std::string>& options = {}) {
+    std::vector<std::string> all{"--partition-mib", "72", "--filler-mib", "48"};
+    all.insert(all.end(), options.begin(), options.end());
+    return make_image("disk.qcow2", "ext4", all);
+  }
+  std::vector<ExtractedBootFile> read(const fs::path& image, BootReadReport& report) {
+    try {
+      return read_boot_files(image, "os-image 1 (disk.qcow2)", wanted(), dir_ / "work", &report);
+    } catch (const Error& error) {
+      ADD_FAILURE() << error.message();
+      return {};
+    }
+  }
+  void expect_the_boot_files(const std::vector<ExtractedBootFile>& files) {
+    ASSERT_EQ(files.size(), 2u);
+    EXPECT_EQ(test::read_file(files[0].path), kernel_);
+    EXPECT_EQ(test::read_file(files[1].path), initrd_);
+    EXPECT_EQ(left_in_work(), (std::vector<std::string>{files[1].path.filename().string(), files[0].path.filename().string()}));
+  }
+};
+
+TEST_F(BootFilesLarge, OnlyWhatDebugfsReadsIsCopied) {
+  auto image = make_large_image();
+  BootReadReport report;
+  auto files = read(image, report);
+  expect_the_boot_files(files);
+  EXPECT_EQ(report.sparse_copies, 1u);
+  EXPECT_EQ(report.whole_copies, 0u);
+  EXPECT_LT(report.scratch_bytes, 2u << 20) << "the 48 MiB filler must stay a hole";
+}
+
+// Without extents, a file's blocks are listed in indirect blocks that must be copied before
+// debugfs can name the blocks they list: the rounds go one level deeper each time.
+TEST_F(BootFilesLarge, FilesMappedThroughIndirectBlocksTakeARoundMore) {
+  std::mt19937 random(7);
+  kernel_.assign(3u << 20, '\0');  // past the 12 direct blocks
+  for (char& byte : kernel_) byte = static_cast<char>(random());
+  test::write_file(dir_ / "kernel", kernel_);
+  auto image = make_large_image({"--mkfs-features", "^extent,^64bit"});
+  BootReadReport report;
+  auto files = read(image, report);
+  expect_the_boot_files(files);
+  EXPECT_EQ(report.sparse_copies, 1u);
+  EXPECT_LT(report.scratch_bytes, 6u << 20);
+}
+
+// Group descriptors spread over the disk (meta_bg) are not where a sparse copy looks for them:
+// the whole file system is copied, and the files come out the same.
+TEST_F(BootFilesLarge, ALayoutTheSparseCopyDoesNotKnowIsCopiedWhole) {
+  auto image = make_large_image({"--mkfs-features", "meta_bg,^resize_inode"});
+  BootReadReport report;
+  auto files = read(image, report);
+  expect_the_boot_files(files);
+  EXPECT_EQ(report.sparse_copies, 0u);
+  EXPECT_EQ(report.whole_copies, 1u);
+  EXPECT_GT(report.scratch_bytes, 48u << 20);
+}
+
+// A wrong digest or a missing path on a large image gets the words it gets on a small one: the
+// whole copy, read after the sparse one fails, has the last word.
+TEST_F(BootFilesLarge, ErrorsReadAsOnASmallImage) {
+  auto image = make_large_image();
+  auto files = wanted();
+  files[0].digest = "sha256:" + sha256_hex("another kernel");
+  auto message = error_of(image, files);
+  EXPECT_NE(message.find("boot kernel " + kKernel + " (partition 1) of os-image 1 (disk.qcow2) does not match the manifest's "
+                         "os.boot.kernel.digest\n  expected: sha256:" + sha256_hex("another kernel") +
+                         "\n  got:      sha256:" + sha256_hex(kernel_)),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(left_in_work().size(), 1u) << "only the extracted kernel; no raw partition";
+
+  fs::remove_all(dir_ / "work");
+  fs::create_directories(dir_ / "work");
+  files = wanted(1, "/boot/vmlinuz-missing");
+  message = error_of(image, files);
+  EXPECT_NE(message.find("os.boot.kernel /boot/vmlinuz-missing on partition 1 of os-image 1 (disk.qcow2): no such file "
+                         "(debugfs: /boot/vmlinuz-missing: File not found by ext2_lookup"),
             std::string::npos)
       << message;
   EXPECT_TRUE(left_in_work().empty());

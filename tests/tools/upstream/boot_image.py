@@ -4,12 +4,14 @@ partition 1 is an ext4 file system holding the files given, converted to qcow2.
 
     boot_image.py OUT.qcow2 --file /boot/vmlinuz-x=KERNEL_FILE [--file PATH=FILE]... [--partition-fs ext4|swap]
                   [--partition-mib N] [--fs-mib N] [--filler-mib N] [--fill-after-fs] [--compress]
+                  [--mkfs-features LIST]
 
 The last options make the images of a decompression bomb: a large partition (--partition-mib),
 a file system smaller than it (--fs-mib), a /filler file of N MiB of one repeated byte in the
 file system (--filler-mib), the partition past the file system filled with that byte
 (--fill-after-fs), and compressed qcow2 clusters (--compress), so that a file of a few hundred
-KiB expands to the whole partition.
+KiB expands to the whole partition. --mkfs-features passes mkfs.ext4 its -O (for a layout such
+as meta_bg).
 
 Only standard tools, none of them needing root: sfdisk (fdisk) on a plain file, mkfs.ext4 -d
 (e2fsprogs) or mkswap (util-linux) for the partition, qemu-img convert (qemu-utils). The
@@ -42,7 +44,7 @@ def run(argv, env=None):
 
 
 def make_boot_image(out, files, partition_fs="ext4", part_bytes=PART_BYTES, fs_bytes=None, filler_bytes=0,
-                    fill_after_fs=False, compress=False):
+                    fill_after_fs=False, compress=False, mkfs_features=None):
     """files: {absolute path in the file system: bytes}. Writes OUT (qcow2)."""
     fs_bytes = fs_bytes or part_bytes
     disk_bytes = part_bytes + DISK_BYTES - PART_BYTES
@@ -69,7 +71,9 @@ def make_boot_image(out, files, partition_fs="ext4", part_bytes=PART_BYTES, fs_b
             f.truncate(fs_bytes)
         env = dict(os.environ, E2FSPROGS_FAKE_TIME=str(EPOCH))
         if partition_fs == "ext4":
-            run(["mkfs.ext4", "-q", "-F", "-U", FS_UUID, "-E", "hash_seed=%s,root_owner=0:0" % HASH_SEED, "-d", root, part], env=env)
+            features = ["-O", mkfs_features] if mkfs_features else []
+            run(["mkfs.ext4", "-q", "-F", "-U", FS_UUID, "-E", "hash_seed=%s,root_owner=0:0" % HASH_SEED] + features +
+                ["-d", root, part], env=env)
         elif partition_fs == "swap":
             run(["mkswap", "-U", FS_UUID, part])
         else:
@@ -111,6 +115,7 @@ def main():
     parser.add_argument("--filler-mib", type=int, default=0)
     parser.add_argument("--fill-after-fs", action="store_true")
     parser.add_argument("--compress", action="store_true")
+    parser.add_argument("--mkfs-features", metavar="LIST")
     args = parser.parse_args()
     files = {}
     for spec in args.file:
@@ -118,7 +123,7 @@ def main():
         with open(source, "rb") as f:
             files[path] = f.read()
     make_boot_image(args.out, files, args.partition_fs, args.partition_mib << 20, args.fs_mib << 20, args.filler_mib << 20,
-                    args.fill_after_fs, args.compress)
+                    args.fill_after_fs, args.compress, args.mkfs_features)
 
 
 if __name__ == "__main__":
