@@ -66,6 +66,20 @@ class BootFiles : public ::testing::Test {
     return "(no error)";
   }
 
+  // The manifest names another kernel's digest: refused with expected and got, and only the
+  // extracted kernel stays in the work dir.
+  void expect_another_kernel_refused(const fs::path& image) {
+  auto files = wanted();
+  files[0].digest = "sha256:" + sha256_hex("another kernel");
+  auto message = error_of(image, files);
+  EXPECT_NE(message.find("boot kernel " + kKernel + " (partition 1) of os-image 1 (disk.qcow2) does not match the manifest's "
+                         "os.boot.kernel.digest\n  expected: sha256:" + sha256_hex("another kernel") +
+                         "\n  got:      sha256:" + sha256_hex(kernel_)),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(left_in_work().size(), 1u) << "only the extracted kernel; no raw partition";
+  }
+
   // What read_boot_files left in its work dir: only the files it returned, on every path.
   std::vector<std::string> left_in_work() const {
     std::vector<std::string> names;
@@ -110,16 +124,7 @@ TEST_F(BootFiles, AMissingToolIsNamedWithItsPackage) {
 }
 
 TEST_F(BootFiles, AKernelThatDiffersFromTheManifestIsRefusedWithExpectedAndGot) {
-  auto image = make_image("disk.qcow2");
-  auto files = wanted();
-  files[0].digest = "sha256:" + sha256_hex("another kernel");
-  auto message = error_of(image, files);
-  EXPECT_NE(message.find("boot kernel " + kKernel + " (partition 1) of os-image 1 (disk.qcow2) does not match the manifest's "
-                         "os.boot.kernel.digest\n  expected: sha256:" + sha256_hex("another kernel") +
-                         "\n  got:      sha256:" + sha256_hex(kernel_)),
-            std::string::npos)
-      << message;
-  EXPECT_EQ(left_in_work().size(), 1u) << "only the extracted kernel; no raw partition";
+  expect_another_kernel_refused(make_image("disk.qcow2"));
 }
 
 TEST_F(BootFiles, AMissingPartitionNamesTheImageThePartitionAndWhatThereIs) {
@@ -273,20 +278,11 @@ TEST_F(BootFilesLarge, ALayoutTheSparseCopyDoesNotKnowIsCopiedWhole) {
 // whole copy, read after the sparse one fails, has the last word.
 TEST_F(BootFilesLarge, ErrorsReadAsOnASmallImage) {
   auto image = make_large_image();
-  auto files = wanted();
-  files[0].digest = "sha256:" + sha256_hex("another kernel");
-  auto message = error_of(image, files);
-  EXPECT_NE(message.find("boot kernel " + kKernel + " (partition 1) of os-image 1 (disk.qcow2) does not match the manifest's "
-                         "os.boot.kernel.digest\n  expected: sha256:" + sha256_hex("another kernel") +
-                         "\n  got:      sha256:" + sha256_hex(kernel_)),
-            std::string::npos)
-      << message;
-  EXPECT_EQ(left_in_work().size(), 1u) << "only the extracted kernel; no raw partition";
+  expect_another_kernel_refused(image);
 
   fs::remove_all(dir_ / "work");
   fs::create_directories(dir_ / "work");
-  files = wanted(1, "/boot/vmlinuz-missing");
-  message = error_of(image, files);
+  auto message = error_of(image, wanted(1, "/boot/vmlinuz-missing"));
   EXPECT_NE(message.find("os.boot.kernel /boot/vmlinuz-missing on partition 1 of os-image 1 (disk.qcow2): no such file "
                          "(debugfs: /boot/vmlinuz-missing: File not found by ext2_lookup"),
             std::string::npos)
