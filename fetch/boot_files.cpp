@@ -182,13 +182,10 @@ std::optional<ExtLayout> ext_layout(const std::string& head) {
 }
 
 // The size an ext2/3/4 file system gives itself in its superblock (blocks count times block
-// size): where its data can be, so what a copy of the partition needs. 0 when `head` holds no
-// ext superblock.
-std::uint64_t ext_file_system_bytes(const std::string& head) {
-  auto layout = ext_layout(head);
-  if (!layout) return 0;
-  if (layout->blocks > (kMaxDiskSize >> 10)) return kMaxDiskSize;  // more than any disk we read: the partition bounds it
-  return layout->blocks * layout->block_size;
+// size): where its data can be, so what a copy of the partition needs.
+std::uint64_t ext_file_system_bytes(const ExtLayout& layout) {
+  if (layout.blocks > (kMaxDiskSize >> 10)) return kMaxDiskSize;  // more than any disk we read: the partition bounds it
+  return layout.blocks * layout.block_size;
 }
 
 // The bytes of the image's disk in [offset, offset + size) that hold data, as qemu-img maps
@@ -573,7 +570,8 @@ std::vector<ExtractedBootFile> read_boot_files_of(const fs::path& image, const s
       throw Error(mismatch_message(where + " is not an ext2/3/4 file system, so its boot files cannot be read",
                                    "ext2, ext3 or ext4", type.empty() ? "no file system blkid recognises" : type));
     }
-    const std::uint64_t fs_bytes = ext_file_system_bytes(fs_head);
+    const std::optional<ExtLayout> layout = ext_layout(fs_head);
+    const std::uint64_t fs_bytes = layout ? ext_file_system_bytes(*layout) : 0;
     if (fs_bytes == 0) throw Error(where + ": blkid says " + type + " but its superblock gives no size");
 
     // The copy ends where the file system does (the rest of the partition is no part of it),
@@ -595,7 +593,7 @@ std::vector<ExtractedBootFile> read_boot_files_of(const fs::path& image, const s
     // sparse copy.
     const ReadSite site{image, label, number, partition.offset, copy_size, where};
     std::vector<ExtractedBootFile> read;
-    if (data >= kSparseFromBytes) read = read_sparsely(site, *ext_layout(fs_head), wanted, work_dir, report);
+    if (data >= kSparseFromBytes) read = read_sparsely(site, *layout, wanted, work_dir, report);
     if (read.empty()) read = read_whole(site, wanted, work_dir, report);
     extracted.insert(extracted.end(), read.begin(), read.end());
   }
