@@ -2,8 +2,12 @@
 // A private temp dir for files that must be read or checked before they enter the store;
 // removed with everything in it when destroyed, or by the signal handler of main() when
 // SIGINT/SIGTERM/SIGHUP ends the process first. Not shared between threads.
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <filesystem>
 #include <optional>
 #include <random>
@@ -14,12 +18,43 @@
 
 namespace podplane {
 
+// Removes from `parent` the scratch dirs "<prefix><pid>-<n>" that a run killed by SIGKILL (or
+// the OOM killer) left behind: those whose pid no longer runs and that belong to this user. No
+// handler runs on SIGKILL, and a killed `deps download` would otherwise leave its os images,
+// hundreds of MiB, in /tmp for good. Dirs of other users are never touched (and their live
+// processes answer EPERM, not ESRCH). Not covered: a live run of the same user in another pid
+// namespace that shares this /tmp (a container without a /tmp of its own), whose pid is not
+// seen here.
+inline void remove_scratch_of_dead_runs(const std::filesystem::path& parent, const std::string& prefix) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const char* first = name.data() + prefix.size();
+    const char* last = name.data() + name.size();
+    pid_t pid = 0;
+    auto [after_pid, parsed] = std::from_chars(first, last, pid);
+    if (parsed != std::errc{} || after_pid == first || after_pid == last || *after_pid != '-' || pid <= 0) continue;
+    const char* number = after_pid + 1;
+    if (number == last || std::string_view(number, static_cast<std::size_t>(last - number)).find_first_not_of("0123456789") !=
+                              std::string_view::npos) {
+      continue;
+    }
+    struct stat info{};
+    if (::lstat(it->path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::geteuid()) continue;
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    std::filesystem::remove_all(it->path(), ignored);
+  }
+}
+
 class ScratchDir {
  public:
   explicit ScratchDir(const std::string& prefix) : ScratchDir(std::filesystem::temp_directory_path(), prefix) {}
   // Under `parent` instead: what is made there can be renamed into place on its file system.
   ScratchDir(const std::filesystem::path& parent, const std::string& prefix) {
     std::random_device random;
+    remove_scratch_of_dead_runs(parent, prefix);
     path_ = parent / (prefix + std::to_string(getpid()) + "-" + std::to_string(random()));
     remove_on_signal_.emplace(path_);
     std::filesystem::create_directories(path_);

@@ -52,7 +52,7 @@ class DownloadRun {
   virtual ~DownloadRun() = default;
   // Into the store, as fetch_into_store.
   virtual void add(DownloadItem item, Then then) = 0;
-  // To `destination`, atomically, as fetch_to_files.
+  // To `destination`, renamed into place whole (not synced: a scratch file), as fetch_to_files.
   virtual void add(DownloadItem item, std::filesystem::path destination, Then then) = 0;
   // Work on another thread that will know more items (an image's manifests, once its index is
   // in): `then` is called on the run's thread once `ready` is, and may add them; the run does
@@ -73,9 +73,10 @@ class Downloader {
   // outcomes are in the order of `items`.
   [[nodiscard]] std::vector<DownloadOutcome> fetch_into_store(cache::Store& store, const std::vector<DownloadItem>& items);
 
-  // Fetches each item to its destination (same index), atomically, all in one parallel run:
-  // files checked by other digests than sha256 (sha512 artifacts, seed snapshots) before they
-  // are added. Per-item failures are in the outcomes, as with fetch_into_store.
+  // Fetches each item to its destination (same index), all in one parallel run: scratch files
+  // checked by other digests than sha256 (sha512 artifacts, seed snapshots) before they are
+  // added to the store. Each is renamed into place whole, but not synced: only the store syncs.
+  // Per-item failures are in the outcomes, as with fetch_into_store.
   [[nodiscard]] std::vector<DownloadOutcome> fetch_to_files(const std::vector<DownloadItem>& items,
                                                             const std::vector<std::filesystem::path>& destinations);
 

@@ -31,7 +31,10 @@ class DepsRun {
  public:
   explicit DepsRun(const FixtureUpstream& upstream, CliConfigOptions config = {}) : upstream_(&upstream) {
     upstream.write_cli_config(dir_ / "cli.tfrc", config);
+    fs::create_directories(tmp());
   }
+  // podplane's own temp dirs: inside the test's, so that even a killed run leaves nothing in /tmp.
+  fs::path tmp() const { return dir_ / "tmp"; }
   fs::path root() const { return dir_ / "deps"; }
   const TempDir& dir() const { return dir_; }
   // Neither tofu nor terraform on PATH, so deps tf without --engine takes its default, tofu
@@ -39,6 +42,7 @@ class DepsRun {
   std::map<std::string, std::string> env() const {
     auto env = upstream_->env(root(), dir_ / "cli.tfrc");
     env["PATH"] = "/usr/bin:/bin";
+    env["TMPDIR"] = tmp().string();
     return env;
   }
   void use(const FixtureUpstream& upstream) { upstream_ = &upstream; upstream.write_cli_config(dir_ / "cli.tfrc"); }
@@ -774,6 +778,15 @@ TEST(DepsTf, SigkillInTheMiddleThenACleanRerun) {
   ASSERT_TRUE(seen) << "the run never reached the package downloads";
   ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
   EXPECT_FALSE(fs::exists(deps.root() / "tf" / ".terraform.lock.hcl"));
+  // No handler runs on SIGKILL: the killed run's scratch dir stays until the next run.
+  auto killed_runs_scratch = [&] {
+    std::vector<std::string> left;
+    for (const auto& entry : fs::directory_iterator(deps.tmp()))
+      if (entry.path().filename().string().starts_with("podplane-tf-" + std::to_string(pid) + "-"))
+        left.push_back(entry.path().filename().string());
+    return left;
+  };
+  EXPECT_EQ(killed_runs_scratch().size(), 1u);
 
   upstream.restart({});
   deps.use(upstream);
@@ -783,6 +796,8 @@ TEST(DepsTf, SigkillInTheMiddleThenACleanRerun) {
   EXPECT_EQ(lock.providers.size(), 6u);
   auto verify = deps.podplane({"deps", "verify"});
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  // The rerun removed what the killed run left.
+  EXPECT_TRUE(killed_runs_scratch().empty());
 }
 
 }  // namespace

@@ -26,10 +26,23 @@ TempDir::TempDir() {
 
 TempDir::~TempDir() {
   std::error_code ec;
-  // Objects in the store are read-only; make everything writable so it can be removed.
+  // Objects in the store are read-only; make everything writable so it can be removed. A
+  // gpg-agent that a test's gpg started in a home here is stopped first: while it runs, it
+  // can add files as remove_all empties the home, which then fails and leaves the whole
+  // directory in /tmp.
+  std::vector<fs::path> gpg_homes;
   for (auto it = fs::recursive_directory_iterator(path_, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    // A gpg home has a keyring (its agent's socket may be under /run/user instead).
+    if (it->path().filename() == "pubring.kbx") gpg_homes.push_back(it->path().parent_path());
     if (!it->is_symlink()) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+  }
+  for (const auto& home : gpg_homes) {
+    try {
+      (void)run({"gpgconf", "--homedir", home.string(), "--kill", "gpg-agent"});
+    } catch (const std::exception&) {
+      // No gpgconf: remove_all below may still succeed.
+    }
   }
   fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
   fs::remove_all(path_, ec);
