@@ -40,7 +40,7 @@ void package(const fs::path& out) {
 }
 
 // The cross build of scripts/build-arm64, which the CTest test package.build.arm64 runs where
-// scripts/setup installed the cross toolchain.
+// `PODPLANE_ARM64=1 scripts/setup` installed the cross toolchain.
 fs::path arm64_build_dir() {
   if (const char* dir = std::getenv("PODPLANE_ARM64_BUILD_DIR")) return dir;
   return source_dir() / "build-arm64";
@@ -180,7 +180,7 @@ TEST(PackageTarballArm64, IsReproducibleAndRunsUnderQemuInAnEmptyRoot) {
   const fs::path cross_build = arm64_build_dir();
   if (!fs::exists(cross_build / "cli" / "podplane"))
     GTEST_SKIP() << "no arm64 build in " << cross_build << ": the test package.build.arm64 makes it with "
-                 << "scripts/build-arm64 where scripts/setup installed g++-aarch64-linux-gnu";
+                 << "scripts/build-arm64 where PODPLANE_ARM64=1 scripts/setup installed g++-aarch64-linux-gnu";
   if (!fs::exists("/proc/sys/fs/binfmt_misc/qemu-aarch64"))
     GTEST_SKIP() << "qemu-user is not registered with binfmt_misc (scripts/setup registers qemu-user-static's "
                  << "qemu-aarch64 where the kernel has binfmt_misc)";
