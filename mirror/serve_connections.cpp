@@ -91,7 +91,12 @@ SslContext make_tls_context(const TlsFiles& files) {
   SSL_CTX_set_min_proto_version(context.get(), TLS1_2_VERSION);
   // Renegotiation is a cheap way to make a server spend CPU; nothing here needs it.
   SSL_CTX_set_options(context.get(), SSL_OP_NO_RENEGOTIATION);
-  SSL_CTX_set_mode(context.get(), SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+  // Partial writes: SSL_write returns as each record goes out, so that the bytes counted as
+  // sent (the access log, /metrics) are what left when a client goes away half way. Without
+  // it, a 1 MiB SSL_write counted nothing until all of it was out, and a client that closed
+  // after half a MiB was logged as sent 0 bytes.
+  SSL_CTX_set_mode(context.get(),
+                   SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE);
   if (SSL_CTX_use_certificate_chain_file(context.get(), files.cert.c_str()) != 1) {
     std::string reason = openssl::last_error();
     auto holds = pem_holds(files.cert);
