@@ -11,8 +11,6 @@ GpgKeys::GpgKeys() {
   make("wrong", "ed25519");
 }
 
-GpgKeys::~GpgKeys() { (void)run({"gpgconf", "--homedir", home_.path().string(), "--kill", "gpg-agent"}); }
-
 std::string GpgKeys::sign(const std::string& name, const std::string& data, bool armored) {
   auto file = scratch_ / ("data-" + std::to_string(++counter_));
   write_file(file, data);

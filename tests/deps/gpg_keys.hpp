@@ -12,7 +12,6 @@ namespace podplane::test {
 class GpgKeys {
  public:
   GpgKeys();
-  ~GpgKeys();
   GpgKeys(const GpgKeys&) = delete;
   GpgKeys& operator=(const GpgKeys&) = delete;
 
@@ -26,7 +25,7 @@ class GpgKeys {
   std::vector<std::string> gpg(std::vector<std::string> args) const;
   void make(const std::string& name, const std::string& algo);
 
-  TempDir home_;
+  TempDir home_;  // its destructor stops the gpg-agent that gpg started there
   TempDir scratch_;
   int counter_ = 0;
   std::map<std::string, std::string> armors_;

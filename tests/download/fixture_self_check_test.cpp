@@ -103,7 +103,6 @@ TEST(FixtureUpstreamSelfCheck, SignaturesVerifyWithGpgAgainstTheListedKey) {
   }
   EXPECT_EQ(fx["keys"]["rsa"]["algo"], "rsa3072");
   EXPECT_EQ(fx["keys"]["ed25519"]["algo"], "ed25519");
-  run({"gpgconf", "--homedir", home.path().string(), "--kill", "gpg-agent"});
 }
 
 TEST(FixtureUpstreamSelfCheck, WrongKeyFaultSignsWithAKeyTheRegistryDoesNotList) {
