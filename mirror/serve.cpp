@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,7 @@
 #include "cache/row_rules.hpp"
 #include "net/oci_reference.hpp"
 #include "mirror/catalogue.hpp"
+#include "mirror/plain_request.hpp"
 #include "mirror/serve_metrics.hpp"
 #include "mirror/serve_objects.hpp"
 #include "mirror/serve_ranges.hpp"
@@ -110,6 +113,59 @@ thread_local std::chrono::steady_clock::time_point request_started{};
 // that the loop never copies much for one request.
 constexpr std::size_t kMostAtOnce = 256 * 1024;
 
+// Prepared heads: cpp-httplib's status line and headers for a plain request (plain_request.hpp)
+// of one document, kept per site the first time cpp-httplib answers it, so that the event loop
+// answers the next plain requests of that document without cpp-httplib: the same head, then
+// the document. One head per shape of answer (GET or HEAD, keep-alive or close); the whole
+// memo is dropped when the site is reloaded (at the next head kept from the new site: until
+// then it holds the old site), or when it holds kMostPreparedDocuments.
+class PreparedHeads {
+ public:
+  struct Found {
+    std::string head;
+    int status = 0;
+  };
+  static std::size_t shape(const PlainRequest& request, bool close) { return (request.head ? 2u : 0u) + (close ? 1u : 0u); }
+
+  std::optional<Found> find(const MirrorSite* site, const SiteResource* resource, std::size_t shape) {
+    std::lock_guard lock(mutex_);
+    if (site != site_.get()) return std::nullopt;
+    auto at = heads_.find(resource);
+    if (at == heads_.end() || at->second.heads[shape].empty()) return std::nullopt;
+    return Found{at->second.heads[shape], at->second.status};
+  }
+  void keep(const std::shared_ptr<const MirrorSite>& site, const SiteResource* resource, std::size_t shape,
+            std::string head, int status) {
+    std::lock_guard lock(mutex_);
+    if (site != site_ || heads_.size() >= kMostPreparedDocuments) {
+      heads_.clear();
+      site_ = site;
+    }
+    auto& kept = heads_[resource];
+    kept.heads[shape] = std::move(head);
+    kept.status = status;
+  }
+
+ private:
+  static constexpr std::size_t kMostPreparedDocuments = 4096;
+  struct Heads {
+    std::array<std::string, 4> heads;
+    int status = 0;
+  };
+  std::mutex mutex_;
+  std::shared_ptr<const MirrorSite> site_;  // holds the resources the keys point at
+  std::unordered_map<const SiteResource*, Heads> heads_;
+};
+
+// The fields of an access-log line, from cpp-httplib's request or from a plain request.
+struct LoggedRequest {
+  std::string_view remote_addr;
+  std::string_view method;
+  std::string_view target;
+  std::string_view version;
+  int status = 0;
+};
+
 // One request head in memory, its answer kept in memory: cpp-httplib's exact answer (the one a
 // worker would write to the socket) without touching the socket. A request that wants more
 // than its head (a body, `Expect: 100-continue`) is marked, and goes to a worker instead.
@@ -183,6 +239,7 @@ struct MirrorServer::Impl final : RequestHandler {
   std::string bound_url;  // set by bind(); the catalogue's fallback mirror URL
   std::unique_ptr<ConnectionServer> connections;
   ServeMetrics metrics;
+  PreparedHeads prepared_heads;
 
   Impl(const fs::path& root, ServeOptions serve_options, std::ostream& log_stream)
       : deps_root(root), options(std::move(serve_options)), log(log_stream) {}
@@ -270,9 +327,55 @@ struct MirrorServer::Impl final : RequestHandler {
     return ok;
   }
 
+  // A plain request (plain_request.hpp) of a document whose head is prepared: that head and the
+  // document. Anything else: answer_with_httplib(), whose answer to a plain request of a
+  // document prepares the head for the next ones.
+  std::optional<PreparedAnswer> answer_at_once(const RequestHead& head) override {
+    auto plain = parse_plain_request(head.bytes);
+    if (!plain) return answer_with_httplib(head);
+    const bool close = plain->close || head.last;
+    auto snapshot = current();
+    const SiteResource* resource = plain_document(*snapshot, plain->target);
+    if (resource == nullptr) return answer_with_httplib(head);
+    const auto shape = PreparedHeads::shape(*plain, close);
+    if (auto found = prepared_heads.find(snapshot.get(), resource, shape)) {
+      return answer_prepared(head, *plain, *resource, std::move(found->head), found->status, close);
+    }
+    auto answer = answer_with_httplib(head);
+    // Kept only when cpp-httplib answered from the same site (no reload in between) as we
+    // expected: a plain answer made at once, closing as the shape says.
+    if (answer && answer->close == close && current() == snapshot) {
+      prepared_heads.keep(snapshot, resource, shape, answer->bytes.substr(0, answer->head_size), answer->sample.status);
+    }
+    return answer;
+  }
+
+  // The document (or module download) a plain request of `target` is answered with from a
+  // prepared head, as handle() would find it; nullptr for anything else (an object, a catalogue
+  // page, /metrics, a path the site does not have).
+  static const SiteResource* plain_document(const MirrorSite& site, std::string_view target) {
+    if (target == site_paths::metrics) return nullptr;
+    const SiteResource* resource = site.find(target == "/v2" ? site_paths::registry_api : target);
+    if (resource == nullptr || !made_at_once(*resource)) return nullptr;
+    return resource;
+  }
+
+  PreparedAnswer answer_prepared(const RequestHead& head, const PlainRequest& plain, const SiteResource& resource,
+                                 std::string prepared_head, int status, bool close) {
+    PreparedAnswer answer;
+    answer.head_size = prepared_head.size();
+    answer.bytes = std::move(prepared_head);
+    if (!plain.head && resource.kind == ResourceKind::document) answer.bytes += resource.body;
+    const LoggedRequest logged{head.peer_address, plain.head ? "HEAD" : "GET", plain.target, "HTTP/1.1", status};
+    access_log_line(logged, answer.log_line, answer.log_line_end);
+    answer.sample = RequestSample{route_of(plain.target), status, std::chrono::steady_clock::now()};
+    answer.close = close;
+    return answer;
+  }
+
   // The same request processing as answer(), into memory; nothing when handle() needs a file
   // or a stream (or too much memory), or the request wants more than its head.
-  std::optional<PreparedAnswer> answer_at_once(const RequestHead& head) override {
+  std::optional<PreparedAnswer> answer_with_httplib(const RequestHead& head) {
     PreparedAnswer prepared;
     MemoryStream stream(head, prepared);
     request_started = std::chrono::steady_clock::now();
@@ -575,10 +678,20 @@ struct MirrorServer::Impl final : RequestHandler {
 
   // The count of body bytes sent ends the line: an answer made at once gets it from the event
   // loop once its bytes have gone out. `end` is what follows the count.
-  void access_log_line(const httplib::Request& req, const httplib::Response& res, std::string& line, std::string& end) const {
+  void access_log_line(const LoggedRequest& req, std::string& line, std::string& end) const {
     if (options.access_log == AccessLogFormat::text) {
-      line = req.remote_addr + " - - [" + utc_timestamp_now() + "] \"" + printable(req.method) + " " +
-             printable(req.target) + " " + printable(req.version) + "\" " + std::to_string(res.status);
+      line.reserve(80 + req.target.size());
+      line += req.remote_addr;
+      line += " - - [";
+      line += utc_timestamp_now();
+      line += "] \"";
+      line += printable(req.method);
+      line += ' ';
+      line += printable(req.target);
+      line += ' ';
+      line += printable(req.version);
+      line += "\" ";
+      line += std::to_string(req.status);
       return;
     }
     // The same fields, one JSON object per line; ", " and ": " throughout, so that the count
@@ -595,9 +708,12 @@ struct MirrorServer::Impl final : RequestHandler {
     line += ", \"protocol\": ";
     append_json_string(line, req.version);
     line += ", \"status\": ";
-    line += std::to_string(res.status);
+    line += std::to_string(req.status);
     line += ", \"body_bytes\":";
     end = "}";
+  }
+  void access_log_line(const httplib::Request& req, const httplib::Response& res, std::string& line, std::string& end) const {
+    access_log_line(LoggedRequest{req.remote_addr, req.method, req.target, req.version, res.status}, line, end);
   }
 
   void access_log(const httplib::Request& req, const httplib::Response& res) {

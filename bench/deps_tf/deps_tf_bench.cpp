@@ -19,7 +19,8 @@
 //   floors:  beside each ratio to the wire, the hashing the fill must do (sha256 of every file
 //            the wire fetched, plus the h1 of every provider zip's contents), timed in this
 //            process on one thread and divided by the cores; ours against the larger floor
-//            (target <= 1.5x)
+//            (target <= 1.5x); then the shared cores: that hashing plus the CPU curl and the
+//            fixture server spent on the wire's run, over the cores (bench/support/physical_floors.hpp)
 //   engine peer: where terraform is installed, `terraform providers mirror` + `providers lock`
 //            for the same providers and platforms vs `podplane deps tf --engine terraform
 //            --stack` of a root requiring them (target >= 10x)
@@ -50,6 +51,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/support/curl_parallel.hpp"
+#include "bench/support/process_cpu.hpp"
 #include "bench/support/physical_floors.hpp"
 #include "cache/store.hpp"
 #include "net/download.hpp"
@@ -133,6 +135,8 @@ class Server {
     waitpid(pid_, nullptr, 0);
   }
   const std::string& base() const { return base_; }
+  // The server's CPU time so far: the difference of two readings charges it for one row.
+  double cpu_seconds() const { return podplane::bench::process_cpu_seconds(pid_); }
 
  private:
   pid_t pid_ = -1;
@@ -239,12 +243,26 @@ std::vector<std::string> answered_urls(const std::vector<nlohmann::json>& entrie
   return urls;
 }
 
-// Two lines: a cold command against curl --parallel over the URLs it fetched (into
-// `wire_dir`), then against the larger of the wire and the hashing of what the wire fetched.
+// curl --parallel over `urls` into `wire_dir`, with the CPU `server` spent meanwhile.
+struct Wire {
+  podplane::bench::MeasuredRun run;
+  double server_cpu = 0;
+};
+Wire wire_of(const Server& server, const std::vector<std::string>& urls, const fs::path& wire_dir,
+             const podplane::bench::CurlParallelOptions& options) {
+  const double before = server.cpu_seconds();
+  Wire wire{podplane::bench::curl_parallel(urls, wire_dir, options), 0};
+  wire.server_cpu = server.cpu_seconds() - before;
+  return wire;
+}
+
+// Three lines: a cold command against curl --parallel over the URLs it fetched (into
+// `wire_dir`), then against the larger of the wire and the hashing of what the wire fetched,
+// then against the shared cores (`ours_server_cpu`: what the server spent during our run).
 // The wire's files are removed afterwards: with real-sized zips they are hundreds of MiB.
-void print_against_floors(const std::string& what, int delay_ms, double seconds, const Exit& ours,
-                          const std::vector<std::string>& urls, const fs::path& wire_dir,
-                          const podplane::bench::MeasuredRun& wire) {
+void print_against_floors(const std::string& what, int delay_ms, double seconds, const Exit& ours, double ours_server_cpu,
+                          const std::vector<std::string>& urls, const fs::path& wire_dir, const Wire& measured) {
+  const auto& wire = measured.run;
   std::printf("%s (%2d ms/request): cold %.2f s (CPU %.2f s, peak RSS %.1f MiB) for %zu requests; curl --parallel-max 8 "
               "%.2f s (CPU %.2f s): %.2fx the wire (target <= 1.5x); load %.1f\n",
               what.c_str(), delay_ms, seconds, ours.cpu_seconds, static_cast<double>(ours.max_rss_kib) / 1024.0, urls.size(),
@@ -253,7 +271,8 @@ void print_against_floors(const std::string& what, int delay_ms, double seconds,
   for (std::size_t i = 0; i < urls.size(); ++i) {
     files.push_back({podplane::bench::curl_output(wire_dir, i), urls[i].ends_with(".zip")});
   }
-  podplane::bench::print_floors(what, delay_ms, seconds, ours.cpu_seconds, wire.seconds, podplane::bench::hash_floor(files));
+  podplane::bench::print_floors(what, delay_ms, seconds, ours.cpu_seconds, wire.seconds, podplane::bench::hash_floor(files),
+                                podplane::bench::SharedCores{wire.cpu_seconds, measured.server_cpu, ours_server_cpu});
   fs::remove_all(wire_dir);
 }
 
@@ -267,9 +286,11 @@ void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
   std::vector<std::string> command{PODPLANE_BINARY, "--quiet", "deps", "tf", "--engine", "tofu"};
   for (const auto& platform : kPlatforms) command.insert(command.end(), {"--platform", platform});
   const fs::path log = work / ("deps-tf-" + tag + ".log");
+  const double server_before = server.cpu_seconds();
   auto start = Clock::now();
   auto cold = run(command, env, log.string());
   const double cold_s = since(start);
+  const double cold_server_cpu = server.cpu_seconds() - server_before;
   if (cold.status != 0) {
     std::printf("deps tf (%d ms): cold run failed (exit %d), see %s\n", delay_ms, cold.status, log.c_str());
     return;
@@ -288,10 +309,10 @@ void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
     if (path.ends_with(".zip")) warm_zip_bytes += after[i]["bytes"].get<std::uint64_t>();
   }
   const fs::path wire_dir = work / ("curl-parallel-" + tag);
-  const auto parallel = curl_parallel(fetched, ca, wire_dir);
+  const auto parallel = wire_of(server, fetched, wire_dir, {.ca_file = ca, .headers = {}});
   const double sequential = curl_loop(fetched, ca, work / ("curl-loop-" + tag));
   fs::remove_all(work / ("curl-loop-" + tag));
-  print_against_floors("deps tf", delay_ms, cold_s, cold, fetched, wire_dir, parallel);
+  print_against_floors("deps tf", delay_ms, cold_s, cold, cold_server_cpu, fetched, wire_dir, parallel);
   std::printf("deps tf (%2d ms/request): sequential curl %.2f s; warm re-run %.2f s (CPU %.2f s; target < 1 s), exit %d, "
               "zip bytes transferred %llu (target 0)\n",
               delay_ms, sequential, warm_s, warm.cpu_seconds, warm.status, static_cast<unsigned long long>(warm_zip_bytes));
@@ -310,9 +331,11 @@ void bench_deps_download(const fs::path& work, const fs::path& ca, int delay_ms)
         {"SSL_CERT_FILE", ca.string()}, {"PODPLANE_DEPS_URL", server.base()}, {"PODPLANE_DEPS_CACHE_DIR", (work / store).string()}};
   };
   const fs::path log = work / (tag + ".log");
+  double server_before = server.cpu_seconds();
   auto start = Clock::now();
   auto ours = run({PODPLANE_BINARY, "--quiet", "deps", "download", "--arch", "amd64,arm64"}, env_for(tag), log.string());
   double seconds = since(start);
+  double ours_server_cpu = server.cpu_seconds() - server_before;
   if (ours.status != 0) {
     std::printf("deps download (%d ms): cold run failed (exit %d), see %s\n", delay_ms, ours.status, log.c_str());
     return;
@@ -320,16 +343,19 @@ void bench_deps_download(const fs::path& work, const fs::path& ca, int delay_ms)
   auto entries = read_log(access_log);
   auto urls = answered_urls(entries, 0, server.base(), [](const std::string&) { return true; });
   const fs::path wire_dir = work / ("curl-" + tag);
-  print_against_floors("deps download", delay_ms, seconds, ours, urls, wire_dir, curl_parallel(urls, ca, wire_dir));
+  print_against_floors("deps download", delay_ms, seconds, ours, ours_server_cpu, urls, wire_dir,
+                       wire_of(server, urls, wire_dir, {.ca_file = ca, .headers = {}}));
 
   const std::string host = server.base().substr(server.base().find("://") + 3);
   const fs::path list = work / (tag + "-images.txt");
   std::ofstream(list) << host << "/podplane-fixture/pause:3.10.2\n";
   const std::size_t mark = entries.size();
+  server_before = server.cpu_seconds();
   start = Clock::now();
   ours = run({PODPLANE_BINARY, "--quiet", "deps", "images", "-f", list.string(), "--arch", "all"}, env_for(tag + "-images"),
              log.string());
   seconds = since(start);
+  ours_server_cpu = server.cpu_seconds() - server_before;
   if (ours.status != 0) {
     std::printf("deps images (%d ms): cold run failed (exit %d), see %s\n", delay_ms, ours.status, log.c_str());
     return;
@@ -337,8 +363,8 @@ void bench_deps_download(const fs::path& work, const fs::path& ca, int delay_ms)
   entries = read_log(access_log);
   urls = answered_urls(entries, mark, server.base(), [](const std::string& path) { return path.starts_with("/v2/"); });
   const fs::path images_wire_dir = work / ("curl-" + tag + "-images");
-  print_against_floors("deps images", delay_ms, seconds, ours, urls, images_wire_dir,
-                       podplane::bench::curl_parallel(urls, images_wire_dir, {.ca_file = ca, .headers = {kOciAccept}}));
+  print_against_floors("deps images", delay_ms, seconds, ours, ours_server_cpu, urls, images_wire_dir,
+                       wire_of(server, urls, images_wire_dir, {.ca_file = ca, .headers = {kOciAccept}}));
 }
 
 // The real consumer's own way to fill a mirror: `terraform providers mirror` then `providers

@@ -11,10 +11,11 @@
 // Beside each row: the load average when it started (the machine is shared), the CPU seconds
 // the server spent on it (nginx: master and workers) and that per request, in microseconds.
 //   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N] [--podplane PATH] [--only json]
+//                      [--nginx-access-log-off]
 // --podplane runs another podplane binary (e.g. a build of the previous commit) as the server.
 // --only json measures the JSON rows alone: to compare two builds on the request path in a
-// few minutes, before and after, several times over.
-#include <dirent.h>
+// few minutes, before and after, several times over. nginx logs each request to a file, as
+// mirror serve does (to its stderr, a file here); --nginx-access-log-off measures it without.
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "bench/support/process_cpu.hpp"
 #include "tests/serve/serve_fixture.hpp"
 
 namespace ps = podplane::serve_test;
@@ -45,39 +47,6 @@ double load_average() {
   double one = 0;
   std::ifstream("/proc/loadavg") >> one;
   return one;
-}
-
-// utime + stime of `pid` (from /proc/PID/stat), and of its children when `with_children`.
-double cpu_seconds_of(pid_t pid, bool with_children) {
-  auto read_stat = [](const std::string& name, pid_t& parent) -> double {
-    std::ifstream in("/proc/" + name + "/stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto close = text.rfind(')');  // the command name may hold spaces
-    if (close == std::string::npos) return 0;
-    std::istringstream fields(text.substr(close + 2));
-    std::string field;
-    unsigned long long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && fields >> field; ++i) {
-      if (i == 4) parent = static_cast<pid_t>(std::stol(field));
-      if (i == 14) utime = std::stoull(field);
-      if (i == 15) stime = std::stoull(field);
-    }
-    return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-  };
-  pid_t parent = 0;
-  double total = read_stat(std::to_string(pid), parent);
-  if (!with_children) return total;
-  if (DIR* proc = ::opendir("/proc")) {
-    while (dirent* entry = ::readdir(proc)) {
-      std::string name = entry->d_name;
-      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-      pid_t of = 0;
-      double cpu = read_stat(name, of);
-      if (of == pid) total += cpu;
-    }
-    ::closedir(proc);
-  }
-  return total;
 }
 
 // One request with libcurl: the first download, which for podplane includes the object's check.
@@ -152,13 +121,17 @@ Result load(const std::string& url, int clients, int seconds) {
   return result;
 }
 
-std::string nginx_config(const fs::path& prefix, const fs::path& root, int port, int tls_port, const fs::path& tls) {
+// nginx logs every request to a file, as it does unless told otherwise and as mirror serve
+// logs each to its stderr (a file here); `access_log` false turns that off.
+std::string nginx_config(const fs::path& prefix, const fs::path& root, int port, int tls_port, const fs::path& tls,
+                         bool access_log) {
   std::string p = prefix.string();
   // As root the master hands requests to workers running as `nobody`, who cannot read the
   // bench's private temp dir: they run as the bench's user instead, like mirror serve.
   const std::string user = ::geteuid() == 0 ? "user root;\n" : "";
   return "daemon off;\n" + user + "worker_processes auto;\npid " + p + "/nginx.pid;\nerror_log " + p +
-         "/error.log warn;\nevents { worker_connections 1024; }\nhttp {\n  access_log off;\n"
+         "/error.log warn;\nevents { worker_connections 1024; }\nhttp {\n  access_log " +
+         (access_log ? p + "/access.log" : std::string("off")) + ";\n"
          "  client_body_temp_path " + p + "/tmp/body;\n  proxy_temp_path " + p + "/tmp/proxy;\n"
          "  fastcgi_temp_path " + p + "/tmp/fastcgi;\n  uwsgi_temp_path " + p + "/tmp/uwsgi;\n"
          "  scgi_temp_path " + p + "/tmp/scgi;\n"
@@ -174,9 +147,18 @@ std::string nginx_config(const fs::path& prefix, const fs::path& root, int port,
 int main(int argc, char** argv) {
   int clients = 32, seconds = 8, zip_mib = 100;
   std::string podplane = podplane::test::podplane_binary().string();
-  bool json_only = false;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool json_only = false, nginx_access_log = true;
+  for (int i = 1; i < argc; i += 2) {
     std::string flag = argv[i];
+    if (flag == "--nginx-access-log-off") {
+      nginx_access_log = false;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::cerr << flag << " needs a value\n";
+      return 2;
+    }
     if (flag == "--podplane") {
       podplane = argv[i + 1];
       continue;
@@ -237,7 +219,7 @@ int main(int argc, char** argv) {
   fs::path prefix = temp / "nginx";
   fs::create_directories(prefix / "tmp");
   int port = ps::free_port(), tls_port = ps::free_port();
-  podplane::test::write_file(prefix / "nginx.conf", nginx_config(prefix, temp / "export", port, tls_port, temp.path()));
+  podplane::test::write_file(prefix / "nginx.conf", nginx_config(prefix, temp / "export", port, tls_port, temp.path(), nginx_access_log));
   ps::Background nginx({fs::exists("/usr/sbin/nginx") ? "/usr/sbin/nginx" : "nginx", "-e", (prefix / "error.log").string(),
                         "-p", prefix.string(), "-c", (prefix / "nginx.conf").string()},
                        {}, prefix / "stderr.log");
@@ -271,9 +253,9 @@ int main(int argc, char** argv) {
   // A wrk run with the load average before it and the CPU time its server spent.
   auto measured = [&](const std::string& url, pid_t server, bool with_children, int clients_now, int seconds_now) {
     double load_before = load_average();
-    double cpu = cpu_seconds_of(server, with_children);
+    double cpu = podplane::bench::process_cpu_seconds(server, with_children);
     Result result = load(url, clients_now, seconds_now);
-    result.cpu_seconds = cpu_seconds_of(server, with_children) - cpu;
+    result.cpu_seconds = podplane::bench::process_cpu_seconds(server, with_children) - cpu;
     result.load_average = load_before;
     return result;
   };
@@ -302,7 +284,8 @@ int main(int argc, char** argv) {
     rows.push_back({zip_label, "podplane", measured(ours + zip_path, our_pid, false, clients, zip_seconds)});
     rows.push_back({zip_label, "nginx", measured(theirs + zip_path, nginx.pid(), true, clients, zip_seconds)});
   }
-  std::printf("wrk: %d connections, %d s per row; nginx: worker_processes auto, sendfile, keep-alive\n", clients, seconds);
+  std::printf("wrk: %d connections, %d s per row; nginx: worker_processes auto, sendfile, keep-alive, access log %s\n", clients,
+              seconds, nginx_access_log ? "to a file (mirror serve's goes to a file too)" : "off");
   std::printf("%-20s %-9s %9s %10s %9s %9s %7s %7s %6s %6s %8s\n", "workload", "server", "requests", "req/s", "p50 ms",
               "p99 ms", "MiB/s", "errors", "load", "cpu s", "cpu us/r");
   for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -7,6 +7,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
+#include <sstream>
+#include <thread>
 #include <httplib.h>
 #include <openssl/ssl.h>
 
@@ -375,6 +378,100 @@ TEST(MirrorAtOnceTest, DocumentsAreAnsweredWhileEveryWorkerIsHeld) {
   EXPECT_EQ(server.stop(), 0);
   EXPECT_NE(server.log().find("\"HEAD " + json + " HTTP/1.1\" 200 0\n"), std::string::npos) << server.log();
   EXPECT_NE(server.log().find("\"GET " + json + " HTTP/1.1\" 200 " + std::to_string(body.size()) + "\n"), std::string::npos);
+}
+
+// What one connection to `port` receives for `requests` (sent at once, pipelined) until the
+// server closes it: the last request must ask for that.
+std::string transcript_of(int port, const std::string& requests) {
+  int fd = connect_from("127.0.0.1", port);
+  if (fd < 0) return "(no connection)";
+  std::string received;
+  if (::send(fd, requests.data(), requests.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(requests.size())) {
+    auto deadline = Clock::now() + std::chrono::seconds(30);
+    char buffer[65536];
+    while (Clock::now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      if (n <= 0) break;
+      received.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  return received;
+}
+
+// A plain request (a GET or HEAD of a document with the headers of a usual client) is answered
+// from a head prepared from cpp-httplib's first answer to it (mirror/plain_request.hpp): the
+// same bytes, keep-alive or not, as cpp-httplib's answer to the same request with a header it
+// ignores too (which keeps that request off the prepared path), and the same access-log lines.
+TEST(MirrorAtOnceTest, PlainRequestsGetTheBytesCppHttplibWouldSend) {
+  TempDir temp;
+  auto contents = fill_store(temp / "deps", temp / "work");
+  MirrorServe server(temp / "deps", {"--listen", "127.0.0.1:0", "--plain-http", "--watch-interval", "0"}, temp / "serve.log");
+  ASSERT_TRUE(server.started()) << server.log();
+  const int port = port_of(server.url());
+  const std::vector<std::string> paths{
+      "/v1/mirror/registry.opentofu.org/hashicorp/null/3.2.4.json",   // a document
+      "/v1/mirror/registry.opentofu.org/hashicorp/null/index.json",
+      "/v1/modules/registry.opentofu.org/nstance-dev/nstance/aws/2.0.1/download",  // a 204
+      "/v2/",                                                         // a registry document
+      "/v2",
+      "/.well-known/terraform.json",
+  };
+  for (const auto& path : paths) {
+    for (const std::string method : {"GET", "HEAD"}) {
+      const std::string usual = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: t\r\nAccept-Encoding: gzip\r\n";
+      const std::string unusual = usual + "X-Request-Id: 7\r\n";
+      auto pipelined = [](const std::string& first) { return first + "\r\n" + first + "Connection: close\r\n\r\n"; };
+      // The first plain exchange leaves the heads prepared; the second is answered from them.
+      const auto first = transcript_of(port, pipelined(usual));
+      const auto prepared = transcript_of(port, pipelined(usual));
+      const auto by_httplib = transcript_of(port, pipelined(unusual));
+      ASSERT_EQ(by_httplib.find("HTTP/1.1 "), 0u) << method << " " << path << ":\n" << by_httplib;
+      EXPECT_NE(by_httplib.find("\r\nConnection: close\r\n"), std::string::npos) << by_httplib;
+      EXPECT_NE(by_httplib.find("\r\nKeep-Alive: "), std::string::npos) << by_httplib;
+      EXPECT_EQ(first, by_httplib) << method << " " << path;
+      EXPECT_EQ(prepared, by_httplib) << method << " " << path;
+    }
+  }
+  // The site reloaded: heads are prepared again from the new site (a new document length).
+  add_null_release(temp / "deps", temp / "work", "3.2.5", {"linux_amd64"});
+  ASSERT_EQ(::kill(server.pid(), SIGHUP), 0);
+  const std::string added = "GET /v1/mirror/registry.opentofu.org/hashicorp/null/3.2.5.json HTTP/1.1\r\nConnection: close\r\n\r\n";
+  for (int i = 0; i < 200 && transcript_of(port, added).find("HTTP/1.1 200 ") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::string index = "GET /v1/mirror/registry.opentofu.org/hashicorp/null/index.json HTTP/1.1\r\nConnection: close\r\n";
+  const auto reloaded = transcript_of(port, index + "\r\n");
+  EXPECT_NE(reloaded.find("3.2.5"), std::string::npos) << reloaded;
+  EXPECT_EQ(transcript_of(port, index + "\r\n"), reloaded);
+  EXPECT_EQ(transcript_of(port, index + "X-A: 1\r\n\r\n"), reloaded);
+
+  EXPECT_EQ(server.stop(), 0);
+  // One access-log line per request before the reload, the same for each way of answering
+  // (but the time).
+  std::istringstream log(server.log());
+  std::map<std::string, std::size_t> lines;
+  std::size_t loads = 0;
+  for (std::string line; std::getline(log, line);) {
+    if (line.find("podplane: mirror serve: ") == 0 && line.find(" paths from ") != std::string::npos && ++loads == 2) break;
+    auto open = line.find(" - - ["), close = line.find("] \"");
+    if (open == std::string::npos || close == std::string::npos) continue;
+    ++lines[line.substr(0, open) + line.substr(close)];
+  }
+  for (const auto& path : paths) {
+    for (const std::string method : {"GET", "HEAD"}) {
+      std::size_t of_this = 0;
+      for (const auto& [line, count] : lines)
+        if (line.find("\"" + method + " " + path + " HTTP/1.1\"") != std::string::npos) of_this += count;
+      EXPECT_EQ(of_this, 6u) << method << " " << path << " in\n" << server.log();
+      bool one_line = false;
+      for (const auto& [line, count] : lines)
+        one_line = one_line || (count == 6 && line.find("\"" + method + " " + path + " HTTP/1.1\"") != std::string::npos);
+      EXPECT_TRUE(one_line) << method << " " << path << ": the six lines differ in\n" << server.log();
+    }
+  }
 }
 
 }  // namespace
