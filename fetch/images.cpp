@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -147,24 +149,21 @@ std::vector<Referrer> fetch_referrers(OciPuller& puller, const ImageReference& i
 }
 
 // What cosign attached to `subject` by tag besides its signature: attestations at
-// sha256-<hex>.att (DSSE envelopes) and an SBOM at sha256-<hex>.sbom. Most images have
-// neither, so a 404 is no error; any other failure is. Each must be an image manifest (as
-// cosign writes them) and is fetched by tag, so only the registry's Docker-Content-Digest
-// vouches for it; its blobs are held to their digests like every blob. Carried, never verified
-// (docs/images.md "Attestations and SBOMs attached by tag").
-std::vector<Referrer> fetch_cosign_attachments(OciPuller& puller, const ImageReference& image, const std::string& subject) {
-  std::vector<Referrer> found;
-  for (auto suffix : {cache::kCosignAttestationSuffix, cache::kCosignSbomSuffix}) {
-    std::string tag = cache::cosign_attachment_tag(subject, suffix);
-    auto manifest = puller.manifest_if_present(image, tag);
-    if (!manifest) continue;
-    std::string what = "the cosign attachment " + image.address() + ":" + tag;
-    check_manifest_type(*manifest, what);
-    if (is_index(manifest->media_type)) throw Error(what + " (" + manifest->digest + ") is an index, not an image manifest");
-    auto blobs = manifest_blobs(parse_manifest(*manifest, what), what);
-    found.push_back({std::move(*manifest), std::move(blobs), tag});
-  }
-  return found;
+// sha256-<hex>.att (DSSE envelopes) and an SBOM at sha256-<hex>.sbom; this is the one at
+// `suffix`. Most images have neither, so a 404 is no error (nullopt); any other failure is.
+// Each must be an image manifest (as cosign writes them) and is fetched by tag, so only the
+// registry's Docker-Content-Digest vouches for it; its blobs are held to their digests like
+// every blob. Carried, never verified (docs/images.md "Attestations and SBOMs attached by tag").
+std::optional<Referrer> fetch_cosign_attachment(OciPuller& puller, const ImageReference& image, const std::string& subject,
+                                                std::string_view suffix) {
+  std::string tag = cache::cosign_attachment_tag(subject, suffix);
+  auto manifest = puller.manifest_if_present(image, tag);
+  if (!manifest) return std::nullopt;
+  std::string what = "the cosign attachment " + image.address() + ":" + tag;
+  check_manifest_type(*manifest, what);
+  if (is_index(manifest->media_type)) throw Error(what + " (" + manifest->digest + ") is an index, not an image manifest");
+  auto blobs = manifest_blobs(parse_manifest(*manifest, what), what);
+  return Referrer{std::move(*manifest), std::move(blobs), tag};
 }
 
 cache::Artifact image_row(cache::ArtifactKind kind, const ImageReference& image, const std::string& version,
@@ -490,6 +489,50 @@ void ImageFetcher::fetch_tops() {
     impl.first.push_back(known->second);
     if (added) fetching.push_back(r);
   }
+  // What hangs beside a top manifest: its signature (when keys are given), its referrers and
+  // cosign's .att and .sbom tags. Independent lookups, mostly 404s: made at once, each on a
+  // sibling of the request's puller (its auth already answered), so that they cost one round
+  // trip rather than one each. The results and the first error keep that order.
+  auto fetch_beside_top = [&](std::size_t r) {
+    const auto& image = impl.requests[r].reference;
+    const std::string subject = tops[r]->digest;
+    auto lookup = [&](auto fetch) {
+      return std::async(std::launch::async, [fetch, puller = impl.pullers[r].sibling()]() mutable { return fetch(puller); });
+    };
+    std::future<FetchedSignature> signature;
+    if (!impl.keys_for(r).empty()) {
+      signature = lookup([&image, subject, keys = impl.keys_for(r)](OciPuller& puller) {
+        return fetch_verified_signature(puller, image, subject, keys);
+      });
+    }
+    std::vector<std::future<std::vector<Referrer>>> referrers;
+    if (impl.with_referrers) {
+      referrers.push_back(lookup([&image, subject](OciPuller& puller) { return fetch_referrers(puller, image, subject); }));
+      for (auto suffix : {cache::kCosignAttestationSuffix, cache::kCosignSbomSuffix}) {
+        referrers.push_back(lookup([&image, subject, suffix](OciPuller& puller) {
+          std::vector<Referrer> found;
+          if (auto attached = fetch_cosign_attachment(puller, image, subject, suffix)) found.push_back(std::move(*attached));
+          return found;
+        }));
+      }
+    }
+    if (signature.valid()) {
+      try {
+        impl.signatures[r] = signature.get();
+      } catch (const Error& error) {
+        impl.signature_errors[r] = error.what();
+      }
+    }
+    for (auto& found : referrers) {
+      try {
+        auto got = found.get();
+        if (!impl.referrer_errors[r].empty()) continue;
+        for (auto& referrer : got) impl.referrers[r].push_back(std::move(referrer));
+      } catch (const Error& error) {
+        if (impl.referrer_errors[r].empty()) impl.referrer_errors[r] = error.what();
+      }
+    }
+  };
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t k = next++; k < fetching.size(); k = next++) {
@@ -499,22 +542,7 @@ void ImageFetcher::fetch_tops() {
       } catch (const Error& error) {
         errors[r] = error.what();
       }
-      if (tops[r] && !impl.keys_for(r).empty()) {
-        try {
-          impl.signatures[r] = fetch_verified_signature(impl.pullers[r], impl.requests[r].reference, tops[r]->digest, impl.keys_for(r));
-        } catch (const Error& error) {
-          impl.signature_errors[r] = error.what();
-        }
-      }
-      if (tops[r] && impl.with_referrers) {
-        try {
-          impl.referrers[r] = fetch_referrers(impl.pullers[r], impl.requests[r].reference, tops[r]->digest);
-          for (auto& attached : fetch_cosign_attachments(impl.pullers[r], impl.requests[r].reference, tops[r]->digest))
-            impl.referrers[r].push_back(std::move(attached));
-        } catch (const Error& error) {
-          impl.referrer_errors[r] = error.what();
-        }
-      }
+      if (tops[r]) fetch_beside_top(r);
     }
   };
   std::vector<std::thread> threads;

@@ -32,7 +32,13 @@ bool plain_http_registry(const std::string& registry) {
 }  // namespace
 
 OciPuller::OciPuller(HttpOptions options, RegistryCredentials credentials)
-    : http_(std::move(options)), auth_(std::move(credentials), RegistryAccess::pull) {}
+    : options_(options), http_(std::move(options)), auth_(std::move(credentials), RegistryAccess::pull) {}
+
+OciPuller OciPuller::sibling() const {
+  OciPuller twin(options_, RegistryCredentials{});
+  twin.auth_ = auth_;
+  return twin;
+}
 
 std::string OciPuller::base(const ImageReference& image) const {
   return (plain_http_registry(image.registry) ? "http://" : "https://") +

@@ -52,11 +52,15 @@ class OciPuller {
   // The blob URL and the headers (auth) a download of it needs.
   std::string blob_url(const ImageReference& image, const std::string& digest) const;
   std::vector<std::string> auth_headers(const ImageReference& image) const;
+  // Another puller with the same options and what this one's auth has learned so far (its
+  // tokens), for lookups made at the same time as this one's on other threads.
+  [[nodiscard]] OciPuller sibling() const;
 
  private:
   std::string base(const ImageReference& image) const;
   HttpResponse get(const ImageReference& image, const std::string& url, const std::string& accept);
 
+  HttpOptions options_;
   HttpClient http_;
   RegistryAuth auth_;
 };

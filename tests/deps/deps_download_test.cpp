@@ -513,6 +513,25 @@ TEST(DepsDownload, ImagePlatformManifestsOfAnIndexComeAtOnce) {
   EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::image_manifest).size(), 3u);
 }
 
+// The lookups beside an image's top manifest (its referrers, cosign's .att and .sbom tags)
+// are made at once: the server holds them until all three are in flight (one after another
+// each would be held 20 s and logged "hold-timeout"). The fixture has none of them: three 404s.
+TEST(DepsDownload, ImageAttachmentLookupsComeAtOnce) {
+  ServeOptions serve;
+  serve.hold_until = {"3:/v2/.*/(referrers/sha256:|manifests/sha256-[0-9a-f]+\\.(att|sbom)$)"};
+  FixtureUpstream upstream({}, serve);
+  VmconfigRun deps(upstream);
+  TempDir dir;
+  const std::string host = upstream.base_url().substr(upstream.base_url().find("://") + 3);
+  write_file(dir / "images.txt", host + "/podplane-fixture/pause:3.10.2\n");
+  auto result = deps.podplane({"deps", "images", "-f", (dir / "images.txt").string(), "--arch", "all"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(held_too_long(upstream), 0u) << "the lookups beside the top manifest came one after another";
+  EXPECT_EQ(upstream.requests("/v2/.*/referrers/sha256:", 404).size(), 1u);
+  EXPECT_EQ(upstream.requests("/v2/.*/manifests/sha256-[0-9a-f]+\\.(att|sbom)$", 404).size(), 2u);
+  EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::image_manifest).size(), 3u);
+}
+
 TEST(DepsDownload, UnknownArchIsAUsageError) {
   FixtureUpstream upstream;
   VmconfigRun deps(upstream);
