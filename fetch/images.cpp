@@ -301,6 +301,42 @@ struct ImageFetcher::Impl {
   bool with_referrers = false;
   std::vector<std::vector<Referrer>> referrers;
   std::vector<std::string> referrer_errors;
+  // Set by the lookups of each first request's referrers (fetch_tops()), which run beside the
+  // rest of the image: ready once referrers[r] and referrer_errors[r] are. start() hands them
+  // to the run (after()), which then holds the last reference to each.
+  std::vector<std::shared_future<void>> referrers_found;
+  std::atomic<DownloadRun*> run_to_wake{nullptr};  // set by start(): woken as each lookup ends
+
+  // On a thread of its own: the referrers' lookups' results in their order (the first error
+  // wins), then a wake for the run, which looks at once (before the future is ready, as the
+  // run may end and go once it is).
+  void collect_referrers(std::size_t r, std::vector<std::future<std::vector<Referrer>>>& lookups) {
+    for (auto& found : lookups) {
+      try {
+        auto got = found.get();
+        if (!referrer_errors[r].empty()) continue;
+        for (auto& referrer : got) referrers[r].push_back(std::move(referrer));
+      } catch (const Error& error) {
+        if (referrer_errors[r].empty()) referrer_errors[r] = error.what();
+      }
+    }
+    if (DownloadRun* run = run_to_wake.load()) run->wake();
+  }
+
+  // On the run's thread once the referrers of request r's top are known: their blobs join the
+  // run, or their error fails the image.
+  void referrers_arrived(std::size_t r, DownloadRun& run) {
+    if (!images[r].error.empty()) return;
+    const std::size_t f = first[r];
+    const auto& image = requests[r].reference;
+    try {
+      if (!referrer_errors[f].empty()) throw Error(referrer_errors[f]);
+      for (const auto& referrer : referrers[f])
+        add_blobs(r, referrer.blobs, "the referrer " + referrer.manifest.digest + " of " + image.str(), run);
+    } catch (const Error& error) {
+      images[r].error = error.what();
+    }
+  }
 
   // Reads a platform manifest (fetched for an index, or the image's own) and adds the blobs the
   // store lacks to `run`. Errors go to the manifest's `error`.
@@ -445,7 +481,7 @@ struct ImageFetcher::Impl {
 
 ImageFetcher::ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const DownloadOptions& options,
                            const RegistryCredentials& credentials)
-    : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0, {}, {}, cache::CosignPolicy{}, {}, {}, false, {}, {}}) {
+    : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0, {}, {}, cache::CosignPolicy{}, {}, {}, false, {}, {}, {}, {}}) {
   for (std::size_t r = 0; r < impl_->requests.size(); ++r) impl_->pullers.emplace_back(options.http, credentials);
   impl_->images.resize(impl_->requests.size());
 }
@@ -474,6 +510,7 @@ void ImageFetcher::fetch_tops() {
   impl.signature_errors.assign(count, "");
   impl.referrers.assign(count, {});
   impl.referrer_errors.assign(count, "");
+  impl.referrers_found.assign(count, {});
   auto top_reference = [&](std::size_t r) {
     // A pinned or given digest is fetched by digest: immutable, whatever the tag says today.
     const auto& request = impl.requests[r];
@@ -490,46 +527,37 @@ void ImageFetcher::fetch_tops() {
     if (added) fetching.push_back(r);
   }
   // What hangs beside a top manifest: its signature (when keys are given), its referrers and
-  // cosign's .att and .sbom tags. Independent lookups, mostly 404s: made at once, each on a
-  // sibling of the request's puller (its auth already answered), so that they cost one round
-  // trip rather than one each. The results and the first error keep that order.
+  // cosign's .att and .sbom tags. Independent lookups, mostly 404s: made at once, the
+  // referrers' each on a sibling of the request's puller (its auth already answered), so that
+  // they cost one round trip rather than one each. The signature is waited for here (it is
+  // checked before anything of the image is fetched); the referrers are not: they are collected
+  // on a thread of their own while the image's platform manifests and blobs come, and their
+  // blobs join the run when they are known (start()).
   auto fetch_beside_top = [&](std::size_t r) {
     const auto& image = impl.requests[r].reference;
     const std::string subject = tops[r]->digest;
-    auto lookup = [&](auto fetch) {
-      return std::async(std::launch::async, [fetch, puller = impl.pullers[r].sibling()]() mutable { return fetch(puller); });
-    };
-    std::future<FetchedSignature> signature;
-    if (!impl.keys_for(r).empty()) {
-      signature = lookup([&image, subject, keys = impl.keys_for(r)](OciPuller& puller) {
-        return fetch_verified_signature(puller, image, subject, keys);
-      });
-    }
-    std::vector<std::future<std::vector<Referrer>>> referrers;
     if (impl.with_referrers) {
-      referrers.push_back(lookup([&image, subject](OciPuller& puller) { return fetch_referrers(puller, image, subject); }));
+      auto lookup = [&](auto fetch) {
+        return std::async(std::launch::async, [fetch, puller = impl.pullers[r].sibling()]() mutable { return fetch(puller); });
+      };
+      std::vector<std::future<std::vector<Referrer>>> lookups;
+      lookups.push_back(lookup([&image, subject](OciPuller& puller) { return fetch_referrers(puller, image, subject); }));
       for (auto suffix : {cache::kCosignAttestationSuffix, cache::kCosignSbomSuffix}) {
-        referrers.push_back(lookup([&image, subject, suffix](OciPuller& puller) {
+        lookups.push_back(lookup([&image, subject, suffix](OciPuller& puller) {
           std::vector<Referrer> found;
           if (auto attached = fetch_cosign_attachment(puller, image, subject, suffix)) found.push_back(std::move(*attached));
           return found;
         }));
       }
+      impl.referrers_found[r] = std::async(std::launch::async, [&impl, r, lookups = std::move(lookups)]() mutable {
+                                  impl.collect_referrers(r, lookups);
+                                }).share();
     }
-    if (signature.valid()) {
+    if (!impl.keys_for(r).empty()) {
       try {
-        impl.signatures[r] = signature.get();
+        impl.signatures[r] = fetch_verified_signature(impl.pullers[r], image, subject, impl.keys_for(r));
       } catch (const Error& error) {
         impl.signature_errors[r] = error.what();
-      }
-    }
-    for (auto& found : referrers) {
-      try {
-        auto got = found.get();
-        if (!impl.referrer_errors[r].empty()) continue;
-        for (auto& referrer : got) impl.referrers[r].push_back(std::move(referrer));
-      } catch (const Error& error) {
-        if (impl.referrer_errors[r].empty()) impl.referrer_errors[r] = error.what();
       }
     }
   };
@@ -566,7 +594,6 @@ void ImageFetcher::resolve_tops() {
       if (!tops[f]) throw Error(errors[f]);
       // Refused before anything of it is stored: resolve() stores a single-platform config.
       if (!impl.keys_for(f).empty() && !impl.signatures[f]) throw Error(impl.signature_errors[f]);
-      if (!impl.referrer_errors[f].empty()) throw Error(impl.referrer_errors[f]);
       impl.resolve(r, *tops[f]);
     } catch (const Error& error) {
       impl.images[r].error = error.what();
@@ -576,6 +603,14 @@ void ImageFetcher::resolve_tops() {
 
 void ImageFetcher::start(DownloadRun& run) {
   auto& impl = *impl_;
+  // Every request's referrers, failed image or not: the run does not end before each lookup
+  // has (so none wakes a run that is gone), and holds the last reference to it.
+  impl.run_to_wake.store(&run);
+  for (std::size_t r = 0; r < impl.requests.size(); ++r) {
+    const auto& found = impl.referrers_found.empty() ? std::shared_future<void>() : impl.referrers_found[impl.first[r]];
+    if (found.valid()) run.after(found, [&impl, r, &run] { impl.referrers_arrived(r, run); });
+  }
+  impl.referrers_found.clear();
   for (std::size_t r = 0; r < impl.requests.size(); ++r) {
     if (!impl.images[r].error.empty()) continue;
     const auto& image = impl.requests[r].reference;
@@ -596,18 +631,13 @@ void ImageFetcher::start(DownloadRun& run) {
                            static_cast<std::uint64_t>(wanted.descriptor.size)},
               [&impl, r, &wanted, &run](const DownloadOutcome& outcome) { impl.manifest_arrived(r, wanted, outcome, run); });
     }
-    // The referrers' blobs (once, however many requests share the top: add_blobs skips the known).
-    try {
-      for (const auto& referrer : impl.referrers[impl.first[r]])
-        impl.add_blobs(r, referrer.blobs, "the referrer " + referrer.manifest.digest + " of " + image.str(), run);
-    } catch (const Error& error) {
-      impl.images[r].error = error.what();
-    }
   }
 }
 
 ImageFetch ImageFetcher::finish(std::ostream& log) {
   auto& impl = *impl_;
+  for (const auto& found : impl.referrers_found)  // none left after start(): the run waited for them
+    if (found.valid()) found.wait();
   ImageFetch result;
   const bool quiet = impl.options.progress == Progress::quiet;
   // The top manifests, kept out of the run's way until now (their syncs overlap here).

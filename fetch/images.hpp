@@ -67,7 +67,8 @@ std::vector<std::string> image_platforms_of_archs(const std::vector<std::string>
 //              (fetch_tops(), which does not touch the store and may run on another thread);
 //              then the platforms each wants, chosen and checked against the pins (resolve_tops())
 //   start()    adds every wanted platform manifest to the run, and each one's blobs the store
-//              lacks as soon as that manifest has landed (a blob once, whichever image lists it)
+//              lacks as soon as that manifest has landed (a blob once, whichever image lists it);
+//              the referrers' blobs as soon as their lookups, begun by fetch_tops(), have ended
 //   finish()   after the run: rows and failures in the order of the requests, as fetch_images
 // Not thread-safe, but for fetch_tops() running beside other work; the run calls back on its
 // own (the caller's) thread.

@@ -607,14 +607,16 @@ class Runner final : public DownloadRun {
   std::deque<Job> jobs_;
   std::deque<DownloadOutcome> outcomes_;  // same index as jobs_
   std::vector<std::size_t> ended_;        // items ended since report_ended last ran
+  std::exception_ptr then_error_;
+  bool running_ = false;  // run() has begun: what is added now is a follow-up
+  transport::CurlMulti multi_;
   struct After {
     std::shared_future<void> ready;
     std::function<void()> then;
   };
+  // After multi_: destroyed first, so that the work of an after() still running when a run
+  // ends early (its future's last reference, from std::async, waits for it) can still wake().
   std::vector<After> afters_;
-  std::exception_ptr then_error_;
-  bool running_ = false;  // run() has begun: what is added now is a follow-up
-  transport::CurlMulti multi_;
   std::deque<std::unique_ptr<Transfer>> waiting_;
   std::map<CURL*, std::unique_ptr<Transfer>> active_;
   std::map<std::string, int> host_active_;

@@ -532,6 +532,24 @@ TEST(DepsDownload, ImageAttachmentLookupsComeAtOnce) {
   EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::image_manifest).size(), 3u);
 }
 
+// Nor do the image's platform manifests wait for them: the server holds the referrers request
+// until it and the three platform manifests are in flight together.
+TEST(DepsDownload, ImagePlatformManifestsDoNotWaitForTheReferrers) {
+  ServeOptions serve;
+  serve.hold_until = {"4:/v2/.*/(referrers|manifests)/sha256:"};
+  FixtureUpstream upstream({}, serve);
+  VmconfigRun deps(upstream);
+  TempDir dir;
+  const std::string host = upstream.base_url().substr(upstream.base_url().find("://") + 3);
+  write_file(dir / "images.txt", host + "/podplane-fixture/pause:3.10.2\n");
+  auto result = deps.podplane({"deps", "images", "-f", (dir / "images.txt").string(), "--arch", "all"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(held_too_long(upstream), 0u) << "the platform manifests waited for the referrers";
+  EXPECT_EQ(upstream.requests("/v2/.*/referrers/sha256:", 404).size(), 1u);
+  EXPECT_EQ(upstream.requests("/v2/.*/manifests/sha256:", 200).size(), 3u);
+  EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::image_manifest).size(), 3u);
+}
+
 TEST(DepsDownload, UnknownArchIsAUsageError) {
   FixtureUpstream upstream;
   VmconfigRun deps(upstream);
