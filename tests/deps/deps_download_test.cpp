@@ -480,6 +480,14 @@ std::size_t held_too_long(const FixtureUpstream& upstream) {
   return count;
 }
 
+// `deps images --arch all` of the fixture's multi-arch image, from `upstream`.
+ProcessResult deps_images_of_fixture_image(const FixtureUpstream& upstream, const VmconfigRun& deps) {
+  TempDir dir;
+  const std::string host = upstream.base_url().substr(upstream.base_url().find("://") + 3);
+  write_file(dir / "images.txt", host + "/podplane-fixture/pause:3.10.2\n");
+  return deps.podplane({"deps", "images", "-f", (dir / "images.txt").string(), "--arch", "all"});
+}
+
 // The images a manifest pins come in the same run as its artifacts: the server holds the amd64
 // os image until an image blob is in flight too. A run that fetched the images after the
 // artifacts would hold it 20 s and log "hold-timeout".
@@ -503,10 +511,7 @@ TEST(DepsDownload, ImagePlatformManifestsOfAnIndexComeAtOnce) {
   serve.hold_until = {"3:/v2/.*/manifests/sha256:"};
   FixtureUpstream upstream({}, serve);
   VmconfigRun deps(upstream);
-  TempDir dir;
-  const std::string host = upstream.base_url().substr(upstream.base_url().find("://") + 3);
-  write_file(dir / "images.txt", host + "/podplane-fixture/pause:3.10.2\n");
-  auto result = deps.podplane({"deps", "images", "-f", (dir / "images.txt").string(), "--arch", "all"});
+  auto result = deps_images_of_fixture_image(upstream, deps);
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(held_too_long(upstream), 0u) << "the platform manifests came one after another";
   EXPECT_EQ(upstream.requests("/v2/.*/manifests/sha256:", 200).size(), 3u);
@@ -521,10 +526,7 @@ TEST(DepsDownload, ImageAttachmentLookupsComeAtOnce) {
   serve.hold_until = {"3:/v2/.*/(referrers/sha256:|manifests/sha256-[0-9a-f]+\\.(att|sbom)$)"};
   FixtureUpstream upstream({}, serve);
   VmconfigRun deps(upstream);
-  TempDir dir;
-  const std::string host = upstream.base_url().substr(upstream.base_url().find("://") + 3);
-  write_file(dir / "images.txt", host + "/podplane-fixture/pause:3.10.2\n");
-  auto result = deps.podplane({"deps", "images", "-f", (dir / "images.txt").string(), "--arch", "all"});
+  auto result = deps_images_of_fixture_image(upstream, deps);
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(held_too_long(upstream), 0u) << "the lookups beside the top manifest came one after another";
   EXPECT_EQ(upstream.requests("/v2/.*/referrers/sha256:", 404).size(), 1u);
@@ -539,10 +541,7 @@ TEST(DepsDownload, ImagePlatformManifestsDoNotWaitForTheReferrers) {
   serve.hold_until = {"4:/v2/.*/(referrers|manifests)/sha256:"};
   FixtureUpstream upstream({}, serve);
   VmconfigRun deps(upstream);
-  TempDir dir;
-  const std::string host = upstream.base_url().substr(upstream.base_url().find("://") + 3);
-  write_file(dir / "images.txt", host + "/podplane-fixture/pause:3.10.2\n");
-  auto result = deps.podplane({"deps", "images", "-f", (dir / "images.txt").string(), "--arch", "all"});
+  auto result = deps_images_of_fixture_image(upstream, deps);
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(held_too_long(upstream), 0u) << "the platform manifests waited for the referrers";
   EXPECT_EQ(upstream.requests("/v2/.*/referrers/sha256:", 404).size(), 1u);

@@ -321,6 +321,28 @@ TEST_P(AtOnceTest, AClientThatNeverReadsIsClosedAtTheIoDeadlineAndHoldsNothing) 
 INSTANTIATE_TEST_SUITE_P(Schemes, AtOnceTest, ::testing::Values(Scheme::http, Scheme::https),
                          [](const ::testing::TestParamInfo<Scheme>& tested) { return tested.param == Scheme::http ? "http" : "https"; });
 
+// What one connection from `source` to `port` receives for `requests` (sent at once,
+// pipelined) until the server closes it (the last request must ask for that) or `deadline`.
+std::string transcript_of(int port, const std::string& requests, const std::string& source = "127.0.0.1",
+                          std::chrono::seconds deadline = std::chrono::seconds(30)) {
+  int fd = connect_from(source, port);
+  if (fd < 0) return "(no connection)";
+  std::string received;
+  if (::send(fd, requests.data(), requests.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(requests.size())) {
+    const auto until = Clock::now() + deadline;
+    char buffer[65536];
+    while (Clock::now() < until) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      if (n <= 0) break;
+      received.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  return received;
+}
+
 // The real server: JSON documents keep being answered while both workers are held by clients
 // (from two addresses: one address gets at most half of the workers) that never read a 16 MiB
 // file. Before, a document waited for a worker.
@@ -347,21 +369,9 @@ TEST(MirrorAtOnceTest, DocumentsAreAnsweredWhileEveryWorkerIsHeld) {
   }
 
   const std::string json = "/v1/mirror/registry.opentofu.org/hashicorp/null/3.2.4.json";
-  int fd = connect_from("127.0.0.3", port);
-  ASSERT_GE(fd, 0);
-  std::string request = "GET " + json + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
-  std::string received;
-  auto deadline = Clock::now() + std::chrono::seconds(15);  // half the worker's 30 s write deadline
-  char buffer[4096];
-  while (Clock::now() < deadline) {
-    pollfd q{fd, POLLIN, 0};
-    if (::poll(&q, 1, 100) <= 0) continue;
-    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n <= 0) break;
-    received.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
+  // Within half the worker's 30 s write deadline.
+  const auto received = transcript_of(port, "GET " + json + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "127.0.0.3",
+                                      std::chrono::seconds(15));
   for (int held : stuck) ::close(held);
   ASSERT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << "no answer while the worker was held: " << received;
   auto body = received.substr(received.find("\r\n\r\n") + 4);
@@ -378,27 +388,6 @@ TEST(MirrorAtOnceTest, DocumentsAreAnsweredWhileEveryWorkerIsHeld) {
   EXPECT_EQ(server.stop(), 0);
   EXPECT_NE(server.log().find("\"HEAD " + json + " HTTP/1.1\" 200 0\n"), std::string::npos) << server.log();
   EXPECT_NE(server.log().find("\"GET " + json + " HTTP/1.1\" 200 " + std::to_string(body.size()) + "\n"), std::string::npos);
-}
-
-// What one connection to `port` receives for `requests` (sent at once, pipelined) until the
-// server closes it: the last request must ask for that.
-std::string transcript_of(int port, const std::string& requests) {
-  int fd = connect_from("127.0.0.1", port);
-  if (fd < 0) return "(no connection)";
-  std::string received;
-  if (::send(fd, requests.data(), requests.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(requests.size())) {
-    auto deadline = Clock::now() + std::chrono::seconds(30);
-    char buffer[65536];
-    while (Clock::now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-      if (n <= 0) break;
-      received.append(buffer, static_cast<std::size_t>(n));
-    }
-  }
-  ::close(fd);
-  return received;
 }
 
 // A plain request (a GET or HEAD of a document with the headers of a usual client) is answered
