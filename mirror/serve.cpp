@@ -350,12 +350,17 @@ struct MirrorServer::Impl final : RequestHandler {
     return answer;
   }
 
+  // What the site serves at `path`; `/v2` is the registry API's base, `/v2/`.
+  static const SiteResource* site_resource(const MirrorSite& site, std::string_view path) {
+    return site.find(path == "/v2" ? site_paths::registry_api : path);
+  }
+
   // The document (or module download) a plain request of `target` is answered with from a
   // prepared head, as handle() would find it; nullptr for anything else (an object, a catalogue
   // page, /metrics, a path the site does not have).
   static const SiteResource* plain_document(const MirrorSite& site, std::string_view target) {
     if (target == site_paths::metrics) return nullptr;
-    const SiteResource* resource = site.find(target == "/v2" ? site_paths::registry_api : target);
+    const SiteResource* resource = site_resource(site, target);
     if (resource == nullptr || !made_at_once(*resource)) return nullptr;
     return resource;
   }
@@ -577,7 +582,7 @@ struct MirrorServer::Impl final : RequestHandler {
     if (hostile_target(req.target)) return registry ? registry_not_found(req, res) : not_found(res);
     if (req.path == site_paths::metrics) return answer_metrics(res);
     auto snapshot = current();
-    const SiteResource* resource = snapshot->find(req.path == "/v2" ? std::string(site_paths::registry_api) : req.path);
+    const SiteResource* resource = site_resource(*snapshot, req.path);
     if (resource == nullptr && registry) resource = no_referrers(*snapshot, req.path);
     if (resource == nullptr) return registry ? registry_not_found(req, res) : not_found(res);
     if (preparing != nullptr && !made_at_once(*resource)) {
