@@ -174,6 +174,8 @@ std::vector<fs::path> sweep_temp_files(const fs::path& root, Sweep sweep) {
     struct stat by_fd {}, by_path {};
     if (::fstat(fd.get(), &by_fd) != 0 || ::lstat(file.c_str(), &by_path) != 0) continue;
     if (by_fd.st_ino != by_path.st_ino || by_fd.st_dev != by_path.st_dev) continue;
+    // Only files: a directory here is a live run's ScratchDir (removed by its next run if not).
+    if (!S_ISREG(by_fd.st_mode)) continue;
     if (sweep == Sweep::remove && ::unlink(file.c_str()) != 0) continue;
     swept.push_back(file);
   }
@@ -646,6 +648,34 @@ ObjectWriter Store::new_object() {
   }
   throw Error("cannot create a temp file in " + layout::temp_dir(impl_->root).string());
 }
+
+ObjectWriter Store::adopt_file(const fs::path& file, std::string label) {
+  ObjectWriter writer = new_object(std::move(label));
+  writer.impl_->hashed_at_seal = true;
+  ObjectWriter::Impl& impl = *writer.impl_;
+  // Locked before it is moved over the writer's locked temp file, so that the temp name always
+  // names a locked file: a sweeper (sweep_temp_files) never sees it free.
+  UniqueFd fd(::open(file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) throw Error("cannot read " + file.string() + ": " + errno_text());
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) throw Error("cannot lock " + file.string() + ": " + errno_text());
+  }
+  struct stat status {};
+  if (::fstat(fd.get(), &status) != 0) throw Error("cannot read " + file.string() + ": " + errno_text());
+  if (!S_ISREG(status.st_mode)) throw Error("cannot add " + file.string() + ": not a regular file");
+  if (::rename(file.c_str(), impl.temp.c_str()) == 0) {
+    impl.fd = std::move(fd);  // the replaced empty temp file's fd (and lock) go with it
+    impl.size = static_cast<std::uint64_t>(status.st_size);
+    return writer;
+  }
+  if (errno != EXDEV) throw Error("cannot move " + file.string() + " into " + impl.temp.string() + ": " + errno_text());
+  copy_file_into(file, writer);
+  std::error_code ignored;
+  fs::remove(file, ignored);
+  return writer;
+}
+
+fs::path Store::temp_dir() const { return layout::temp_dir(impl_->root); }
 
 std::string Store::add_file(const fs::path& file, std::optional<std::string_view> expected_sha256) {
   ObjectWriter writer = new_object();

@@ -204,10 +204,10 @@ struct CheckedScratch {
 };
 
 // A file fetched into scratch (a sha512 item, or an os image with boot files to read): on a
-// thread of its own as soon as it lands, it is read once, its digest checked as its bytes are
-// copied into a store writer; then its boot files are read and the copy is sealed (synced).
-// An os image of hundreds of MiB thus costs one read and one sync that overlap the rest of the
-// run, rather than a second read, hash and sync after it.
+// thread of its own as soon as it lands, its digest is checked, its boot files are read, and
+// the file itself becomes the object (Store::adopt_file: moved, not copied), sealed (hashed by
+// the store and synced). An os image of hundreds of MiB thus costs one read back and one sync
+// that overlap the rest of the run, rather than a copy with two more hashes after it.
 struct ScratchFetch {
   std::size_t fetch;  // index in fetches
   fs::path file;
@@ -215,25 +215,24 @@ struct ScratchFetch {
   std::future<CheckedScratch> checked;
 };
 
-// Copies `file` into a new object of `store` while hashing it with the algorithm of
-// `expected`, and throws the mismatch (the writer, unsealed, removes its temp file) unless the
-// digests agree.
-cache::ObjectWriter copy_checked(cache::Store& store, const fs::path& file, const TypedDigest& expected, const std::string& what) {
-  cache::ObjectWriter writer = store.new_object(what);
-  Hasher hasher(expected.algorithm);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error("cannot read " + file.string());
-  std::string buffer(1u << 20, '\0');
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    const auto n = static_cast<std::size_t>(in.gcount());
-    hasher.update(buffer.data(), n);
-    writer.write(buffer.data(), n);
+// Throws the mismatch unless `file` has the digest `expected`. Its sha256 was hashed as it
+// streamed (`streamed_sha256`); another algorithm's digest is hashed here, reading it once.
+void check_scratch_digest(const fs::path& file, const std::string& streamed_sha256, const TypedDigest& expected,
+                          const std::string& what) {
+  TypedDigest got{expected.algorithm, streamed_sha256};
+  if (expected.algorithm != DigestAlgorithm::sha256) {
+    Hasher hasher(expected.algorithm);
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw Error("cannot read " + file.string());
+    std::string buffer(1u << 20, '\0');
+    while (in) {
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      hasher.update(buffer.data(), static_cast<std::size_t>(in.gcount()));
+    }
+    if (in.bad()) throw Error("cannot read " + file.string());
+    got.hex = hasher.finish_hex();
   }
-  if (in.bad()) throw Error("cannot read " + file.string());
-  TypedDigest got{expected.algorithm, hasher.finish_hex()};
   if (got.hex != expected.hex) throw Error(mismatch_message("checksum mismatch for " + what, expected.str(), got.str()));
-  return writer;
 }
 
 // One run: manifests → what each needs (listed in a dry run) → one download run for all of
@@ -471,7 +470,9 @@ class VmconfigRun {
   void add_scratch_fetch(DownloadRun& run, const Claim& claim, std::deque<ScratchFetch>& scratch_fetches) {
     auto& pending = scratch_fetches.emplace_back();
     pending.fetch = claim.fetch;
-    pending.file = scratch_.path() / ("item-" + std::to_string(scratch_fetches.size() - 1));
+    // On the store's file system, so that each checked file becomes its object without a copy.
+    if (!item_scratch_) item_scratch_.emplace(store_.temp_dir(), "podplane-deps-items-");
+    pending.file = item_scratch_->path() / ("item-" + std::to_string(scratch_fetches.size() - 1));
     const auto& fetch = fetches_[claim.fetch];
     fs::path work = fetch.boot_files.empty() ? fs::path() : next_boot_work();
     run.add(DownloadItem{fetch.item.url, std::nullopt, fetch.item.view_path(), {}, fetch.item.size}, pending.file,
@@ -479,11 +480,12 @@ class VmconfigRun {
               pending.outcome = outcome;
               if (!outcome.ok) return;
               pending.checked = std::async(std::launch::async, [this, &pending, &fetch, work]() -> CheckedScratch {
-                CheckedScratch checked{copy_checked(store_, pending.file, TypedDigest::parse(fetch.item.digest),
-                                                    fetch.item.view_path()),
-                                       std::nullopt};
-                if (!fetch.boot_files.empty()) checked.boot = read_boot_into(fetch.item, pending.file, fetch.boot_files, work);
-                checked.object.seal(std::nullopt);
+                const std::string& sha256 = pending.outcome->digest;
+                check_scratch_digest(pending.file, sha256, TypedDigest::parse(fetch.item.digest), fetch.item.view_path());
+                std::optional<BootRead> boot;
+                if (!fetch.boot_files.empty()) boot = read_boot_into(fetch.item, pending.file, fetch.boot_files, work);
+                CheckedScratch checked{store_.adopt_file(pending.file, fetch.item.view_path()), std::move(boot)};
+                checked.object.seal(sha256);
                 return checked;
               });
             });
@@ -660,6 +662,7 @@ class VmconfigRun {
   std::vector<ImageSignatureRecord> image_signatures_;
   Downloader downloader_;
   ScratchDir scratch_{"podplane-deps-"};
+  std::optional<ScratchDir> item_scratch_;  // under the store's temp area, made when first needed
   std::vector<ManifestCount> counts_;
   std::vector<ImageRequest> image_requests_;
   std::set<std::string> images_seen_;

@@ -1,5 +1,6 @@
 // Unit tests of the store: layout, ingest order, index rows, transactions, read-only access.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -226,6 +227,71 @@ TEST(Store, AWriterHashedAtSealIsCheckedOnAnotherThreadAndPublishedOnTheStoresOw
     abandoned.seal(hello_sha256);
   }
   EXPECT_FALSE(store.has_object(hello_sha256));
+  EXPECT_TRUE(temp_files(dir.path()).empty());
+}
+
+// A file made in the store's temp area (a download's scratch file) becomes its object as it
+// is: the same inode, hashed by the store when sealed, safe from a sweep meanwhile.
+TEST(Store, AnAdoptedFileBecomesItsObjectWithoutACopy) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  const fs::path scratch = store.temp_dir() / "adopt-test";
+  fs::create_directories(scratch);
+  std::string big(700 * 1024 + 5, 'y');
+  test::write_file(scratch / "image", big);
+  struct stat before {};
+  ASSERT_EQ(::stat((scratch / "image").c_str(), &before), 0);
+
+  ObjectWriter writer = store.adopt_file(scratch / "image", "image from the test");
+  EXPECT_FALSE(fs::exists(scratch / "image")) << "moved, not copied";
+  EXPECT_EQ(writer.size(), big.size());
+  (void)Store::open(dir.path());  // sweeps the temp area at open: the adopted file is held
+  std::thread([&] { writer.seal(sha256_hex(big)); }).join();
+  EXPECT_EQ(writer.publish(), sha256_hex(big));
+  struct stat after {};
+  ASSERT_EQ(::stat(store.object_path(sha256_hex(big)).c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(after.st_mode & 0777, 0444u);
+  EXPECT_EQ(test::read_file(store.object_path(sha256_hex(big))), big);
+  EXPECT_TRUE(fs::exists(scratch)) << "a directory in the temp area is not swept";
+
+  test::write_file(scratch / "damaged", "hellO");
+  ObjectWriter damaged = store.adopt_file(scratch / "damaged", "damaged from the test");
+  try {
+    damaged.seal(hello_sha256);
+    ADD_FAILURE() << "a digest mismatch was sealed";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("hash mismatch for damaged from the test (nothing was added to the store)"));
+  }
+  EXPECT_FALSE(store.has_object(hello_sha256));
+  fs::remove(scratch);
+  EXPECT_TRUE(temp_files(dir.path()).empty());
+
+  try {
+    (void)store.adopt_file(scratch / "missing", "missing");
+    ADD_FAILURE() << "a missing file was adopted";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("cannot read " + (scratch / "missing").string()));
+  }
+}
+
+// From another file system the file cannot be moved: it is copied, and removed.
+TEST(Store, AFileAdoptedFromAnotherFileSystemIsCopied) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  const fs::path shm = "/dev/shm";
+  struct stat store_fs {}, shm_fs {};
+  if (::stat(shm.c_str(), &shm_fs) != 0 || ::stat(store.temp_dir().c_str(), &store_fs) != 0 ||
+      shm_fs.st_dev == store_fs.st_dev) {
+    GTEST_SKIP() << "needs /dev/shm on another file system than " << dir.path();
+  }
+  const fs::path file = shm / ("podplane-adopt-test-" + std::to_string(::getpid()));
+  test::write_file(file, "hello");
+  ObjectWriter writer = store.adopt_file(file, "hello from /dev/shm");
+  EXPECT_FALSE(fs::exists(file));
+  writer.seal(hello_sha256);
+  EXPECT_EQ(writer.publish(), hello_sha256);
+  EXPECT_EQ(test::read_file(store.object_path(hello_sha256)), "hello");
   EXPECT_TRUE(temp_files(dir.path()).empty());
 }
 
