@@ -246,6 +246,7 @@ struct ObjectWriter::Impl {
   bool finished = false;
   bool hashed_at_seal = false;  // Store::new_object_hashed_at_seal
   std::string sealed_digest;    // set by ObjectWriter::seal, awaiting publish()
+  std::string written_digest;   // Store::adopt_file: the sha256 its caller hashed as it wrote
   std::string label = "object";
 
   std::string digest_of_written();
@@ -289,7 +290,7 @@ std::uint64_t ObjectWriter::size() const { return impl_->size; }
 // first half and touches only this writer, so writers of one batch may seal on several threads.
 std::string ObjectWriter::Impl::seal(std::optional<std::string_view> expected_sha256) {
   if (finished) throw Error("committing a finished object writer");
-  std::string digest = hashed_at_seal ? digest_of_written() : hasher.finish_hex();
+  std::string digest = !written_digest.empty() ? written_digest : hashed_at_seal ? digest_of_written() : hasher.finish_hex();
   if (expected_sha256) {
     std::string expected(*expected_sha256);
     std::transform(expected.begin(), expected.end(), expected.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -649,9 +650,8 @@ ObjectWriter Store::new_object() {
   throw Error("cannot create a temp file in " + layout::temp_dir(impl_->root).string());
 }
 
-ObjectWriter Store::adopt_file(const fs::path& file, std::string label) {
+ObjectWriter Store::adopt_file(const fs::path& file, std::string label, std::string written_sha256) {
   ObjectWriter writer = new_object(std::move(label));
-  writer.impl_->hashed_at_seal = true;
   ObjectWriter::Impl& impl = *writer.impl_;
   // Locked before it is moved over the writer's locked temp file, so that the temp name always
   // names a locked file: a sweeper (sweep_temp_files) never sees it free.
@@ -666,6 +666,7 @@ ObjectWriter Store::adopt_file(const fs::path& file, std::string label) {
   if (::rename(file.c_str(), impl.temp.c_str()) == 0) {
     impl.fd = std::move(fd);  // the replaced empty temp file's fd (and lock) go with it
     impl.size = static_cast<std::uint64_t>(status.st_size);
+    impl.written_digest = std::move(written_sha256);
     return writer;
   }
   if (errno != EXDEV) throw Error("cannot move " + file.string() + " into " + impl.temp.string() + ": " + errno_text());

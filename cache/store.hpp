@@ -114,12 +114,15 @@ class Store {
   // they are written: the writing thread (bundle import, extracting a tar) only copies, and
   // the hashing runs on whichever thread calls ObjectWriter::seal().
   [[nodiscard]] ObjectWriter new_object_hashed_at_seal();
-  // `file` itself as a new object's bytes, not copied: it is moved into the store's temp area
-  // and hashed when sealed, as new_object_hashed_at_seal, so the store still names it by bytes
-  // it has read itself. A file already written whole (a download's scratch file) thus costs a
-  // read rather than a read, a write and a hash more. The move needs `file` on the store's file
-  // system (a ScratchDir under temp_dir()); from another one it is copied. `file` is gone after.
-  [[nodiscard]] ObjectWriter adopt_file(const std::filesystem::path& file, std::string label);
+  // `file` itself as a new object's bytes, not copied: it is moved into the store's temp area.
+  // `written_sha256` is the sha256 of its bytes as this process wrote them into it (a download's
+  // sink hashes them as they stream), the same trust as new_object(), which hashes what it is
+  // given to write: nothing reads the file back. A file already written whole (a download's
+  // scratch file) thus costs no copy and no second hash. The move needs `file` on the store's
+  // file system (a ScratchDir under temp_dir()); from another one it is copied and hashed as
+  // it is, and seal() checks that against its expected digest. `file` is gone after.
+  [[nodiscard]] ObjectWriter adopt_file(const std::filesystem::path& file, std::string label,
+                                          std::string written_sha256);
   // Where adopt_file's files should be made so that it can move them: the store's temp area.
   std::filesystem::path temp_dir() const;
   [[nodiscard]] std::string add_file(const std::filesystem::path& file,

@@ -203,11 +203,12 @@ struct CheckedScratch {
   std::optional<BootRead> boot;
 };
 
-// A file fetched into scratch (a sha512 item, or an os image with boot files to read): on a
-// thread of its own as soon as it lands, its digest is checked, its boot files are read, and
-// the file itself becomes the object (Store::adopt_file: moved, not copied), sealed (hashed by
-// the store and synced). An os image of hundreds of MiB thus costs one read back and one sync
-// that overlap the rest of the run, rather than a copy with two more hashes after it.
+// A file fetched into scratch (a sha512 item, or an os image with boot files to read). Its
+// digest is hashed as it streams (a sha512 on a thread of its own). As soon as it lands, on a
+// thread of its own, the digest is checked, the boot files are read, and the file itself
+// becomes the object (Store::adopt_file: moved, not copied, named by the sha256 hashed as it
+// streamed), sealed (synced). An os image of hundreds of MiB thus costs one sync that overlaps
+// the rest of the run, rather than a copy with three more hashes after it.
 struct ScratchFetch {
   std::size_t fetch;  // index in fetches
   fs::path file;
@@ -215,23 +216,11 @@ struct ScratchFetch {
   std::future<CheckedScratch> checked;
 };
 
-// Throws the mismatch unless `file` has the digest `expected`. Its sha256 was hashed as it
-// streamed (`streamed_sha256`); another algorithm's digest is hashed here, reading it once.
-void check_scratch_digest(const fs::path& file, const std::string& streamed_sha256, const TypedDigest& expected,
-                          const std::string& what) {
-  TypedDigest got{expected.algorithm, streamed_sha256};
-  if (expected.algorithm != DigestAlgorithm::sha256) {
-    Hasher hasher(expected.algorithm);
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error("cannot read " + file.string());
-    std::string buffer(1u << 20, '\0');
-    while (in) {
-      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      hasher.update(buffer.data(), static_cast<std::size_t>(in.gcount()));
-    }
-    if (in.bad()) throw Error("cannot read " + file.string());
-    got.hex = hasher.finish_hex();
-  }
+// Throws the mismatch unless the fetched bytes have the digest `expected`: their sha256, or
+// their digest in another algorithm (DownloadItem::other_algorithm), both hashed as they streamed.
+void check_fetched_digest(const DownloadOutcome& outcome, const TypedDigest& expected, const std::string& what) {
+  TypedDigest got{expected.algorithm,
+                  expected.algorithm == DigestAlgorithm::sha256 ? outcome.digest : outcome.other_digest};
   if (got.hex != expected.hex) throw Error(mismatch_message("checksum mismatch for " + what, expected.str(), got.str()));
 }
 
@@ -475,16 +464,19 @@ class VmconfigRun {
     pending.file = item_scratch_->path() / ("item-" + std::to_string(scratch_fetches.size() - 1));
     const auto& fetch = fetches_[claim.fetch];
     fs::path work = fetch.boot_files.empty() ? fs::path() : next_boot_work();
-    run.add(DownloadItem{fetch.item.url, std::nullopt, fetch.item.view_path(), {}, fetch.item.size}, pending.file,
+    const auto expected = TypedDigest::parse(fetch.item.digest);
+    DownloadItem item{fetch.item.url, std::nullopt, fetch.item.view_path(), {}, fetch.item.size};
+    if (expected.algorithm != DigestAlgorithm::sha256) item.other_algorithm = expected.algorithm;
+    run.add(std::move(item), pending.file,
             [this, &pending, &fetch, work](const DownloadOutcome& outcome) {
               pending.outcome = outcome;
               if (!outcome.ok) return;
               pending.checked = std::async(std::launch::async, [this, &pending, &fetch, work]() -> CheckedScratch {
                 const std::string& sha256 = pending.outcome->digest;
-                check_scratch_digest(pending.file, sha256, TypedDigest::parse(fetch.item.digest), fetch.item.view_path());
+                check_fetched_digest(*pending.outcome, TypedDigest::parse(fetch.item.digest), fetch.item.view_path());
                 std::optional<BootRead> boot;
                 if (!fetch.boot_files.empty()) boot = read_boot_into(fetch.item, pending.file, fetch.boot_files, work);
-                CheckedScratch checked{store_.adopt_file(pending.file, fetch.item.view_path()), std::move(boot)};
+                CheckedScratch checked{store_.adopt_file(pending.file, fetch.item.view_path(), sha256), std::move(boot)};
                 checked.object.seal(sha256);
                 return checked;
               });

@@ -15,6 +15,7 @@
 #include "base/digest.hpp"
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
+#include "base/hasher_thread.hpp"
 #include "base/unique_fd.hpp"
 #include "net/curl_handles.hpp"
 #include "net/progress.hpp"
@@ -50,6 +51,8 @@ class Sink {
   }
   // Returns the sha256 hex digest; throws Error when it is not `expected`.
   virtual std::string commit(const DownloadItem& item) = 0;
+  // After commit: the digest in the item's other algorithm ("" without one).
+  virtual std::string other_digest() { return {}; }
 
  protected:
   virtual void write_bytes(const char* data, std::size_t size) = 0;
@@ -88,7 +91,9 @@ class StoreSink final : public Sink {
 
 class FileSink final : public Sink {
  public:
-  explicit FileSink(fs::path destination) : destination_(std::move(destination)) {
+  FileSink(fs::path destination, std::optional<DigestAlgorithm> other_algorithm)
+      : destination_(std::move(destination)), other_algorithm_(other_algorithm) {
+    if (other_algorithm_) other_hash_.emplace(*other_algorithm_);
     if (!destination_.parent_path().empty()) fs::create_directories(destination_.parent_path());
     temp_ = destination_;
     temp_ += ".part-XXXXXX";
@@ -108,16 +113,23 @@ class FileSink final : public Sink {
                                    "sha256:" + lower(*item.expected_sha256), "sha256:" + got));
     }
     publish();
+    if (other_hash_) other_digest_ = other_hash_->finish_hex();
     return got;
   }
+  std::string other_digest() override { return other_digest_; }
 
  private:
   void write_bytes(const char* data, std::size_t size) override {
     hash_.update(data, size);
+    if (other_hash_) other_hash_->update(data, size);
     write_all(fd_.get(), std::string_view(data, size), temp_);
   }
   void restart_bytes() override {
     hash_ = Hasher{};
+    if (other_algorithm_) {
+      other_hash_.reset();  // drops what it had queued
+      other_hash_.emplace(*other_algorithm_);
+    }
     if (::ftruncate(fd_.get(), 0) != 0 || ::lseek(fd_.get(), 0, SEEK_SET) != 0) {
       throw Error("cannot truncate " + temp_.string() + ": " + std::strerror(errno));
     }
@@ -142,6 +154,9 @@ class FileSink final : public Sink {
   fs::path temp_;
   UniqueFd fd_;
   Hasher hash_;
+  std::optional<DigestAlgorithm> other_algorithm_;
+  std::optional<HasherThread> other_hash_;
+  std::string other_digest_;
 };
 
 // How the body of the response being received is handled, decided when its headers end.
@@ -379,7 +394,7 @@ class Runner final : public DownloadRun {
   }
 
   std::unique_ptr<Sink> make_sink(const Job& job) {
-    if (job.destination) return std::make_unique<FileSink>(*job.destination);
+    if (job.destination) return std::make_unique<FileSink>(*job.destination, job.item.other_algorithm);
     if (store_ == nullptr) throw Error("internal: a download into the store without a store");
     return std::make_unique<StoreSink>(*store_, job.item);
   }
@@ -536,6 +551,7 @@ class Runner final : public DownloadRun {
       try {
         outcome.size = t.sink->size();
         outcome.digest = t.sink->commit(*t.item);
+        outcome.other_digest = t.sink->other_digest();
         outcome.ok = true;
         ++engine_.totals.transfers;
       } catch (const std::exception& e) {

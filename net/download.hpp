@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/digest.hpp"
 #include "cache/store.hpp"
 #include "net/download_options.hpp"
 #include "net/http.hpp"
@@ -26,11 +27,16 @@ struct DownloadItem {
   // package_size): a transfer that would bring more stops at once and fails naming both sizes.
   // Without it, HttpOptions::max_download_bytes is the ceiling.
   std::optional<std::uint64_t> expected_size;
+  // Another digest of the bytes, for an item checked by another algorithm than sha256 (a
+  // vmconfig item's sha512): computed as they stream, on a thread of its own, and given in
+  // DownloadOutcome::other_digest. For items fetched to a destination (add with a path).
+  std::optional<DigestAlgorithm> other_algorithm = std::nullopt;
 };
 
 struct DownloadOutcome {
   bool ok = false;
   std::string digest;   // sha256 hex of the committed object
+  std::string other_digest;  // hex in the item's other_algorithm, when it has one
   std::uint64_t size = 0;
   std::string error;    // when !ok: what failed, for which item, expected/got where relevant
 };

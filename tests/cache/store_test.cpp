@@ -231,7 +231,7 @@ TEST(Store, AWriterHashedAtSealIsCheckedOnAnotherThreadAndPublishedOnTheStoresOw
 }
 
 // A file made in the store's temp area (a download's scratch file) becomes its object as it
-// is: the same inode, hashed by the store when sealed, safe from a sweep meanwhile.
+// is: the same inode, named by the sha256 its writer hashed, safe from a sweep meanwhile.
 TEST(Store, AnAdoptedFileBecomesItsObjectWithoutACopy) {
   TempDir dir;
   Store store = Store::open(dir.path());
@@ -242,7 +242,7 @@ TEST(Store, AnAdoptedFileBecomesItsObjectWithoutACopy) {
   struct stat before {};
   ASSERT_EQ(::stat((scratch / "image").c_str(), &before), 0);
 
-  ObjectWriter writer = store.adopt_file(scratch / "image", "image from the test");
+  ObjectWriter writer = store.adopt_file(scratch / "image", "image from the test", sha256_hex(big));
   EXPECT_FALSE(fs::exists(scratch / "image")) << "moved, not copied";
   EXPECT_EQ(writer.size(), big.size());
   (void)Store::open(dir.path());  // sweeps the temp area at open: the adopted file is held
@@ -256,7 +256,7 @@ TEST(Store, AnAdoptedFileBecomesItsObjectWithoutACopy) {
   EXPECT_TRUE(fs::exists(scratch)) << "a directory in the temp area is not swept";
 
   test::write_file(scratch / "damaged", "hellO");
-  ObjectWriter damaged = store.adopt_file(scratch / "damaged", "damaged from the test");
+  ObjectWriter damaged = store.adopt_file(scratch / "damaged", "damaged from the test", sha256_hex("hellO"));
   try {
     damaged.seal(hello_sha256);
     ADD_FAILURE() << "a digest mismatch was sealed";
@@ -268,14 +268,15 @@ TEST(Store, AnAdoptedFileBecomesItsObjectWithoutACopy) {
   EXPECT_TRUE(temp_files(dir.path()).empty());
 
   try {
-    (void)store.adopt_file(scratch / "missing", "missing");
+    (void)store.adopt_file(scratch / "missing", "missing", hello_sha256);
     ADD_FAILURE() << "a missing file was adopted";
   } catch (const Error& error) {
     EXPECT_THAT(error.what(), HasSubstr("cannot read " + (scratch / "missing").string()));
   }
 }
 
-// From another file system the file cannot be moved: it is copied, and removed.
+// From another file system the file cannot be moved: it is copied and hashed as it is (the
+// digest its caller gave is not trusted for bytes the store wrote itself), and removed.
 TEST(Store, AFileAdoptedFromAnotherFileSystemIsCopied) {
   TempDir dir;
   Store store = Store::open(dir.path());
@@ -286,9 +287,12 @@ TEST(Store, AFileAdoptedFromAnotherFileSystemIsCopied) {
     GTEST_SKIP() << "needs /dev/shm on another file system than " << dir.path();
   }
   const fs::path file = shm / ("podplane-adopt-test-" + std::to_string(::getpid()));
-  test::write_file(file, "hello");
-  ObjectWriter writer = store.adopt_file(file, "hello from /dev/shm");
+  test::write_file(file, "hellO");
+  ObjectWriter damaged = store.adopt_file(file, "hellO from /dev/shm", hello_sha256);
   EXPECT_FALSE(fs::exists(file));
+  EXPECT_THROW(damaged.seal(hello_sha256), Error) << "the copy's own digest is checked";
+  test::write_file(file, "hello");
+  ObjectWriter writer = store.adopt_file(file, "hello from /dev/shm", hello_sha256);
   writer.seal(hello_sha256);
   EXPECT_EQ(writer.publish(), hello_sha256);
   EXPECT_EQ(test::read_file(store.object_path(hello_sha256)), "hello");

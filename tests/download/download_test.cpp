@@ -439,6 +439,38 @@ TEST(Downloader, RestartsWhenTheServerIgnoresRange) {
   EXPECT_EQ(log[1].fault, "ignore-range");
 }
 
+// A file fetched to a destination with another algorithm (a vmconfig item's sha512) gets that
+// digest hashed as it streams, across a resumed transfer (the bytes before the cut count) and
+// a restarted one (they do not).
+TEST(Downloader, AnotherDigestIsHashedAsTheFileStreamsAcrossResumeAndRestart) {
+  ServeOptions serve;
+  serve.cut_after = {"5000:tls_4\\.1\\.0_linux_arm64\\.zip$", "5000:random_3\\.7\\.2_darwin_amd64\\.zip$"};
+  serve.ignore_range = {"random_3\\.7\\.2_darwin_amd64\\.zip$"};
+  FixtureUpstream up({}, serve);
+  TempDir tmp;
+  std::vector<DownloadItem> items;
+  std::vector<fs::path> destinations;
+  for (const char* name : {"terraform-provider-tls_4.1.0_linux_arm64.zip", "terraform-provider-random_3.7.2_darwin_amd64.zip",
+                           "terraform-provider-null_3.2.4_linux_amd64.zip"}) {
+    items.push_back(item_for(up, package(up, name)));
+    destinations.push_back(tmp / "dl" / name);
+  }
+  items[0].other_algorithm = DigestAlgorithm::sha512;
+  items[1].other_algorithm = DigestAlgorithm::sha512;
+  Downloader downloader(quiet_options(up));
+  auto outcomes = downloader.fetch_to_files(items, destinations);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(outcomes[i].ok) << outcomes[i].error;
+    Hasher sha512(DigestAlgorithm::sha512);
+    sha512.update(read_file(destinations[i]));
+    EXPECT_EQ(outcomes[i].other_digest, sha512.finish_hex()) << items[i].label;
+  }
+  ASSERT_TRUE(outcomes[2].ok) << outcomes[2].error;
+  EXPECT_EQ(outcomes[2].other_digest, "") << "none asked";
+  EXPECT_EQ(up.requests("tls_4\\.1\\.0_linux_arm64\\.zip$").back().status, 206);
+  EXPECT_EQ(up.requests("random_3\\.7\\.2_darwin_amd64\\.zip$").back().fault, "ignore-range");
+}
+
 TEST(Downloader, WrongExpectedDigestIsAClearErrorAndLeavesNoObject) {
   FixtureUpstream up;
   TempDir tmp;
