@@ -28,7 +28,7 @@ void HasherThread::update(const void* data, std::size_t size) {
     size -= n;
     if (block_.size() == kBlock) {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [this] { return queued_ + kBlock <= max_queued_; });
+      changed_.wait(lock, [this] { return failure_ || queued_ + kBlock <= max_queued_; });
       hand_over(lock);
     }
   }
@@ -40,12 +40,17 @@ std::string HasherThread::finish_hex() {
   finishing_ = true;
   changed_.notify_all();
   changed_.wait(lock, [this] { return done_; });
+  if (failure_) std::rethrow_exception(failure_);
   return hasher_.finish_hex();
 }
 
 // Moves the caller's block to the queue (under `lock`) and starts a new one.
 void HasherThread::hand_over(std::unique_lock<std::mutex>& lock) {
   (void)lock;
+  if (failure_) {  // the thread has stopped: nothing more is hashed
+    block_.clear();
+    return;
+  }
   queued_ += block_.size();
   queue_.push_back(std::exchange(block_, std::string()));
   block_.reserve(kBlock);
@@ -65,7 +70,16 @@ void HasherThread::work() {
     std::string block = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    hasher_.update(block.data(), block.size());
+    try {
+      hasher_.update(block.data(), block.size());
+    } catch (...) {
+      lock.lock();
+      failure_ = std::current_exception();
+      queue_.clear();
+      done_ = true;
+      changed_.notify_all();
+      return;
+    }
     lock.lock();
     queued_ -= block.size();
     changed_.notify_all();  // room for update()

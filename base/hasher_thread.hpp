@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -23,7 +24,8 @@ class HasherThread {
   HasherThread& operator=(const HasherThread&) = delete;
 
   void update(const void* data, std::size_t size);
-  // Waits for the queued bytes, then returns the digest as lower-case hex. Once only.
+  // Waits for the queued bytes, then returns the digest as lower-case hex (or throws what the
+  // hashing threw). Once only.
   [[nodiscard]] std::string finish_hex();
 
  private:
@@ -41,6 +43,7 @@ class HasherThread {
   bool finishing_ = false;
   bool stopping_ = false;
   bool done_ = false;
+  std::exception_ptr failure_;  // what hashing threw: the thread stops, finish_hex() rethrows
   std::thread thread_;  // last: started once the rest is ready
 };
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
-#include <fstream>
 #include <future>
 #include <cstdlib>
 #include <ctime>
