@@ -260,8 +260,30 @@ Wire wire_of(const Server& server, const std::vector<std::string>& urls, const f
 // `wire_dir`), then against the larger of the wire and the hashing of what the wire fetched,
 // then against the shared cores (`ours_server_cpu`: what the server spent during our run).
 // The wire's files are removed afterwards: with real-sized zips they are hundreds of MiB.
+// The URLs (on `base`) of every file the fixture's manifests name by a sha512 (vmconfig items,
+// seed snapshots): `deps download` must hash those with sha512 too.
+std::set<std::string> sha512_urls(const fs::path& fixture, const std::string& base) {
+  std::set<std::string> urls;
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& node) {
+    if (node.is_object()) {
+      if (node.contains("url") && node.contains("digest") && node["url"].is_string() && node["digest"].is_string() &&
+          node["digest"].get<std::string>().starts_with("sha512:")) {
+        std::string url = node["url"];
+        if (url.starts_with("{{BASE}}")) url = base + url.substr(8);
+        urls.insert(url);
+      }
+      for (const auto& [key, value] : node.items()) walk(value);
+    } else if (node.is_array()) {
+      for (const auto& value : node) walk(value);
+    }
+  };
+  for (const auto& entry : fs::directory_iterator(fixture / "www" / "manifests")) walk(read_json(entry.path()));
+  return urls;
+}
+
 void print_against_floors(const std::string& what, int delay_ms, double seconds, const Exit& ours, double ours_server_cpu,
-                          const std::vector<std::string>& urls, const fs::path& wire_dir, const Wire& measured) {
+                          const std::vector<std::string>& urls, const fs::path& wire_dir, const Wire& measured,
+                          const std::set<std::string>& sha512_urls = {}) {
   const auto& wire = measured.run;
   std::printf("%s (%2d ms/request): cold %.2f s (CPU %.2f s, peak RSS %.1f MiB) for %zu requests; curl --parallel-max 8 "
               "%.2f s (CPU %.2f s): %.2fx the wire (target <= 1.5x); load %.1f\n",
@@ -269,7 +291,8 @@ void print_against_floors(const std::string& what, int delay_ms, double seconds,
               wire.seconds, wire.cpu_seconds, seconds / wire.seconds, load_average());
   std::vector<podplane::bench::FetchedFile> files;
   for (std::size_t i = 0; i < urls.size(); ++i) {
-    files.push_back({podplane::bench::curl_output(wire_dir, i), urls[i].ends_with(".zip")});
+    files.push_back({podplane::bench::curl_output(wire_dir, i), urls[i].ends_with(".zip"),
+                     sha512_urls.contains(urls[i]) ? std::optional(podplane::DigestAlgorithm::sha512) : std::nullopt});
   }
   podplane::bench::print_floors(what, delay_ms, seconds, ours.cpu_seconds, wire.seconds, podplane::bench::hash_floor(files),
                                 podplane::bench::SharedCores{wire.cpu_seconds, measured.server_cpu, ours_server_cpu});
@@ -344,7 +367,7 @@ void bench_deps_download(const fs::path& work, const fs::path& ca, int delay_ms)
   auto urls = answered_urls(entries, 0, server.base(), [](const std::string&) { return true; });
   const fs::path wire_dir = work / ("curl-" + tag);
   print_against_floors("deps download", delay_ms, seconds, ours, ours_server_cpu, urls, wire_dir,
-                       wire_of(server, urls, wire_dir, {.ca_file = ca, .headers = {}}));
+                       wire_of(server, urls, wire_dir, {.ca_file = ca, .headers = {}}), sha512_urls(work / kFixture, server.base()));
 
   const std::string host = server.base().substr(server.base().find("://") + 3);
   const fs::path list = work / (tag + "-images.txt");
