@@ -256,10 +256,6 @@ Wire wire_of(const Server& server, const std::vector<std::string>& urls, const f
   return wire;
 }
 
-// Three lines: a cold command against curl --parallel over the URLs it fetched (into
-// `wire_dir`), then against the larger of the wire and the hashing of what the wire fetched,
-// then against the shared cores (`ours_server_cpu`: what the server spent during our run).
-// The wire's files are removed afterwards: with real-sized zips they are hundreds of MiB.
 // The URLs (on `base`) of every file the fixture's manifests name by a sha512 (vmconfig items,
 // seed snapshots): `deps download` must hash those with sha512 too.
 std::set<std::string> sha512_urls(const fs::path& fixture, const std::string& base) {
@@ -281,6 +277,11 @@ std::set<std::string> sha512_urls(const fs::path& fixture, const std::string& ba
   return urls;
 }
 
+// Three lines: a cold command against curl --parallel over the URLs it fetched (into
+// `wire_dir`), then against the larger of the wire and the hashing of what the wire fetched
+// (with sha512 too for `sha512_urls`), then against the shared cores (`ours_server_cpu`: what
+// the server spent during our run).
+// The wire's files are removed afterwards: with real-sized zips they are hundreds of MiB.
 void print_against_floors(const std::string& what, int delay_ms, double seconds, const Exit& ours, double ours_server_cpu,
                           const std::vector<std::string>& urls, const fs::path& wire_dir, const Wire& measured,
                           const std::set<std::string>& sha512_urls = {}) {

@@ -5,8 +5,9 @@
 // the CPU time of exactly that hashing, done here with the project's own digest code over the
 // files the wire fetched: sha256 of every file (what the store names it by), plus the h1
 // (dirhash) of the contents of every provider zip, as a lock records it, plus the digest of
-// every file its upstream names by another algorithm (a vmconfig item's or a seed's sha512). Run on one thread and divided by the cores, it is the
-// time the hashing would take spread perfectly over the machine.
+// every file its upstream names by another algorithm (a vmconfig item's or a seed's sha512).
+// Run on one thread and divided by the cores, it is the time the hashing would take spread
+// perfectly over the machine.
 // On loopback the fixture server runs on the same cores as the fill, so a fill that is bound by
 // CPU has a third floor, the shared cores: the hashing, plus receiving the bytes (what `curl
 // --parallel` spent on the same GETs) plus sending them (what the server spent while curl
