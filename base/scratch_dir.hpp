@@ -12,11 +12,40 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "base/remove_on_signal.hpp"
 
 namespace podplane {
+
+namespace detail {
+
+// "<pid>-<n>", both decimal numbers and the pid positive: the pid.
+inline std::optional<pid_t> pid_of_run_suffix(std::string_view suffix) {
+  const auto dash = suffix.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == suffix.size()) return std::nullopt;
+  if (suffix.find_first_not_of("0123456789", dash + 1) != std::string_view::npos) return std::nullopt;
+  pid_t pid = 0;
+  auto [end, error] = std::from_chars(suffix.data(), suffix.data() + dash, pid);
+  if (error != std::errc{} || end != suffix.data() + dash || pid <= 0) return std::nullopt;
+  return pid;
+}
+
+}  // namespace detail
+
+// The pid of the run that made the scratch dir called `name` ("<prefix><pid>-<n>", whatever
+// the prefix); nothing when the name is not of that form.
+inline std::optional<pid_t> scratch_dir_pid(std::string_view name) {
+  const auto last = name.rfind('-');
+  if (last == std::string_view::npos || last == 0) return std::nullopt;
+  const auto before = name.rfind('-', last - 1);
+  return detail::pid_of_run_suffix(name.substr(before == std::string_view::npos ? 0 : before + 1));
+}
+
+// Whether no process runs with `pid` any more. A process of another user answers EPERM, not
+// ESRCH: it counts as running.
+inline bool run_is_gone(pid_t pid) { return pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH; }
 
 // Removes from `parent` the scratch dirs "<prefix><pid>-<n>" that a run killed by SIGKILL (or
 // the OOM killer) left behind: those whose pid no longer runs and that belong to this user. No
@@ -30,19 +59,11 @@ inline void remove_scratch_of_dead_runs(const std::filesystem::path& parent, con
   for (std::filesystem::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (!name.starts_with(prefix)) continue;
-    const char* first = name.data() + prefix.size();
-    const char* last = name.data() + name.size();
-    pid_t pid = 0;
-    auto [after_pid, parsed] = std::from_chars(first, last, pid);
-    if (parsed != std::errc{} || after_pid == first || after_pid == last || *after_pid != '-' || pid <= 0) continue;
-    const char* number = after_pid + 1;
-    if (number == last || std::string_view(number, static_cast<std::size_t>(last - number)).find_first_not_of("0123456789") !=
-                              std::string_view::npos) {
-      continue;
-    }
+    const auto pid = detail::pid_of_run_suffix(std::string_view(name).substr(prefix.size()));
+    if (!pid) continue;
     struct stat info{};
     if (::lstat(it->path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::geteuid()) continue;
-    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (!run_is_gone(*pid)) continue;
     std::error_code ignored;
     std::filesystem::remove_all(it->path(), ignored);
   }

@@ -22,6 +22,7 @@
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
+#include "base/scratch_dir.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance_steps.hpp"
 #include "cache/row_rules.hpp"
@@ -148,6 +149,23 @@ bool temp_file_in_use(const fs::path& file) {
   UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd) return false;
   return ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0;
+}
+
+// A directory in store/tmp (not followed through a symlink): a run's scratch directory.
+bool is_scratch_directory(const fs::path& entry) {
+  struct stat info {};
+  return ::lstat(entry.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+// The bytes of the files under `dir`, as far as they can be read.
+std::uint64_t bytes_under(const fs::path& dir) {
+  std::uint64_t bytes = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code size_error;
+    if (it->is_regular_file(size_error)) bytes += it->file_size(size_error);
+  }
+  return bytes;
 }
 
 bool same_file(const fs::path& a, const fs::path& b) {
@@ -505,11 +523,19 @@ VerifyReport verify_store(const Store& store, VerifyDepth depth) {
     }
   }
 
-  // Temp files: a dead writer's are garbage; a live writer's are work in progress.
+  // Temp files: a dead writer's are garbage; a live writer's are work in progress. So are the
+  // scratch directories of runs (Store::temp_dir()), by their maker's pid.
   std::error_code ec;
   for (fs::directory_iterator it(layout::temp_dir(root), ec), end; !ec && it != end; it.increment(ec)) {
-    if (temp_file_in_use(it->path())) report.notes.push_back("temp file in use by a running podplane: " + it->path().string());
-    else report.garbage.push_back("temp file " + it->path().string());
+    const fs::path& entry = it->path();
+    if (is_scratch_directory(entry)) {
+      const auto pid = scratch_dir_pid(entry.filename().string());
+      if (pid && !run_is_gone(*pid)) report.notes.push_back("scratch directory of a running podplane: " + entry.string());
+      else report.garbage.push_back("scratch directory " + entry.string());
+      continue;
+    }
+    if (temp_file_in_use(entry)) report.notes.push_back("temp file in use by a running podplane: " + entry.string());
+    else report.garbage.push_back("temp file " + entry.string());
   }
 
   // Rows the views cannot lay out, then the views themselves against the rows.
@@ -553,12 +579,24 @@ bool emptied_by_prune(sqlite::Database& db) {
   return false;
 }
 
+// An index that no command ever committed to (no audit entry: every command that adds rows
+// records one) and that lists every object file on disk: each object is one its own writers
+// published, and the fills they belonged to stopped before their rows (killed, or the power
+// cut, during a store's first fill). Its word that they are garbage is good. An old empty index
+// restored over a filled store lists none of the store's files, and one whose rows someone
+// removed records the commands that wrote them.
+bool only_stopped_fills(sqlite::Database& db, const DiskObjects& disk, const IndexedObjects& indexed) {
+  sqlite::Statement audits(db, "SELECT count(*) FROM audit_log");
+  if (!audits.step() || audits.integer(0) != 0) return false;
+  return std::all_of(disk.files.begin(), disk.files.end(), [&](const RawDigest& file) { return indexed.contains(file); });
+}
+
 }  // namespace
 
 // gc deletes objects on the index's word that no row needs them. An index that cannot be read
 // whole, that lists no content while objects exist (unless it records the prune that removed
-// it), or that was created after objects it does not know (it was lost and made again) cannot
-// give that word: refuse, delete nothing.
+// it, or only fills stopped before their rows wrote to it), or that was created after objects
+// it does not know (it was lost and made again) cannot give that word: refuse, delete nothing.
 void refuse_untrustworthy_index(const Store& store, std::string_view command) {
   auto& impl = const_cast<Store::Impl&>(StoreInternals::of(store));
   const fs::path index = layout::index_db(store.root());
@@ -578,7 +616,8 @@ void refuse_untrustworthy_index(const Store& store, std::string_view command) {
   }
   sqlite::Statement rows(impl.db, "SELECT (SELECT count(*) FROM artifacts) + (SELECT count(*) FROM module_trees)");
   std::int64_t content_rows = rows.step() ? rows.integer(0) : 0;
-  if (content_rows == 0 && (!disk.files.empty() || !indexed.empty()) && !emptied_by_prune(impl.db)) {
+  if (content_rows == 0 && (!disk.files.empty() || !indexed.empty()) && !emptied_by_prune(impl.db) &&
+      !only_stopped_fills(impl.db, disk, indexed)) {
     throw Error(refused + "that index is empty (no artifact or module row) while " + std::to_string(disk.files.size()) +
                 " object file(s) are on disk: an empty index cannot say they are garbage. Nothing was deleted.\n"
                 "If the index was lost, `podplane bundle import` or `podplane deps tf`/`deps download` index the "
@@ -629,6 +668,26 @@ GcReport remove_garbage(Store& store, DryRun dry_run) {
     report.temp_files.push_back(file);
   }
 
+  // Every scratch directory in store/tmp is a dead run's (killed by SIGKILL, so none of its
+  // own cleanup ran): a live run holds the store open, and gc holds it alone.
+  std::vector<fs::path> scratch_dirs;
+  std::error_code scan_error;
+  for (fs::directory_iterator it(layout::temp_dir(root), scan_error), end; !scan_error && it != end;
+       it.increment(scan_error)) {
+    if (is_scratch_directory(it->path())) scratch_dirs.push_back(it->path());
+  }
+  std::sort(scratch_dirs.begin(), scratch_dirs.end());
+  for (const auto& dir : scratch_dirs) {
+    const std::uint64_t bytes = bytes_under(dir);
+    if (dry_run == DryRun::no) {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      if (ec) continue;
+    }
+    report.bytes += bytes;
+    report.scratch_dirs.push_back(dir);
+  }
+
   std::map<std::string, std::int64_t> garbage;
   impl.transact([&] {
     garbage.clear();
@@ -659,9 +718,12 @@ GcReport remove_garbage(Store& store, DryRun dry_run) {
     report.objects.push_back(digest);
     report.bytes += static_cast<std::uint64_t>(size);
   }
-  if (dry_run == DryRun::no && (!report.objects.empty() || !report.temp_files.empty())) {
+  if (dry_run == DryRun::no && (!report.objects.empty() || !report.temp_files.empty() || !report.scratch_dirs.empty())) {
     store.audit("gc", root.string(),
-                {{"objects", report.objects.size()}, {"temp_files", report.temp_files.size()}, {"bytes", report.bytes}});
+                {{"objects", report.objects.size()},
+                 {"temp_files", report.temp_files.size()},
+                 {"scratch_dirs", report.scratch_dirs.size()},
+                 {"bytes", report.bytes}});
   }
   return report;
 }
@@ -929,7 +991,9 @@ nlohmann::json to_json(const RepairReport& report) {
 nlohmann::json to_json(const GcReport& report) {
   nlohmann::json temp = nlohmann::json::array();
   for (const auto& file : report.temp_files) temp.push_back(file.string());
-  return {{"temp_files", temp}, {"objects", report.objects}, {"bytes", report.bytes}};
+  nlohmann::json scratch = nlohmann::json::array();
+  for (const auto& dir : report.scratch_dirs) scratch.push_back(dir.string());
+  return {{"temp_files", temp}, {"scratch_dirs", scratch}, {"objects", report.objects}, {"bytes", report.bytes}};
 }
 
 }  // namespace podplane::cache

@@ -47,8 +47,9 @@ class ExclusiveStoreLock {
 // prune it records emptied it), not made after unindexed objects, every objects row a sha256.
 void refuse_untrustworthy_index(const Store& store, std::string_view command);
 
-// gc's work once the store is held alone: temp files of dead writers, then objects no row
-// references (index row first, then the file), and the audit entry "gc" when it removed any.
+// gc's work once the store is held alone: temp files of dead writers and scratch directories of
+// dead runs, then objects no row references (index row first, then the file), and the audit
+// entry "gc" when it removed any.
 [[nodiscard]] GcReport remove_garbage(Store& store, DryRun dry_run);
 
 // Removes the files of plan.directories that no planned view is (views are derived); returns

@@ -174,7 +174,8 @@ std::vector<fs::path> sweep_temp_files(const fs::path& root, Sweep sweep) {
     struct stat by_fd {}, by_path {};
     if (::fstat(fd.get(), &by_fd) != 0 || ::lstat(file.c_str(), &by_path) != 0) continue;
     if (by_fd.st_ino != by_path.st_ino || by_fd.st_dev != by_path.st_dev) continue;
-    // Only files: a directory here is a live run's ScratchDir (removed by its next run if not).
+    // Only files: a directory here is a run's ScratchDir, live or not (a dead run's is removed by
+    // the next run of its kind, or by `deps gc`, which holds the store alone).
     if (!S_ISREG(by_fd.st_mode)) continue;
     if (sweep == Sweep::remove && ::unlink(file.c_str()) != 0) continue;
     swept.push_back(file);

@@ -178,11 +178,12 @@ void deps_gc(bool dry_run, bool json) {
   }
   const char* verb = dry_run ? "would remove" : "removed";
   for (const auto& file : report.temp_files) std::cout << verb << " temp file " << file.string() << "\n";
+  for (const auto& dir : report.scratch_dirs) std::cout << verb << " scratch directory " << dir.string() << "\n";
   for (const auto& digest : report.objects) {
     std::cout << verb << " object " << digest << " (" << store.object_path(digest).string() << ")\n";
   }
-  std::cout << verb << " " << report.objects.size() << " object(s) and " << report.temp_files.size() << " temp file(s), "
-            << human_bytes(report.bytes) << "\n";
+  std::cout << verb << " " << report.objects.size() << " object(s), " << report.temp_files.size() << " temp file(s) and "
+            << report.scratch_dirs.size() << " scratch directory(ies), " << human_bytes(report.bytes) << "\n";
 }
 
 }  // namespace
@@ -211,7 +212,7 @@ void register_deps_store_commands(CLI::App& deps, const GlobalOptions& global) {
 
   auto dry_run = std::make_shared<bool>(false);
   auto json_gc = std::make_shared<bool>(false);
-  auto* gc = deps.add_subcommand("gc", "Remove temp files of dead writers and objects no index row references");
+  auto* gc = deps.add_subcommand("gc", "Remove temp files and scratch directories of dead runs, and objects no index row references");
   gc->add_flag("--dry-run", *dry_run, "Only list what would be removed");
   gc->add_flag("--json", *json_gc, "Print the report as JSON");
   gc->callback([dry_run, json_gc] { deps_gc(*dry_run, *json_gc); });

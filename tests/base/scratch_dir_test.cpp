@@ -52,5 +52,20 @@ TEST(ScratchDir, RemovesWhatADeadRunLeftAndNothingElse) {
   }
 }
 
+// The pid in a scratch dir's name, whatever its prefix: what `deps verify` judges the scratch
+// directories in store/tmp by.
+TEST(ScratchDir, ThePidOfTheRunIsReadOutOfTheName) {
+  EXPECT_EQ(scratch_dir_pid("podplane-deps-items-1234-567"), 1234);
+  EXPECT_EQ(scratch_dir_pid("x-1-2"), 1);
+  EXPECT_EQ(scratch_dir_pid("77-3"), 77);
+  for (const char* name : {"podplane-x-12a-3", "podplane-x-12", "podplane-x-12-", "podplane-x--3", "podplane-x-0-3",
+                           "podplane-x-12-3b", "-5", "", "podplane"}) {
+    EXPECT_EQ(scratch_dir_pid(name), std::nullopt) << name;
+  }
+  EXPECT_FALSE(run_is_gone(getpid()));
+  EXPECT_FALSE(run_is_gone(1)) << "pid 1 runs";
+  EXPECT_TRUE(run_is_gone(pid_of_an_ended_process()));
+}
+
 }  // namespace
 }  // namespace podplane

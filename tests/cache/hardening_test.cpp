@@ -531,6 +531,10 @@ TEST(Gc, RefusesWhenTheIndexIsMissing) {
 
 TEST(Gc, RefusesAnEmptyIndex) {
   HealthyStore healthy;
+  {
+    Store store = Store::open(healthy.root);
+    store.audit("fetch", "deps tf", nlohmann::json::object());  // what every command that adds rows records
+  }
   const auto before = object_files(healthy.root);
   sqlite(healthy.root,
          "DELETE FROM provenance; DELETE FROM module_files; DELETE FROM module_trees; DELETE FROM artifacts;");
@@ -538,6 +542,33 @@ TEST(Gc, RefusesAnEmptyIndex) {
   EXPECT_EQ(gc.exit_code, 1) << show(gc);
   EXPECT_THAT(gc.err, HasSubstr("empty")) << show(gc);
   EXPECT_EQ(object_files(healthy.root), before);
+}
+
+// A store's first fill killed after some objects, before its rows: no command ever committed to
+// the index, and it lists every object file. Those objects are garbage on its word. With one
+// object file it does not list (an old empty index restored over a filled store lists none),
+// it is refused as empty.
+TEST(Gc, TrustsTheIndexOfAFirstFillStoppedBeforeItsRows) {
+  TempDir dir;
+  const fs::path root = dir / "deps";
+  {
+    Store store = Store::open(root);
+    (void)store.add_bytes("a zip that arrived");
+    (void)store.add_bytes("another one");
+  }
+  const fs::path unlisted = layout::objects_dir(root) / "ab" / std::string(62, 'c');
+  fs::create_directories(unlisted.parent_path());
+  test::write_file(unlisted, "listed by no index");
+  auto refused = test::run_podplane({"deps", "gc"}, at(root));
+  EXPECT_EQ(refused.exit_code, 1) << show(refused);
+  EXPECT_THAT(refused.err, HasSubstr("empty")) << show(refused);
+  EXPECT_EQ(object_files(root), 3u);
+
+  fs::remove(unlisted);
+  auto gc = test::run_podplane({"deps", "gc"}, at(root));
+  EXPECT_EQ(gc.exit_code, 0) << show(gc);
+  EXPECT_THAT(gc.out, HasSubstr("removed 2 object(s)")) << show(gc);
+  EXPECT_EQ(object_files(root), 0u);
 }
 
 TEST(Gc, RefusesAnIndexNewerThanTheObjectsItWouldDelete) {

@@ -1,7 +1,13 @@
 // `podplane deps download` and `deps status` end to end against the fixture's vmconfig
 // manifests: both kinds and arches, the provider filter, sha256 and sha512 digests, dry-run,
-// a warm rerun, a digest mismatch that indexes nothing, and status before/after an upstream change.
+// a warm rerun, a digest mismatch that indexes nothing, status before/after an upstream change,
+// and a run killed with SIGKILL whose scratch `deps gc` removes.
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -547,6 +553,90 @@ TEST(DepsDownload, ImagePlatformManifestsDoNotWaitForTheReferrers) {
   EXPECT_EQ(upstream.requests("/v2/.*/referrers/sha256:", 404).size(), 1u);
   EXPECT_EQ(upstream.requests("/v2/.*/manifests/sha256:", 200).size(), 3u);
   EXPECT_EQ(stored(deps.root(), cache::ArtifactKind::image_manifest).size(), 3u);
+}
+
+// ---- a run killed with SIGKILL ------------------------------------------------------------------
+
+// The directories in store/tmp: a run's scratch, where its sha512 items and os images stream so
+// that each becomes its object without a copy.
+std::vector<fs::path> scratch_dirs_in_store(const fs::path& root) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (fs::directory_iterator it(root / "store" / "tmp", ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) dirs.push_back(it->path());
+  }
+  return dirs;
+}
+
+// No handler runs on SIGKILL, so the killed run's scratch directory (on a real site, os images
+// of hundreds of MiB) stays in store/tmp. While the run lived, `deps verify` called it work in
+// progress; once the run is gone it names it garbage for `podplane deps gc`, and that command,
+// run as printed, removes it.
+TEST(DepsDownload, AKilledRunsScratchInTheStoreIsGarbageThatGcRemoves) {
+  ServeOptions serve;
+  serve.drip = {"2000:netsy_1\\.1\\.0_linux_amd64\\.tar\\.gz$"};  // a sha512 item: 16 KiB in 8 s
+  FixtureUpstream upstream({}, serve);
+  TempDir dir;
+  const fs::path root = dir / "deps";
+  ProcessOptions options;
+  options.env = upstream.env(root, upstream.write_cli_config(dir / "cli.tfrc"));
+  // Its scratch outside the store (seeds, boot files) stays in the test's dir, not in /tmp.
+  options.env["TMPDIR"] = (dir / "tmp").string();
+  options.unset_env = {"PODPLANE_ARCH"};
+  fs::create_directories(dir / "tmp");
+
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    for (const auto& [name, value] : options.env) setenv(name.c_str(), value.c_str(), 1);
+    unsetenv("PODPLANE_ARCH");
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1);
+    dup2(null_fd, 2);
+    execl(podplane_binary().c_str(), "podplane", "deps", "download", "--arch", "amd64", "--kind", "knc",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Bounded wait (60 s) for the dripping item to stream into the run's scratch directory.
+  bool streaming = false;
+  for (int i = 0; i < 600 && !streaming; ++i) {
+    streaming = !upstream.requests("netsy_1\\.1\\.0_linux_amd64").empty() && !scratch_dirs_in_store(root).empty();
+    if (!streaming) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto live = run_podplane({"deps", "verify", "--json"}, options);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(streaming) << "the run never streamed its sha512 item";
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
+  const auto left = scratch_dirs_in_store(root);
+  ASSERT_EQ(left.size(), 1u);
+  const std::string scratch = left.front().string();
+
+  const auto live_report = json::parse(live.out);
+  EXPECT_NE(live_report["notes"].dump().find("scratch directory of a running podplane: " + scratch), std::string::npos)
+      << live_report.dump(2);
+  EXPECT_EQ(live_report["garbage"].dump().find(scratch), std::string::npos) << live_report.dump(2);
+
+  auto verify = run_podplane({"deps", "verify"}, options);
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_NE(verify.out.find("garbage: scratch directory " + scratch + "\n"), std::string::npos) << verify.out;
+  const std::string fix = "podplane deps gc";
+  ASSERT_NE(verify.out.find("garbage item(s) for `" + fix + "`"), std::string::npos) << verify.out;
+
+  auto dry = run_podplane({"deps", "gc", "--dry-run"}, options);
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("would remove scratch directory " + scratch + "\n"), std::string::npos) << dry.out;
+  EXPECT_TRUE(fs::exists(scratch)) << "--dry-run removes nothing";
+
+  auto gc = run_podplane({"deps", "gc"}, options);  // the fix, as printed
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_NE(gc.out.find("removed scratch directory " + scratch + "\n"), std::string::npos) << gc.out;
+  EXPECT_NE(gc.out.find(" 1 scratch directory(ies), "), std::string::npos) << gc.out;
+  EXPECT_FALSE(fs::exists(scratch));
+  auto after = run_podplane({"deps", "verify", "--json"}, options);
+  EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
+  EXPECT_TRUE(json::parse(after.out)["garbage"].empty()) << "gc removed all that verify named garbage\n" << after.out;
 }
 
 TEST(DepsDownload, UnknownArchIsAUsageError) {
