@@ -44,7 +44,8 @@ class ExclusiveStoreLock {
 
 // Throws "<command> refused: …", deleting nothing, unless the index can vouch for what a
 // deletion on its word would remove: readable whole, not empty while objects exist (unless a
-// prune it records emptied it), not made after unindexed objects, every objects row a sha256.
+// prune it records emptied it, or only a first fill stopped before its rows wrote to it), not
+// made after unindexed objects, every objects row a sha256.
 void refuse_untrustworthy_index(const Store& store, std::string_view command);
 
 // gc's work once the store is held alone: temp files of dead writers and scratch directories of

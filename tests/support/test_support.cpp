@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 extern char** environ;
@@ -39,13 +41,21 @@ TempDir::~TempDir() {
   }
   for (const auto& home : gpg_homes) {
     try {
-      (void)run({"gpgconf", "--homedir", home.string(), "--kill", "gpg-agent"});
+      (void)run({"gpgconf", "--homedir", home.string(), "--kill", "all"});
     } catch (const std::exception&) {
       // No gpgconf: remove_all below may still succeed.
     }
   }
   fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
-  fs::remove_all(path_, ec);
+  // gpgconf returns once it has asked the agent to go, which may still remove its socket as
+  // remove_all empties the home (ENOTEMPTY, or ENOENT for what it took first): try again, a
+  // few times, rather than leave the rest in /tmp.
+  for (int attempt = 1; attempt <= 5; ++attempt) {
+    ec.clear();
+    fs::remove_all(path_, ec);
+    if (!ec || !fs::exists(path_)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+  }
 }
 
 ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& options) {
