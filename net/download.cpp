@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -353,7 +354,10 @@ class Runner final : public DownloadRun {
     if (then_error_) return;  // the run is ending
     afters_.push_back({std::move(ready), std::move(then)});
   }
-  void wake() override { (void)curl_multi_wakeup(multi_.get()); }
+  void wake() override {
+    wakes_.fetch_add(1);
+    (void)curl_multi_wakeup(multi_.get());
+  }
 
   // The outcomes in the order the items were added. Rethrows what a `then` threw.
   std::vector<DownloadOutcome> run() {
@@ -368,6 +372,7 @@ class Runner final : public DownloadRun {
       }
       report_ended();
       report_ready();
+      look_again_soon_after_an_early_wake();
       engine_.progress.tick();
       if (!waiting_.empty() || !active_.empty() || !afters_.empty()) {
         transport::check(curl_multi_poll(multi_.get(), nullptr, 0, poll_timeout_ms(), nullptr), "waiting for transfers failed");
@@ -444,9 +449,23 @@ class Runner final : public DownloadRun {
     return it == host_active_.end() ? 0 : it->second;
   }
 
+  // The thread of an after() wakes the run just before its future is ready, not after: once
+  // it is, the run may end and go. So a wake can find its future not ready yet (the thread
+  // between the two), and the run would sleep until the poll timeout, a second off a terminal.
+  // After a wake that leaves an after() waiting, the run looks again every millisecond for
+  // kEarlyWakeWindow; which after() the wake was for, it cannot tell.
+  static constexpr std::chrono::milliseconds kEarlyWakeWindow{100};
+  void look_again_soon_after_an_early_wake() {
+    const std::uint64_t wakes = wakes_.load();
+    if (afters_.empty()) look_again_until_ = {};
+    else if (wakes != wakes_seen_) look_again_until_ = Clock::now() + kEarlyWakeWindow;
+    wakes_seen_ = wakes;
+  }
+
   int poll_timeout_ms() const {
     long timeout = engine_.progress.terminal() ? 100 : 1000;
     const auto now = Clock::now();
+    if (now < look_again_until_) timeout = 1;
     for (const auto& t : waiting_) {
       if (t->not_before > now) {
         timeout = std::min<long>(timeout, std::chrono::duration_cast<std::chrono::milliseconds>(t->not_before - now).count() + 1);
@@ -625,6 +644,10 @@ class Runner final : public DownloadRun {
   std::vector<std::size_t> ended_;        // items ended since report_ended last ran
   std::exception_ptr then_error_;
   bool running_ = false;  // run() has begun: what is added now is a follow-up
+  // Before afters_ (destroyed after it), as multi_: an after()'s work may still wake() then.
+  std::atomic<std::uint64_t> wakes_{0};  // wake() calls, from any thread
+  std::uint64_t wakes_seen_ = 0;          // by look_again_soon_after_an_early_wake()
+  Clock::time_point look_again_until_{};
   transport::CurlMulti multi_;
   struct After {
     std::shared_future<void> ready;

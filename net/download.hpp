@@ -62,7 +62,9 @@ class DownloadRun {
   virtual void add(DownloadItem item, std::filesystem::path destination, Then then) = 0;
   // Work on another thread that will know more items (an image's manifests, once its index is
   // in): `then` is called on the run's thread once `ready` is, and may add them; the run does
-  // not end before. The other thread calls wake() when it is done, so the run looks at once.
+  // not end before. The other thread calls wake() when it is done, so the run looks at once;
+  // it may do so just before `ready` is (as a std::async must), and the run then looks again
+  // every millisecond for a while rather than sleep to its poll timeout.
   virtual void after(std::shared_future<void> ready, std::function<void()> then) = 0;
   virtual void wake() = 0;  // thread-safe
 };

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <functional>
 #include <future>
+#include <thread>
 
 #include "base/digest.hpp"
 #include "base/error.hpp"
@@ -312,6 +313,36 @@ TEST(Downloader, RunGrowsFromThensAndFromWorkOnAnotherThread) {
   ASSERT_EQ(zips.size(), 6u);
   for (std::size_t i = 0; i < zips.size(); ++i)  // one job: the log has the order of the requests
     EXPECT_EQ(fs::path(zips[i].path).filename().string(), ended[i]) << i;
+}
+
+// The thread of an after() wakes the run just before its future is ready (once it is, the run
+// may end and go). A wake that finds nothing ready yet must not leave the run asleep until its
+// poll timeout, a second off a terminal. Here the gap is 20 ms instead of the microseconds of a
+// std::async returning, so that the run surely looks in it.
+TEST(Downloader, AWakeJustBeforeTheWorkIsReadyIsNotSleptThrough) {
+  FixtureUpstream up;
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  Downloader downloader(quiet_options(up));
+  using Clock = std::chrono::steady_clock;
+  std::promise<void> done;
+  std::shared_future<void> ready = done.get_future().share();
+  std::future<void> worker;
+  Clock::time_point ready_at, then_at;
+  downloader.run(store, [&](mirror::DownloadRun& run) {
+    worker = std::async(std::launch::async, [&] {
+      run.wake();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ready_at = Clock::now();
+      done.set_value();
+    });
+    run.after(ready, [&] { then_at = Clock::now(); });
+  });
+  worker.get();
+  ASSERT_NE(then_at, Clock::time_point{}) << "the after's then never ran";
+  EXPECT_LT(then_at - ready_at, std::chrono::milliseconds(500))
+      << "the run slept " << std::chrono::duration_cast<std::chrono::milliseconds>(then_at - ready_at).count()
+      << " ms after the work was ready";
 }
 
 TEST(Downloader, RunRethrowsWhatAThenThrew) {
