@@ -256,7 +256,7 @@ class VmconfigRun {
       else plan(keys_[m], manifests[m], std::move(needs));
     }
     // Seeds are cross-arch: fetched once (Podplane: with the first arch).
-    if (seeds_document_.valid()) seeds_.emplace(store_, seeds_document_.get(), scratch_.path());
+    if (seeds_document_.valid()) seeds_.emplace(store_, seeds_document_.get());
     if (!dry_run_ && !image_requests_.empty())
       images_.emplace(store_, image_requests_, options_.download, RegistryCredentials::load(options_.registry_auth));
     if (images_) images_->require_signatures(cosign_policy_);
@@ -430,7 +430,7 @@ class VmconfigRun {
                   });
         }
       }
-      if (seeds_) seeds_->start(run);
+      if (seeds_ && !seeds_->missing().empty()) seeds_->start(run, item_scratch());
     });
     // The manifests' syncs overlap here instead of holding up the first request.
     (void)store_.add_all_bytes(manifest_bytes_);
@@ -458,9 +458,7 @@ class VmconfigRun {
   void add_scratch_fetch(DownloadRun& run, const Claim& claim, std::deque<ScratchFetch>& scratch_fetches) {
     auto& pending = scratch_fetches.emplace_back();
     pending.fetch = claim.fetch;
-    // On the store's file system, so that each checked file becomes its object without a copy.
-    if (!item_scratch_) item_scratch_.emplace(store_.temp_dir(), "podplane-deps-items-");
-    pending.file = item_scratch_->path() / ("item-" + std::to_string(scratch_fetches.size() - 1));
+    pending.file = item_scratch() / ("item-" + std::to_string(scratch_fetches.size() - 1));
     const auto& fetch = fetches_[claim.fetch];
     fs::path work = fetch.boot_files.empty() ? fs::path() : next_boot_work();
     const auto expected = TypedDigest::parse(fetch.item.digest);
@@ -498,6 +496,13 @@ class VmconfigRun {
     }
     std::error_code ec;
     fs::remove(pending.file, ec);
+  }
+
+  // The scratch of the sha512 items, os images and seed snapshots: on the store's file system,
+  // so that each checked file becomes its object without a copy. Made when first needed.
+  const fs::path& item_scratch() {
+    if (!item_scratch_) item_scratch_.emplace(store_.temp_dir(), "podplane-deps-items-");
+    return item_scratch_->path();
   }
 
   fs::path next_boot_work() { return scratch_.path() / ("boot-" + std::to_string(boot_reads_++)); }

@@ -51,8 +51,8 @@ SeedsManifest parse_seeds_manifest(std::string_view bytes, const std::string& so
   return manifest;
 }
 
-void check_seed_digest(const fs::path& file, const std::string& expected) {
-  std::string got = "sha512:" + file_digest_hex(file, DigestAlgorithm::sha512);
+void check_seed_digest(const std::string& got_sha512_hex, const std::string& expected) {
+  const std::string got = "sha512:" + got_sha512_hex;
   if (got != expected) throw Error("podplane seed file digest is " + got + ", want " + expected);
 }
 
@@ -68,23 +68,25 @@ SeedsDocument fetch_seeds_document(HttpClient& http, const std::string& base) {
   return document;
 }
 
-SeedsFetcher::SeedsFetcher(cache::Store& store, SeedsDocument document, fs::path scratch)
-    : store_(store), document_(std::move(document)), scratch_(std::move(scratch)) {
+SeedsFetcher::SeedsFetcher(cache::Store& store, SeedsDocument document) : store_(store), document_(std::move(document)) {
   for (const auto& snapshot : document_.manifest.snapshots) {
     std::string view = "seeds/snapshots/" + snapshot.name + "/" + document_.manifest.version + "/" + snapshot.filename;
     auto stored = store_.find_artifact(cache::ArtifactKind::seed_snapshot, snapshot.name, document_.manifest.version, "",
                                        snapshot.filename);
     if (stored && stored->upstream_digest == snapshot.digest && store_.has_object(stored->digest)) continue;
     missing_.push_back(view);
-    pending_.push_back({&snapshot, scratch_ / ("seed-" + snapshot.name), std::nullopt});
+    pending_.push_back({&snapshot, fs::path(), std::nullopt});
   }
 }
 
-void SeedsFetcher::start(DownloadRun& run) {
-  // Each snapshot to its own scratch file, checked and added by finish().
+void SeedsFetcher::start(DownloadRun& run, const fs::path& scratch) {
+  // Each snapshot to its own scratch file, its sha512 hashed as it streams; checked and added
+  // by finish().
   for (std::size_t i = 0; i < pending_.size(); ++i) {
-    run.add(DownloadItem{pending_[i].snapshot->url, std::nullopt, missing_[i], {}, pending_[i].snapshot->size}, pending_[i].file,
-            [this, i](const DownloadOutcome& outcome) { pending_[i].outcome = outcome; });
+    pending_[i].file = scratch / ("seed-" + pending_[i].snapshot->name);
+    DownloadItem item{pending_[i].snapshot->url, std::nullopt, missing_[i], {}, pending_[i].snapshot->size};
+    item.other_algorithm = DigestAlgorithm::sha512;
+    run.add(std::move(item), pending_[i].file, [this, i](const DownloadOutcome& outcome) { pending_[i].outcome = outcome; });
   }
 }
 
@@ -92,26 +94,30 @@ SeedsFetch SeedsFetcher::finish() {
   SeedsFetch result;
   result.missing = missing_;
   const auto& manifest = document_.manifest;
-  for (const auto& pending : pending_) {
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    const auto& pending = pending_[i];
     const auto& snapshot = *pending.snapshot;
     const auto& file = pending.file;
     try {
       if (!pending.outcome) throw Error("not fetched: the run stopped before it");
       if (!pending.outcome->ok) throw Error(pending.outcome->error);
-      check_seed_digest(file, snapshot.digest);
+      check_seed_digest(pending.outcome->other_digest, snapshot.digest);
+      // The scratch file becomes the object (named by the sha256 hashed as it streamed).
+      cache::ObjectWriter object = store_.adopt_file(file, missing_[i], pending.outcome->digest);
+      object.seal(pending.outcome->digest);
       cache::Artifact row;
       row.kind = cache::ArtifactKind::seed_snapshot;
       row.address = snapshot.name;
       row.version = manifest.version;
       row.filename = snapshot.filename;
-      row.size = static_cast<std::int64_t>(fs::file_size(file));
-      row.digest = store_.add_file(file);
+      row.size = static_cast<std::int64_t>(object.size());
+      row.digest = object.publish();
       row.upstream_digest = snapshot.digest;
       row.upstream_url = snapshot.url;
       row.trust = cache::Trust::checksum;
+      result.bytes += static_cast<std::uint64_t>(row.size);
       result.rows.push_back(std::move(row));
       ++result.fetched;
-      result.bytes += fs::file_size(file);
     } catch (const Error& error) {
       result.failures.push_back("seed snapshot " + snapshot.name + ": " + error.what());
     }

@@ -32,8 +32,9 @@ struct SeedsManifest {
 // Error naming `source` and the snapshot when something is missing or malformed.
 [[nodiscard]] SeedsManifest parse_seeds_manifest(std::string_view bytes, const std::string& source);
 
-// "podplane seed file digest is sha512:<got>, want sha512:<expected>" unless they agree.
-void check_seed_digest(const std::filesystem::path& file, const std::string& expected);
+// "podplane seed file digest is sha512:<got>, want sha512:<expected>" unless they agree
+// (`got_sha512_hex`: hashed as the file streamed).
+void check_seed_digest(const std::string& got_sha512_hex, const std::string& expected);
 
 struct SeedsFetch {
   std::vector<cache::Artifact> rows;
@@ -54,27 +55,28 @@ struct SeedsDocument {
 
 // The snapshots of a seeds.json the store lacks, fetched through a run shared with other items:
 // start() adds each to the run, to its own file in `scratch`; finish(), after the run, checks
-// each against its sha512, adds it to the store and returns the rows (seeds.json's too, when the
-// store does not have it yet). Not thread-safe; must outlive the run.
+// each against its sha512 (hashed as it streamed), makes the file itself its object and
+// returns the rows (seeds.json's too, when the store does not have it yet). `scratch` belongs
+// on the store's file system (under Store::temp_dir()), where that costs no copy. Nothing is
+// written before start(). Not thread-safe; must outlive the run.
 class SeedsFetcher {
  public:
-  SeedsFetcher(cache::Store& store, SeedsDocument document, std::filesystem::path scratch);
+  SeedsFetcher(cache::Store& store, SeedsDocument document);
   SeedsFetcher(const SeedsFetcher&) = delete;
   SeedsFetcher& operator=(const SeedsFetcher&) = delete;
 
   const std::vector<std::string>& missing() const { return missing_; }  // view paths (for --dry-run)
-  void start(DownloadRun& run);
+  void start(DownloadRun& run, const std::filesystem::path& scratch);
   [[nodiscard]] SeedsFetch finish();
 
  private:
   struct Pending {
     const SeedSnapshot* snapshot;
-    std::filesystem::path file;
+    std::filesystem::path file;              // set by start()
     std::optional<DownloadOutcome> outcome;  // once the run has ended it
   };
   cache::Store& store_;
   SeedsDocument document_;
-  std::filesystem::path scratch_;
   std::vector<std::string> missing_;
   std::vector<Pending> pending_;  // same index as missing_
 };
