@@ -26,8 +26,8 @@ namespace podplane::mirror {
 // an Error naming it.
 [[nodiscard]] std::string fetch_tool_document(HttpClient& http, const std::string& dir, const std::string& name);
 
-// `dir` + `filename` downloaded to `scratch`/`filename`, which is returned once its bytes on
-// disk have `sha256` (hex); a mismatch is an Error naming the file.
+// `dir` + `filename` downloaded to `scratch`/`filename`, which is returned once its bytes, hashed
+// as they streamed to disk, have `sha256` (hex); a mismatch is an Error naming the file.
 [[nodiscard]] std::filesystem::path fetch_tool_file(const HttpOptions& http, const std::string& dir, const std::string& filename,
                                                     const std::string& sha256, const std::filesystem::path& scratch);
 
