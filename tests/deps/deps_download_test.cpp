@@ -4,10 +4,8 @@
 // and a run killed with SIGKILL whose scratch `deps gc` removes.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -585,18 +583,7 @@ TEST(DepsDownload, AKilledRunsScratchInTheStoreIsGarbageThatGcRemoves) {
   options.unset_env = {"PODPLANE_ARCH"};
   fs::create_directories(dir / "tmp");
 
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    for (const auto& [name, value] : options.env) setenv(name.c_str(), value.c_str(), 1);
-    unsetenv("PODPLANE_ARCH");
-    int null_fd = open("/dev/null", O_WRONLY);
-    dup2(null_fd, 1);
-    dup2(null_fd, 2);
-    execl(podplane_binary().c_str(), "podplane", "deps", "download", "--arch", "amd64", "--kind", "knc",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const pid_t pid = start_podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"}, options);
   // Bounded wait (60 s) for the dripping item to stream into the run's scratch directory.
   bool streaming = false;
   for (int i = 0; i < 600 && !streaming; ++i) {

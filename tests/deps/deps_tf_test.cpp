@@ -3,7 +3,6 @@
 // check, a SIGKILL in the middle of a run, and the lock checked by HashiCorp's parser.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -755,17 +754,10 @@ TEST(DepsTf, SigkillInTheMiddleThenACleanRerun) {
   FixtureUpstream upstream({}, serve);
   DepsRun deps(upstream);
 
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    for (const auto& [name, value] : deps.env()) setenv(name.c_str(), value.c_str(), 1);
-    int null_fd = open("/dev/null", O_WRONLY);
-    dup2(null_fd, 1);
-    dup2(null_fd, 2);
-    execl(podplane_binary().c_str(), "podplane", "deps", "tf", "--platform", "linux_amd64", "--platform", "linux_arm64",
-          "--jobs", "2", static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  ProcessOptions options;
+  options.env = deps.env();
+  const pid_t pid =
+      start_podplane({"deps", "tf", "--platform", "linux_amd64", "--platform", "linux_arm64", "--jobs", "2"}, options);
   // Kill as soon as the first package bytes flow (bounded wait: 60 s).
   bool seen = false;
   for (int i = 0; i < 600 && !seen; ++i) {

@@ -58,6 +58,23 @@ TempDir::~TempDir() {
   }
 }
 
+namespace {
+
+// In a forked child: `options` applied, then argv[0] (looked up on PATH) in its place.
+[[noreturn]] void exec_in_child(const std::vector<std::string>& argv, const ProcessOptions& options) {
+  for (const auto& name : options.unset_env) unsetenv(name.c_str());
+  for (const auto& [name, value] : options.env) setenv(name.c_str(), value.c_str(), 1);
+  if (options.cwd && chdir(options.cwd->c_str()) != 0) _exit(127);
+  std::vector<char*> args;
+  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
+  _exit(127);
+}
+
+}  // namespace
+
 ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& options) {
   int out_pipe[2], err_pipe[2], in_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0 || pipe(in_pipe) != 0) throw std::runtime_error("pipe failed");
@@ -68,15 +85,7 @@ ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& op
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
     for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
-    for (const auto& name : options.unset_env) unsetenv(name.c_str());
-    for (const auto& [name, value] : options.env) setenv(name.c_str(), value.c_str(), 1);
-    if (options.cwd && chdir(options.cwd->c_str()) != 0) _exit(127);
-    std::vector<char*> args;
-    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
+    exec_in_child(argv, options);
   }
   close(in_pipe[0]);
   close(out_pipe[1]);
@@ -141,6 +150,19 @@ ProcessOptions traceable(ProcessOptions options) {
   const char* asan = std::getenv("ASAN_OPTIONS");
   if (asan != nullptr && options.env.count("ASAN_OPTIONS") == 0) options.env["ASAN_OPTIONS"] = std::string(asan) + ":detect_leaks=0";
   return options;
+}
+
+pid_t start_podplane(const std::vector<std::string>& args, const ProcessOptions& options) {
+  std::vector<std::string> argv{podplane_binary().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    int null_fd = open("/dev/null", O_RDWR);
+    for (int fd : {0, 1, 2}) dup2(null_fd, fd);
+    exec_in_child(argv, options);
+  }
+  return pid;
 }
 
 fs::path podplane_binary() { return PODPLANE_BINARY; }

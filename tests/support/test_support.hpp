@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by every test: a fresh temp dir per test, running programs (the podplane
 // binary, gpg, git, go) with captured output, and small file utilities.
+#include <sys/types.h>
+
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -42,6 +44,9 @@ struct ProcessOptions {
 ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 // Runs the podplane binary under test.
 ProcessResult run_podplane(const std::vector<std::string>& args, const ProcessOptions& options = {});
+// Starts it and returns at once, its stdin, stdout and stderr on /dev/null: for a test that
+// kills it midway (the caller kills and reaps the pid).
+pid_t start_podplane(const std::vector<std::string>& args, const ProcessOptions& options = {});
 // Options that point podplane at the store under `root` (PODPLANE_DEPS_CACHE_DIR).
 ProcessOptions with_deps_root(const fs::path& root);
 // `options` for a program run under strace: in a sanitizer build (scripts/test-sanitize sets
