@@ -148,6 +148,7 @@ class BundlePlanner {
       newest_ = std::max(newest_, artifact.added_at);
       if (artifact.kind == cache::ArtifactKind::provider_package && !platforms_.empty() && !platforms_.count(artifact.platform))
         continue;
+      if (!wanted(cache::item_family(artifact.kind).first, artifact.address, artifact.version)) continue;
       TravellingArtifact travelling{artifact, store_.provenance_of(artifact.id)};
       travelling.artifact.id = 0;
       for (auto& p : travelling.provenance) p.artifact_id = 0;
@@ -158,6 +159,7 @@ class BundlePlanner {
       artifacts_.push_back(std::move(travelling));
     }
     for (auto& tree : store_.module_trees()) {
+      if (!wanted(cache::ItemFamily::module, tree.address, tree.version)) continue;
       newest_ = std::max(newest_, tree.added_at);
       tree.id = 0;
       std::sort(tree.files.begin(), tree.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
@@ -171,6 +173,14 @@ class BundlePlanner {
     });
     std::sort(trees_.begin(), trees_.end(),
               [](const auto& a, const auto& b) { return std::tie(a.address, a.version) < std::tie(b.address, b.version); });
+  }
+
+  // Whether an item travels: every one, unless --for-root named the ones that do.
+  bool wanted(cache::ItemFamily family, const std::string& name, const std::string& version) const {
+    if (!options_.only) return true;
+    return std::any_of(options_.only->begin(), options_.only->end(), [&](const cache::ItemPin& pin) {
+      return pin.family == family && pin.name == name && pin.version == version;
+    });
   }
 
   // A row travels unless the receiver lists it and holds all of its objects; those it holds
@@ -258,7 +268,8 @@ class BundlePlanner {
   // Fixed part + rows without travelling objects (in every volume) + per object its entry and
   // the rows it brings along. Each row's share of a manifest is measured here.
   void make_base_manifest() {
-    std::optional<cache::TfSelection> selection = store_.tf_selection();
+    // A bundle for some roots carries their items, not Podplane's own stack's selection.
+    std::optional<cache::TfSelection> selection = options_.only ? std::nullopt : store_.tf_selection();
     if (selection && !platforms_.empty()) {
       std::vector<std::string> kept;
       for (const auto& p : selection->platforms)

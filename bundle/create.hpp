@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bundle/manifest.hpp"
+#include "cache/prune.hpp"
 #include "cache/store.hpp"
 
 namespace podplane::bundle {
@@ -20,6 +21,10 @@ namespace podplane::bundle {
 struct CreateOptions {
   std::optional<std::filesystem::path> since;         // inventory file of the receiving store
   std::vector<std::string> platforms;                 // keep provider packages of these only
+  // `--for-root`: only the provider versions and module versions these name (what the roots
+  // need, fetch/root_needs.hpp), each provider version with its SHA256SUMS, signature and keys;
+  // nothing else travels, and the bundle carries no tf selection. nullopt: the whole store.
+  std::optional<std::vector<cache::ItemPin>> only;
   std::optional<std::filesystem::path> signing_key;   // Ed25519 PEM from `bundle keygen`
   std::optional<std::uint64_t> volume_size;           // at most this many bytes per volume
   // Signed expiry: the manifest says import refuses the bundle after now + expires_in.

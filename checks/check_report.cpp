@@ -1,11 +1,23 @@
 #include "checks/check_report.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace podplane::checks {
 
 bool CheckReport::ok() const {
-  return std::all_of(rows.begin(), rows.end(), [](const CheckRow& row) { return row.ok; });
+  return std::none_of(rows.begin(), rows.end(), [](const CheckRow& row) { return row.result == RowResult::failed; });
+}
+
+bool CheckReport::proven() const {
+  return std::all_of(rows.begin(), rows.end(), [](const CheckRow& row) { return row.result == RowResult::ok; });
+}
+
+std::vector<CheckRow> CheckReport::not_run() const {
+  std::vector<CheckRow> out;
+  std::copy_if(rows.begin(), rows.end(), std::back_inserter(out),
+               [](const CheckRow& row) { return row.result == RowResult::not_run; });
+  return out;
 }
 
 void CheckReport::add(const CheckReport& other) {
@@ -14,14 +26,27 @@ void CheckReport::add(const CheckReport& other) {
     if (std::find(remedies.begin(), remedies.end(), remedy) == remedies.end()) remedies.push_back(remedy);
 }
 
+namespace {
+
+void add_remedy(CheckReport& report, const std::string& remedy) {
+  if (!remedy.empty() && std::find(report.remedies.begin(), report.remedies.end(), remedy) == report.remedies.end())
+    report.remedies.push_back(remedy);
+}
+
+}  // namespace
+
 void CheckReporter::ok(std::string platform, std::string item, std::string detail) {
-  report_.rows.push_back({std::move(platform), std::move(item), true, std::move(detail)});
+  report_.rows.push_back({std::move(platform), std::move(item), RowResult::ok, std::move(detail)});
 }
 
 void CheckReporter::fail(std::string platform, std::string item, std::string detail, const std::string& remedy) {
-  report_.rows.push_back({std::move(platform), std::move(item), false, std::move(detail)});
-  if (std::find(report_.remedies.begin(), report_.remedies.end(), remedy) == report_.remedies.end())
-    report_.remedies.push_back(remedy);
+  report_.rows.push_back({std::move(platform), std::move(item), RowResult::failed, std::move(detail)});
+  add_remedy(report_, remedy);
+}
+
+void CheckReporter::not_run(std::string platform, std::string item, std::string why, const std::string& remedy) {
+  report_.rows.push_back({std::move(platform), std::move(item), RowResult::not_run, "NOT RUN: " + std::move(why)});
+  add_remedy(report_, remedy);
 }
 
 std::string render_check_table(const CheckReport& report) {

@@ -302,6 +302,9 @@ std::vector<std::string> check_platforms(const cache::Store& store, const std::v
   return wanted;
 }
 
+// A generated stack's lock is rewritten by `cluster upgrade`, from the store.
+const EngineRemedies kClusterRemedies{"podplane cluster check", "podplane cluster upgrade"};
+
 }  // namespace
 
 CheckReport check_cluster(const cache::Store& store, const fs::path& config_file, const std::vector<std::string>& platforms,
@@ -336,7 +339,7 @@ CheckReport check_cluster(const cache::Store& store, const fs::path& config_file
       check_lock_covers_requirements(stack_dir, lock, engine, out);
       for (const auto& platform : check_platforms(store, platforms)) check_providers(store, lock, platform, engine, out);
       check_tfrc(store, out);
-      if (engine_init == EngineInit::when_present) check_engine_init(store, stack_dir, engine, out);
+      check_engine_init([&store] { return through_store_tfrc(store); }, stack_dir, "/", engine, engine_init, kClusterRemedies, out);
     }
     check_manifests(store, stack_dir, "proxmox", out);
     check_images(store, stack_dir, out);
@@ -370,7 +373,7 @@ CheckReport check_cluster(const cache::Store& store, const fs::path& config_file
   check_seed(store, stack_dir, *main_text, config ? &*config : nullptr, out);
   check_vm_fetches(store, stack_dir, *main_text, provider_kind, out);
   check_tfrc(store, out);
-  if (engine_init == EngineInit::when_present) check_engine_init(store, stack_dir, engine, out);
+  check_engine_init([&store] { return through_store_tfrc(store); }, stack_dir, "/", engine, engine_init, kClusterRemedies, out);
   return report;
 }
 

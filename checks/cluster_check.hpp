@@ -28,6 +28,6 @@ namespace podplane::checks {
 // lock).
 [[nodiscard]] CheckReport check_cluster(const cache::Store& store, const std::filesystem::path& config_file,
                                         const std::vector<std::string>& platforms,
-                                        EngineInit engine_init = EngineInit::when_present);
+                                        EngineInit engine_init = EngineInit::required);
 
 }  // namespace podplane::checks

@@ -1,8 +1,8 @@
 #include "checks/stack_check.hpp"
 
+#include <memory>
+
 #include "base/error.hpp"
-#include "checks/engine_init.hpp"
-#include "lockfile/tf_config.hpp"
 
 namespace podplane::checks {
 
@@ -10,14 +10,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Whether the root (or a local module it calls) calls a registry, git or archive module: the
-// engine's offline init would have to fetch it, so only podplane's own rows can speak for it.
-bool calls_remote_modules(const fs::path& root) {
-  try {
-    return !lockfile::read_module_requirements(root).remote_modules.empty();
-  } catch (const Error&) {
-    return false;  // check_root reports a root it cannot read; the engine run shows its own error
-  }
+std::string engine_flag(lockfile::Engine engine) {
+  return engine == lockfile::Engine::terraform ? " --engine terraform" : "";
 }
 
 }  // namespace
@@ -34,22 +28,31 @@ RootCheckSource mirror_source(const std::string& url) {
 }
 
 CheckReport check_roots(const RootCheckSource& source, const std::vector<fs::path>& roots,
-                        const std::vector<std::string>& platforms,
+                        const StackCheckOptions& options,
                         const std::function<void(const fs::path& root, const CheckReport& report)>& on_root) {
   CheckReport all;
+  std::shared_ptr<const EngineMirror> store_mirror;  // started for the first root that reaches its engine run
   for (const auto& root_dir : roots) {
     const fs::path root = fs::absolute(root_dir).lexically_normal();
     CheckReport report;
     CheckReporter out(report);
-    check_root(source, root, platforms, out);
-    // The engine is the judge where it is installed; through the store's tfrc, as `init` on the site runs.
-    if (source.store != nullptr && source.mirror_url.empty() && fs::exists(root / ".terraform.lock.hcl")) {
-      if (calls_remote_modules(root))
-        out.ok("-", "engine init -lockfile=readonly (offline)",
-               "not run: the root calls remote modules, which the engine would fetch from their registry; the module "
-               "rows above are podplane's reading of the store");
-      else
-        check_engine_init(*source.store, root, root_engine(root), out, "podplane stack check " + root.string());
+    const auto needs = check_root(source, root, options.root, out);
+    if (needs) {
+      // Through the mirror given, else through the store's own, started once for all roots.
+      auto setup = [&]() {
+        EngineMirror mirror{source.mirror_url, std::nullopt};
+        if (source.mirror_url.empty()) {
+          if (!store_mirror) store_mirror = options.start_store_mirror();
+          mirror = *store_mirror;
+        }
+        return through_mirror(mirror, {needs->registry_hosts, needs->git_hosts});
+      };
+      const std::string repo_root =
+          options.root.repo_root ? " --repo-root " + options.root.repo_root->string() : "";
+      const EngineRemedies remedies{"podplane stack check " + root.string() + options.root.flags,
+                                    "podplane deps tf" + engine_flag(needs->engine) + " --stack " + root.string() +
+                                        repo_root + " --write-lock (online)"};
+      check_engine_init(setup, root, needs->boundary, needs->engine, options.engine, remedies, out);
     }
     on_root(root, report);
     all.add(report);

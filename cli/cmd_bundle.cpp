@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
 #include "cli/open_store.hpp"
+#include "fetch/root_needs.hpp"
 
 namespace podplane::cli {
 
@@ -25,6 +26,8 @@ struct CreateArgs {
   std::string file;
   std::string since;
   std::vector<std::string> platforms;
+  std::vector<std::string> for_roots;
+  std::string repo_root;
   std::string sign;
   std::string volume_size;
   std::string expires_in;
@@ -110,6 +113,15 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   create->add_option("FILE", c->file, "Bundle file (volumes: FILE.001-of-NNN, …)")->required();
   create->add_option("--since", c->since, "Inventory from the receiving store: bundle only what it lacks");
   create->add_option("--platform", c->platforms, "Keep provider packages of this OS_ARCH only (repeatable)")->allow_extra_args(false);
+  create->add_option("--for-root", c->for_roots,
+                     "Carry only what this OpenTofu/Terraform root needs: the provider versions its lock names and the "
+                     "module versions its calls select (repeatable)")
+      ->check(CLI::ExistingDirectory);
+  create->add_option("--repo-root", c->repo_root,
+                     "The directory the --for-root roots' local module calls (`../modules/x`) may lead into (default: "
+                     "each root's git repository, else the root itself)")
+      ->check(CLI::ExistingDirectory)
+      ->needs("--for-root");
   create->add_option("--sign", c->sign, "Ed25519 private key (from 'bundle keygen') to sign the manifests");
   create->add_option("--volume-size", c->volume_size, "Cut into volumes of at most SIZE (e.g. 700M, 4095M, 25G)")
       ->check(size_in_bytes(1, std::numeric_limits<std::uint64_t>::max()));
@@ -124,6 +136,14 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
     if (!c->volume_size.empty()) options.volume_size = bundle::parse_size(c->volume_size);
     if (!c->expires_in.empty()) options.expires_in = bundle::parse_duration(c->expires_in);
     auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_write);
+    if (!c->for_roots.empty()) {
+      options.only.emplace();
+      const auto repo_root = c->repo_root.empty() ? std::nullopt : std::optional<std::filesystem::path>(c->repo_root);
+      for (const auto& root : c->for_roots) {
+        const auto pins = mirror::stored_root_pins(store, root, repo_root);
+        options.only->insert(options.only->end(), pins.begin(), pins.end());
+      }
+    }
     auto plan = bundle::plan_bundle(store, c->file, options);
     std::cout << "bundle: " << plan.artifacts << " artifacts, " << plan.module_trees << " module trees, " << plan.objects
               << " objects (" << human_bytes(plan.object_bytes) << ") in " << plan.volumes.size() << " volume(s), "

@@ -42,6 +42,7 @@ struct ClusterOptions {
   std::string id = gen::InitOptions{}.id;
   std::string arch;  // cluster init: the pools' arch (empty: the provider's default)
   std::string deps_mirror_url;  // cluster init: the site's `mirror serve` (empty: a commented example)
+  bool without_engine = false;  // cluster check: accept podplane's own reading when the engine is absent
 };
 
 bool interactive() { return ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO); }
@@ -209,13 +210,19 @@ void run_init(const ClusterOptions& options) {
 void run_check(const ClusterOptions& options) {
   fs::path config_file = fs::absolute(options.config);
   cache::Store store = open_existing_store();
-  checks::CheckReport report = checks::check_cluster(store, config_file, options.platforms);
+  checks::CheckReport report = checks::check_cluster(
+      store, config_file, options.platforms, options.without_engine ? checks::EngineInit::skip : checks::EngineInit::required);
   std::cout << checks::render_check_table(report);
-  if (report.ok()) {
-    std::cout << "All checks passed: `init` of this stack needs nothing beyond the store.\n";
+  if (report.proven()) {
+    std::cout << "All checks passed: `init` of this stack needs nothing beyond the store, and the engine itself proved it.\n";
     return;
   }
-  std::string message = "cluster check failed; to fix:";
+  if (report.ok() && options.without_engine) {
+    std::cout << "No check failed, without the engine (--without-engine): podplane's own reading says `init` of this "
+                 "stack needs nothing beyond the store; the engine did not prove it.\n";
+    return;
+  }
+  std::string message = report.ok() ? "cluster check is not proven: a check did not run; to run it:" : "cluster check failed; to fix:";
   for (const auto& remedy : report.remedies) message += "\n  " + remedy;
   throw Error(message);
 }
@@ -251,6 +258,9 @@ void register_cluster_commands(CLI::App& group, const GlobalOptions& global) {
   auto* check = group.add_subcommand("check", "Prove the stack's dependencies are all in the store, per platform");
   check->add_option("-f,--cluster-config", options->config, "Cluster config")->capture_default_str();
   check->add_option("--platform", options->platforms, "Platform OS_ARCH to check (repeatable; default: all the store has)")->delimiter(',');
+  check->add_flag("--without-engine", options->without_engine,
+                  "Accept podplane's own reading when the stack's engine (tofu or terraform) is not on PATH, instead of "
+                  "failing: the check then proves less");
   check->callback([options] { run_check(*options); });
 }
 

@@ -32,6 +32,7 @@ struct TfArgs {
   std::vector<std::string> platforms;
   std::string engine;  // empty: the engine on PATH (generator::engine_on_path)
   std::vector<std::string> stacks;
+  std::string repo_root;
   std::string cluster_config;
   int jobs = 8;
   bool allow_unverified = false;
@@ -136,6 +137,11 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
       ->check(CLI::IsMember({"tofu", "terraform"}));
   tf->add_option("--stack", tf_args->stacks, "Root module directory to fetch for instead of Podplane's stack (repeatable)")
       ->check(CLI::ExistingDirectory);
+  tf->add_option("--repo-root", tf_args->repo_root,
+                 "The directory the --stack roots' local module calls (`../modules/x`) may lead into (default: each "
+                 "root's git repository, else the root itself)")
+      ->check(CLI::ExistingDirectory)
+      ->needs("--stack");
   tf->add_flag("--write-lock", tf_args->write_lock,
                "Write or update each --stack root's .terraform.lock.hcl for the platforms asked for, as "
                "`providers lock` would")
@@ -169,6 +175,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
       options.engine_reason = "--engine";
     }
     for (const auto& stack : tf_args->stacks) options.stacks.emplace_back(stack);
+    if (!tf_args->repo_root.empty()) options.repo_root = std::filesystem::absolute(tf_args->repo_root).lexically_normal();
     if (tf_args->write_lock) options.root_locks = mirror::RootLocks::write;
     if (tf_args->upgrade) options.locked_versions = mirror::LockedVersions::upgrade;
     // The stack of the config's provider kind, as the generator writes it (cache/podplane_stack.hpp).

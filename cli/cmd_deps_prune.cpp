@@ -15,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
 #include "cli/open_store.hpp"
+#include "fetch/root_needs.hpp"
 #include "generator/stack_pins.hpp"
 
 namespace podplane::cli {
@@ -23,31 +24,54 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Whether `dir` holds a root's configuration (*.tf or *.tf.json), beside a lock given by --keep-lock.
+bool holds_configuration(const fs::path& dir) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && (name.ends_with(".tf") || name.ends_with(".tf.json"))) return true;
+  }
+  return false;
+}
+
 // The options prune and du share: du shows what a prune with them would free.
 struct PruneOptions {
   std::size_t keep = 0;  // 0: not given
   std::vector<std::string> lock_files, config_files, root_dirs;
+  std::string repo_root;
   std::string older_than;
   bool json = false;
 
-  cache::PrunePolicy policy() const {
+  cache::PrunePolicy policy(const cache::Store& store) const {
     cache::PrunePolicy policy;
     if (keep > 0) policy.keep = keep;
+    auto add = [&policy](const std::vector<cache::ItemPin>& pins) { policy.pins.insert(policy.pins.end(), pins.begin(), pins.end()); };
+    // A root keeps what fetch/root_needs.hpp says it needs: its lock's providers and the module
+    // versions its calls select from this store, so that `stack check` of it passes after.
+    const std::optional<fs::path> boundary = repo_root.empty() ? std::nullopt : std::optional<fs::path>(repo_root);
+    auto keep_root = [&](const fs::path& dir, const std::string& flag) {
+      try {
+        add(mirror::stored_root_pins(store, dir, boundary));
+      } catch (const Error& error) {
+        throw Error(flag + ": " + error.message());
+      }
+    };
     for (const auto& file : lock_files) {
-      auto pins = cache::lock_file_pins(file);
-      policy.pins.insert(policy.pins.end(), pins.begin(), pins.end());
+      add(cache::lock_file_pins(file));
+      // A lock committed in its root: the root's module calls are kept too.
+      const fs::path dir = fs::absolute(file).parent_path();
+      if (holds_configuration(dir)) keep_root(dir, "--keep-lock " + file);
     }
     for (const auto& dir : root_dirs) {
       fs::path lock = fs::path(dir) / ".terraform.lock.hcl";
       if (!fs::exists(lock))
         throw Error("--keep-root " + dir + ": the root has no .terraform.lock.hcl (run `tofu init` or `podplane deps tf --stack " +
                     dir + "` there first, or name its lock with --keep-lock)");
-      auto pins = cache::lock_file_pins(lock);
-      policy.pins.insert(policy.pins.end(), pins.begin(), pins.end());
+      keep_root(dir, "--keep-root " + dir);
     }
     for (const auto& file : config_files) {
       auto pins = generator::stack_pins(file);
-      policy.pins.insert(policy.pins.end(), pins.items.begin(), pins.items.end());
+      add(pins.items);
       policy.pinned_manifests.insert(policy.pinned_manifests.end(), pins.manifests.begin(), pins.manifests.end());
     }
     if (!older_than.empty()) {
@@ -60,13 +84,20 @@ struct PruneOptions {
 
 void add_prune_options(CLI::App& command, PruneOptions& options) {
   command.add_option("--keep-lock", options.lock_files,
-                     "Also keep every provider version this .terraform.lock.hcl names, whatever its age (repeatable)")
+                     "Also keep every provider version this .terraform.lock.hcl names, whatever its age, and, where it "
+                     "sits in a root, the module versions that root's calls select (repeatable)")
       ->check(CLI::ExistingFile);
   command.add_option("--keep-config", options.config_files,
                      "Also keep what this cluster's stack pins: its lock's providers, module version, copied vmconfig "
                      "manifests and seed (repeatable)")
       ->check(CLI::ExistingFile);
-  command.add_option("--keep-root", options.root_dirs, "Also keep what the .terraform.lock.hcl of this root names (repeatable)")
+  command.add_option("--keep-root", options.root_dirs,
+                     "Also keep what this root needs: the provider versions its .terraform.lock.hcl names and the module "
+                     "versions its calls select (repeatable)")
+      ->check(CLI::ExistingDirectory);
+  command.add_option("--repo-root", options.repo_root,
+                     "The directory the roots' local module calls (`../modules/x`) may lead into (default: each root's "
+                     "git repository, else the root itself)")
       ->check(CLI::ExistingDirectory);
   command.add_option("--older-than", options.older_than, "Remove only items added before this long ago (30d, 12h, 90m, 3600s)")
       ->transform(duration());
@@ -82,17 +113,16 @@ std::string item_line(const cache::StoreItem& item) {
 
 void deps_prune(const PruneOptions& options, bool dry_run) {
   const fs::path root = cache::default_deps_root();
-  const auto policy = options.policy();
   std::optional<cache::PruneReport> report;
   cache::PrunePlan plan;
   if (dry_run) {
     // A dry run only reads: it opens the store read-only and changes no byte of it.
     auto store = open_for_reading(root);
     if (!store) throw Error("deps prune refused: there is no store index at " + cache::layout::index_db(root).string());
-    plan = cache::plan_prune(*store, policy);
+    plan = cache::plan_prune(*store, options.policy(*store));
   } else {
     auto store = open_existing_for_writing(root, "deps prune");
-    report = cache::prune_store(store, policy);
+    report = cache::prune_store(store, options.policy(store));
     plan = report->plan;
   }
   if (options.json) {
@@ -120,7 +150,7 @@ void deps_du(const PruneOptions& options) {
   const fs::path root = cache::default_deps_root();
   auto store = open_for_reading(root);
   if (!store) throw Error("no store at " + root.string() + ": " + cache::layout::index_db(root).string() + " does not exist");
-  const auto plan = cache::plan_prune(*store, options.policy());
+  const auto plan = cache::plan_prune(*store, options.policy(*store));
   const auto usage = cache::usage_of(plan);
   if (options.json) {
     nlohmann::json names = nlohmann::json::array();

@@ -8,6 +8,7 @@
 #include "checks/stack_check.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
+#include "mirror/loopback_mirror.hpp"
 
 namespace podplane::cli {
 
@@ -15,32 +16,66 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct StackCheckOptions {
+struct StackCheckFlags {
   std::vector<std::string> roots;
   std::vector<std::string> platforms;
   std::string mirror_url;
+  std::string repo_root;
+  bool without_engine = false;
 };
 
-void run_stack_check(const StackCheckOptions& options) {
+// A loopback mirror of the store and what the engine child needs of it, alive together.
+struct StoreMirror {
+  explicit StoreMirror(const fs::path& deps_root) : server(deps_root), engine{server.url(), server.ca_file()} {}
+  mirror::LoopbackMirror server;
+  checks::EngineMirror engine;
+};
+
+// The flags a printed command repeats so that it checks what this run checked.
+std::string repeated_flags(const StackCheckFlags& flags) {
+  std::string out;
+  if (!flags.mirror_url.empty()) out += " --mirror " + flags.mirror_url;
+  for (const auto& platform : flags.platforms) out += " --platform " + platform;
+  return out;
+}
+
+void run_stack_check(const StackCheckFlags& flags) {
   std::optional<cache::Store> store;
   checks::RootCheckSource source;
-  if (options.mirror_url.empty()) {
+  if (flags.mirror_url.empty()) {
     store.emplace(open_existing_store());
     source.store = &*store;
   } else {
-    source = checks::mirror_source(options.mirror_url);
+    source = checks::mirror_source(flags.mirror_url);
   }
-  const std::vector<fs::path> roots(options.roots.begin(), options.roots.end());
+  checks::StackCheckOptions options;
+  options.root.platforms = flags.platforms;
+  if (!flags.repo_root.empty()) options.root.repo_root = fs::absolute(flags.repo_root).lexically_normal();
+  options.root.flags = repeated_flags(flags) + (options.root.repo_root ? " --repo-root " + options.root.repo_root->string() : "");
+  options.engine = flags.without_engine ? checks::EngineInit::skip : checks::EngineInit::required;
+  if (store)
+    options.start_store_mirror = [root = store->root()]() -> std::shared_ptr<const checks::EngineMirror> {
+      auto mirror = std::make_shared<StoreMirror>(root);
+      return {mirror, &mirror->engine};
+    };
+  const std::vector<fs::path> roots(flags.roots.begin(), flags.roots.end());
   auto print = [](const fs::path& root, const checks::CheckReport& report) {
     std::cout << "Root " << root.string() << "\n" << checks::render_check_table(report) << "\n";
   };
-  const checks::CheckReport all = checks::check_roots(source, roots, options.platforms, print);
-  if (all.ok()) {
-    std::cout << "All checks passed: `init -lockfile=readonly` of " << (options.roots.size() == 1 ? "this root" : "these roots")
-              << " needs nothing beyond " << (store ? "the store" : options.mirror_url) << ".\n";
+  const checks::CheckReport all = checks::check_roots(source, roots, options, print);
+  const std::string these = flags.roots.size() == 1 ? "this root" : "these roots";
+  if (all.proven()) {
+    std::cout << "All checks passed: `init -lockfile=readonly` of " << these << " needs nothing beyond "
+              << (store ? "the store" : flags.mirror_url) << ", and the engine itself proved it.\n";
     return;
   }
-  std::string message = "stack check failed; to fix:";
+  if (all.ok() && flags.without_engine) {
+    std::cout << "No check failed, without the engine (--without-engine): podplane's own reading says `init "
+                 "-lockfile=readonly` of " << these << " needs nothing beyond " << (store ? "the store" : flags.mirror_url)
+              << "; the engine did not prove it.\n";
+    return;
+  }
+  std::string message = all.ok() ? "stack check is not proven: a check did not run; to run it:" : "stack check failed; to fix:";
   for (const auto& remedy : all.remedies) message += "\n  " + remedy;
   throw Error(message);
 }
@@ -48,7 +83,7 @@ void run_stack_check(const StackCheckOptions& options) {
 }  // namespace
 
 void register_stack_commands(CLI::App& group, const GlobalOptions& /*global*/) {
-  auto options = std::make_shared<StackCheckOptions>();
+  auto options = std::make_shared<StackCheckFlags>();
   auto* check = group.add_subcommand(
       "check", "Prove that `init` of any OpenTofu/Terraform root needs nothing beyond the store (or a mirror), per platform");
   check->add_option("DIR", options->roots, "Root module directory (with its .terraform.lock.hcl); repeatable")
@@ -61,6 +96,13 @@ void register_stack_commands(CLI::App& group, const GlobalOptions& /*global*/) {
   check->add_option("--mirror", options->mirror_url,
                     "Check against a running `podplane mirror serve` at this URL instead of the store (SSL_CERT_FILE "
                     "trusts its CA)");
+  check->add_option("--repo-root", options->repo_root,
+                    "The directory local module calls (`../modules/x`) may lead into (default: the root's git "
+                    "repository, else the root itself)")
+      ->check(CLI::ExistingDirectory);
+  check->add_flag("--without-engine", options->without_engine,
+                  "Accept podplane's own reading when the engine (tofu or terraform) is not on PATH, instead of "
+                  "failing: the check then proves less");
   check->callback([options] { run_stack_check(*options); });
 }
 

@@ -22,6 +22,7 @@
 #include "fetch/registry.hpp"
 #include "base/scratch_dir.hpp"
 #include "fetch/root_lock.hpp"
+#include "fetch/root_needs.hpp"
 #include "fetch/tf_metadata.hpp"
 #include "fetch/tf_modules.hpp"
 #include "fetch/tf_package_job.hpp"
@@ -102,7 +103,7 @@ class TfRun {
     }
     std::vector<RootRequirements> roots;
     for (const auto& stack : options_.stacks) {
-      roots.push_back(read_root(stack, host_, modules_));
+      roots.push_back(read_root(stack, host_, modules_, module_boundary(stack, options_.repo_root)));
       if (options_.locked_versions == LockedVersions::upgrade) {
         for (auto& [address, want] : roots.back().providers) want.pinned.reset();
       }

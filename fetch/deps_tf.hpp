@@ -12,6 +12,7 @@
 // were (verified package bytes may remain as unindexed objects that a rerun reuses and gc
 // removes). Credentials go only to registry JSON endpoints. Errors are podplane::Error.
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -38,6 +39,8 @@ struct DepsTfOptions {
   // Otherwise each root is resolved on its own constraints and its own lock; the store keeps
   // every version any root needs and Podplane's selection is left as it was.
   std::vector<std::filesystem::path> stacks;
+  // --repo-root: where the roots' local module calls may lead (nullopt: each root's git repository).
+  std::optional<std::filesystem::path> repo_root;
   RootLocks root_locks = RootLocks::leave;
   LockedVersions locked_versions = LockedVersions::keep;
   cache::ProviderKind default_stack = cache::ProviderKind::aws;  // `deps tf -f CONFIG`: the config's kind

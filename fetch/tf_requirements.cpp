@@ -53,7 +53,8 @@ void RootRequirements::want(const ProviderAddress& address, const std::string& c
   }
 }
 
-RootRequirements read_root(const fs::path& dir, const std::string& registry_host, ModulePackages& packages) {
+RootRequirements read_root(const fs::path& dir, const std::string& registry_host, ModulePackages& packages,
+                           const fs::path& boundary) {
   if (!fs::is_directory(dir)) throw UsageError("--stack " + dir.string() + " is not a directory");
   RootRequirements root;
   root.name = dir.string();
@@ -64,7 +65,7 @@ RootRequirements read_root(const fs::path& dir, const std::string& registry_host
       pins.emplace(entry.address, Version::parse(entry.version));
     }
   }
-  read_module_dir(root, dir, lockfile::repository_of(dir), 0, registry_host, packages);
+  read_module_dir(root, dir, boundary.empty() ? lockfile::repository_of(dir) : boundary, 0, registry_host, packages);
   for (const auto& [address, version] : pins) {
     auto it = root.providers.find(address);
     if (it == root.providers.end()) continue;  // a lock entry no module asks for: the engines drop it too

@@ -67,9 +67,10 @@ struct RootRequirements {
 
 // A --stack root: DIR's .tf files and the local modules they call, every remote module they
 // call (followed up to 8 levels deep), and DIR/.terraform.lock.hcl's pins of what those ask for
-// (a lock entry nothing asks for is dropped, as the engines drop it).
+// (a lock entry nothing asks for is dropped, as the engines drop it). Local module calls stay
+// inside `boundary` (empty: lockfile::repository_of(dir)).
 [[nodiscard]] RootRequirements read_root(const std::filesystem::path& dir, const std::string& registry_host,
-                                         ModulePackages& packages);
+                                         ModulePackages& packages, const std::filesystem::path& boundary = {});
 
 // Podplane's stack: its providers, its module package, and what that package's
 // modules/{cluster,account,network,shard} ask for.

@@ -60,6 +60,13 @@ struct Walk {
 
 void read_directory(const fs::path& dir, ModuleRequirements& out, Walk& walk);
 
+// The deepest directory that holds both `a` and `b` (both absolute).
+fs::path common_ancestor(const fs::path& a, const fs::path& b) {
+  fs::path common;
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end() && ib != b.end() && *ia == *ib; ++ia, ++ib) common /= *ia;
+  return common.empty() ? a.root_path() : common;
+}
+
 // A local call is followed into its directory; any other is a remote call for the caller.
 // `where` ("file:line:col: ") prefixes the error of a local source that does not exist.
 void add_module_call(const fs::path& dir, ModuleCall call, const std::string& where, ModuleRequirements& out,
@@ -75,10 +82,17 @@ void add_module_call(const fs::path& dir, ModuleCall call, const std::string& wh
     const fs::path resolved = fs::canonical(child, ec);
     const fs::path inside = resolved.lexically_relative(walk.within);
     if (ec || inside.empty() || *inside.begin() == "..") {
-      throw Error(where + "local module \"" + call.name + "\" (source \"" + call.source + "\") leaves " +
-                  walk.within.string() + ": it is " + (ec ? child.string() : resolved.string()) +
-                  "; local modules are read only inside the repository (or the directory) of the root");
+      const fs::path target = ec ? child.lexically_normal() : resolved;
+      const fs::path common = common_ancestor(walk.within, target);
+      throw LocalModuleOutside(
+          where + "local module \"" + call.name + "\" (source \"" + call.source + "\") leaves " + walk.within.string() +
+              ": it is " + target.string() +
+              "; local modules are read only inside the root's git repository, or the root itself when it is in none: "
+              "pass --repo-root " + common.string() + " to read them up to that directory",
+          common);
     }
+    if (std::find(out.local_module_dirs.begin(), out.local_module_dirs.end(), resolved) == out.local_module_dirs.end())
+      out.local_module_dirs.push_back(resolved);
     read_directory(child, out, walk);
   } else {
     out.remote_modules.push_back(std::move(call));

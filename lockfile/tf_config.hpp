@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
+
 namespace podplane::lockfile {
 
 struct ProviderRequirement {
@@ -27,11 +29,26 @@ struct ModuleRequirements {
   std::vector<std::string> required_versions;
   std::vector<ProviderRequirement> providers;
   std::vector<ModuleCall> remote_modules;  // every non-local call, across followed local modules
+  std::vector<std::filesystem::path> local_module_dirs;  // every local module followed (canonical), once each
+};
+
+// A local module call that leaves the directory local modules are read in (the root's git
+// repository, else the root itself: a tarball of a repo or a CI workspace has no .git). The
+// message names `--repo-root` with `suggested_root`, the nearest directory that holds both:
+// every command that reads roots takes that flag to set the boundary.
+class LocalModuleOutside : public Error {
+ public:
+  LocalModuleOutside(const std::string& message, std::filesystem::path suggested_root)
+      : Error(message), suggested_root_(std::move(suggested_root)) {}
+  const std::filesystem::path& suggested_root() const { return suggested_root_; }
+
+ private:
+  std::filesystem::path suggested_root_;
 };
 
 // Reads every *.tf and *.tf.json file in `dir`, and follows local module sources that stay
-// inside `within` (after links); one that leaves it is an error naming the call and where it
-// leads. Errors name the file.
+// inside `within` (after links); one that leaves it is a LocalModuleOutside naming the call and
+// where it leads. Other errors name the file.
 [[nodiscard]] ModuleRequirements read_module_requirements(const std::filesystem::path& dir,
                                                           const std::filesystem::path& within);
 // Within repository_of(dir): a root's local modules may be anywhere in its git repository

@@ -484,7 +484,8 @@ TEST(PruneCli, KeepsWhatAClusterStackAndALockPin) {
     kept[item["family"].get<std::string>() + " " + item["name"].get<std::string>() + " " + item["version"].get<std::string>()] =
         item.value("kept_because", "");
   EXPECT_THAT(kept["provider " + null_address + " 3.2.2"], HasSubstr("pinned by cluster " + config.string()));
-  EXPECT_THAT(kept["provider " + null_address + " 3.2.3"], HasSubstr("pinned by lock"));
+  // --keep-root keeps what the root needs (fetch/root_needs.hpp), its lock's providers first.
+  EXPECT_THAT(kept["provider " + null_address + " 3.2.3"], HasSubstr("pinned by root " + (f.dir / "root").string()));
   EXPECT_THAT(kept["vmconfig_manifest " + manifest_name + " 20260101"], HasSubstr("pinned by cluster"));
   EXPECT_THAT(kept["vmconfig_artifact containerd 1.7.0"], HasSubstr("needed by"));
   EXPECT_EQ(kept["module " + nstance_address + " 2.0.0"], "");

@@ -312,6 +312,43 @@ TEST(AnyRoot, StackCheckPassesAfterAFillAndNamesTheFix) {
       << unlocked.err;
 }
 
+// Every root shape of the users' repos, pruned to the newest version of each name but what the
+// roots need (--keep-root, one definition with stack check's): each root's check passes after,
+// the engine proving it, and what no root needs is gone (the homelab's bootstrap pins random
+// 3.6.0, an older version --keep 1 alone would drop).
+TEST(AnyRoot, PruneKeepingTheRootsLeavesEveryRootsCheckPassing) {
+  if (!have_program("terraform")) GTEST_SKIP() << "no terraform on PATH: the machine image provides it, Debian does not";
+  FixtureUpstream upstream(with_user_providers());
+  Repo repo(upstream);
+  write_shop(repo);
+  write_homelab(repo, "registry.terraform.io", package_of(upstream, "random", "3.6.0", "linux_amd64")["h1"]);
+  write_file(repo.path("clusters/home/talos/network.tf"),
+             "module \"network\" {\n  source  = \"nstance-dev/nstance/aws//modules/network\"\n  version = \"2.0.1\"\n}\n");
+  // A root no one keeps: the older aws and null it pins go, and the module version its
+  // unconstrained call selects (2.1.0) stays only as the newest.
+  write_file(repo.path("old/main.tf"), required({{"hashicorp/aws", "6.0.0"}, {"hashicorp/null", "3.2.3"}}) +
+                                           "module \"network\" {\n  source  = \"nstance-dev/nstance/aws//modules/network\"\n}\n");
+  std::vector<std::string> all = kRoots;
+  all.push_back("old");
+  auto fill = fill_roots(repo, {"linux_amd64"}, all);
+  ASSERT_EQ(fill.exit_code, 0) << fill.out << fill.err;
+
+  std::vector<std::string> prune{"deps", "prune", "--keep", "1"};
+  for (const auto& root : kRoots) prune.insert(prune.end(), {"--keep-root", repo.path(root).string()});
+  auto pruned = repo.podplane(prune);
+  ASSERT_EQ(pruned.exit_code, 0) << pruned.out << pruned.err;
+  for (const char* gone : {"removed provider registry.terraform.io/hashicorp/aws 6.0.0",
+                           "removed provider registry.terraform.io/hashicorp/null 3.2.3"})
+    EXPECT_NE(pruned.out.find(gone), std::string::npos) << pruned.out;
+  EXPECT_EQ(pruned.out.find("removed module"), std::string::npos) << pruned.out;
+  EXPECT_EQ(pruned.out.find("removed provider registry.terraform.io/hashicorp/random 3.6.0"), std::string::npos) << pruned.out;
+
+  auto checked = stack_check(repo, kRoots);
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  EXPECT_EQ(rows_with(checked.out, "-", "terraform init -lockfile=readonly (offline)"), kRoots.size()) << checked.out;
+  EXPECT_NE(checked.out.find("All checks passed"), std::string::npos) << checked.out;
+}
+
 // Moves this test process, and so every program it starts, into a network namespace of its own
 // with only loopback up (what `unshare -n` plus `ip link set lo up` do): the fixture upstream and
 // `mirror serve` answer on 127.0.0.1, and nothing else is reachable. Returns why not, or "".

@@ -65,7 +65,9 @@ class PrintedFixes : public ::testing::Test {
  protected:
   void SetUp() override {
     online.env = upstream.env(root, upstream.write_cli_config(dir / "cli.tfrc"));
-    online.env["PATH"] = "/usr/bin:/bin";  // no engine on PATH: deps tf takes tofu, as documented
+    // No engine on PATH: deps tf takes tofu, as documented, and the checks judge by podplane's
+    // own reading (--without-engine): these are the fixes of podplane's rows.
+    online.env["PATH"] = "/usr/bin:/bin";
     online.unset_env = {"http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
   }
   ProcessResult podplane(const std::vector<std::string>& args, const std::optional<fs::path>& cwd = std::nullopt) {
@@ -122,7 +124,7 @@ TEST_F(PrintedFixes, ClusterCheckMissingProviderItems) {
   }
   auto created = podplane({"cluster", "create", "--no-apply"}, stack);
   ASSERT_EQ(created.exit_code, 0) << show(created);
-  expect_printed_fixes_fix({"cluster", "check"}, stack, "nstance-agent");
+  expect_printed_fixes_fix({"cluster", "check", "--without-engine"}, stack, "nstance-agent");
 
   // The seed snapshot apply reads, gone from the store's views: the printed `deps download`
   // names no placeholder and puts it back.
@@ -132,7 +134,7 @@ TEST_F(PrintedFixes, ClusterCheckMissingProviderItems) {
   const fs::path seed = stack / std::string(seed_path[1]);
   ASSERT_TRUE(fs::exists(seed)) << seed;
   fs::remove(seed);
-  expect_printed_fixes_fix({"cluster", "check"}, stack, "MISSING: " + std::string(seed_path[1]));
+  expect_printed_fixes_fix({"cluster", "check", "--without-engine"}, stack, "MISSING: " + std::string(seed_path[1]));
   EXPECT_TRUE(fs::exists(seed)) << seed;
 }
 
@@ -177,7 +179,7 @@ TEST_F(PrintedFixes, StackCheckLockBehindItsConstraints) {
   EXPECT_EQ(kept.exit_code, 1) << show(kept);
   EXPECT_NE(kept.err.find("with --upgrade"), std::string::npos) << "the refusal should name --upgrade\n" << show(kept);
 
-  expect_printed_fixes_fix({"stack", "check", infra.string()}, dir.path(), "LOCK: the lock has 6.0.0");
+  expect_printed_fixes_fix({"stack", "check", infra.string(), "--without-engine"}, dir.path(), "LOCK: the lock has 6.0.0");
   EXPECT_NE(read_file(infra / ".terraform.lock.hcl").find("version     = \"6.2.0\""), std::string::npos)
       << read_file(infra / ".terraform.lock.hcl");
 }
