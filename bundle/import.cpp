@@ -589,9 +589,11 @@ std::string first_content_problem(const cache::Store& store, const BundleManifes
 }
 
 // The artifact rows whose objects are here, each with the provenance whose documents are here
-// too; a row naming another object than the store's for the same item is a conflict.
-void add_artifact_rows(cache::Store& store, const BundleManifest& manifest, PresentObjects& have, VolumeReport& volume,
-                       std::vector<std::string>& conflicts) {
+// too; a row naming another object than the store's for the same item is a conflict. Returns
+// how many rows are new to the store.
+std::size_t add_artifact_rows(cache::Store& store, const BundleManifest& manifest, PresentObjects& have,
+                              std::vector<std::string>& conflicts) {
+  std::size_t added = 0;
   for (const auto& travelling : manifest.artifacts) {
     const cache::Artifact& a = travelling.artifact;
     if (!have(a.digest)) continue;
@@ -604,7 +606,7 @@ void add_artifact_rows(cache::Store& store, const BundleManifest& manifest, Pres
     cache::Artifact row = a;
     row.id = 0;
     std::int64_t id = store.add_artifact(row);
-    if (!existing) ++volume.artifacts_added;
+    if (!existing) ++added;
     auto known = store.provenance_of(id);
     for (auto p : travelling.provenance) {
       bool complete = true;
@@ -620,6 +622,7 @@ void add_artifact_rows(cache::Store& store, const BundleManifest& manifest, Pres
       store.add_provenance(p);
     }
   }
+  return added;
 }
 
 // Engine release zips are checked again as they come in, as `deps tools` checked them: their
@@ -642,8 +645,10 @@ void check_tool_archives(const cache::Store& store, const BundleManifest& manife
 }
 
 // The module trees whose files are all here; a tree of another h1 than the store's is a conflict.
-void add_module_tree_rows(cache::Store& store, const BundleManifest& manifest, PresentObjects& have, VolumeReport& volume,
-                          std::vector<std::string>& conflicts) {
+// Returns how many trees are new to the store.
+std::size_t add_module_tree_rows(cache::Store& store, const BundleManifest& manifest, PresentObjects& have,
+                                 std::vector<std::string>& conflicts) {
+  std::size_t added = 0;
   for (const auto& tree : manifest.module_trees) {
     if (!std::all_of(tree.files.begin(), tree.files.end(), [&](const auto& f) { return have(f.digest); })) continue;
     auto existing = store.find_module_tree(tree.address, tree.version);
@@ -655,12 +660,14 @@ void add_module_tree_rows(cache::Store& store, const BundleManifest& manifest, P
     cache::ModuleTree row = tree;
     row.id = 0;
     (void)store.add_module_tree(row);
-    if (!existing) ++volume.module_trees_added;
+    if (!existing) ++added;
   }
+  return added;
 }
 
 // The rows of one volume whose objects are all here, in one transaction (rerun whole on a busy
-// store); what stops them is the volume's error, further conflicts are notes.
+// store); what stops them is the volume's error, further conflicts are notes. The volume's
+// counts of added rows are what the transaction committed: none when it rolled back.
 void commit_volume_rows(cache::Store& store, const BundleManifest& manifest, const cache::CosignPolicy& cosign_policy,
                         VolumeReport& volume, ImportReport& report) {
   PresentObjects have(store);
@@ -670,11 +677,11 @@ void commit_volume_rows(cache::Store& store, const BundleManifest& manifest, con
     return;
   }
   std::vector<std::string> conflicts;
+  std::size_t artifacts_added = 0, module_trees_added = 0;
   try {
     store.in_transaction([&] {
-      volume.artifacts_added = volume.module_trees_added = 0;
       conflicts.clear();
-      add_artifact_rows(store, manifest, have, volume, conflicts);
+      artifacts_added = add_artifact_rows(store, manifest, have, conflicts);
       check_tool_archives(store, manifest, have);
       if (cosign_policy.requires_signatures()) {
         // Checked against the rows as this transaction left them: a failure rolls them back.
@@ -683,8 +690,10 @@ void commit_volume_rows(cache::Store& store, const BundleManifest& manifest, con
           if (have(travelling.artifact.digest)) rows.push_back(travelling.artifact);
         cache::verify_stored_image_signatures(store, rows, cosign_policy);
       }
-      add_module_tree_rows(store, manifest, have, volume, conflicts);
+      module_trees_added = add_module_tree_rows(store, manifest, have, conflicts);
     });
+    volume.artifacts_added = artifacts_added;
+    volume.module_trees_added = module_trees_added;
   } catch (const Error& e) {
     if (volume.error.empty()) volume.error = std::string("index rows not recorded: ") + e.what();
   }

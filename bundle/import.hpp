@@ -49,7 +49,9 @@ struct VolumeReport {
   std::uint64_t objects_verified = 0;  // hashed and found right (imported or, for verify, read)
   std::uint64_t objects_present = 0;   // import: already in the store, skipped
   std::uint64_t bytes_verified = 0;
-  std::size_t artifacts_added = 0;     // import: rows whose objects are all present
+  // import: rows new to the store that the volume's transaction committed (those whose objects
+  // are all present); both 0 when it rolled back
+  std::size_t artifacts_added = 0;
   std::size_t module_trees_added = 0;
   std::vector<std::string> missing_objects;  // digests this volume should have delivered
   std::string expired_at;                    // set when an expired bundle was taken (ExpiredBundles::allow)

@@ -184,11 +184,17 @@ std::map<std::string, std::string> quarantined_objects(const Store& store) {
   return objects;
 }
 
-// The one online command that takes object `digest` again, by the kind of the first row that
-// names it: a provider's files come from `deps tf`, vmconfig files and seeds from `deps
-// download`, application images from `deps images`. Run as printed, it fetches that object.
+// The one online command that takes object `digest` again, by the kind of a row that names it:
+// a provider's files come from `deps tf`, vmconfig files and seeds from `deps download`,
+// application images from `deps images`. Run as printed, it fetches that object.
+// One zip is often named by two rows, registry.terraform.io's and registry.opentofu.org's (deps
+// tf reuses the bytes when the engine changes): a row of a selected provider goes first, so that
+// the command names the selection's engine (and so neither switches it nor needs a --stack),
+// then the oldest row.
 std::string take_again_command(sqlite::Database& db, const std::string& digest) {
-  sqlite::Statement row(db, "SELECT kind, address, platform, version FROM artifacts WHERE digest = ? ORDER BY id LIMIT 1");
+  sqlite::Statement row(db,
+                        "SELECT kind, address, platform, version FROM artifacts WHERE digest = ?"
+                        " ORDER BY address IN (SELECT address FROM tf_selection_providers) DESC, id LIMIT 1");
   row.bind(1, digest);
   if (!row.step()) {
     sqlite::Statement file(db, "SELECT 1 FROM module_files WHERE digest = ? LIMIT 1");

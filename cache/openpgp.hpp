@@ -16,13 +16,21 @@ struct SignatureCheck {
   std::string key_index;    // which of the given keys verified it, "0", "1", …
 };
 
-// Verifies `signature` over `data` with the first key in `armored_keys` that signed it.
+// The keys a signature is accepted from, and whose they are, for messages: "the registry's
+// signing keys for registry.opentofu.org/hashicorp/aws 6.2.0", "the pinned release key of terraform".
+struct SigningKeys {
+  std::vector<std::string> armored;  // armored blocks, each tried on its own (as the engines do)
+  std::string whose;
+};
+
+// Verifies `signature` over `data` with the first of `keys` that signed it.
 // Throws podplane::Error: "authentication signature from unknown issuer" when no key
-// matches, "signature invalid" when a key matches but the data was altered, and parse
-// errors for unreadable keys or signatures. `what` names the document (e.g. its filename).
+// matches (naming, as expected against got, the fingerprints of `keys` and the key the
+// signature says signed it), "signature invalid" when a key matches but the data was altered,
+// and parse errors for unreadable keys or signatures. `what` names the document (e.g. its
+// filename). librnp logs nothing to stderr on the way for a signature by an unlisted key.
 [[nodiscard]] SignatureCheck verify_detached_signature(std::string_view data, std::string_view signature,
-                                                       const std::vector<std::string>& armored_keys,
-                                                       std::string_view what);
+                                                       const SigningKeys& keys, std::string_view what);
 
 // The primary fingerprints of the keys in one armored block (for messages and pinning).
 [[nodiscard]] std::vector<std::string> key_fingerprints(std::string_view armored_key);

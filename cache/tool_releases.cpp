@@ -227,14 +227,16 @@ std::string_view pinned_tool_key(lockfile::Engine engine) {
   return engine == lockfile::Engine::terraform ? kHashiCorpKey : kOpenTofuKey;
 }
 
-std::vector<std::string> tool_signing_keys(lockfile::Engine engine) {
+mirror::SigningKeys tool_signing_keys(lockfile::Engine engine) {
   const char* test_keyring = std::getenv(kTestKeyringVariable);
   if (test_keyring != nullptr && *test_keyring != '\0') {
-    return {read_file_within_limits(test_keyring, std::string(kTestKeyringVariable) + " (a test keyring)")};
+    return {{read_file_within_limits(test_keyring, std::string(kTestKeyringVariable) + " (a test keyring)")},
+            "the keys of " + std::string(kTestKeyringVariable) + " (a test setting, in place of the pinned release key of " +
+                engine_text(engine) + ")"};
   }
   std::string key(pinned_tool_key(engine));
   if (key.empty()) throw Error("no pinned key for " + engine_text(engine));
-  return {key};
+  return {{key}, "the pinned release key of " + engine_text(engine)};
 }
 
 std::string verify_tool_shasums(lockfile::Engine engine, std::string_view version, std::string_view shasums,

@@ -1,4 +1,6 @@
 // podplane mirror serve | export | push: hand the store to tofu/terraform clients and VMs.
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -44,6 +46,21 @@ struct PushArgs {
   std::string authfile;
   std::string creds_file;
 };
+
+// `mirror export` writes a directory; a "scheme://…" target (s3://, gs://, https://, …) is a
+// URL, which the path would silently turn into local directories ("s3:/bucket/x"). Refused
+// before anything is opened or written, until export can write anywhere but a local directory.
+void refuse_url_target(const std::string& dir) {
+  const auto colon = dir.find("://");
+  if (colon == std::string::npos || colon == 0) return;
+  const std::string scheme = dir.substr(0, colon);
+  auto scheme_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.'; };
+  if (!std::isalpha(static_cast<unsigned char>(scheme[0])) || !std::all_of(scheme.begin(), scheme.end(), scheme_char)) return;
+  throw UsageError(mismatch_message("mirror export writes a local directory; " + scheme +
+                                        ":// targets are not supported (export to a directory, then copy it with your own "
+                                        "tool, or serve it with `podplane mirror serve`)",
+                                    "DIR, a local directory path (e.g. /srv/podplane-mirror)", dir));
+}
 
 }  // namespace
 
@@ -114,6 +131,7 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
   exporter->add_option("--public-url", export_args->public_url,
                        "URL the export will be served at, for the catalogue's snippets (default: the page's own origin)");
   exporter->callback([export_args, &global] {
+    refuse_url_target(export_args->dir);
     mirror::SiteOptions options;
     options.primary_host = export_args->registry_host;
     if (!export_args->public_url.empty()) options.public_url = mirror::checked_public_url(export_args->public_url);

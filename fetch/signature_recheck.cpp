@@ -40,8 +40,9 @@ SignatureRecheck recheck_provider_signatures(const cache::Store& store) {
         shasums = store.read_object(provenance.shasums_digest);
         const auto& signature =
             signatures.check(provenance.shasums_digest + provenance.signature_digest + provenance.keys_digest, [&] {
-              auto check = verify_detached_signature(shasums, store.read_object(provenance.signature_digest),
-                                                     armored_keys_of(store.read_object(provenance.keys_digest)),
+              SigningKeys keys{armored_keys_of(store.read_object(provenance.keys_digest)),
+                               "the registry's signing keys stored for " + package.address + " " + package.version};
+              auto check = verify_detached_signature(shasums, store.read_object(provenance.signature_digest), keys,
                                                      "SHA256SUMS of " + package.address + " " + package.version);
               ++result.signatures_checked;
               return check.fingerprint;

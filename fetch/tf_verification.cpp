@@ -24,9 +24,9 @@ SignedSums check_signed_sums(const ProviderDownload& answer, std::string shasums
                   "; refusing unsigned packages (pass --allow-unverified to take them, recorded as unverified)");
     }
   } else {
-    std::vector<std::string> armors;
-    for (const auto& key : answer.signing_keys) armors.push_back(key.ascii_armor);
-    sums.fingerprint = verify_detached_signature(sums.shasums, sums.signature, armors, sums_name).fingerprint;
+    SigningKeys keys{{}, "the registry's signing keys for " + provider};
+    for (const auto& key : answer.signing_keys) keys.armored.push_back(key.ascii_armor);
+    sums.fingerprint = verify_detached_signature(sums.shasums, sums.signature, keys, sums_name).fingerprint;
     sums.verified = true;
   }
   // Parsed after the signature check, so a forged document is reported as forged, not as malformed.

@@ -423,7 +423,8 @@ std::optional<std::string> cosign_attachment_kind(const cache::Artifact& row) {
 
 // Every stored image index and platform manifest, each linked where the site serves it, with
 // the keys that signed its tag's top manifest (the index, or the manifest stored without one),
-// or "unsigned". Also sets catalogue.has_images once one is served (the containerd snippet).
+// or "unsigned". Also lists the registries of the served ones in catalogue.image_registries
+// (the containerd snippet).
 CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalogue) {
   CatalogueSection section;
   section.id = "images";
@@ -444,11 +445,12 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
   for (const auto& a : source.artifacts)
     if (a.kind == cache::ArtifactKind::image_index) index_of_tag[{a.address, a.version}] = a.filename;
   auto signers = cosign_signers(source);
+  std::set<std::string> registries;
   for (const auto* image : rows) {
     std::string repository = mirror_repository(image->address);
     std::string path = served_at(source, std::string(site_paths::registry_api) + repository + "/manifests/" + image->filename,
                                  image->digest);
-    if (!path.empty()) catalogue.has_images = true;
+    if (!path.empty()) registries.insert(image->address.substr(0, image->address.find('/')));
     auto attached = cosign_attachment_kind(*image);
     std::string platform = image->kind == cache::ArtifactKind::image_index        ? "index"
                            : attached                                             ? *attached
@@ -480,6 +482,7 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
                               .data("upstream_url", image->upstream_url)
                               .data("path", path));
   }
+  catalogue.image_registries.assign(registries.begin(), registries.end());
   return section;
 }
 
@@ -685,8 +688,8 @@ CatalogueSection usage_section(const CatalogueSource& source, Catalogue&) {
   return section;
 }
 
-// The sections in page order. images_section also sets catalogue.has_images, so that the
-// containerd snippet stops saying it needs images once one is served.
+// The sections in page order. images_section also sets catalogue.image_registries, so that the
+// containerd snippet names each registry whose images are served.
 using SectionBuilder = CatalogueSection (*)(const CatalogueSource&, Catalogue&);
 constexpr SectionBuilder kSections[] = {
     providers_section, modules_section, vmconfig_manifests_section, vmconfig_artifacts_section,

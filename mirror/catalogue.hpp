@@ -95,7 +95,9 @@ struct Catalogue {
   // Per arch: vmconfig artifacts whose plain path another arch's bytes hold (served at the
   // arch's own base only, <deps_mirror_url>/arch/<arch>/, which the stacks give its VMs).
   std::map<std::string, std::size_t> arch_shared_paths;
-  bool has_images = false;  // the images section found one served (containerd snippet)
+  // Upstream registries of the images served (registry.k8s.io, docker.io, a host:port), sorted:
+  // the containerd snippet gives each its hosts.toml.
+  std::vector<std::string> image_registries;
   std::vector<CatalogueSection> sections;
 
   const CatalogueSection* section(std::string_view id) const;

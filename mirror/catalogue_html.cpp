@@ -9,6 +9,8 @@
 #include "base/digest.hpp"
 #include "base/hex.hpp"
 #include "mirror/catalogue.hpp"
+#include "mirror/site_paths.hpp"
+#include "net/oci_reference.hpp"
 
 namespace podplane::mirror {
 
@@ -248,15 +250,36 @@ class Page {
               "\"deps_mirror_url\": \"" + url + "\"\n");
     }
 
-    out_ += "<h3>containerd</h3>\n";
-    if (!catalogue_.has_images)
-      out_ += "<p class=\"note\">Needs images in this mirror: it holds none yet, so containerd has nothing to pull here. "
-              "The configuration will be <code>/etc/containerd/certs.d/&lt;registry&gt;/hosts.toml</code>:</p>\n";
-    else
-      out_ += "<p>In <code>/etc/containerd/certs.d/&lt;registry&gt;/hosts.toml</code>:</p>\n";
-    out_ += "<pre><code>server = \"https://docker.io\"\n\n[host.\"" + url +
-            "\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/ssl/certs/podplane-mirror-ca.pem\"\n</code></pre>\n";
+    containerd_hosts(url, https);
     out_ += "</details>\n</section>\n";
+  }
+
+  // One hosts.toml per upstream registry whose images are served (docs/images.md): containerd
+  // looks up certs.d/<registry>/ for an image named <registry>/<repository>, and with
+  // override_path takes the host URL's path as the API root, so that <registry>/pause:3.10
+  // resolves to <mirror>/v2/mirror/<registry>/pause/manifests/3.10.
+  void containerd_hosts(const std::string& url, bool https) {
+    out_ += "<h3>containerd</h3>\n";
+    std::vector<std::string> registries = catalogue_.image_registries;
+    if (registries.empty()) {
+      out_ += "<p class=\"note\">Needs images in this mirror: it holds none yet, so containerd has nothing to pull here. "
+              "Once it does, each upstream registry gets its own <code>/etc/containerd/certs.d/&lt;registry&gt;/hosts.toml"
+              "</code> (<code>config_path = \"/etc/containerd/certs.d\"</code>) of this shape:</p>\n";
+      registries.push_back("<registry>");
+    } else {
+      out_ += "<p>One file per registry whose images this mirror serves, read where containerd's "
+              "<code>config_path = \"/etc/containerd/certs.d\"</code>:</p>\n";
+    }
+    for (const auto& registry : registries) {
+      const std::string name = html_escape(registry);
+      // Docker Hub's registry API is served by registry-1.docker.io, not docker.io.
+      const std::string server = html_escape(registry == "docker.io" ? "registry-1.docker.io" : registry);
+      out_ += "<p>In <code>/etc/containerd/certs.d/" + name + "/hosts.toml</code>:</p>\n";
+      const std::string root = html_escape(std::string(site_paths::registry_api) + mirror_registry_prefix(registry));
+      out_ += "<pre><code>server = \"https://" + server + "\"\n\n[host.\"" + url + root +
+              "\"]\n  capabilities = [\"pull\", \"resolve\"]\n" +
+              (https ? "  ca = \"/etc/ssl/certs/podplane-mirror-ca.pem\"\n" : "") + "  override_path = true\n</code></pre>\n";
+    }
   }
 
   void filter_form() {

@@ -57,11 +57,16 @@ ImageReference ImageReference::parse(std::string_view input) {
   return image;
 }
 
-std::string mirror_repository(const std::string& address) {
-  std::string name = address;
-  auto slash = name.find('/');
-  std::replace(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(std::min(slash, name.size())), ':', '_');
+std::string mirror_registry_prefix(const std::string& registry) {
+  std::string name = registry;
+  std::replace(name.begin(), name.end(), ':', '_');
   return "mirror/" + name;
+}
+
+std::string mirror_repository(const std::string& address) {
+  auto slash = address.find('/');
+  if (slash == std::string::npos) return mirror_registry_prefix(address);
+  return mirror_registry_prefix(address.substr(0, slash)) + address.substr(slash);
 }
 
 std::string address_of_mirror_repository(const std::string& repository) {

@@ -39,6 +39,9 @@ struct ImageReference {
 // The mirror name `mirror serve` publishes an image under: mirror/<registry>/<repository>, a
 // registry port written with '_' (':' cannot appear in a repository name).
 std::string mirror_repository(const std::string& address);
+// The part of that name every repository of `registry` shares: mirror/<registry>, its port
+// written with '_' (containerd's hosts.toml points at <mirror>/v2/ + this).
+std::string mirror_registry_prefix(const std::string& registry);
 // The inverse, or "" when `repository` is not a mirror name.
 std::string address_of_mirror_repository(const std::string& repository);
 

@@ -322,6 +322,41 @@ TEST_F(HostileBundle, RowsTheViewsCannotLayOutAreRefused) {
                  "HOST/NAMESPACE/TYPE");
 }
 
+// A volume whose rows pass the header checks but whose module tree is refused inside the rows'
+// transaction (its h1 is not that of its files): the artifact row counted before it is rolled
+// back with it, so neither the report nor `bundle import`'s output says any row was added.
+TEST_F(HostileBundle, ARowRefusedInsideTheTransactionLeavesNoRowAddedInTheReportOrTheOutput) {
+  auto file = bundle("rolled-back", {kX, kY}, {{object_name(kX), kX}, {object_name(kY), kY}}, [](BundleManifest& m) {
+    cache::Artifact kernel = vm_row(m.objects[0].digest, "https://example.com/vmlinuz");
+    kernel.upstream_digest = "sha256:" + m.objects[0].digest;
+    m.artifacts.push_back({kernel, {}});
+    cache::ModuleTree tree;
+    tree.address = "registry.opentofu.org/acme/network/aws";
+    tree.version = "1.0.0";
+    tree.files = {{"main.tf", 0644, m.objects[1].digest, static_cast<std::int64_t>(kY.size())}};
+    tree.h1 = lockfile::h1_hash({{"main.tf", m.objects[0].digest}});  // well formed, of other files
+    m.module_trees.push_back(tree);
+  });
+
+  auto store = cache::Store::open(dir / "library-store");
+  auto report = import_bundle(store, {file}, options);
+  ASSERT_FALSE(report.ok());
+  const VolumeReport& volume = report.volumes.at(0);
+  EXPECT_NE(volume.error.find("index rows not recorded"), std::string::npos) << volume.error;
+  EXPECT_EQ(volume.artifacts_added, 0u) << "the rolled-back row is counted as added";
+  EXPECT_EQ(volume.module_trees_added, 0u);
+  EXPECT_TRUE(store.artifacts().empty());
+
+  const fs::path root = dir / "cli-store";
+  auto imported = podplane::test::run_podplane({"bundle", "import", file.string(), "--trust", (dir / "site.pub").string()},
+                                     podplane::test::with_deps_root(root));
+  EXPECT_EQ(imported.exit_code, 1) << imported.out << imported.err;
+  EXPECT_NE(imported.out.find("error: index rows not recorded"), std::string::npos) << imported.out;
+  EXPECT_EQ(imported.out.find("rows:"), std::string::npos) << "a refused volume added no row:\n" << imported.out;
+  EXPECT_EQ(imported.out.find(" added"), std::string::npos) << imported.out;
+  EXPECT_TRUE(cache::Store::open(root, cache::Store::Access::read_only).artifacts().empty());
+}
+
 TEST_F(HostileBundle, AModuleTreeCannotAddFilesToAStoredModuleVersion) {
   fs::path root = dir / "store";
   auto store = cache::Store::open(root);

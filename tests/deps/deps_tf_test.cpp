@@ -14,6 +14,7 @@
 #include "base/digest.hpp"
 #include "cache/store.hpp"
 #include "lockfile/lock_file.hpp"
+#include "tests/deps/gpg_keys.hpp"
 #include "tests/support/gocheck.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
@@ -672,6 +673,35 @@ TEST(DepsTf, SignatureByTheWrongKeyIsRefused) {
   expect_failure_leaves_store_unchanged(deps, {"deps", "tf", "--platform", "linux_amd64"},
                                         {"terraform-provider-aws_6.2.0_SHA256SUMS", "unknown issuer"});
   EXPECT_TRUE(zip_requests(upstream).empty()) << "packages fetched before the signature check";
+}
+
+// As a user meets it: the refusal names the keys the registry lists (expected) and the key the
+// signature says made it (got), and nothing of librnp's own log reaches stderr.
+TEST(DepsTf, SignatureByTheWrongKeyNamesTheListedAndTheSigningKey) {
+  FixtureOptions fixture;
+  fixture.wrong_key = {"aws"};
+  FixtureUpstream upstream(fixture);
+  DepsRun deps(upstream);
+  json aws;
+  for (const auto& provider : upstream.fixture()["providers"])
+    if (provider["type"] == "aws") aws = provider;
+  ASSERT_FALSE(aws.is_null());
+  const std::string listed = aws["key_fingerprint"], signer = aws["signed_by"];
+  ASSERT_NE(listed, signer);
+  const std::string signer_key_id = upstream.fixture()["keys"]["wrong"]["key_id"];
+
+  auto result = deps.podplane({"deps", "tf", "--platform", "linux_amd64"});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("terraform-provider-aws_6.2.0_SHA256SUMS: authentication signature from unknown issuer"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("expected: a signature by the registry's signing keys for registry.opentofu.org/hashicorp/aws "
+                            "6.2.0: " + listed),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("got:      a signature by " + signer + " (key id " + signer_key_id + ")"), std::string::npos)
+      << result.err;
+  EXPECT_EQ(librnp_log_lines(result.err), std::vector<std::string>{}) << result.err;
 }
 
 TEST(DepsTf, ShasumsMismatchIsRefusedWithExpectedAndGot) {

@@ -12,6 +12,7 @@
 
 #include "base/digest.hpp"
 #include "cache/store.hpp"
+#include "cache/tool_releases.hpp"
 #include "tests/deps/gpg_keys.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
@@ -310,6 +311,29 @@ TEST_F(DepsToolsRefuses, TheFixtureKeyWithoutTheTestSettingForTheReleaseKeyIsPin
   host.publish({});
   expect_refused({"deps", "tools", "--engine", "terraform", "--version", "1.9.8"},
                  "signature check failed for terraform_1.9.8_SHA256SUMS", /*test_keyring=*/false);
+}
+
+// The refusal names the pinned key(s) it wanted and the key that signed, and librnp's own log
+// stays off stderr: with the test keyring, and with the real pinned HashiCorp key.
+TEST_F(DepsToolsRefuses, ASignatureByAnotherKeyNamesThePinnedAndTheSigningKeys) {
+  host.publish({.signer = "wrong"});
+  auto result = host.podplane({"deps", "tools", "--engine", "terraform", "--version", "1.9.8"});
+  EXPECT_NE(result.exit_code, 0) << result.out;
+  EXPECT_NE(result.err.find("expected: a signature by the keys of PODPLANE_TOOLS_KEYRING_FOR_TESTS (a test setting, in place "
+                            "of the pinned release key of terraform): " + gpg_keys().fingerprint("rsa")),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("got:      a signature by " + gpg_keys().fingerprint("wrong")), std::string::npos) << result.err;
+  EXPECT_EQ(librnp_log_lines(result.err), std::vector<std::string>{}) << result.err;
+
+  auto pinned = host.podplane({"deps", "tools", "--engine", "terraform", "--version", "1.9.8"}, /*test_keyring=*/false);
+  EXPECT_NE(pinned.exit_code, 0) << pinned.out;
+  EXPECT_NE(pinned.err.find("expected: a signature by the pinned release key of terraform: " +
+                            std::string(cache::pinned_tool_key_fingerprint(lockfile::Engine::terraform))),
+            std::string::npos)
+      << pinned.err;
+  EXPECT_NE(pinned.err.find("got:      a signature by " + gpg_keys().fingerprint("wrong")), std::string::npos) << pinned.err;
+  EXPECT_EQ(librnp_log_lines(pinned.err), std::vector<std::string>{}) << pinned.err;
 }
 
 TEST_F(DepsToolsRefuses, AZipThatIsNotTheOneSha256sumsLists) {

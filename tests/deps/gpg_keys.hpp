@@ -2,6 +2,8 @@
 // A throwaway gpg home with one key per algorithm ("rsa", "ed25519", and "wrong", a key no
 // registry lists), made once per test binary by the real gpg, for signatures that librnp checks.
 #include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,5 +36,16 @@ class GpgKeys {
 
 // The keys of this test binary; throws when gpg is not installed.
 GpgKeys& gpg_keys();
+
+// The lines of `text` that librnp's own log wrote ("[signed_validate_signature()
+// ./src/librepgp/stream-parse.cpp:809] signer's key not found"): none may reach a user.
+inline std::vector<std::string> librnp_log_lines(const std::string& text) {
+  static const std::regex logged(R"(^\[\w+\(\) [^\]]*:[0-9]+\] )");
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, logged)) lines.push_back(line);
+  return lines;
+}
 
 }  // namespace podplane::test

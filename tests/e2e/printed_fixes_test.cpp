@@ -4,10 +4,12 @@
 // again, which must pass.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "base/digest.hpp"
 #include "cache/layout.hpp"
 #include "cache/store.hpp"
 #include "tests/support/test_support.hpp"
@@ -215,6 +217,48 @@ TEST_F(PrintedFixes, DepsVerifyDamagedObjectsOfEachKind) {
   EXPECT_NE(text.find("take it again: `podplane deps tf --engine tofu --platform linux_amd64`"), std::string::npos) << text;
   EXPECT_NE(text.find("take it again: `podplane deps download --providers all --arch amd64`"), std::string::npos) << text;
   expect_printed_fixes_fix({"deps", "verify"}, dir.path(), "was quarantined");
+}
+
+// A provider zip both engines' rows share (one sha256 under registry.terraform.io and
+// registry.opentofu.org), damaged while the store's selection is tofu's: the take-again command
+// names the selected row's engine, runs as printed (no `--stack <…>` for a provider Podplane's
+// stack selects), restores the zip and leaves the selection on tofu.
+TEST_F(PrintedFixes, DepsVerifyDamagedZipBothEnginesShare) {
+  ASSERT_EQ(podplane({"--quiet", "deps", "tf", "--engine", "terraform", "--platform", "linux_amd64"}).exit_code, 0);
+  ASSERT_EQ(podplane({"--quiet", "deps", "tf", "--engine", "tofu", "--platform", "linux_amd64"}).exit_code, 0);
+  cache::Artifact package;
+  {
+    auto store = cache::Store::open(root, cache::Store::Access::read_only);
+    auto packages = store.artifacts({.kind = cache::ArtifactKind::provider_package});
+    // Terraform's row (the older one, filled first) of a zip whose tofu row names the same object.
+    for (const auto& row : packages) {
+      if (!row.address.starts_with("registry.terraform.io/")) continue;
+      if (std::any_of(packages.begin(), packages.end(), [&](const cache::Artifact& other) {
+            return other.digest == row.digest && other.address.starts_with("registry.opentofu.org/");
+          }))
+        package = row;
+    }
+    ASSERT_FALSE(package.digest.empty()) << "no zip is shared by both engines' rows";
+    ASSERT_EQ(store.tf_selection()->engine, "tofu");
+  }
+  fs::path object = cache::layout::objects_dir(root) / package.digest.substr(0, 2) / package.digest.substr(2);
+  std::string bytes = read_file(object);
+  bytes[bytes.size() / 2] ^= 0x5a;  // same size, other content
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+  write_file(object, bytes);
+
+  auto damaged = podplane({"deps", "verify"});
+  ASSERT_EQ(damaged.exit_code, 1) << show(damaged);
+  EXPECT_NE(damaged.out.find("`podplane deps tf --engine tofu --platform linux_amd64` online"), std::string::npos)
+      << show(damaged);
+  auto repair = printed_fixes(damaged.out + damaged.err);
+  ASSERT_EQ(repair, std::vector<std::string>{"podplane deps verify --repair"}) << show(damaged);
+  (void)run_as_printed(repair.front(), online);
+  expect_printed_fixes_fix({"deps", "verify"}, dir.path(), "was quarantined");
+
+  EXPECT_EQ(file_digest_hex(object), package.digest) << "the printed command took the zip again";
+  EXPECT_EQ(cache::Store::open(root, cache::Store::Access::read_only).tf_selection()->engine, "tofu")
+      << "taking a zip again must not switch the store's engine";
 }
 
 }  // namespace

@@ -6,10 +6,12 @@
 #include <signal.h>
 
 #include <regex>
+#include <tuple>
 
 #include "base/error.hpp"
 #include "mirror/catalogue.hpp"
 #include "mirror/serve_site.hpp"
+#include "net/oci_reference.hpp"
 #include "tests/serve/serve_fixture.hpp"
 #include "tests/support/golden.hpp"
 
@@ -207,7 +209,7 @@ TEST(CatalogueTest, ModelOrdersVersionsNewestFirstAndSaysWhatIsServed) {
   ASSERT_EQ(data["images"].size(), 2u);
   EXPECT_EQ(data["images"][0]["platform"], "index");
   EXPECT_EQ(data["images"][1]["path"], "/v2/mirror/registry.k8s.io/pause/manifests/sha256:" + std::string(64, '8'));
-  EXPECT_TRUE(catalogue.has_images);
+  EXPECT_EQ(catalogue.image_registries, std::vector<std::string>{"registry.k8s.io"});
   ASSERT_EQ(data["seeds"].size(), 1u);
   EXPECT_EQ(data["seeds"][0]["path"], "/seeds/snapshots/recommended/2026.11.1/recommended.netsy");
   // A single volume is volume 1 of 1.
@@ -239,7 +241,7 @@ TEST(CatalogueTest, ImagesShowTheKeyThatSignedThemOrUnsigned) {
   std::erase_if(source.artifacts, [](const cache::Artifact& a) {
     return a.kind == ArtifactKind::image_index || a.kind == ArtifactKind::image_manifest;
   });
-  EXPECT_FALSE(mirror::build_catalogue(source).has_images);
+  EXPECT_TRUE(mirror::build_catalogue(source).image_registries.empty());
   // A signed multi-arch image (its index, two manifests, the .sig of the index) and an
   // unsigned single-platform one, every manifest served.
   for (auto row : {image_row(20, ArtifactKind::image_index, "registry.k8s.io/pause", "3.10.2", "", '3'),
@@ -254,7 +256,7 @@ TEST(CatalogueTest, ImagesShowTheKeyThatSignedThemOrUnsigned) {
   source.provenance[23] = {{23, "", std::string(64, '6'), "", "sha256:" + std::string(64, '7'), "cosign signature of sha256:… verified",
                             "2026-11-05T10:00:00Z"}};
   auto catalogue = mirror::build_catalogue(source);
-  EXPECT_TRUE(catalogue.has_images);
+  EXPECT_EQ(catalogue.image_registries, (std::vector<std::string>{"ghcr.io", "registry.k8s.io"}));
   auto images = json::parse(mirror::render_catalogue_json(catalogue))["images"];
   // The index first, then the platform manifests by image; the attachment is no row of its own.
   ASSERT_EQ(images.size(), 4u) << images.dump();
@@ -274,6 +276,51 @@ TEST(CatalogueTest, ImagesShowTheKeyThatSignedThemOrUnsigned) {
   EXPECT_NE(html.find("unsigned"), std::string::npos);
   EXPECT_NE(html.find("sha256:" + std::string(64, '7')), std::string::npos);
   EXPECT_EQ(html.find("Needs images in this mirror"), std::string::npos);
+}
+
+// containerd gets one hosts.toml per registry whose images are served, each pointing at that
+// registry's mirror root with override_path (docs/images.md); Docker Hub's API host is
+// registry-1.docker.io, a port is written with '_' in the mirror path, and a plain HTTP mirror
+// needs no CA. tests/serve/containerd_test.cpp pulls with such a file through real containerd.
+TEST(CatalogueTest, ContainerdHostsTomlPerRegistryWhoseImagesAreServed) {
+  auto source = sample_source();
+  using cache::ArtifactKind;
+  std::erase_if(source.artifacts, [](const cache::Artifact& a) {
+    return a.kind == ArtifactKind::image_index || a.kind == ArtifactKind::image_manifest;
+  });
+  auto empty = mirror::render_catalogue_html(mirror::build_catalogue(source), {"", "/", "https://mirror.site:8443", ""});
+  EXPECT_NE(empty.find("Needs images in this mirror"), std::string::npos);
+  EXPECT_NE(empty.find("[host.\"<span class=\"mirror-url\">https://mirror.site:8443</span>/v2/mirror/&lt;registry&gt;\"]"),
+            std::string::npos)
+      << empty;
+
+  for (auto row : {image_row(20, ArtifactKind::image_manifest, "registry.k8s.io/pause", "3.10.2", "linux_amd64", '3'),
+                   image_row(21, ArtifactKind::image_manifest, "docker.io/library/alpine", "3.20", "linux_amd64", '4'),
+                   image_row(22, ArtifactKind::image_manifest, "10.0.0.5:5000/team/app", "1.0", "linux_amd64", '5')}) {
+    source.served["/v2/" + mirror::mirror_repository(row.address) + "/manifests/" + row.filename] = row.digest;
+    source.artifacts.push_back(row);
+  }
+  auto catalogue = mirror::build_catalogue(source);
+  EXPECT_EQ(catalogue.image_registries, (std::vector<std::string>{"10.0.0.5:5000", "docker.io", "registry.k8s.io"}));
+  auto html = mirror::render_catalogue_html(catalogue, {"", "/", "https://mirror.site:8443", ""});
+  EXPECT_EQ(html.find("Needs images in this mirror"), std::string::npos);
+  const std::string url = "<span class=\"mirror-url\">https://mirror.site:8443</span>";
+  for (const auto& [registry, server, root] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"10.0.0.5:5000", "10.0.0.5:5000", "10.0.0.5_5000"},
+           {"docker.io", "registry-1.docker.io", "docker.io"},
+           {"registry.k8s.io", "registry.k8s.io", "registry.k8s.io"}}) {
+    const std::string file = "<p>In <code>/etc/containerd/certs.d/" + registry +
+                             "/hosts.toml</code>:</p>\n<pre><code>server = \"https://" + server + "\"\n\n[host.\"" + url +
+                             "/v2/mirror/" + root +
+                             "\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+                             "  ca = \"/etc/ssl/certs/podplane-mirror-ca.pem\"\n  override_path = true\n</code></pre>";
+    EXPECT_NE(html.find(file), std::string::npos) << registry << "\n" << html;
+  }
+  EXPECT_EQ(html.find("https://docker.io"), std::string::npos);
+  auto plain = mirror::render_catalogue_html(catalogue, {"", "/", "http://mirror.site:8080", ""});
+  EXPECT_EQ(plain.find("podplane-mirror-ca.pem\"\n  override_path"), std::string::npos) << "a plain HTTP mirror has no CA";
+  EXPECT_NE(plain.find("/v2/mirror/docker.io\"]\n  capabilities = [\"pull\", \"resolve\"]\n  override_path = true"),
+            std::string::npos);
 }
 
 TEST(CatalogueTest, CosignAttestationsAndSbomsAreRowsOfTheirImageNotSignatures) {
