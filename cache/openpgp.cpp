@@ -15,7 +15,7 @@
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
 
-namespace podplane::mirror {
+namespace podplane::cache {
 namespace {
 
 // One RAII type per librnp handle.
@@ -309,4 +309,4 @@ const SignatureMemo::Outcome& SignatureMemo::check(const std::string& key, const
   return known_.emplace(key, std::move(outcome)).first->second;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::cache

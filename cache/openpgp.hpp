@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace podplane::mirror {
+namespace podplane::cache {
 
 struct SignatureCheck {
   std::string fingerprint;  // primary key fingerprint, 40 upper-case hex (v4 keys)
@@ -61,4 +61,4 @@ class SignatureMemo {
   std::map<std::string, Outcome> known_;
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::cache

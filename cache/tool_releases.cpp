@@ -227,7 +227,7 @@ std::string_view pinned_tool_key(lockfile::Engine engine) {
   return engine == lockfile::Engine::terraform ? kHashiCorpKey : kOpenTofuKey;
 }
 
-mirror::SigningKeys tool_signing_keys(lockfile::Engine engine) {
+cache::SigningKeys tool_signing_keys(lockfile::Engine engine) {
   const char* test_keyring = std::getenv(kTestKeyringVariable);
   if (test_keyring != nullptr && *test_keyring != '\0') {
     return {{read_file_within_limits(test_keyring, std::string(kTestKeyringVariable) + " (a test keyring)")},
@@ -242,7 +242,7 @@ mirror::SigningKeys tool_signing_keys(lockfile::Engine engine) {
 std::string verify_tool_shasums(lockfile::Engine engine, std::string_view version, std::string_view shasums,
                                 std::string_view signature) {
   const std::string name = tool_shasums_name(engine, version);
-  auto check = mirror::verify_detached_signature(shasums, signature, tool_signing_keys(engine), name);
+  auto check = cache::verify_detached_signature(shasums, signature, tool_signing_keys(engine), name);
   return check.fingerprint;
 }
 
@@ -256,7 +256,7 @@ std::string tool_listed_digest(const std::string& shasums, const std::string& fi
 ToolRecheck recheck_tool_archives(const Store& store, const std::vector<Artifact>& archives) {
   ToolRecheck result;
   // One signature covers every platform of a release: verify it once.
-  mirror::SignatureMemo signatures;  // by shasums + signature digest
+  cache::SignatureMemo signatures;  // by shasums + signature digest
   for (const auto& archive : archives) {
     // Podplane's own release files have no upstream signature: recheck_podplane_releases().
     if (archive.address == kPodplaneReleaseAddress) continue;

@@ -30,7 +30,7 @@ namespace podplane::cache {
 // The armored keys a release of `engine` must be signed by, and whose they are: the pinned key,
 // or, only when the test setting PODPLANE_TOOLS_KEYRING_FOR_TESTS names an armored key file,
 // that file's keys instead (never a default: docs/tools.md). Error when that file cannot be read.
-[[nodiscard]] mirror::SigningKeys tool_signing_keys(lockfile::Engine engine);
+[[nodiscard]] cache::SigningKeys tool_signing_keys(lockfile::Engine engine);
 
 // Verifies `signature` over `shasums` with tool_signing_keys(engine); returns the primary
 // fingerprint of the key that signed. Error naming the SHA256SUMS file otherwise.

@@ -24,13 +24,13 @@ namespace fs = std::filesystem;
 using lockfile::Constraints;
 using lockfile::ProviderAddress;
 using lockfile::Version;
-using mirror::HttpClient;
-using mirror::ModulePackage;
-using mirror::MirrorArchive;
-using mirror::parse_module_versions;
-using mirror::redact_url;
-using mirror::RegistryClient;
-using mirror::RootNeeds;
+using net::HttpClient;
+using fetch::ModulePackage;
+using fetch::MirrorArchive;
+using fetch::parse_module_versions;
+using net::redact_url;
+using fetch::RegistryClient;
+using fetch::RootNeeds;
 
 namespace {
 
@@ -53,11 +53,11 @@ std::string fill_command(const fs::path& root, lockfile::Engine engine, const st
 
 // A running mirror's module registry as a ModuleLookup: registry modules by their version
 // lists; nested calls are not followed (the mirror hands out packages, not trees to read here).
-class MirrorModuleLookup : public mirror::ModuleLookup {
+class MirrorModuleLookup : public fetch::ModuleLookup {
  public:
   MirrorModuleLookup(const RootCheckSource& source) : source_(source), http_(source.http) {}
 
-  std::vector<Version> registry_versions(const mirror::ModuleAddress& m) override {
+  std::vector<Version> registry_versions(const fetch::ModuleAddress& m) override {
     std::string url = source_.mirror_url + "/v1/modules/" + m.host + "/" + m.ns + "/" + m.name + "/" + m.system + "/versions";
     auto response = http_.get(url, {"Accept: application/json"});
     if (response.status == 404) return {};
@@ -155,13 +155,13 @@ void check_provider_in_mirror(RegistryClient& registry, const RootCheckSource& s
 // What the root needs, read through the source's modules; a root that cannot be read is a row.
 std::optional<RootNeeds> read_needs(const RootCheckSource& source, const fs::path& root, lockfile::Engine engine,
                                     const RootCheckOptions& options, CheckReporter& out) {
-  std::unique_ptr<mirror::ModuleLookup> lookup;
+  std::unique_ptr<fetch::ModuleLookup> lookup;
   if (source.mirror_url.empty())
-    lookup = std::make_unique<mirror::StoreModuleLookup>(*source.store);
+    lookup = std::make_unique<fetch::StoreModuleLookup>(*source.store);
   else
     lookup = std::make_unique<MirrorModuleLookup>(source);
   try {
-    return mirror::root_needs(root, mirror::module_boundary(root, options.repo_root), *lookup);
+    return fetch::root_needs(root, fetch::module_boundary(root, options.repo_root), *lookup);
   } catch (const lockfile::LocalModuleOutside& e) {
     out.fail("-", "root " + root.string(), "UNREADABLE: " + e.message(),
              "podplane stack check " + root.string() + " --repo-root " + e.suggested_root().string() + options.flags);
@@ -215,7 +215,7 @@ std::optional<RootNeeds> check_root(const RootCheckSource& source, const fs::pat
   }
   lockfile::Engine engine = lockfile::Engine::tofu;
   try {
-    engine = mirror::lock_engine(lockfile::read_lock_file(lock_path));
+    engine = fetch::lock_engine(lockfile::read_lock_file(lock_path));
   } catch (const Error& e) {
     out.fail("-", "lock " + lock_path.string(), "INVALID: " + e.message(),
              "repair or remove " + lock_path.string() + ", then podplane deps tf --stack " + root.string() +

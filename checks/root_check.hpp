@@ -28,7 +28,7 @@ namespace podplane::checks {
 struct RootCheckSource {
   const cache::Store* store = nullptr;  // the store (its index and views), when no mirror_url
   std::string mirror_url;               // a running `mirror serve` (https://host:port), else ""
-  mirror::HttpOptions http;             // for mirror_url
+  net::HttpOptions http;             // for mirror_url
 };
 
 struct RootCheckOptions {
@@ -39,7 +39,7 @@ struct RootCheckOptions {
 
 // Checks one root, adding rows to `out`. Returns what the root needs when it could be read
 // (its lock, calls and origin hosts, for the engine's run), else nullopt.
-std::optional<mirror::RootNeeds> check_root(const RootCheckSource& source, const std::filesystem::path& root_dir,
+std::optional<fetch::RootNeeds> check_root(const RootCheckSource& source, const std::filesystem::path& root_dir,
                                             const RootCheckOptions& options, CheckReporter& out);
 
 }  // namespace podplane::checks

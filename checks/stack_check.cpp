@@ -23,7 +23,7 @@ RootCheckSource mirror_source(const std::string& url) {
   if (!source.mirror_url.starts_with("https://") && !source.mirror_url.starts_with("http://"))
     throw UsageError("--mirror: expected the URL of a `podplane mirror serve`, such as https://mirror.site:8443, got '" +
                      url + "'");
-  source.http = mirror::HttpOptions::from_environment();
+  source.http = net::HttpOptions::from_environment();
   return source;
 }
 

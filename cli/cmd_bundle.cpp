@@ -140,7 +140,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
       options.only.emplace();
       const auto repo_root = c->repo_root.empty() ? std::nullopt : std::optional<std::filesystem::path>(c->repo_root);
       for (const auto& root : c->for_roots) {
-        const auto pins = mirror::stored_root_pins(store, root, repo_root);
+        const auto pins = fetch::stored_root_pins(store, root, repo_root);
         options.only->insert(options.only->end(), pins.begin(), pins.end());
       }
     }

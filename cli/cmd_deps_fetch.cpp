@@ -53,8 +53,8 @@ struct DownloadArgs {
   std::string cosign_policy;
 };
 
-mirror::Progress progress_of(const GlobalOptions& global) {
-  return global.quiet ? mirror::Progress::quiet : mirror::Progress::automatic;
+net::Progress progress_of(const GlobalOptions& global) {
+  return global.quiet ? net::Progress::quiet : net::Progress::automatic;
 }
 
 constexpr const char* kClusterConfigHere = "podplane.cluster.jsonc";
@@ -72,20 +72,20 @@ std::pair<std::vector<std::string>, std::string> default_providers(const Downloa
   return {{kind}, "the provider of " + config + "; --providers to choose"};
 }
 
-mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const GlobalOptions& global) {
-  mirror::DepsDownloadOptions options;
-  options.archs = mirror::split_list(args.archs);
-  auto kinds = mirror::split_list(args.kinds);
+fetch::DepsDownloadOptions download_options(const DownloadArgs& args, const GlobalOptions& global) {
+  fetch::DepsDownloadOptions options;
+  options.archs = fetch::split_list(args.archs);
+  auto kinds = fetch::split_list(args.kinds);
   if (!kinds.empty()) options.kinds = kinds;
-  options.providers = mirror::split_list(args.providers);
+  options.providers = fetch::split_list(args.providers);
   options.providers_reason = "--providers";
-  options.mode = args.dry_run ? mirror::DepsDownloadOptions::Mode::dry_run : mirror::DepsDownloadOptions::Mode::fetch;
-  options.seeds = args.skip_seeds ? mirror::DepsDownloadOptions::Seeds::skip : mirror::DepsDownloadOptions::Seeds::fetch;
+  options.mode = args.dry_run ? fetch::DepsDownloadOptions::Mode::dry_run : fetch::DepsDownloadOptions::Mode::fetch;
+  options.seeds = args.skip_seeds ? fetch::DepsDownloadOptions::Seeds::skip : fetch::DepsDownloadOptions::Seeds::fetch;
   options.download.jobs = args.jobs;
   // deps.podplane.dev (or its mirror) serves every manifest, artifact and seed: let --jobs apply to it.
   options.download.per_host = args.jobs;
   options.download.progress = progress_of(global);
-  options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
+  options.download.http = net::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
   if (!args.authfile.empty()) options.registry_auth.authfile = args.authfile;
   options.cosign_keys.assign(args.cosign_keys.begin(), args.cosign_keys.end());
   if (!args.cosign_policy.empty()) options.cosign_policy = args.cosign_policy;
@@ -94,9 +94,9 @@ mirror::DepsDownloadOptions download_options(const DownloadArgs& args, const Glo
 
 // The required_version each engine release `deps tools` chooses must satisfy: every --stack
 // root's, else the stack Podplane generates for the cluster config's cloud, else for any cloud.
-std::vector<mirror::RequiredEngineVersion> engine_versions_required(const std::vector<std::string>& stacks,
+std::vector<fetch::RequiredEngineVersion> engine_versions_required(const std::vector<std::string>& stacks,
                                                                     const std::string& cluster_config) {
-  std::vector<mirror::RequiredEngineVersion> required;
+  std::vector<fetch::RequiredEngineVersion> required;
   for (const auto& stack : stacks) {
     for (const auto& constraints : lockfile::read_module_requirements(stack).required_versions)
       required.push_back({constraints, stack});
@@ -116,7 +116,7 @@ std::vector<mirror::RequiredEngineVersion> engine_versions_required(const std::v
   return required;
 }
 
-std::string describe(const std::vector<mirror::RequiredEngineVersion>& required) {
+std::string describe(const std::vector<fetch::RequiredEngineVersion>& required) {
   if (required.empty()) return "none is set";
   std::string text;
   for (const auto& r : required) text += (text.empty() ? "" : "; ") + r.constraints + " in " + r.required_by;
@@ -157,8 +157,8 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   tf->add_flag("--allow-unverified", tf_args->allow_unverified,
                "Take packages that have no signing keys or mirror hashes (recorded as unverified)");
   tf->callback([tf_args, &global] {
-    mirror::DepsTfOptions options;
-    options.platforms = mirror::split_list(tf_args->platforms);
+    fetch::DepsTfOptions options;
+    options.platforms = fetch::split_list(tf_args->platforms);
     for (const auto& platform : options.platforms) {
       try {
         (void)lockfile::Platform::parse(platform);
@@ -176,21 +176,21 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     }
     for (const auto& stack : tf_args->stacks) options.stacks.emplace_back(stack);
     if (!tf_args->repo_root.empty()) options.repo_root = std::filesystem::absolute(tf_args->repo_root).lexically_normal();
-    if (tf_args->write_lock) options.root_locks = mirror::RootLocks::write;
-    if (tf_args->upgrade) options.locked_versions = mirror::LockedVersions::upgrade;
+    if (tf_args->write_lock) options.root_locks = fetch::RootLocks::write;
+    if (tf_args->upgrade) options.locked_versions = fetch::LockedVersions::upgrade;
     // The stack of the config's provider kind, as the generator writes it (cache/podplane_stack.hpp).
     if (!tf_args->cluster_config.empty()) {
       options.default_stack = generator::load_cluster_config(tf_args->cluster_config).provider.kind;
     }
     options.verification =
-        tf_args->allow_unverified ? mirror::Verification::allow_unverified : mirror::Verification::required;
+        tf_args->allow_unverified ? fetch::Verification::allow_unverified : fetch::Verification::required;
     options.download.jobs = tf_args->jobs;
     // Registries serve every package of a release from one host: let --jobs apply to it.
     options.download.per_host = tf_args->jobs;
     options.download.progress = progress_of(global);
-    options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
+    options.download.http = net::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
     auto store = cache::Store::open(cache::default_deps_root());
-    (void)mirror::deps_tf(store, options, std::cout, std::cerr);
+    (void)fetch::deps_tf(store, options, std::cout, std::cerr);
   });
 
   auto download_args = std::make_shared<DownloadArgs>();
@@ -213,7 +213,7 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     auto options = download_options(*download_args, global);
     if (options.providers.empty()) std::tie(options.providers, options.providers_reason) = default_providers(*download_args);
     auto store = cache::Store::open(cache::default_deps_root());
-    mirror::deps_download(store, options, std::cout, std::cerr);
+    fetch::deps_download(store, options, std::cout, std::cerr);
   });
 
   struct ImagesArgs {
@@ -235,24 +235,24 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
   add_authfile_option(*images, images_args->authfile);
   add_cosign_options(*images, images_args->cosign_keys, images_args->cosign_policy);
   images->callback([images_args, &global] {
-    mirror::DepsImagesOptions options;
+    fetch::DepsImagesOptions options;
     // The list is read here, where "-" means this process's standard input.
     const std::string& list = images_args->list_file;
     options.list_name = list;
     options.list_text = list == "-" ? read_stream_within_limits(std::cin, "<stdin>")
                                     : read_file_within_limits(list, "the image list");
-    options.archs = mirror::split_list(images_args->archs);
-    if (options.archs.empty()) options.archs = {mirror::default_vmconfig_arch()};
+    options.archs = fetch::split_list(images_args->archs);
+    if (options.archs.empty()) options.archs = {fetch::default_vmconfig_arch()};
     options.download.jobs = images_args->jobs;
     // A registry serves every blob of its images from one host: let --jobs apply to it.
     options.download.per_host = images_args->jobs;
     options.download.progress = progress_of(global);
-    options.download.http = mirror::HttpOptions::from_environment();
+    options.download.http = net::HttpOptions::from_environment();
     if (!images_args->authfile.empty()) options.registry_auth.authfile = images_args->authfile;
     options.cosign_keys.assign(images_args->cosign_keys.begin(), images_args->cosign_keys.end());
     if (!images_args->cosign_policy.empty()) options.cosign_policy = images_args->cosign_policy;
     auto store = cache::Store::open(cache::default_deps_root());
-    mirror::deps_images(store, options, std::cout, std::cerr);
+    fetch::deps_images(store, options, std::cout, std::cerr);
   });
 
   struct ToolsArgs {
@@ -298,16 +298,16 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
                             stack_option->count() > 0 || config_option->count() > 0 || !tools_args->platforms.empty();
     if (!engine_run) {
       auto store = cache::Store::open(cache::default_deps_root());
-      (void)mirror::add_podplane_release(store, tools_args->podplane_release, std::cout);
+      (void)fetch::add_podplane_release(store, tools_args->podplane_release, std::cout);
       return;
     }
-    mirror::DepsToolsOptions options;
+    fetch::DepsToolsOptions options;
     std::vector<lockfile::Engine> engines;
     std::optional<std::string> version;
     try {
       if (!tools_args->version.empty()) version = lockfile::Version::parse(tools_args->version).str();
-      for (const auto& engine : mirror::split_list(tools_args->engines)) engines.push_back(lockfile::parse_engine(engine));
-      options.platforms = mirror::split_list(tools_args->platforms);
+      for (const auto& engine : fetch::split_list(tools_args->engines)) engines.push_back(lockfile::parse_engine(engine));
+      options.platforms = fetch::split_list(tools_args->platforms);
       for (const auto& platform : options.platforms) (void)lockfile::Platform::parse(platform);
     } catch (const Error& error) {
       throw UsageError(error.what());  // a typo on the command line, not a failed fetch
@@ -315,18 +315,18 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     options.download.jobs = tools_args->jobs;
     options.download.per_host = tools_args->jobs;
     options.download.progress = progress_of(global);
-    options.download.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
+    options.download.http = net::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
     if (engines.empty()) {
       auto user = generator::engine_on_path();
       engines.push_back(user.engine);
       std::cout << "engine: " << lockfile::engine_name(user.engine) << " (" << user.reason << "; pass --engine to choose)\n";
     }
-    std::vector<mirror::RequiredEngineVersion> required;
+    std::vector<fetch::RequiredEngineVersion> required;
     if (!version) required = engine_versions_required(tools_args->stacks, tools_args->cluster_config);
     for (auto engine : engines) {
       if (!version) {
         std::string chosen =
-            mirror::newest_tool_release(engine, required, mirror::tool_releases_base_url(engine), options.download.http);
+            fetch::newest_tool_release(engine, required, fetch::tool_releases_base_url(engine), options.download.http);
         std::cout << lockfile::engine_name(engine) << ": " << chosen << ", the newest release that every required_version allows ("
                   << describe(required) << ")\n";
         options.releases.push_back({engine, chosen});
@@ -335,8 +335,8 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
       }
     }
     auto store = cache::Store::open(cache::default_deps_root());
-    (void)mirror::deps_tools(store, options, std::cout);
-    if (podplane_option->count() > 0) (void)mirror::add_podplane_release(store, tools_args->podplane_release, std::cout);
+    (void)fetch::deps_tools(store, options, std::cout);
+    if (podplane_option->count() > 0) (void)fetch::add_podplane_release(store, tools_args->podplane_release, std::cout);
   });
 
   auto status_args = std::make_shared<DownloadArgs>();
@@ -348,11 +348,11 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     // Status only reads: without a store yet, everything upstream counts as new.
     auto root = cache::default_deps_root();
     if (!std::filesystem::exists(cache::layout::index_db(root))) {
-      (void)mirror::deps_status(nullptr, options, std::cout);
+      (void)fetch::deps_status(nullptr, options, std::cout);
       return;
     }
     auto store = cache::Store::open(root, cache::Store::Access::read_only);
-    (void)mirror::deps_status(&store, options, std::cout);
+    (void)fetch::deps_status(&store, options, std::cout);
   });
 }
 

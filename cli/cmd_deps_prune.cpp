@@ -51,7 +51,7 @@ struct PruneOptions {
     const std::optional<fs::path> boundary = repo_root.empty() ? std::nullopt : std::optional<fs::path>(repo_root);
     auto keep_root = [&](const fs::path& dir, const std::string& flag) {
       try {
-        add(mirror::stored_root_pins(store, dir, boundary));
+        add(fetch::stored_root_pins(store, dir, boundary));
       } catch (const Error& error) {
         throw Error(flag + ": " + error.message());
       }

@@ -105,7 +105,7 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
   auto report = repaired ? repaired->after : cache::verify_store(*store, depth);
   // The upstream SHA256SUMS, signatures and keys travel with the store: re-check them here so
   // the air gap proves offline what `deps tf` checked online.
-  auto signatures = mirror::recheck_provider_signatures(*store);
+  auto signatures = fetch::recheck_provider_signatures(*store);
   report.problems.insert(report.problems.end(), signatures.problems.begin(), signatures.problems.end());
   // Engine release zips: their signed SHA256SUMS again, against the pinned release keys.
   auto tools = cache::recheck_tool_archives(*store);

@@ -159,7 +159,7 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
     options.transport = push_args->plain_http ? mirror::Transport::plain_http : mirror::Transport::https;
     if (!push_args->ca_file.empty()) options.ca_file = push_args->ca_file;
     options.chunk_size = push_args->chunk_size;
-    options.http = mirror::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
+    options.http = net::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
     if (!push_args->authfile.empty()) options.registry_auth.authfile = push_args->authfile;
     if (!push_args->creds_file.empty()) options.registry_auth.creds_file = push_args->creds_file;
     auto stats = mirror::push_to_oci(cache::default_deps_root(), push_args->target, options,

@@ -27,7 +27,7 @@ struct InstallArgs {
 
 // podplane itself: its release tarball unpacked under --to (docs/tools.md).
 void install_podplane_tree(const InstallArgs& args) {
-  mirror::PodplaneInstallOptions options;
+  fetch::PodplaneInstallOptions options;
   try {
     options.version = lockfile::Version::parse(args.version).str();
     options.platform = args.platform.empty() ? lockfile::host_platform().str() : lockfile::Platform::parse(args.platform).str();
@@ -36,10 +36,10 @@ void install_podplane_tree(const InstallArgs& args) {
   }
   options.to = args.to;
   options.from_url = args.from;
-  options.http = mirror::HttpOptions::from_environment();
+  options.http = net::HttpOptions::from_environment();
   std::optional<cache::Store> store;
   if (options.from_url.empty()) store = open_for_reading(cache::default_deps_root());
-  (void)mirror::install_podplane(store ? &*store : nullptr, options, std::cout);
+  (void)fetch::install_podplane(store ? &*store : nullptr, options, std::cout);
 }
 
 }  // namespace
@@ -67,7 +67,7 @@ void register_tools_commands(CLI::App& group, const GlobalOptions& /*global*/) {
       install_podplane_tree(*args);
       return;
     }
-    mirror::ToolInstallOptions options;
+    fetch::ToolInstallOptions options;
     try {
       options.engine = lockfile::parse_engine(args->engine);
       options.version = lockfile::Version::parse(args->version).str();
@@ -77,10 +77,10 @@ void register_tools_commands(CLI::App& group, const GlobalOptions& /*global*/) {
     }
     options.to = args->to;
     options.from_url = args->from;
-    options.http = mirror::HttpOptions::from_environment();
+    options.http = net::HttpOptions::from_environment();
     std::optional<cache::Store> store;
     if (options.from_url.empty()) store = open_for_reading(cache::default_deps_root());
-    (void)mirror::install_tool(store ? &*store : nullptr, options, std::cout);
+    (void)fetch::install_tool(store ? &*store : nullptr, options, std::cout);
   });
 }
 

@@ -21,7 +21,7 @@
 #include "base/human_bytes.hpp"
 #include "base/run_tool.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 namespace {
 
 namespace fs = std::filesystem;
@@ -621,4 +621,4 @@ std::vector<ExtractedBootFile> read_boot_files(const fs::path& image, const std:
   }
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -17,7 +17,7 @@
 
 #include "fetch/vmconfig.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct ExtractedBootFile {
   VmconfigBootFile file;
@@ -40,4 +40,4 @@ struct BootReadReport {
                                                              const std::filesystem::path& work_dir,
                                                              BootReadReport* report = nullptr);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -27,7 +27,7 @@
 #include "fetch/seeds.hpp"
 #include "fetch/vmconfig.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 namespace {
 
 namespace fs = std::filesystem;
@@ -54,13 +54,13 @@ struct FetchedManifest {
   VmconfigManifest manifest;
 };
 
-FetchedManifest fetch_manifest(HttpClient& http, const std::string& base, const std::string& kind, const std::string& arch) {
+FetchedManifest fetch_manifest(net::HttpClient& http, const std::string& base, const std::string& kind, const std::string& arch) {
   auto name = vmconfig_manifest_name(kind, arch);
   FetchedManifest fetched;
   fetched.url = base + "/manifests/" + name + ".json";
   auto response = http.get(fetched.url, {"Accept: application/json"});
-  if (response.status == 404) throw Error("file not found: " + redact_url(fetched.url));
-  if (response.status != 200) throw Error("cannot fetch " + redact_url(fetched.url) + ": " + response.status_text());
+  if (response.status == 404) throw Error("file not found: " + net::redact_url(fetched.url));
+  if (response.status != 200) throw Error("cannot fetch " + net::redact_url(fetched.url) + ": " + response.status_text());
   fetched.bytes = std::move(response.body);
   fetched.manifest = parse_vmconfig_manifest(fetched.bytes, name);
   return fetched;
@@ -73,13 +73,13 @@ struct ManifestKey {
 
 // Every manifest of `keys` at once, a thread and an HTTP client each (a handful of small
 // documents); the error of the first failing key, in order, is thrown.
-std::vector<FetchedManifest> fetch_manifests(const HttpOptions& http_options, const std::string& base,
+std::vector<FetchedManifest> fetch_manifests(const net::HttpOptions& http_options, const std::string& base,
                                              const std::vector<ManifestKey>& keys) {
   std::vector<FetchedManifest> fetched(keys.size());
   rethrow_first(on_threads(
       keys.size(),
       [&](std::size_t i) {
-        HttpClient http(http_options);
+        net::HttpClient http(http_options);
         fetched[i] = fetch_manifest(http, base, keys[i].kind, keys[i].arch);
       },
       keys.size()));
@@ -211,13 +211,13 @@ struct CheckedScratch {
 struct ScratchFetch {
   std::size_t fetch;  // index in fetches
   fs::path file;
-  std::optional<DownloadOutcome> outcome;
+  std::optional<net::DownloadOutcome> outcome;
   std::future<CheckedScratch> checked;
 };
 
 // Throws the mismatch unless the fetched bytes have the digest `expected`: their sha256, or
 // their digest in another algorithm (DownloadItem::other_algorithm), both hashed as they streamed.
-void check_fetched_digest(const DownloadOutcome& outcome, const TypedDigest& expected, const std::string& what) {
+void check_fetched_digest(const net::DownloadOutcome& outcome, const TypedDigest& expected, const std::string& what) {
   TypedDigest got{expected.algorithm,
                   expected.algorithm == DigestAlgorithm::sha256 ? outcome.digest : outcome.other_digest};
   if (got.hex != expected.hex) throw Error(mismatch_message("checksum mismatch for " + what, expected.str(), got.str()));
@@ -237,7 +237,7 @@ class VmconfigRun {
         archs_(std::move(archs)),
         base_(std::move(base)),
         dry_run_(options.mode == DepsDownloadOptions::Mode::dry_run),
-        quiet_(options.download.progress == Progress::quiet),
+        quiet_(options.download.progress == net::Progress::quiet),
         cosign_policy_(std::move(cosign_policy)),
         downloader_(options.download) {}
 
@@ -258,7 +258,7 @@ class VmconfigRun {
     // Seeds are cross-arch: fetched once (Podplane: with the first arch).
     if (seeds_document_.valid()) seeds_.emplace(store_, seeds_document_.get());
     if (!dry_run_ && !image_requests_.empty())
-      images_.emplace(store_, image_requests_, options_.download, RegistryCredentials::load(options_.registry_auth));
+      images_.emplace(store_, image_requests_, options_.download, net::RegistryCredentials::load(options_.registry_auth));
     if (images_) images_->require_signatures(cosign_policy_);
     if (!dry_run_) fetch();
     // Rows and failures in the order of the manifests, as one manifest after another gave them.
@@ -283,7 +283,7 @@ class VmconfigRun {
   void start_seeds_document() {
     if (options_.seeds != DepsDownloadOptions::Seeds::fetch) return;
     seeds_document_ = std::async(std::launch::async, [this] {
-      HttpClient seeds_http(options_.download.http);
+      net::HttpClient seeds_http(options_.download.http);
       return fetch_seeds_document(seeds_http, base_);
     });
   }
@@ -318,7 +318,7 @@ class VmconfigRun {
   }
 
   void list(const FetchedManifest& fetched, const ManifestNeeds& needs) {
-    out_ << "VMConfig manifest: " << redact_url(fetched.url) << "\n";
+    out_ << "VMConfig manifest: " << net::redact_url(fetched.url) << "\n";
     out_ << "VMConfig cache directory: " << (store_.root() / "vmconfig").string() << "\n";
     if (needs.missing.empty() && needs.missing_boot.empty()) {
       out_ << "All dependencies already cached, nothing to download.\n";
@@ -413,7 +413,7 @@ class VmconfigRun {
   // its boot files read, on a thread of its own as soon as it lands, while the run goes on.
   void fetch() {
     std::deque<ScratchFetch> scratch_fetches;
-    downloader_.run(store_, [&](DownloadRun& run) {
+    downloader_.run(store_, [&](net::DownloadRun& run) {
       // What has the longest way after it goes first: the images, then the files checked and
       // read after they land (the os images), then the rest.
       if (images_) start_images(run);
@@ -423,8 +423,8 @@ class VmconfigRun {
       for (const auto& plan : plans_) {
         for (const auto& claim : plan.direct) {
           const auto& item = fetches_[claim.fetch].item;
-          run.add(DownloadItem{item.url, TypedDigest::parse(item.digest).hex, item.view_path(), {}, item.size},
-                  [&fetch = fetches_[claim.fetch]](const DownloadOutcome& outcome) {
+          run.add(net::DownloadItem{item.url, TypedDigest::parse(item.digest).hex, item.view_path(), {}, item.size},
+                  [&fetch = fetches_[claim.fetch]](const net::DownloadOutcome& outcome) {
                     if (outcome.ok) fetch.object = {outcome.digest, outcome.size};
                     else fetch.error = outcome.error;
                   });
@@ -440,10 +440,10 @@ class VmconfigRun {
   // The images' top manifests come on a thread of their own while the run begins; their
   // platform manifests join the run (ahead of what is still queued) as soon as they are in,
   // and each one's blobs when it lands.
-  void start_images(DownloadRun& run) {
+  void start_images(net::DownloadRun& run) {
     auto tops = std::async(std::launch::async, [this, &run] {
                   struct WakeAtEnd {
-                    DownloadRun& run;
+                    net::DownloadRun& run;
                     ~WakeAtEnd() { run.wake(); }
                   } wake{run};
                   images_->fetch_tops();
@@ -455,17 +455,17 @@ class VmconfigRun {
     });
   }
 
-  void add_scratch_fetch(DownloadRun& run, const Claim& claim, std::deque<ScratchFetch>& scratch_fetches) {
+  void add_scratch_fetch(net::DownloadRun& run, const Claim& claim, std::deque<ScratchFetch>& scratch_fetches) {
     auto& pending = scratch_fetches.emplace_back();
     pending.fetch = claim.fetch;
     pending.file = item_scratch() / ("item-" + std::to_string(scratch_fetches.size() - 1));
     const auto& fetch = fetches_[claim.fetch];
     fs::path work = fetch.boot_files.empty() ? fs::path() : next_boot_work();
     const auto expected = TypedDigest::parse(fetch.item.digest);
-    DownloadItem item{fetch.item.url, std::nullopt, fetch.item.view_path(), {}, fetch.item.size};
+    net::DownloadItem item{fetch.item.url, std::nullopt, fetch.item.view_path(), {}, fetch.item.size};
     if (expected.algorithm != DigestAlgorithm::sha256) item.other_algorithm = expected.algorithm;
     run.add(std::move(item), pending.file,
-            [this, &pending, &fetch, work](const DownloadOutcome& outcome) {
+            [this, &pending, &fetch, work](const net::DownloadOutcome& outcome) {
               pending.outcome = outcome;
               if (!outcome.ok) return;
               pending.checked = std::async(std::launch::async, [this, &pending, &fetch, work]() -> CheckedScratch {
@@ -656,7 +656,7 @@ class VmconfigRun {
   std::vector<std::string> failures_;
   TransferTally tally_;
   std::vector<ImageSignatureRecord> image_signatures_;
-  Downloader downloader_;
+  net::Downloader downloader_;
   ScratchDir scratch_{"podplane-deps-"};
   std::optional<ScratchDir> item_scratch_;  // under the store's temp area, made when first needed
   std::vector<ManifestCount> counts_;
@@ -723,7 +723,7 @@ DepsStatus deps_status(const cache::Store* store, const DepsDownloadOptions& opt
   for (const auto& arch : archs) check_choice(arch, {"amd64", "arm64"}, "arch");
   for (const auto& kind : options.kinds) check_choice(kind, {"knc", "knd"}, "kind");
   std::string base = options.base_url.empty() ? deps_base_url() : options.base_url;
-  HttpClient http(options.download.http);
+  net::HttpClient http(options.download.http);
   bool changed = false;
   for (const auto& arch : archs) {
     for (const auto& kind : options.kinds) {
@@ -738,4 +738,4 @@ DepsStatus deps_status(const cache::Store* store, const DepsDownloadOptions& opt
   return changed ? DepsStatus::new_available : DepsStatus::up_to_date;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

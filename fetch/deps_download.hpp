@@ -15,7 +15,7 @@
 #include "net/download.hpp"
 #include "net/oci_auth.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 // $PODPLANE_DEPS_URL without a trailing '/', else https://deps.podplane.dev.
 std::string deps_base_url();
@@ -34,8 +34,8 @@ struct DepsDownloadOptions {
   enum class Seeds { fetch, skip };                  // --skip-seeds: no seeds.json, no snapshots
   Seeds seeds = Seeds::fetch;
   std::string base_url;                              // deps_base_url() when empty
-  DownloadOptions download;
-  RegistryAuthOptions registry_auth;                 // logins for the registries of the images
+  net::DownloadOptions download;
+  net::RegistryAuthOptions registry_auth;                 // logins for the registries of the images
   std::vector<std::filesystem::path> cosign_keys;    // --cosign-key: every image must be signed by one
   std::optional<std::filesystem::path> cosign_policy;  // --cosign-policy: keys per registry/repository
 };
@@ -50,4 +50,4 @@ enum class DepsStatus { up_to_date, new_available };
 // null when there is no store yet (then everything upstream is new).
 [[nodiscard]] DepsStatus deps_status(const cache::Store* store, const DepsDownloadOptions& options, std::ostream& out);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -29,7 +29,7 @@
 #include "fetch/tf_requirements.hpp"
 #include "fetch/tf_resolution.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 namespace {
 
 namespace fs = std::filesystem;
@@ -55,7 +55,7 @@ class TfRun {
         options_(options),
         out_(out),
         log_(log),
-        quiet_(options.download.progress == Progress::quiet),
+        quiet_(options.download.progress == net::Progress::quiet),
         config_(lockfile::load_cli_config_from_environment()),
         http_(options.download.http),
         registry_(http_, config_),
@@ -247,10 +247,10 @@ class TfRun {
     }
     if (to_download.empty()) return;
     note("fetching " + std::to_string(to_download.size()) + " provider packages");
-    std::vector<DownloadItem> items;
+    std::vector<net::DownloadItem> items;
     for (const auto* job_pointer : to_download) {
       const auto& job = *job_pointer;
-      DownloadItem item;
+      net::DownloadItem item;
       item.url = job.url;
       if (!job.expected.sha256.empty()) item.expected_sha256 = job.expected.sha256;
       item.label = job.filename;
@@ -260,14 +260,14 @@ class TfRun {
     // Each zip's h1 (inflating and hashing its whole contents: as much CPU as its download)
     // is computed on a worker the moment the zip lands, while the others still stream in,
     // rather than one after another once all have landed.
-    std::vector<DownloadOutcome> outcomes(items.size());
+    std::vector<net::DownloadOutcome> outcomes(items.size());
     std::vector<std::string> h1s(items.size());
     std::vector<std::exception_ptr> h1_errors(items.size());
     {
       TaskPool hashers(std::max(1U, std::thread::hardware_concurrency()));
-      downloader_.run(store_, [&](DownloadRun& run) {
+      downloader_.run(store_, [&](net::DownloadRun& run) {
         for (std::size_t i = 0; i < items.size(); ++i) {
-          run.add(std::move(items[i]), [&, i](const DownloadOutcome& outcome) {
+          run.add(std::move(items[i]), [&, i](const net::DownloadOutcome& outcome) {
             outcomes[i] = outcome;
             if (!outcome.ok) return;
             hashers.submit([&, i, zip = store_.object_path(outcome.digest)] {
@@ -332,8 +332,8 @@ class TfRun {
       document_rows.emplace(
           documents_key(job),
           DocumentRows{
-              make(cache::ArtifactKind::provider_shasums, sums.shasums, url_file_name(sums.shasums_url), sums.shasums_url),
-              make(cache::ArtifactKind::provider_signature, sums.signature, url_file_name(sums.signature_url),
+              make(cache::ArtifactKind::provider_shasums, sums.shasums, net::url_file_name(sums.shasums_url), sums.shasums_url),
+              make(cache::ArtifactKind::provider_signature, sums.signature, net::url_file_name(sums.signature_url),
                    sums.signature_url),
               make(cache::ArtifactKind::provider_keys, sums.keys_json,
                    lockfile::provider_signing_keys_filename(job.address.type, job.version.str()), ""),
@@ -475,9 +475,9 @@ class TfRun {
   bool quiet_;
   ScratchDir scratch_{"podplane-tf-"};
   lockfile::CliConfig config_;
-  HttpClient http_;
+  net::HttpClient http_;
   RegistryClient registry_;
-  Downloader downloader_;
+  net::Downloader downloader_;
   ModuleFetcher fetcher_;
   std::string host_;
   ModuleResolver modules_;
@@ -494,4 +494,4 @@ DepsTfSummary deps_tf(cache::Store& store, const DepsTfOptions& options, std::os
   return run.run();
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

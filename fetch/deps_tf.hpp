@@ -23,7 +23,7 @@
 #include "net/download.hpp"
 #include "fetch/tf_verification.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 // --write-lock: whether a --stack run writes each root's own .terraform.lock.hcl.
 enum class RootLocks { leave, write };
@@ -45,7 +45,7 @@ struct DepsTfOptions {
   LockedVersions locked_versions = LockedVersions::keep;
   cache::ProviderKind default_stack = cache::ProviderKind::aws;  // `deps tf -f CONFIG`: the config's kind
   Verification verification = Verification::required;
-  DownloadOptions download;
+  net::DownloadOptions download;
 };
 
 struct DepsTfSummary {
@@ -61,4 +61,4 @@ struct DepsTfSummary {
 // the result lines to `out`.
 DepsTfSummary deps_tf(cache::Store& store, const DepsTfOptions& options, std::ostream& out, std::ostream& log);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -3,7 +3,7 @@
 #include "base/error.hpp"
 #include "cache/row_rules.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace {
 
@@ -12,14 +12,14 @@ constexpr std::int64_t kSignatureBlobLimit = 4 * 1024 * 1024;
 
 // The attachment's own bytes are only checked by digest; the signature it holds is what the
 // provenance row vouches for.
-cache::Artifact signature_row(cache::ArtifactKind kind, const ImageReference& image, const std::string& version,
+cache::Artifact signature_row(cache::ArtifactKind kind, const net::ImageReference& image, const std::string& version,
                               const std::string& digest, std::int64_t size, const std::string& url) {
   return cache::image_row(kind, image.address(), version, "", digest, size, url);
 }
 
 }  // namespace
 
-FetchedSignature fetch_verified_signature(OciPuller& puller, const ImageReference& image, const std::string& image_digest,
+FetchedSignature fetch_verified_signature(OciPuller& puller, const net::ImageReference& image, const std::string& image_digest,
                                           const std::vector<cache::CosignKey>& keys) {
   FetchedSignature signature;
   signature.image_digest = image_digest;
@@ -48,7 +48,7 @@ FetchedSignature fetch_verified_signature(OciPuller& puller, const ImageReferenc
   return signature;
 }
 
-std::vector<cache::Artifact> signature_rows(const ImageReference& image, const OciPuller& puller,
+std::vector<cache::Artifact> signature_rows(const net::ImageReference& image, const OciPuller& puller,
                                             const FetchedSignature& signature) {
   std::vector<cache::Artifact> rows{signature_row(cache::ArtifactKind::image_attachment, image,
                                                   cache::image_signature_tag(signature.image_digest), signature.manifest.digest,
@@ -60,7 +60,7 @@ std::vector<cache::Artifact> signature_rows(const ImageReference& image, const O
   return rows;
 }
 
-ImageSignatureRecord signature_record(const ImageReference& image, const FetchedSignature& signature) {
+ImageSignatureRecord signature_record(const net::ImageReference& image, const FetchedSignature& signature) {
   ImageSignatureRecord record;
   record.attachment.kind = cache::ArtifactKind::image_attachment;
   record.attachment.address = image.address();
@@ -83,4 +83,4 @@ void record_image_signatures(cache::Store& store, const std::vector<ImageSignatu
   }
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -13,7 +13,7 @@
 #include "cache/store.hpp"
 #include "fetch/oci_registry.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 // The verified signature of one image, in memory until the image is accepted.
 struct FetchedSignature {
@@ -26,12 +26,12 @@ struct FetchedSignature {
 
 // Fetches the signature of `image_digest` beside `image` and verifies it with `keys`. Error:
 // no signature there, or why it does not verify.
-[[nodiscard]] FetchedSignature fetch_verified_signature(OciPuller& puller, const ImageReference& image,
+[[nodiscard]] FetchedSignature fetch_verified_signature(OciPuller& puller, const net::ImageReference& image,
                                                         const std::string& image_digest,
                                                         const std::vector<cache::CosignKey>& keys);
 
 // What to index for an accepted signature: its attachment row, then a row per blob.
-[[nodiscard]] std::vector<cache::Artifact> signature_rows(const ImageReference& image, const OciPuller& puller,
+[[nodiscard]] std::vector<cache::Artifact> signature_rows(const net::ImageReference& image, const OciPuller& puller,
                                                           const FetchedSignature& signature);
 
 // The provenance of a signature, recorded once its rows are indexed.
@@ -39,9 +39,9 @@ struct ImageSignatureRecord {
   cache::Artifact attachment;  // the row it is about (found again by its key)
   cache::Provenance provenance;
 };
-[[nodiscard]] ImageSignatureRecord signature_record(const ImageReference& image, const FetchedSignature& signature);
+[[nodiscard]] ImageSignatureRecord signature_record(const net::ImageReference& image, const FetchedSignature& signature);
 
 // Adds the provenance rows; call inside the transaction that indexed the attachment rows.
 void record_image_signatures(cache::Store& store, const std::vector<ImageSignatureRecord>& records);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

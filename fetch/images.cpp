@@ -16,14 +16,14 @@
 #include "base/error.hpp"
 #include "base/digest.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace {
 
 using nlohmann::json;
 
 bool is_index(const std::string& media_type) {
-  return media_type == image_media::oci_index || media_type == image_media::docker_list;
+  return media_type == net::image_media::oci_index || media_type == net::image_media::docker_list;
 }
 
 struct Platform {
@@ -74,7 +74,7 @@ Descriptor descriptor_of(const json& entry, const std::string& where) {
 // Only manifests and indexes of the OCI and Docker types are stored, so that `mirror serve`
 // never hands a browser another type (text/html with a script) from the mirror's origin.
 void check_manifest_type(const FetchedManifest& manifest, const std::string& what) {
-  if (image_media::is_manifest_type(manifest.media_type)) return;
+  if (net::image_media::is_manifest_type(manifest.media_type)) return;
   std::string shown;
   for (unsigned char c : manifest.media_type.substr(0, 100)) shown += (c < 0x20 || c >= 0x7f || c == '"') ? '?' : static_cast<char>(c);
   throw Error(what + " (" + manifest.digest + ") has the media type \"" + shown +
@@ -119,14 +119,14 @@ std::vector<Descriptor> manifest_blobs(const json& manifest, const std::string& 
 // The referrers of `subject` (OciPuller::referrers), each fetched by its digest and checked: a
 // manifest type, the size the index gives it, and a subject that is `subject` (the tag
 // schema's index is anyone's to push). An index among them is left out (not supported).
-std::vector<Referrer> fetch_referrers(OciPuller& puller, const ImageReference& image, const std::string& subject) {
+std::vector<Referrer> fetch_referrers(OciPuller& puller, const net::ImageReference& image, const std::string& subject) {
   std::vector<Referrer> found;
   auto index = puller.referrers(image, subject);
   if (!index) return found;
   std::string where = "the referrers of " + image.address() + "@" + subject;
   auto document = json::parse(index->bytes, nullptr, false);
   if (!document.is_object() || !document.contains("manifests") || !document["manifests"].is_array())
-    throw Error(where + " (" + redact_url(index->url) + ") are not an OCI image index");
+    throw Error(where + " (" + net::redact_url(index->url) + ") are not an OCI image index");
   std::set<std::string> seen;
   for (const auto& entry : document["manifests"]) {
     auto descriptor = descriptor_of(entry, where);
@@ -154,7 +154,7 @@ std::vector<Referrer> fetch_referrers(OciPuller& puller, const ImageReference& i
 // Each must be an image manifest (as cosign writes them) and is fetched by tag, so only the
 // registry's Docker-Content-Digest vouches for it; its blobs are held to their digests like
 // every blob. Carried, never verified (docs/images.md "Attestations and SBOMs attached by tag").
-std::optional<Referrer> fetch_cosign_attachment(OciPuller& puller, const ImageReference& image, const std::string& subject,
+std::optional<Referrer> fetch_cosign_attachment(OciPuller& puller, const net::ImageReference& image, const std::string& subject,
                                                 std::string_view suffix) {
   std::string tag = cache::cosign_attachment_tag(subject, suffix);
   auto manifest = puller.manifest_if_present(image, tag);
@@ -166,7 +166,7 @@ std::optional<Referrer> fetch_cosign_attachment(OciPuller& puller, const ImageRe
   return Referrer{std::move(*manifest), std::move(blobs), tag};
 }
 
-cache::Artifact image_row(cache::ArtifactKind kind, const ImageReference& image, const std::string& version,
+cache::Artifact image_row(cache::ArtifactKind kind, const net::ImageReference& image, const std::string& version,
                           const std::string& platform, const std::string& digest, std::int64_t size, const std::string& url) {
   return cache::image_row(kind, image.address(), version, platform, digest, size, url);
 }
@@ -192,7 +192,7 @@ std::vector<ImageRequest> vmconfig_image_requests(const json& document, const st
     const auto& entry = images[i];
     ImageRequest request;
     request.source = where;
-    request.reference = ImageReference::parse(text_field(entry, "image"));
+    request.reference = net::ImageReference::parse(text_field(entry, "image"));
     request.pinned_manifest = text_field(entry, "digest");
     request.pinned_index = text_field(entry, "index");
     if (auto problem = cache::image_digest_problem(request.pinned_manifest)) throw Error(where + ": digest " + *problem);
@@ -218,7 +218,7 @@ std::vector<ImageRequest> parse_image_list(std::string_view text, const std::str
     ImageRequest request;
     request.source = source + ":" + std::to_string(number);
     try {
-      request.reference = ImageReference::parse(line);
+      request.reference = net::ImageReference::parse(line);
     } catch (const Error& error) {
       throw Error(request.source + ": " + error.what());
     }
@@ -277,7 +277,7 @@ struct ImageFetcher::Impl {
 
   cache::Store& store;
   std::vector<ImageRequest> requests;
-  DownloadOptions options;
+  net::DownloadOptions options;
   std::vector<OciPuller> pullers;  // one per request: each resolves on its own thread
   // The request whose top manifest (and puller, with its auth) serves request r: knc and knd
   // manifests pin the same images, one request per arch.
@@ -287,7 +287,7 @@ struct ImageFetcher::Impl {
   std::vector<Image> images;
   // Every blob hex this run: what the run made of it (nullopt while it is on its way, or when
   // the store had it already).
-  std::map<std::string, std::optional<DownloadOutcome>> blobs;
+  std::map<std::string, std::optional<net::DownloadOutcome>> blobs;
   std::set<std::string> present;  // blob hex the store had before
   std::size_t blobs_present = 0;
   std::vector<std::optional<FetchedManifest>> tops;  // by fetch_tops(), for each first request
@@ -305,7 +305,7 @@ struct ImageFetcher::Impl {
   // rest of the image: ready once referrers[r] and referrer_errors[r] are. start() hands them
   // to the run (after()), which then holds the last reference to each.
   std::vector<std::shared_future<void>> referrers_found;
-  std::atomic<DownloadRun*> run_to_wake{nullptr};  // set by start(): woken as each lookup ends
+  std::atomic<net::DownloadRun*> run_to_wake{nullptr};  // set by start(): woken as each lookup ends
 
   // On a thread of its own: the referrers' lookups' results in their order (the first error
   // wins), then a wake for the run, which looks at once (before the future is ready, as the
@@ -320,12 +320,12 @@ struct ImageFetcher::Impl {
         if (referrer_errors[r].empty()) referrer_errors[r] = error.what();
       }
     }
-    if (DownloadRun* run = run_to_wake.load()) run->wake();
+    if (net::DownloadRun* run = run_to_wake.load()) run->wake();
   }
 
   // On the run's thread once the referrers of request r's top are known: their blobs join the
   // run, or their error fails the image.
-  void referrers_arrived(std::size_t r, DownloadRun& run) {
+  void referrers_arrived(std::size_t r, net::DownloadRun& run) {
     if (!images[r].error.empty()) return;
     const std::size_t f = first[r];
     const auto& image = requests[r].reference;
@@ -340,7 +340,7 @@ struct ImageFetcher::Impl {
 
   // Reads a platform manifest (fetched for an index, or the image's own) and adds the blobs the
   // store lacks to `run`. Errors go to the manifest's `error`.
-  void read_manifest(std::size_t r, Wanted& wanted, DownloadRun& run) {
+  void read_manifest(std::size_t r, Wanted& wanted, net::DownloadRun& run) {
     const auto& image = requests[r].reference;
     const auto& manifest = *wanted.manifest;
     auto document = parse_manifest(manifest, "the manifest of " + image.str() + " for " + wanted.platform.str());
@@ -353,7 +353,7 @@ struct ImageFetcher::Impl {
   }
 
   // Adds the blobs of one manifest (`where`) that neither the store nor this run has to `run`.
-  void add_blobs(std::size_t r, const std::vector<Descriptor>& found, const std::string& where, DownloadRun& run) {
+  void add_blobs(std::size_t r, const std::vector<Descriptor>& found, const std::string& where, net::DownloadRun& run) {
     const auto& image = requests[r].reference;
     auto& puller = this->puller(r);
     for (const auto& blob : found) {
@@ -371,14 +371,14 @@ struct ImageFetcher::Impl {
         continue;
       }
       blobs[hex] = std::nullopt;
-      run.add(DownloadItem{puller.blob_url(image, blob.digest), hex, image.address() + "@" + blob.digest,
+      run.add(net::DownloadItem{puller.blob_url(image, blob.digest), hex, image.address() + "@" + blob.digest,
                            puller.auth_headers(image), static_cast<std::uint64_t>(blob.size)},
-              [this, hex](const DownloadOutcome& outcome) { blobs[hex] = outcome; });
+              [this, hex](const net::DownloadOutcome& outcome) { blobs[hex] = outcome; });
     }
   }
 
   // A platform manifest the run brought (checked against its digest by the store's writer).
-  void manifest_arrived(std::size_t r, Wanted& wanted, const DownloadOutcome& outcome, DownloadRun& run) {
+  void manifest_arrived(std::size_t r, Wanted& wanted, const net::DownloadOutcome& outcome, net::DownloadRun& run) {
     const auto& image = requests[r].reference;
     try {
       if (!outcome.ok)
@@ -386,7 +386,7 @@ struct ImageFetcher::Impl {
       FetchedManifest manifest;
       manifest.bytes = store.read_object(outcome.digest);
       manifest.digest = "sha256:" + outcome.digest;
-      manifest.media_type = manifest_media_type(manifest.bytes, wanted.media_type);
+      manifest.media_type = net::manifest_media_type(manifest.bytes, wanted.media_type);
       manifest.url = puller(r).manifest_url(image, wanted.descriptor.digest);
       check_manifest_type(manifest, "the manifest " + wanted.descriptor.digest + " of " + image.str());
       if (static_cast<std::int64_t>(manifest.bytes.size()) != wanted.descriptor.size)
@@ -462,9 +462,9 @@ struct ImageFetcher::Impl {
     // rows say which platform it is.
     auto config = descriptor_of(document.value("config", json::object()), "the manifest " + top.digest + " of " + image.str());
     if (config.size > 4 * 1024 * 1024) throw Error("the config of " + image.str() + " is larger than 4 MiB");
-    Downloader small(options);
+    net::Downloader small(options);
     auto outcome = small.fetch_into_store(
-        store, {DownloadItem{puller(r).blob_url(image, config.digest), config.digest.substr(7), image.str() + " config",
+        store, {net::DownloadItem{puller(r).blob_url(image, config.digest), config.digest.substr(7), image.str() + " config",
                              puller(r).auth_headers(image), static_cast<std::uint64_t>(config.size)}});
     if (!outcome[0].ok) throw Error(outcome[0].error);
     auto platform = platform_of(json::parse(store.read_object(config.digest.substr(7)), nullptr, false));
@@ -479,8 +479,8 @@ struct ImageFetcher::Impl {
   }
 };
 
-ImageFetcher::ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const DownloadOptions& options,
-                           const RegistryCredentials& credentials)
+ImageFetcher::ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const net::DownloadOptions& options,
+                           const net::RegistryCredentials& credentials)
     : impl_(new Impl{store, std::move(requests), options, {}, {}, {}, {}, {}, 0, {}, {}, cache::CosignPolicy{}, {}, {}, false, {}, {}, {}, {}}) {
   for (std::size_t r = 0; r < impl_->requests.size(); ++r) impl_->pullers.emplace_back(options.http, credentials);
   impl_->images.resize(impl_->requests.size());
@@ -601,7 +601,7 @@ void ImageFetcher::resolve_tops() {
   }
 }
 
-void ImageFetcher::start(DownloadRun& run) {
+void ImageFetcher::start(net::DownloadRun& run) {
   auto& impl = *impl_;
   // Every request's referrers, failed image or not: the run does not end before each lookup
   // has (so none wakes a run that is gone), and holds the last reference to it.
@@ -625,11 +625,11 @@ void ImageFetcher::start(DownloadRun& run) {
         continue;
       }
       auto headers = puller.auth_headers(image);
-      headers.push_back(std::string("Accept: ") + image_media::accept_all);
-      run.add(DownloadItem{puller.manifest_url(image, wanted.descriptor.digest), wanted.descriptor.digest.substr(7),
+      headers.push_back(std::string("Accept: ") + net::image_media::accept_all);
+      run.add(net::DownloadItem{puller.manifest_url(image, wanted.descriptor.digest), wanted.descriptor.digest.substr(7),
                            image.address() + "@" + wanted.descriptor.digest, std::move(headers),
                            static_cast<std::uint64_t>(wanted.descriptor.size)},
-              [&impl, r, &wanted, &run](const DownloadOutcome& outcome) { impl.manifest_arrived(r, wanted, outcome, run); });
+              [&impl, r, &wanted, &run](const net::DownloadOutcome& outcome) { impl.manifest_arrived(r, wanted, outcome, run); });
     }
   }
 }
@@ -639,7 +639,7 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
   for (const auto& found : impl.referrers_found)  // none left after start(): the run waited for them
     if (found.valid()) found.wait();
   ImageFetch result;
-  const bool quiet = impl.options.progress == Progress::quiet;
+  const bool quiet = impl.options.progress == net::Progress::quiet;
   // The top manifests, kept out of the run's way until now (their syncs overlap here).
   std::vector<std::string_view> tops;
   std::set<std::string> top_digests;
@@ -736,15 +736,15 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
   return result;
 }
 
-ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests, const DownloadOptions& options,
-                        const RegistryCredentials& credentials, std::ostream& log,
+ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests, const net::DownloadOptions& options,
+                        const net::RegistryCredentials& credentials, std::ostream& log,
                         const cache::CosignPolicy& cosign_policy) {
   ImageFetcher fetcher(store, requests, options, credentials);
   fetcher.require_signatures(cosign_policy);
   fetcher.take_referrers();
   fetcher.resolve();
-  Downloader downloader(options);
-  downloader.run(store, [&](DownloadRun& run) { fetcher.start(run); });
+  net::Downloader downloader(options);
+  downloader.run(store, [&](net::DownloadRun& run) { fetcher.start(run); });
   return fetcher.finish(log);
 }
 
@@ -756,7 +756,7 @@ void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ost
   auto requests = parse_image_list(options.list_text, options.list_name, image_platforms_of_archs(options.archs));
   if (requests.empty()) throw Error("the image list " + options.list_name + " names no image");
   auto policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);
-  auto fetched = fetch_images(store, requests, options.download, RegistryCredentials::load(options.registry_auth), log, policy);
+  auto fetched = fetch_images(store, requests, options.download, net::RegistryCredentials::load(options.registry_auth), log, policy);
   if (!fetched.failures.empty()) {
     std::string message = "deps images failed; nothing was indexed:";
     for (const auto& failure : fetched.failures) message += "\n" + failure;
@@ -775,4 +775,4 @@ void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ost
     out << "Verified the cosign signatures of " << fetched.signatures.size() << " images with the keys given.\n";
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -23,10 +23,10 @@
 #include "fetch/image_signatures.hpp"
 #include "fetch/oci_registry.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct ImageRequest {
-  ImageReference reference;
+  net::ImageReference reference;
   std::vector<std::string> platforms;  // "linux/amd64"; empty: every platform of the index
   std::string pinned_manifest;         // vmconfig "digest": the selected platform manifest must be this
   std::string pinned_index;            // vmconfig "index": the index must be this
@@ -59,7 +59,7 @@ std::vector<std::string> image_platforms_of_archs(const std::vector<std::string>
 // wants a login that is not there fails with a message that says how to give one. With
 // a `cosign_policy` that names keys, an image must carry a cosign signature by one of its keys.
 [[nodiscard]] ImageFetch fetch_images(cache::Store& store, const std::vector<ImageRequest>& requests,
-                                      const DownloadOptions& options, const RegistryCredentials& credentials,
+                                      const net::DownloadOptions& options, const net::RegistryCredentials& credentials,
                                       std::ostream& log, const cache::CosignPolicy& cosign_policy = cache::CosignPolicy{});
 
 // The images of a run, fetched through a DownloadRun that other items share (deps download):
@@ -74,8 +74,8 @@ std::vector<std::string> image_platforms_of_archs(const std::vector<std::string>
 // own (the caller's) thread.
 class ImageFetcher {
  public:
-  ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const DownloadOptions& options,
-               const RegistryCredentials& credentials);
+  ImageFetcher(cache::Store& store, std::vector<ImageRequest> requests, const net::DownloadOptions& options,
+               const net::RegistryCredentials& credentials);
   ~ImageFetcher();
   ImageFetcher(const ImageFetcher&) = delete;
   ImageFetcher& operator=(const ImageFetcher&) = delete;
@@ -93,7 +93,7 @@ class ImageFetcher {
   void resolve();  // fetch_tops(), then resolve_tops()
   void fetch_tops();
   void resolve_tops();
-  void start(DownloadRun& run);  // the fetcher must outlive the run
+  void start(net::DownloadRun& run);  // the fetcher must outlive the run
   [[nodiscard]] ImageFetch finish(std::ostream& log);
 
  private:
@@ -111,8 +111,8 @@ struct DepsImagesOptions {
   std::string list_name;
   std::string list_text;
   std::vector<std::string> archs;      // amd64, arm64, all
-  DownloadOptions download;
-  RegistryAuthOptions registry_auth;   // --authfile (else the standard auth files)
+  net::DownloadOptions download;
+  net::RegistryAuthOptions registry_auth;   // --authfile (else the standard auth files)
   std::vector<std::filesystem::path> cosign_keys;  // --cosign-key: every image must be signed by one
   std::optional<std::filesystem::path> cosign_policy;  // --cosign-policy: keys per registry/repository
 };
@@ -121,4 +121,4 @@ struct DepsImagesOptions {
 // transaction, prints a summary. Error listing every image that failed (nothing indexed then).
 void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ostream& out, std::ostream& log);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

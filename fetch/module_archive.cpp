@@ -10,7 +10,7 @@
 #include "base/input_limits.hpp"
 #include "lockfile/hash.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 namespace {
 
 namespace fs = std::filesystem;
@@ -209,4 +209,4 @@ cache::ModuleTree ingest_module_tree(cache::Store& store, const fs::path& root, 
   return tree;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -17,7 +17,7 @@
 #include "base/input_limits.hpp"
 #include "cache/store.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 using podplane::ArchiveLimits;
 
@@ -41,4 +41,4 @@ struct PackageFile {
                                                    std::string address, std::string version,
                                                    std::string upstream_url);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -26,7 +26,7 @@
 #include "base/unique_fd.hpp"
 #include "fetch/module_archive.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 namespace {
 
 namespace fs = std::filesystem;
@@ -163,7 +163,7 @@ GitLogin split_git_login(const std::string& url) {
   if (colon != std::string::npos) login.password = percent_decoded(userinfo.substr(colon + 1));
   for (const std::string* part : {&login.user, &login.password, &login.host}) {
     if (part->find_first_of(std::string("\n\0", 2)) != std::string::npos)
-      throw Error("git module source " + redact_url(url) + ": its login holds a line break or a NUL");
+      throw Error("git module source " + net::redact_url(url) + ": its login holds a line break or a NUL");
   }
   login.url = url.substr(0, authority_start) + login.host + url.substr(authority_end);
   return login;
@@ -189,7 +189,7 @@ std::vector<std::string> git_login_environment(const GitLogin& login) {
 // limits of every other request: the low-speed limit (GIT_HTTP_LOW_SPEED_*) and the deadline,
 // after which it is killed. `login` reaches it through the environment, never the argv.
 void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, std::string_view what,
-             const HttpOptions& http, const GitLogin& login) {
+             const net::HttpOptions& http, const GitLogin& login) {
   // SSL_CERT_FILE is the one CA setting podplane honours for every transfer, so it also wins
   // over an inherited GIT_SSL_CAINFO: git then trusts exactly what the HTTP client trusts.
   const char* ca = std::getenv("SSL_CERT_FILE");
@@ -240,12 +240,12 @@ void run_git(const std::vector<std::string>& args, const fs::path& stderr_file, 
   if (!in_time) {
     throw Error("git did not finish " + std::string(what) + " within the transfer deadline of " +
                 std::to_string(std::chrono::duration_cast<std::chrono::seconds>(http.deadline).count()) +
-                " s and was stopped" + (output.empty() ? "" : ":\n" + redact_url(output)));
+                " s and was stopped" + (output.empty() ? "" : ":\n" + net::redact_url(output)));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && output.empty()) {
     throw Error("git is not installed (needed for " + std::string(what) + ")");
   }
-  throw Error("git failed for " + std::string(what) + (output.empty() ? "" : ":\n" + redact_url(output)));
+  throw Error("git failed for " + std::string(what) + (output.empty() ? "" : ":\n" + net::redact_url(output)));
 }
 
 bool is_commit_id(std::string_view ref) {
@@ -337,17 +337,17 @@ ModuleSource ModuleSource::parse(std::string_view text_in, std::string_view defa
 std::string ModuleSource::package_address() const {
   switch (kind) {
     case Kind::registry: return registry.str();
-    case Kind::git: return "git::" + redact_url(url) + (ref.empty() ? "" : (url.find('?') == std::string::npos ? "?ref=" : "&ref=") + ref);
+    case Kind::git: return "git::" + net::redact_url(url) + (ref.empty() ? "" : (url.find('?') == std::string::npos ? "?ref=" : "&ref=") + ref);
     case Kind::archive:
     case Kind::http:
-    case Kind::local: return redact_url(url);
+    case Kind::local: return net::redact_url(url);
   }
   return text;
 }
 
 std::string ModuleSource::store_address() const {
   if (kind == Kind::registry) return registry.str();
-  std::string rest = redact_url(url);
+  std::string rest = net::redact_url(url);
   if (auto scheme = rest.find("://"); scheme != std::string::npos) rest = rest.substr(scheme + 3);
   rest = rest.substr(0, rest.find_first_of("?#"));
   std::string lowered = lower(rest);
@@ -397,18 +397,18 @@ fs::path resolve_subdir(const fs::path& root, std::string_view subdir) {
   return current;
 }
 
-ModuleFetcher::ModuleFetcher(HttpClient& http, Downloader& downloader, fs::path work_dir)
+ModuleFetcher::ModuleFetcher(net::HttpClient& http, net::Downloader& downloader, fs::path work_dir)
     : http_(http), downloader_(downloader), work_dir_(std::move(work_dir)) {}
 
 ModuleFetcher::Package ModuleFetcher::fetch(const ModuleSource& source_in) {
   ModuleSource source = source_in;
   // Plain HTTP(S): ask the URL where the package is (X-Terraform-Get), at most 10 hops.
   for (int hop = 0; source.kind == ModuleSource::Kind::http; ++hop) {
-    if (hop == 10) throw Error("too many X-Terraform-Get redirections for module source " + redact_url(source_in.text));
+    if (hop == 10) throw Error("too many X-Terraform-Get redirections for module source " + net::redact_url(source_in.text));
     std::string url = source.url + (source.url.find('?') == std::string::npos ? "?" : "&") + "terraform-get=1";
     auto response = http_.get(url);
     if (response.status < 200 || response.status > 299) {
-      throw Error("module source " + redact_url(source.url) + ": " + response.status_text());
+      throw Error("module source " + net::redact_url(source.url) + ": " + response.status_text());
     }
     std::string next;
     if (auto header = response.headers.find("x-terraform-get"); header != response.headers.end()) next = header->second;
@@ -418,16 +418,16 @@ ModuleFetcher::Package ModuleFetcher::fetch(const ModuleSource& source_in) {
       if (std::regex_search(response.body, match, meta)) next = match[1];
     }
     if (next.empty()) {
-      throw Error("module source " + redact_url(source.url) + " is no archive and names no X-Terraform-Get location");
+      throw Error("module source " + net::redact_url(source.url) + " is no archive and names no X-Terraform-Get location");
     }
     if (next.starts_with("/") || next.starts_with("./") || next.starts_with("../")) {
-      next = resolve_url(response.final_url.empty() ? url : response.final_url, next);
+      next = net::resolve_url(response.final_url.empty() ? url : response.final_url, next);
     }
     std::string outer_subdir = source.subdir;
     source = ModuleSource::parse(next, "registry.opentofu.org");
     source.subdir = join_subdir(source.subdir, outer_subdir);
     if (source.kind == ModuleSource::Kind::registry || source.kind == ModuleSource::Kind::local) {
-      throw Error("X-Terraform-Get location must be a direct remote package address, got " + redact_url(next));
+      throw Error("X-Terraform-Get location must be a direct remote package address, got " + net::redact_url(next));
     }
   }
   fs::path into = work_dir_ / ("package-" + std::to_string(++counter_));
@@ -435,7 +435,7 @@ ModuleFetcher::Package ModuleFetcher::fetch(const ModuleSource& source_in) {
   switch (source.kind) {
     case ModuleSource::Kind::git: return fetch_git(source, into);
     case ModuleSource::Kind::archive: return fetch_archive(source, into);
-    default: throw Error("module source " + redact_url(source.text) + " is not a remote package address");
+    default: throw Error("module source " + net::redact_url(source.text) + " is not a remote package address");
   }
 }
 
@@ -462,14 +462,14 @@ ModuleFetcher::Package ModuleFetcher::fetch_git(const ModuleSource& source, cons
 ModuleFetcher::Package ModuleFetcher::fetch_archive(const ModuleSource& source, const fs::path& into) {
   fs::create_directories(into);
   fs::path archive = into / ("package." + source.archive_format);
-  DownloadItem item;
+  net::DownloadItem item;
   item.url = source.url;
-  item.label = redact_url(source.url);
+  item.label = net::redact_url(source.url);
   downloader_.fetch_to_file(item, archive);
   fs::path tree = into / "tree";
-  extract_archive(archive, tree, "module package " + redact_url(source.url));
+  extract_archive(archive, tree, "module package " + net::redact_url(source.url));
   fs::remove(archive);
   return Package{resolve_subdir(tree, source.subdir), source.package_address()};
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -13,7 +13,7 @@
 #include "net/http.hpp"
 #include "fetch/registry.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct ModuleSource {
   enum class Kind { local, registry, git, archive, http };
@@ -51,7 +51,7 @@ std::filesystem::path resolve_subdir(const std::filesystem::path& root, std::str
 class ModuleFetcher {
  public:
   // `work_dir` receives one fresh directory per fetch; the caller removes it.
-  ModuleFetcher(HttpClient& http, Downloader& downloader, std::filesystem::path work_dir);
+  ModuleFetcher(net::HttpClient& http, net::Downloader& downloader, std::filesystem::path work_dir);
 
   struct Package {
     std::filesystem::path root;   // the package with the location's own //subdir applied
@@ -65,10 +65,10 @@ class ModuleFetcher {
   Package fetch_git(const ModuleSource& source, const std::filesystem::path& into);
   Package fetch_archive(const ModuleSource& source, const std::filesystem::path& into);
 
-  HttpClient& http_;
-  Downloader& downloader_;
+  net::HttpClient& http_;
+  net::Downloader& downloader_;
   std::filesystem::path work_dir_;
   int counter_ = 0;
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

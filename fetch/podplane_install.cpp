@@ -11,7 +11,7 @@
 #include "fetch/module_archive.hpp"
 #include "fetch/tool_sources.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace {
 
@@ -34,7 +34,7 @@ fs::path tarball_from_store(const cache::Store& store, const PodplaneInstallOpti
 fs::path tarball_from_mirror(const PodplaneInstallOptions& options, const std::string& tarball, const fs::path& scratch) {
   const std::string dir = mirror_tool_dir(options.from_url, cache::kPodplaneReleaseAddress, options.version);
   const std::string sums_name = cache::podplane_shasums_name(options.version);
-  HttpClient http(options.http);
+  net::HttpClient http(options.http);
   const std::string sums = fetch_tool_document(http, dir, sums_name);
   return fetch_tool_file(options.http, dir, tarball, cache::tool_listed_digest(sums, tarball, sums_name), scratch);
 }
@@ -106,4 +106,4 @@ fs::path install_podplane(const cache::Store* store, const PodplaneInstallOption
   return program;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -13,18 +13,18 @@
 #include "cache/store.hpp"
 #include "net/http_options.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct PodplaneInstallOptions {
   std::string version;       // canonical
   std::string platform;      // os_arch
   std::filesystem::path to;  // the directory the release tree goes into (created when missing)
   std::string from_url;      // a site mirror's base URL; empty: the local store
-  HttpOptions http;
+  net::HttpOptions http;
 };
 
 // Installs DIR/podplane-<v>-<os>-<arch>/ (refused when it exists) and returns the path of its
 // bin/podplane. `store` is read only when from_url is empty (it may be null otherwise).
 std::filesystem::path install_podplane(const cache::Store* store, const PodplaneInstallOptions& options, std::ostream& out);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -9,7 +9,7 @@
 #include "base/error.hpp"
 #include "cache/podplane_releases.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace {
 
@@ -157,4 +157,4 @@ PodplaneReleaseResult add_podplane_release(cache::Store& store, const fs::path& 
   return result;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -11,7 +11,7 @@
 
 #include "cache/store.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct PodplaneReleaseResult {
   std::string version;
@@ -25,4 +25,4 @@ struct PodplaneReleaseResult {
 // one it does not list, is an Error. Indexes all rows at once, at the end.
 PodplaneReleaseResult add_podplane_release(cache::Store& store, const std::filesystem::path& dir, std::ostream& out);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

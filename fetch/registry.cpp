@@ -9,7 +9,7 @@
 #include "base/hex.hpp"
 #include "base/input_limits.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 namespace {
 
 using nlohmann::json;
@@ -54,7 +54,7 @@ std::string with_trailing_slash(std::string url) {
 std::string checked_http_url(const std::string& base, const std::string& reference, std::string_view field,
                              const std::string& document_url) {
   if (reference.empty()) throw Error("registry answer from " + document_url + " has no " + std::string(field));
-  std::string resolved = resolve_url(base, reference);
+  std::string resolved = net::resolve_url(base, reference);
   auto scheme = lower(resolved.substr(0, resolved.find(':')));
   if (scheme != "https" && scheme != "http") {
     throw Error("registry answer from " + document_url + ": " + std::string(field) + " must be an http(s) URL, got " +
@@ -256,7 +256,7 @@ std::map<std::string, MirrorArchive> parse_mirror_version(std::string_view body,
   return out;
 }
 
-RegistryClient::RegistryClient(HttpClient& http, const lockfile::CliConfig& config) : http_(http), config_(config) {}
+RegistryClient::RegistryClient(net::HttpClient& http, const lockfile::CliConfig& config) : http_(http), config_(config) {}
 
 std::vector<std::string> RegistryClient::auth_headers(const std::string& host) const {
   std::vector<std::string> headers{"Accept: application/json", kTerraformVersionHeader};
@@ -264,16 +264,16 @@ std::vector<std::string> RegistryClient::auth_headers(const std::string& host) c
   return headers;
 }
 
-HttpResponse RegistryClient::get_json(const std::string& url, const std::string& auth_host, std::string_view what) {
+net::HttpResponse RegistryClient::get_json(const std::string& url, const std::string& auth_host, std::string_view what) {
   auto response = http_.get(url, auth_headers(auth_host));
   expect_answer(response, url, auth_host, what);
   return response;
 }
 
-void RegistryClient::expect_answer(const HttpResponse& response, const std::string& url, const std::string& auth_host,
+void RegistryClient::expect_answer(const net::HttpResponse& response, const std::string& url, const std::string& auth_host,
                                    std::string_view what) {
   if (response.status == 200 || response.status == 204) return;
-  std::string prefix = std::string(what) + " (" + redact_url(url) + "): ";
+  std::string prefix = std::string(what) + " (" + net::redact_url(url) + "): ";
   if (response.status == 404) throw Error(prefix + "not found (HTTP 404)");
   if (response.status == 401 || response.status == 403) {
     throw Error(prefix + "unauthorized (HTTP " + std::to_string(response.status) +
@@ -306,7 +306,7 @@ std::string RegistryClient::service_url(const std::string& host_in, const std::s
     auto services = parse_discovery(response.body, url);
     // Relative service URLs resolve against the final URL after redirects.
     std::string base = response.final_url.empty() ? url : response.final_url;
-    for (auto& [id, value] : services) value = resolve_url(base, value);
+    for (auto& [id, value] : services) value = net::resolve_url(base, value);
     cached = discovered_.emplace(host, std::move(services)).first;
   }
   auto it = cached->second.find(service_id);
@@ -387,9 +387,9 @@ std::string RegistryClient::module_location(const ModuleAddress& module, const l
     throw Error("module download answer from " + url + " names no location (no X-Terraform-Get header or JSON location)");
   }
   if (location.starts_with("/") || location.starts_with("./") || location.starts_with("../")) {
-    location = resolve_url(response.final_url.empty() ? url : response.final_url, location);
+    location = net::resolve_url(response.final_url.empty() ? url : response.final_url, location);
   }
   return location;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

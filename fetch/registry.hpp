@@ -16,7 +16,7 @@
 #include "lockfile/version.hpp"
 #include "net/http.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct ProviderVersion {
   lockfile::Version version;
@@ -77,7 +77,7 @@ struct ModuleAddress {
 class RegistryClient {
  public:
   // `config` supplies host blocks and credentials; both must outlive the client.
-  RegistryClient(HttpClient& http, const lockfile::CliConfig& config);
+  RegistryClient(net::HttpClient& http, const lockfile::CliConfig& config);
 
   // The base URL (always ending in '/') of `service_id` on `host`: a host block of the CLI
   // config wins, else /.well-known/terraform.json. Cached per host.
@@ -101,15 +101,15 @@ class RegistryClient {
   [[nodiscard]] std::string module_location(const ModuleAddress& module, const lockfile::Version& version);
 
  private:
-  HttpResponse get_json(const std::string& url, const std::string& auth_host, std::string_view what);
+  net::HttpResponse get_json(const std::string& url, const std::string& auth_host, std::string_view what);
   // Throws the error `what` (from `url`) deserves unless the answer is a 200 or 204.
-  static void expect_answer(const HttpResponse& response, const std::string& url, const std::string& auth_host,
+  static void expect_answer(const net::HttpResponse& response, const std::string& url, const std::string& auth_host,
                             std::string_view what);
   std::vector<std::string> auth_headers(const std::string& host) const;
 
-  HttpClient& http_;
+  net::HttpClient& http_;
   const lockfile::CliConfig& config_;
   std::map<std::string, std::map<std::string, std::string>> discovered_;
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

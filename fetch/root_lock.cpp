@@ -4,7 +4,7 @@
 #include "base/error.hpp"
 #include "cache/provider_documents.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace fs = std::filesystem;
 
@@ -32,4 +32,4 @@ bool write_root_lock(const fs::path& dir, const lockfile::LockFile& lock, lockfi
   return true;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -14,7 +14,7 @@
 #include "lockfile/lock_file.hpp"
 #include "lockfile/platform.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 // The root's lock: `selection` (one root's, as resolution chose it) with the store's hashes for
 // `platforms`, merged with `committed` (the root's lock before this run, if it had one).
@@ -28,4 +28,4 @@ namespace podplane::mirror {
 // Returns whether the bytes changed.
 bool write_root_lock(const std::filesystem::path& dir, const lockfile::LockFile& lock, lockfile::Engine engine);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

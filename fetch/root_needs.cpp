@@ -9,7 +9,7 @@
 #include "lockfile/tf_config.hpp"
 #include "fetch/tf_resolution.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace fs = std::filesystem;
 using lockfile::Version;
@@ -190,4 +190,4 @@ RootNeeds root_needs(const fs::path& root_dir, const fs::path& boundary, ModuleL
   return needs;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -25,7 +25,7 @@
 #include "lockfile/lock_file.hpp"
 #include "lockfile/version.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 // Where module packages are looked up: the store, or a mirror's module registry.
 class ModuleLookup {
@@ -104,4 +104,4 @@ struct RootNeeds {
 // The engine a root's lock was written for: registry.terraform.io entries → terraform, else tofu.
 [[nodiscard]] lockfile::Engine lock_engine(const lockfile::LockFile& lock);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -9,7 +9,7 @@
 #include "base/error.hpp"
 #include "base/digest.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -43,7 +43,7 @@ SeedsManifest parse_seeds_manifest(std::string_view bytes, const std::string& so
     if (!entry.contains("size") || !entry["size"].is_number_integer() || entry["size"].get<std::int64_t>() <= 0)
       throw Error(where + " is missing size");
     snapshot.size = entry["size"].get<std::uint64_t>();
-    snapshot.filename = url_file_name(snapshot.url);
+    snapshot.filename = net::url_file_name(snapshot.url);
     if (snapshot.filename.empty()) snapshot.filename = name + ".netsy";
     if (auto problem = cache::segment_problem(snapshot.filename)) throw Error(where + ": its file name is " + *problem);
     manifest.snapshots.push_back(std::move(snapshot));
@@ -56,13 +56,13 @@ void check_seed_digest(const std::string& got_sha512_hex, const std::string& exp
   if (got != expected) throw Error("podplane seed file digest is " + got + ", want " + expected);
 }
 
-SeedsDocument fetch_seeds_document(HttpClient& http, const std::string& base) {
+SeedsDocument fetch_seeds_document(net::HttpClient& http, const std::string& base) {
   SeedsDocument document;
   document.url = base + "/manifests/seeds.json";
   auto response = http.get(document.url, {"Accept: application/json"});
   if (response.status == 404)
-    throw Error("file not found: " + redact_url(document.url) + " (pass --skip-seeds to go without seeds)");
-  if (response.status != 200) throw Error("cannot fetch " + redact_url(document.url) + ": " + response.status_text());
+    throw Error("file not found: " + net::redact_url(document.url) + " (pass --skip-seeds to go without seeds)");
+  if (response.status != 200) throw Error("cannot fetch " + net::redact_url(document.url) + ": " + response.status_text());
   document.bytes = std::move(response.body);
   document.manifest = parse_seeds_manifest(document.bytes, "seeds.json");
   return document;
@@ -79,14 +79,14 @@ SeedsFetcher::SeedsFetcher(cache::Store& store, SeedsDocument document) : store_
   }
 }
 
-void SeedsFetcher::start(DownloadRun& run, const fs::path& scratch) {
+void SeedsFetcher::start(net::DownloadRun& run, const fs::path& scratch) {
   // Each snapshot to its own scratch file, its sha512 hashed as it streams; checked and added
   // by finish().
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     pending_[i].file = scratch / ("seed-" + pending_[i].snapshot->name);
-    DownloadItem item{pending_[i].snapshot->url, std::nullopt, missing_[i], {}, pending_[i].snapshot->size};
+    net::DownloadItem item{pending_[i].snapshot->url, std::nullopt, missing_[i], {}, pending_[i].snapshot->size};
     item.other_algorithm = DigestAlgorithm::sha512;
-    run.add(std::move(item), pending_[i].file, [this, i](const DownloadOutcome& outcome) { pending_[i].outcome = outcome; });
+    run.add(std::move(item), pending_[i].file, [this, i](const net::DownloadOutcome& outcome) { pending_[i].outcome = outcome; });
   }
 }
 
@@ -144,4 +144,4 @@ SeedsFetch SeedsFetcher::finish() {
   return result;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -14,7 +14,7 @@
 #include "net/download.hpp"
 #include "net/http.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct SeedSnapshot {
   std::string name;      // recommended, minimal, …
@@ -51,7 +51,7 @@ struct SeedsDocument {
   std::string bytes;
   SeedsManifest manifest;
 };
-[[nodiscard]] SeedsDocument fetch_seeds_document(HttpClient& http, const std::string& base);
+[[nodiscard]] SeedsDocument fetch_seeds_document(net::HttpClient& http, const std::string& base);
 
 // The snapshots of a seeds.json the store lacks, fetched through a run shared with other items:
 // start() adds each to the run, to its own file in `scratch`; finish(), after the run, checks
@@ -66,14 +66,14 @@ class SeedsFetcher {
   SeedsFetcher& operator=(const SeedsFetcher&) = delete;
 
   const std::vector<std::string>& missing() const { return missing_; }  // view paths (for --dry-run)
-  void start(DownloadRun& run, const std::filesystem::path& scratch);
+  void start(net::DownloadRun& run, const std::filesystem::path& scratch);
   [[nodiscard]] SeedsFetch finish();
 
  private:
   struct Pending {
     const SeedSnapshot* snapshot;
     std::filesystem::path file;              // set by start()
-    std::optional<DownloadOutcome> outcome;  // once the run has ended it
+    std::optional<net::DownloadOutcome> outcome;  // once the run has ended it
   };
   cache::Store& store_;
   SeedsDocument document_;
@@ -81,4 +81,4 @@ class SeedsFetcher {
   std::vector<Pending> pending_;  // same index as missing_
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -6,7 +6,7 @@
 #include "cache/openpgp.hpp"
 #include "lockfile/shasums.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace {
 
@@ -29,7 +29,7 @@ std::vector<std::string> armored_keys_of(const std::string& keys_json) {
 SignatureRecheck recheck_provider_signatures(const cache::Store& store) {
   SignatureRecheck result;
   // One SHA256SUMS signature covers every platform of a release: verify it once.
-  SignatureMemo signatures;  // by sums + signature + keys digests
+  cache::SignatureMemo signatures;  // by sums + signature + keys digests
   for (const auto& package : store.artifacts({.kind = cache::ArtifactKind::provider_package})) {
     for (const auto& provenance : store.provenance_of(package.id)) {
       if (provenance.signature_digest.empty() || provenance.shasums_digest.empty()) continue;  // not signed upstream
@@ -40,9 +40,9 @@ SignatureRecheck recheck_provider_signatures(const cache::Store& store) {
         shasums = store.read_object(provenance.shasums_digest);
         const auto& signature =
             signatures.check(provenance.shasums_digest + provenance.signature_digest + provenance.keys_digest, [&] {
-              SigningKeys keys{armored_keys_of(store.read_object(provenance.keys_digest)),
+              cache::SigningKeys keys{armored_keys_of(store.read_object(provenance.keys_digest)),
                                "the registry's signing keys stored for " + package.address + " " + package.version};
-              auto check = verify_detached_signature(shasums, store.read_object(provenance.signature_digest), keys,
+              auto check = cache::verify_detached_signature(shasums, store.read_object(provenance.signature_digest), keys,
                                                      "SHA256SUMS of " + package.address + " " + package.version);
               ++result.signatures_checked;
               return check.fingerprint;
@@ -76,4 +76,4 @@ SignatureRecheck recheck_provider_signatures(const cache::Store& store) {
   return result;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -8,7 +8,7 @@
 
 #include "cache/store.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct SignatureRecheck {
   std::size_t packages_checked = 0;    // provider packages whose provenance was re-verified
@@ -21,4 +21,4 @@ struct SignatureRecheck {
 // for the package's filename equals the package's digest.
 [[nodiscard]] SignatureRecheck recheck_provider_signatures(const cache::Store& store);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -6,9 +6,9 @@
 #include "base/parallel.hpp"
 #include "net/http.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
-ProviderMetadata::ProviderMetadata(const DownloadOptions& options, const lockfile::CliConfig& config,
+ProviderMetadata::ProviderMetadata(const net::DownloadOptions& options, const lockfile::CliConfig& config,
                                    RegistryClient& registry)
     : options_(options), config_(config), registry_(registry) {}
 
@@ -16,8 +16,8 @@ namespace {
 
 // One thread's clients: a registry client talks through its own HTTP client.
 struct Clients {
-  Clients(const HttpOptions& options, const lockfile::CliConfig& config) : http(options), registry(http, config) {}
-  HttpClient http;
+  Clients(const net::HttpOptions& options, const lockfile::CliConfig& config) : http(options), registry(http, config) {}
+  net::HttpClient http;
   RegistryClient registry;
 };
 
@@ -40,7 +40,7 @@ const lockfile::InstallationMethod* ProviderMetadata::network_mirror_for(const l
 
 std::vector<std::vector<ProviderVersion>> ProviderMetadata::versions(const std::vector<lockfile::ProviderAddress>& providers) {
   std::vector<std::vector<ProviderVersion>> listed(providers.size());
-  parallel_for(providers.size(), [&](std::size_t i, HttpClient&, RegistryClient& registry) {
+  parallel_for(providers.size(), [&](std::size_t i, net::HttpClient&, RegistryClient& registry) {
     if (const auto* mirror = network_mirror_for(providers[i])) {
       for (auto& version : registry.mirror_versions(mirror->location, providers[i])) {
         listed[i].push_back({std::move(version), {}, {}});
@@ -54,7 +54,7 @@ std::vector<std::vector<ProviderVersion>> ProviderMetadata::versions(const std::
 
 std::vector<std::optional<ProviderDownload>> ProviderMetadata::download_answers(const std::vector<PackageJob>& jobs) {
   std::vector<std::optional<ProviderDownload>> answers(jobs.size());
-  parallel_for(jobs.size(), [&](std::size_t i, HttpClient&, RegistryClient& registry) {
+  parallel_for(jobs.size(), [&](std::size_t i, net::HttpClient&, RegistryClient& registry) {
     if (network_mirror_for(jobs[i].address) != nullptr) return;
     answers[i] = registry.provider_download(jobs[i].address, jobs[i].version, jobs[i].platform);
   });
@@ -63,10 +63,10 @@ std::vector<std::optional<ProviderDownload>> ProviderMetadata::download_answers(
 
 std::map<std::string, std::string> ProviderMetadata::documents(const std::vector<std::string>& urls) {
   std::vector<std::string> bodies(urls.size());
-  parallel_for(urls.size(), [&](std::size_t i, HttpClient& http, RegistryClient&) {
+  parallel_for(urls.size(), [&](std::size_t i, net::HttpClient& http, RegistryClient&) {
     auto response = http.get(urls[i]);  // no token: not a registry JSON request
     if (response.status != 200) {
-      throw Error("cannot fetch " + url_file_name(urls[i]) + " (" + redact_url(urls[i]) + "): " + response.status_text());
+      throw Error("cannot fetch " + net::url_file_name(urls[i]) + " (" + net::redact_url(urls[i]) + "): " + response.status_text());
     }
     bodies[i] = std::move(response.body);
   });
@@ -91,4 +91,4 @@ MirrorArchive ProviderMetadata::mirror_archive(const PackageJob& job) {
   return archive->second;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -19,12 +19,12 @@
 #include "fetch/registry.hpp"
 #include "fetch/tf_package_job.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 class ProviderMetadata {
  public:
   // `config` must outlive this object. `registry` serves the requests made one at a time.
-  ProviderMetadata(const DownloadOptions& options, const lockfile::CliConfig& config, RegistryClient& registry);
+  ProviderMetadata(const net::DownloadOptions& options, const lockfile::CliConfig& config, RegistryClient& registry);
 
   // The network mirror the CLI config names for `address`, or null: the registry is its upstream.
   [[nodiscard]] const lockfile::InstallationMethod* network_mirror_for(const lockfile::ProviderAddress& address) const;
@@ -45,10 +45,10 @@ class ProviderMetadata {
   template <typename Fn>
   void parallel_for(std::size_t count, Fn fn);
 
-  const DownloadOptions& options_;
+  const net::DownloadOptions& options_;
   const lockfile::CliConfig& config_;
   RegistryClient& registry_;
   std::map<std::string, std::map<std::string, MirrorArchive>> mirror_versions_;  // by "address version"
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

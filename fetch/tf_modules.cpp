@@ -3,7 +3,7 @@
 #include "base/error.hpp"
 #include "fetch/tf_resolution.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace fs = std::filesystem;
 
@@ -40,7 +40,7 @@ ModulePackages::Called ModuleResolver::call(const RemoteModuleCall& call) {
       location = ModuleSource::parse(text, host_);
       if (location.kind == ModuleSource::Kind::registry || location.kind == ModuleSource::Kind::local) {
         throw Error(call.context + ": the registry's location for " + package.address + " " + package.version +
-                    " must be a direct remote package address, got " + redact_url(text));
+                    " must be a direct remote package address, got " + net::redact_url(text));
       }
     } else {
       location.subdir.clear();  // the whole repository or archive is the package
@@ -68,4 +68,4 @@ fs::path ModuleResolver::write_out_of_store(const cache::ModuleTree& tree) {
   return root;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -15,7 +15,7 @@
 #include "fetch/registry.hpp"
 #include "fetch/tf_requirements.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 class ModuleResolver : public ModulePackages {
  public:
@@ -49,4 +49,4 @@ class ModuleResolver : public ModulePackages {
   int written_out_ = 0;
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -2,7 +2,7 @@
 
 #include "base/error.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 namespace {
 
 const char* name_of(PackageJob::Stage stage) {
@@ -47,4 +47,4 @@ void PackageJob::hashed(std::string h1_hash) {
   h1 = std::move(h1_hash);
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

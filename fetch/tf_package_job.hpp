@@ -21,7 +21,7 @@
 #include "lockfile/version.hpp"
 #include "fetch/tf_verification.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct PackageJob {
   enum class Stage { planned, checked, fetched, hashed };
@@ -55,4 +55,4 @@ struct PackageJob {
   void hashed(std::string h1_hash);
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -3,7 +3,7 @@
 #include "base/error.hpp"
 #include "lockfile/tf_config.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 namespace {
 
 namespace fs = std::filesystem;
@@ -96,4 +96,4 @@ RootRequirements read_podplane_stack(const cache::PodplaneStack& stack, const st
   return root;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -19,7 +19,7 @@
 #include "lockfile/version.hpp"
 #include "fetch/module_source.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 // One provider a root needs.
 struct ProviderWant {
@@ -77,4 +77,4 @@ struct RootRequirements {
 [[nodiscard]] RootRequirements read_podplane_stack(const cache::PodplaneStack& stack, const std::string& registry_host,
                                                    ModulePackages& packages);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

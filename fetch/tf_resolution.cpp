@@ -7,7 +7,7 @@
 #include "lockfile/provider_names.hpp"
 #include "net/http.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 using lockfile::Constraints;
 using lockfile::Platform;
@@ -124,7 +124,7 @@ ModulePackage choose_module_version(const RemoteModuleCall& call, const std::vec
 ModulePackage direct_module_package(const RemoteModuleCall& call) {
   if (!call.constraints.empty()) {
     throw Error(call.context + ": a version constraint needs a registry module source, got " +
-                redact_url(call.source.text));
+                net::redact_url(call.source.text));
   }
   const auto& source = call.source;
   std::string version = source.kind == ModuleSource::Kind::git && !source.ref.empty() ? source.ref : "unversioned";
@@ -132,4 +132,4 @@ ModulePackage direct_module_package(const RemoteModuleCall& call) {
   return {source.store_address(), version};
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

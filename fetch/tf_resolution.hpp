@@ -16,7 +16,7 @@
 #include "fetch/tf_package_job.hpp"
 #include "fetch/tf_requirements.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 // The versions an engine could install: those whose plugin protocol it speaks (5 or 6, or
 // none listed, as network mirrors list none).
@@ -63,4 +63,4 @@ struct PackagePlan {
 // direct source is an Error, as in the engines.
 [[nodiscard]] ModulePackage direct_module_package(const RemoteModuleCall& call);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

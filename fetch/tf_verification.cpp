@@ -7,7 +7,7 @@
 #include "cache/openpgp.hpp"
 #include "lockfile/shasums.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 SignedSums check_signed_sums(const ProviderDownload& answer, std::string shasums, std::string signature,
                              const std::string& provider, Verification verification) {
@@ -17,16 +17,16 @@ SignedSums check_signed_sums(const ProviderDownload& answer, std::string shasums
   sums.shasums = std::move(shasums);
   sums.signature = std::move(signature);
   sums.keys_json = answer.signing_keys_json.empty() ? "{}" : answer.signing_keys_json;
-  const std::string sums_name = url_file_name(answer.shasums_url);
+  const std::string sums_name = net::url_file_name(answer.shasums_url);
   if (answer.signing_keys.empty()) {
     if (verification != Verification::allow_unverified) {
       throw Error("signature check failed for " + sums_name + ": the registry lists no signing keys for " + provider +
                   "; refusing unsigned packages (pass --allow-unverified to take them, recorded as unverified)");
     }
   } else {
-    SigningKeys keys{{}, "the registry's signing keys for " + provider};
+    cache::SigningKeys keys{{}, "the registry's signing keys for " + provider};
     for (const auto& key : answer.signing_keys) keys.armored.push_back(key.ascii_armor);
-    sums.fingerprint = verify_detached_signature(sums.shasums, sums.signature, keys, sums_name).fingerprint;
+    sums.fingerprint = cache::verify_detached_signature(sums.shasums, sums.signature, keys, sums_name).fingerprint;
     sums.verified = true;
   }
   // Parsed after the signature check, so a forged document is reported as forged, not as malformed.
@@ -36,7 +36,7 @@ SignedSums check_signed_sums(const ProviderDownload& answer, std::string shasums
 
 PackageExpectations expect_from_registry(const ProviderDownload& answer, const SignedSums& sums,
                                          const lockfile::Platform& platform) {
-  const std::string sums_name = url_file_name(sums.shasums_url);
+  const std::string sums_name = net::url_file_name(sums.shasums_url);
   auto line = sums.lines.find(answer.filename);
   if (line == sums.lines.end()) {
     throw Error("SHA256SUMS check failed: " + sums_name + " has no line for " + answer.filename);
@@ -103,4 +103,4 @@ std::vector<std::string> package_failures(const std::string& filename, const Pac
   return failures;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

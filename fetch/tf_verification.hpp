@@ -14,7 +14,7 @@
 #include "lockfile/platform.hpp"
 #include "fetch/registry.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 // Whether a provider with no signing keys (registry) or no hashes (network mirror) may enter
 // the store, recorded as unverified. A signature that fails is never accepted.
@@ -64,4 +64,4 @@ struct PackageExpectations {
                                                         const std::string& sha256, std::uint64_t size,
                                                         const std::string& h1);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -10,7 +10,7 @@
 #include "fetch/tool_sources.hpp"
 #include "lockfile/provider_names.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace {
 
@@ -46,7 +46,7 @@ fs::path zip_from_store(const cache::Store& store, const ToolInstallOptions& opt
 // checked against its line, as `deps tools` checks the upstream.
 fs::path zip_from_mirror(const ToolInstallOptions& options, const std::string& zip_name, const fs::path& scratch) {
   const std::string dir = mirror_tool_dir(options.from_url, lockfile::engine_name(options.engine), options.version);
-  HttpClient http(options.http);
+  net::HttpClient http(options.http);
   const std::string sums_name = cache::tool_shasums_name(options.engine, options.version);
   const std::string sums = fetch_tool_document(http, dir, sums_name);
   (void)cache::verify_tool_shasums(options.engine, options.version, sums,
@@ -77,4 +77,4 @@ fs::path install_tool(const cache::Store* store, const ToolInstallOptions& optio
   return target;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

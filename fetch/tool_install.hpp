@@ -12,7 +12,7 @@
 #include "lockfile/platform.hpp"
 #include "net/http_options.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct ToolInstallOptions {
   lockfile::Engine engine = lockfile::Engine::terraform;
@@ -20,11 +20,11 @@ struct ToolInstallOptions {
   std::string platform;  // os_arch
   std::filesystem::path to;  // the directory the program goes into (created when missing)
   std::string from_url;  // a site mirror's base URL; empty: the local store
-  HttpOptions http;
+  net::HttpOptions http;
 };
 
 // Installs into options.to and returns the program's path (DIR/terraform or DIR/tofu).
 // `store` is read only when from_url is empty (it may be null otherwise).
 std::filesystem::path install_tool(const cache::Store* store, const ToolInstallOptions& options, std::ostream& out);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -4,7 +4,7 @@
 #include "base/error.hpp"
 #include "net/download.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace fs = std::filesystem;
 
@@ -23,25 +23,25 @@ std::string mirror_tool_dir(std::string base_url, std::string_view name, const s
   return base_url + "/tools/" + std::string(name) + "/" + version + "/";
 }
 
-std::string fetch_tool_document(HttpClient& http, const std::string& dir, const std::string& name) {
+std::string fetch_tool_document(net::HttpClient& http, const std::string& dir, const std::string& name) {
   auto response = http.get(dir + name);
-  if (response.status != 200) throw Error("cannot fetch " + name + " from " + redact_url(dir + name) + ": " + response.status_text());
+  if (response.status != 200) throw Error("cannot fetch " + name + " from " + net::redact_url(dir + name) + ": " + response.status_text());
   return response.body;
 }
 
-fs::path fetch_tool_file(const HttpOptions& http, const std::string& dir, const std::string& filename, const std::string& sha256,
+fs::path fetch_tool_file(const net::HttpOptions& http, const std::string& dir, const std::string& filename, const std::string& sha256,
                          const fs::path& scratch) {
-  DownloadItem item;
+  net::DownloadItem item;
   item.url = dir + filename;
   item.expected_sha256 = sha256;
   item.label = filename;
-  DownloadOptions download;
+  net::DownloadOptions download;
   download.http = http;
-  download.progress = Progress::quiet;
-  Downloader downloader(download);
+  download.progress = net::Progress::quiet;
+  net::Downloader downloader(download);
   const fs::path file = scratch / filename;
   downloader.fetch_to_file(item, file);  // checks expected_sha256 as the bytes stream: no second read
   return file;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

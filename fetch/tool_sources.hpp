@@ -12,7 +12,7 @@
 #include "cache/store.hpp"
 #include "net/http.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 // The object of `row` (a tool_archive row the store was asked for, nullopt when it has none),
 // rehashed. An Error names `filename`, and says `how_to_get_it`, when the store lacks it.
@@ -24,11 +24,11 @@ namespace podplane::mirror {
 
 // One small document of that directory (a SHA256SUMS or its signature); anything but a 200 is
 // an Error naming it.
-[[nodiscard]] std::string fetch_tool_document(HttpClient& http, const std::string& dir, const std::string& name);
+[[nodiscard]] std::string fetch_tool_document(net::HttpClient& http, const std::string& dir, const std::string& name);
 
 // `dir` + `filename` downloaded to `scratch`/`filename`, which is returned once its bytes, hashed
 // as they streamed to disk, have `sha256` (hex); a mismatch is an Error naming the file.
-[[nodiscard]] std::filesystem::path fetch_tool_file(const HttpOptions& http, const std::string& dir, const std::string& filename,
+[[nodiscard]] std::filesystem::path fetch_tool_file(const net::HttpOptions& http, const std::string& dir, const std::string& filename,
                                                     const std::string& sha256, const std::filesystem::path& scratch);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

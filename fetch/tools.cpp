@@ -11,7 +11,7 @@
 #include "net/download.hpp"
 #include "net/http.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 namespace {
 
@@ -23,10 +23,10 @@ std::string without_trailing_slashes(std::string url) {
 }
 
 // One small upstream document (SHA256SUMS or its signature); a 404 names the release.
-std::string fetch_document(HttpClient& http, const std::string& url, const std::string& name) {
+std::string fetch_document(net::HttpClient& http, const std::string& url, const std::string& name) {
   auto response = http.get(url);
   if (response.status != 200) {
-    throw Error("cannot fetch " + name + " from " + redact_url(url) + ": " + response.status_text() +
+    throw Error("cannot fetch " + name + " from " + net::redact_url(url) + ": " + response.status_text() +
                 (response.status == 404 ? " (no such release, or not for this version)" : ""));
   }
   return response.body;
@@ -81,7 +81,7 @@ std::vector<lockfile::Version> parse_tool_versions(const std::string& document, 
   json index = json::parse(document, nullptr, /*allow_exceptions=*/false);
   const json* listed = index.is_object() && index.contains("versions") ? &index["versions"] : nullptr;
   if (listed == nullptr || !(listed->is_object() || listed->is_array()))
-    throw Error(redact_url(url) + " is not a release index: no \"versions\" object or array");
+    throw Error(net::redact_url(url) + " is not a release index: no \"versions\" object or array");
   std::vector<std::string> names;
   if (listed->is_object()) {
     for (const auto& [name, entry] : listed->items()) names.push_back(name);  // releases.hashicorp.com
@@ -102,7 +102,7 @@ std::vector<lockfile::Version> parse_tool_versions(const std::string& document, 
 }
 
 std::string newest_tool_release(lockfile::Engine engine, const std::vector<RequiredEngineVersion>& required,
-                                const std::string& base, const HttpOptions& http_options) {
+                                const std::string& base, const net::HttpOptions& http_options) {
   std::vector<lockfile::Constraints> constraints;
   std::string asked;
   for (const auto& requirement : required) {
@@ -111,15 +111,15 @@ std::string newest_tool_release(lockfile::Engine engine, const std::vector<Requi
     asked += "\"" + requirement.constraints + "\" (" + requirement.required_by + ")";
   }
   const std::string url = tool_versions_url(engine, base);
-  HttpClient http(http_options);
+  net::HttpClient http(http_options);
   auto response = http.get(url);
   if (response.status != 200)
-    throw Error("cannot fetch the list of " + std::string(lockfile::engine_name(engine)) + " releases from " + redact_url(url) +
+    throw Error("cannot fetch the list of " + std::string(lockfile::engine_name(engine)) + " releases from " + net::redact_url(url) +
                 ": " + response.status_text() + "; name the release with --version");
   auto available = parse_tool_versions(response.body, url);
   auto newest = lockfile::newest_allowed(available, lockfile::Constraints::merge(constraints));
   if (!newest) {
-    throw Error("no " + std::string(lockfile::engine_name(engine)) + " release listed at " + redact_url(url) + " satisfies " +
+    throw Error("no " + std::string(lockfile::engine_name(engine)) + " release listed at " + net::redact_url(url) + " satisfies " +
                 (asked.empty() ? std::string("any version") : asked) + ": name one with --version");
   }
   return newest->str();
@@ -129,7 +129,7 @@ DepsToolsResult deps_tools(cache::Store& store, const DepsToolsOptions& options,
   const std::vector<std::string> platforms = options.platforms.empty() ? std::vector<std::string>{"linux_amd64"} : options.platforms;
   DepsToolsResult result;
   std::vector<ReleaseFetch> fetches;
-  HttpClient http(options.download.http);
+  net::HttpClient http(options.download.http);
   for (const auto& release : options.releases) {
     const std::string engine(lockfile::engine_name(release.engine));
     ReleaseFetch fetch;
@@ -171,11 +171,11 @@ DepsToolsResult deps_tools(cache::Store& store, const DepsToolsOptions& options,
   if (fetches.empty()) return result;
 
   // Every zip is checked against its signed SHA256SUMS line while it streams into the store.
-  std::vector<DownloadItem> items;
+  std::vector<net::DownloadItem> items;
   std::vector<cache::Artifact*> rows;
   for (auto& fetch : fetches) {
     for (auto& row : fetch.archives) {
-      DownloadItem item;
+      net::DownloadItem item;
       item.url = row.upstream_url;
       item.expected_sha256 = row.upstream_digest.substr(7);
       item.label = row.filename;
@@ -183,7 +183,7 @@ DepsToolsResult deps_tools(cache::Store& store, const DepsToolsOptions& options,
       rows.push_back(&row);
     }
   }
-  Downloader downloader(options.download);
+  net::Downloader downloader(options.download);
   auto outcomes = downloader.fetch_into_store(store, items);
   std::vector<std::string> failures;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
@@ -245,4 +245,4 @@ DepsToolsResult deps_tools(cache::Store& store, const DepsToolsOptions& options,
   return result;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -13,7 +13,7 @@
 #include "lockfile/version.hpp"
 #include "net/download_options.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct ToolRelease {
   lockfile::Engine engine = lockfile::Engine::terraform;
@@ -23,7 +23,7 @@ struct ToolRelease {
 struct DepsToolsOptions {
   std::vector<ToolRelease> releases;
   std::vector<std::string> platforms;  // os_arch; empty: linux_amd64
-  DownloadOptions download;
+  net::DownloadOptions download;
   // Where releases come from; empty: tool_releases_base_url(engine).
   std::string terraform_base_url;
   std::string tofu_base_url;
@@ -59,7 +59,7 @@ struct RequiredEngineVersion {
 // prerelease only when one names it exactly with "="), for `deps tools` without --version.
 // Errors name the requirements when none is allowed.
 [[nodiscard]] std::string newest_tool_release(lockfile::Engine engine, const std::vector<RequiredEngineVersion>& required,
-                                              const std::string& base, const HttpOptions& http);
+                                              const std::string& base, const net::HttpOptions& http);
 
 struct DepsToolsResult {
   std::size_t fetched = 0;  // zips added this run
@@ -70,4 +70,4 @@ struct DepsToolsResult {
 // all stored is not asked for at all.
 DepsToolsResult deps_tools(cache::Store& store, const DepsToolsOptions& options, std::ostream& out);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -8,7 +8,7 @@
 #include "base/input_limits.hpp"
 #include "net/http.hpp"
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 namespace {
 
 using nlohmann::json;
@@ -106,7 +106,7 @@ json without_cached(json value) {
 
 }  // namespace
 
-std::string VmconfigItem::basename() const { return url_file_name(url); }
+std::string VmconfigItem::basename() const { return net::url_file_name(url); }
 
 std::string VmconfigBootFile::file_name() const { return path.substr(path.rfind('/') + 1); }
 
@@ -185,4 +185,4 @@ bool vmconfig_manifests_equal(const nlohmann::json& a, const nlohmann::json& b) 
   return without_cached(a) == without_cached(b);
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

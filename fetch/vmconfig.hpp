@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>  // whole: VmconfigManifest holds a json by value
 
-namespace podplane::mirror {
+namespace podplane::fetch {
 
 struct VmconfigItem {
   std::string name;       // dependency key, or "os-image" for os.image
@@ -76,4 +76,4 @@ void validate_vmconfig_items(const VmconfigManifest& manifest, const std::vector
 // Equal when the documents match after removing every "cached" member.
 bool vmconfig_manifests_equal(const nlohmann::json& a, const nlohmann::json& b);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::fetch

@@ -447,7 +447,7 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
   auto signers = cosign_signers(source);
   std::set<std::string> registries;
   for (const auto* image : rows) {
-    std::string repository = mirror_repository(image->address);
+    std::string repository = net::mirror_repository(image->address);
     std::string path = served_at(source, std::string(site_paths::registry_api) + repository + "/manifests/" + image->filename,
                                  image->digest);
     if (!path.empty()) registries.insert(image->address.substr(0, image->address.find('/')));
@@ -771,11 +771,11 @@ CatalogueSource gather_catalogue_source(const cache::Store& store, std::string p
     try {
       auto document = json::parse(store.read_object(artifact.digest), nullptr, false);
       if (document.is_object() && document.contains("signing_keys")) document = document["signing_keys"];
-      std::vector<KeyIdentity> identities;
+      std::vector<cache::KeyIdentity> identities;
       if (document.is_object() && document.contains("gpg_public_keys") && document["gpg_public_keys"].is_array())
         for (const auto& key : document["gpg_public_keys"])
           if (key.is_object() && key.contains("ascii_armor") && key["ascii_armor"].is_string()) {
-            auto found = key_identities(key["ascii_armor"].get<std::string>());
+            auto found = cache::key_identities(key["ascii_armor"].get<std::string>());
             identities.insert(identities.end(), found.begin(), found.end());
           }
       source.keys[artifact.digest] = std::move(identities);

@@ -31,7 +31,7 @@ struct CatalogueSource {
   std::string primary_host;                                         // what /.well-known answers for
   std::vector<cache::Artifact> artifacts;                           // every kind
   std::map<std::int64_t, std::vector<cache::Provenance>> provenance;  // provider packages, image signatures, by artifact id
-  std::map<std::string, std::vector<KeyIdentity>> keys;             // keys document digest → its keys
+  std::map<std::string, std::vector<cache::KeyIdentity>> keys;             // keys document digest → its keys
   std::vector<cache::ModuleTree> modules;                           // files may be left empty
   std::map<std::int64_t, std::size_t> module_file_counts;           // tree id → number of files
   std::vector<cache::AuditEntry> imports;                           // bundle-import audit entries

@@ -275,7 +275,7 @@ class Page {
       // Docker Hub's registry API is served by registry-1.docker.io, not docker.io.
       const std::string server = html_escape(registry == "docker.io" ? "registry-1.docker.io" : registry);
       out_ += "<p>In <code>/etc/containerd/certs.d/" + name + "/hosts.toml</code>:</p>\n";
-      const std::string root = html_escape(std::string(site_paths::registry_api) + mirror_registry_prefix(registry));
+      const std::string root = html_escape(std::string(site_paths::registry_api) + net::mirror_registry_prefix(registry));
       out_ += "<pre><code>server = \"https://" + server + "\"\n\n[host.\"" + url + root +
               "\"]\n  capabilities = [\"pull\", \"resolve\"]\n" +
               (https ? "  ca = \"/etc/ssl/certs/podplane-mirror-ca.pem\"\n" : "") + "  override_path = true\n</code></pre>\n";

@@ -109,23 +109,23 @@ class Registry {
  public:
   // Every request goes through the one HTTP client: SSL_CERT_FILE (or --ca-file), protocol
   // limits, proxies, timeouts and the retry budget, as for every other transfer.
-  Registry(OciTarget target, const PushOptions& options, RegistryCredentials credentials)
+  Registry(OciTarget target, const PushOptions& options, net::RegistryCredentials credentials)
       : target_(std::move(target)), options_(options), http_(http_options(options)),
-        auth_(std::move(credentials), RegistryAccess::push),
+        auth_(std::move(credentials), net::RegistryAccess::push),
         base_((options.transport == Transport::https ? "https://" : "http://") + target_.registry),
-        origin_(transport::origin(base_ + "/")) {}
+        origin_(net::transport::origin(base_ + "/")) {}
 
   // One request for `repository`, with the Authorization its last challenge asked for when it
   // goes to the registry itself; a 401 from the registry is answered once
   // (net/oci_auth.hpp) and the request sent again. A request elsewhere (an upload Location
   // on another host, port or scheme) carries no login, and a 401 from there is an error.
-  HttpResponse request(Method method, const std::string& repository, const std::string& url,
-                       const std::vector<std::string>& headers, RequestBody body = {}) {
-    HttpRequest request;
+  net::HttpResponse request(net::Method method, const std::string& repository, const std::string& url,
+                       const std::vector<std::string>& headers, net::RequestBody body = {}) {
+    net::HttpRequest request;
     request.method = method;
     request.url = url;
     request.body = std::move(body);
-    const bool to_registry = transport::origin(url) == origin_;
+    const bool to_registry = net::transport::origin(url) == origin_;
     auto send = [&] {
       request.headers.clear();
       if (to_registry) request.headers = auth_.headers(target_.registry, repository);
@@ -156,13 +156,13 @@ class Registry {
   std::string resolve(const std::string& location) const {
     std::string resolved;
     try {
-      resolved = resolve_url(base_ + "/", location);
+      resolved = net::resolve_url(base_ + "/", location);
     } catch (const Error&) {
-      throw Error("the registry answered an unusable upload location: " + redact_url(location));
+      throw Error("the registry answered an unusable upload location: " + net::redact_url(location));
     }
-    if (origin_.rfind("https://", 0) == 0 && transport::origin(resolved).rfind("https://", 0) != 0)
+    if (origin_.rfind("https://", 0) == 0 && net::transport::origin(resolved).rfind("https://", 0) != 0)
       throw Error("the registry " + target_.registry + " answered an upload location that leaves https (" +
-                  redact_url(resolved) + "); podplane does not send a blob over plain http from a TLS registry");
+                  net::redact_url(resolved) + "); podplane does not send a blob over plain http from a TLS registry");
     return resolved;
   }
 
@@ -172,37 +172,37 @@ class Registry {
 
   bool has_blob(const std::string& repository, const std::string& digest) {
     const auto blob_url = url(repository, "blobs/" + digest);
-    return present(request(Method::head, repository, blob_url, {}), blob_url);
+    return present(request(net::Method::head, repository, blob_url, {}), blob_url);
   }
 
   // Cross-repository blob mount (distribution spec): 201 when the registry linked the blob
   // from `from` without an upload; anything else means "upload it".
   bool mount(const std::string& repository, const std::string& digest, const std::string& from) {
     const auto mount_url = url(repository, "blobs/uploads/?mount=" + digest + "&from=" + from);
-    auto response = request(Method::post, repository, mount_url, {});
+    auto response = request(net::Method::post, repository, mount_url, {});
     return response.status == 201;
   }
 
   std::string start_upload(const std::string& repository) {
     const auto upload_url = url(repository, "blobs/uploads/");
-    auto response = request(Method::post, repository, upload_url, {});
+    auto response = request(net::Method::post, repository, upload_url, {});
     if (response.status != 202 || response.header("location").empty())
       throw Error("cannot start an upload to " + repository + " (POST " + upload_url + "): " +
                   response.status_text() + " " + brief(response.body));
     return resolve(response.header("location"));
   }
 
-  void finish(const HttpResponse& response, const std::string& repository, const std::string& digest,
+  void finish(const net::HttpResponse& response, const std::string& repository, const std::string& digest,
               const std::string& put_url) {
     if (response.status != 201)
-      throw Error("upload of " + digest + " to " + repository + " failed (PUT " + redact_url(put_url) + "): " +
+      throw Error("upload of " + digest + " to " + repository + " failed (PUT " + net::redact_url(put_url) + "): " +
                   response.status_text() + " " + brief(response.body));
   }
 
   void upload_bytes(const std::string& repository, const std::string& digest, std::string_view bytes) {
     std::string location = start_upload(repository);
     const auto put_url = with_digest(location, digest);
-    finish(request(Method::put, repository, put_url, {"Content-Type: application/octet-stream"}, RequestBody::bytes(bytes)),
+    finish(request(net::Method::put, repository, put_url, {"Content-Type: application/octet-stream"}, net::RequestBody::bytes(bytes)),
            repository, digest, put_url);
   }
 
@@ -210,8 +210,8 @@ class Registry {
     std::string location = start_upload(repository);
     if (size <= options_.chunk_size) {
       const auto put_url = with_digest(location, digest);
-      finish(request(Method::put, repository, put_url, {"Content-Type: application/octet-stream"},
-                     RequestBody::file_range(file, 0, size)),
+      finish(request(net::Method::put, repository, put_url, {"Content-Type: application/octet-stream"},
+                     net::RequestBody::file_range(file, 0, size)),
              repository, digest, put_url);
       return;
     }
@@ -220,41 +220,41 @@ class Registry {
     std::uint64_t offset = 0;
     while (offset < size) {
       std::uint64_t length = std::min<std::uint64_t>(options_.chunk_size, size - offset);
-      auto response = request(Method::patch, repository, location,
+      auto response = request(net::Method::patch, repository, location,
                               {"Content-Type: application/octet-stream",
                                "Content-Range: " + std::to_string(offset) + "-" + std::to_string(offset + length - 1)},
-                              RequestBody::file_range(file, offset, length));
+                              net::RequestBody::file_range(file, offset, length));
       if (response.status != 202)
         throw Error("chunk " + std::to_string(offset) + " of " + digest + " refused by " + repository + " (PATCH " +
-                    redact_url(location) + "): " + response.status_text() + " " + brief(response.body));
+                    net::redact_url(location) + "): " + response.status_text() + " " + brief(response.body));
       if (!response.header("location").empty()) location = resolve(response.header("location"));
       offset += length;
     }
     const auto put_url = with_digest(location, digest);
-    finish(request(Method::put, repository, put_url, {}), repository, digest, put_url);
+    finish(request(net::Method::put, repository, put_url, {}), repository, digest, put_url);
   }
 
   // The digest the registry has under `reference`, if any.
   std::string manifest_digest(const std::string& repository, const std::string& reference) {
     const auto manifest_url = url(repository, "manifests/" + reference);
-    auto response = request(Method::head, repository, manifest_url, {std::string("Accept: ") + oci_media::index + ", " + oci_media::manifest});
+    auto response = request(net::Method::head, repository, manifest_url, {std::string("Accept: ") + oci_media::index + ", " + oci_media::manifest});
     return present(response, manifest_url) ? response.header("docker-content-digest") : std::string();
   }
 
   // Whether the registry answers the OCI 1.1 referrers API (GET …/referrers/<digest> with an
   // index); distribution 2.8, Debian's docker-registry, does not.
   bool has_referrers_api(const std::string& repository, const std::string& subject) {
-    auto response = request(Method::get, repository, url(repository, "referrers/" + subject), {std::string("Accept: ") + oci_media::index});
+    auto response = request(net::Method::get, repository, url(repository, "referrers/" + subject), {std::string("Accept: ") + oci_media::index});
     return response.status == 200 && response.content_type() == oci_media::index;
   }
 
   // The bytes the registry has under `reference`, nullopt when it has none.
   std::optional<std::string> get_manifest(const std::string& repository, const std::string& reference, const std::string& accept) {
     const auto manifest_url = url(repository, "manifests/" + reference);
-    auto response = request(Method::get, repository, manifest_url, {"Accept: " + accept});
+    auto response = request(net::Method::get, repository, manifest_url, {"Accept: " + accept});
     if (response.status == 404) return std::nullopt;
     if (response.status != 200)
-      throw Error("cannot read the manifest " + repository + ":" + reference + " (GET " + redact_url(manifest_url) +
+      throw Error("cannot read the manifest " + repository + ":" + reference + " (GET " + net::redact_url(manifest_url) +
                   "): " + response.status_text());
     return std::move(response.body);
   }
@@ -262,7 +262,7 @@ class Registry {
   void put_manifest(const std::string& repository, const std::string& reference, const std::string& media_type,
                     const std::string& bytes) {
     const auto manifest_url = url(repository, "manifests/" + reference);
-    auto response = request(Method::put, repository, manifest_url, {"Content-Type: " + media_type}, RequestBody::bytes(bytes));
+    auto response = request(net::Method::put, repository, manifest_url, {"Content-Type: " + media_type}, net::RequestBody::bytes(bytes));
     if (response.status != 201)
       throw Error("the registry refused the manifest " + repository + ":" + reference + " (PUT " + manifest_url +
                   "): " + response.status_text() + " " + brief(response.body));
@@ -271,22 +271,22 @@ class Registry {
   const OciTarget& target() const { return target_; }
 
  private:
-  static HttpOptions http_options(const PushOptions& push) {
-    HttpOptions options = push.http;
+  static net::HttpOptions http_options(const PushOptions& push) {
+    net::HttpOptions options = push.http;
     if (push.ca_file) options.ca_file = push.ca_file;
     return options;
   }
 
-  static std::string describe(Method method, const std::string& url) {
-    return std::string(to_string(method)) + " " + redact_url(url);
+  static std::string describe(net::Method method, const std::string& url) {
+    return std::string(to_string(method)) + " " + net::redact_url(url);
   }
 
   // A HEAD answer: 200 present, 404 absent; anything else (a 503 that outlasted the retries)
   // is an error, not "absent".
-  static bool present(const HttpResponse& response, const std::string& head_url) {
+  static bool present(const net::HttpResponse& response, const std::string& head_url) {
     if (response.status == 200) return true;
     if (response.status == 404) return false;
-    throw Error("the registry cannot say whether it has " + redact_url(head_url) + " (HEAD): " + response.status_text());
+    throw Error("the registry cannot say whether it has " + net::redact_url(head_url) + " (HEAD): " + response.status_text());
   }
 
   // The start of an error body, on one line, for messages.
@@ -300,8 +300,8 @@ class Registry {
 
   OciTarget target_;
   PushOptions options_;
-  HttpClient http_;
-  RegistryAuth auth_;
+  net::HttpClient http_;
+  net::RegistryAuth auth_;
   std::string base_;
   std::string origin_;  // scheme://host:port of base_: the only place a login is sent (and its token realm)
 };
@@ -427,7 +427,7 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
   auto site = MirrorSite::build(store);
   auto auth_options = options.registry_auth;
   auth_options.creds_registry = target.registry;
-  Registry registry(target, options, RegistryCredentials::load(auth_options));
+  Registry registry(target, options, net::RegistryCredentials::load(auth_options));
   Pusher push(registry, progress);
 
   for (const auto& release : site.provider_releases()) {

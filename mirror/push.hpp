@@ -23,8 +23,8 @@ namespace podplane::mirror {
 
 namespace oci_media {
 // The OCI index and manifest types are the ones the image side names (net/oci_reference.hpp).
-inline constexpr const char* index = image_media::oci_index;
-inline constexpr const char* manifest = image_media::oci_manifest;
+inline constexpr const char* index = net::image_media::oci_index;
+inline constexpr const char* manifest = net::image_media::oci_manifest;
 inline constexpr const char* empty_config = "application/vnd.oci.empty.v1+json";
 inline constexpr const char* provider = "application/vnd.opentofu.provider";
 inline constexpr const char* provider_target = "application/vnd.opentofu.provider-target";
@@ -36,8 +36,8 @@ struct PushOptions {
   Transport transport = Transport::https;
   std::optional<std::filesystem::path> ca_file;  // else SSL_CERT_FILE / the system store
   std::size_t chunk_size = 16 * 1024 * 1024;     // larger blobs go up in PATCH chunks
-  HttpOptions http;                              // retry budget and timeouts (ca_file above wins)
-  RegistryAuthOptions registry_auth;             // --creds-file / --authfile (creds_registry: the target's)
+  net::HttpOptions http;                              // retry budget and timeouts (ca_file above wins)
+  net::RegistryAuthOptions registry_auth;             // --creds-file / --authfile (creds_registry: the target's)
 };
 
 struct PushStats {

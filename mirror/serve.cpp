@@ -529,8 +529,8 @@ struct MirrorServer::Impl final : RequestHandler {
       resource.kind = ResourceKind::document;
       resource.registry_api = true;
       resource.referrers_index = true;
-      resource.content_type = image_media::oci_index;
-      resource.body = nlohmann::json{{"schemaVersion", 2}, {"mediaType", image_media::oci_index}, {"manifests", nlohmann::json::array()}}.dump();
+      resource.content_type = net::image_media::oci_index;
+      resource.body = nlohmann::json{{"schemaVersion", 2}, {"mediaType", net::image_media::oci_index}, {"manifests", nlohmann::json::array()}}.dump();
       return resource;
     }();
     auto at = path.rfind("/referrers/");

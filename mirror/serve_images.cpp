@@ -39,9 +39,9 @@ std::string media_type_of(const cache::Store& store, const cache::Artifact& row)
   if (!document.is_object()) return "";
   if (document.contains("mediaType") && document["mediaType"].is_string()) {
     auto type = document["mediaType"].get<std::string>();
-    return image_media::is_manifest_type(type) ? type : "application/octet-stream";
+    return net::image_media::is_manifest_type(type) ? type : "application/octet-stream";
   }
-  return document.contains("manifests") ? image_media::oci_index : image_media::oci_manifest;
+  return document.contains("manifests") ? net::image_media::oci_index : net::image_media::oci_manifest;
 }
 
 // A referrer's descriptor in a referrers index (OCI 1.1): its media type, digest and size, its
@@ -65,7 +65,7 @@ std::optional<json> referrer_descriptor(const cache::Store& store, const cache::
 }
 
 json referrers_index(const json& descriptors) {
-  return json{{"schemaVersion", 2}, {"mediaType", image_media::oci_index}, {"manifests", descriptors}};
+  return json{{"schemaVersion", 2}, {"mediaType", net::image_media::oci_index}, {"manifests", descriptors}};
 }
 
 }  // namespace
@@ -119,7 +119,7 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
   for (auto& [address, rows] : images) {
     PublishedImage image;
     image.address = address;
-    image.repository = mirror_repository(address);
+    image.repository = net::mirror_repository(address);
     std::string prefix = std::string(site_paths::registry_api) + image.repository + "/";
     // The newest row of a tag wins (a later fetch of a moved tag), indexes before manifests.
     std::map<std::string, std::pair<const cache::Artifact*, std::string>> tags;
@@ -168,7 +168,7 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
       if (!descriptors.empty()) image.referrers[subject] = referrers_index(descriptors).dump();
       SiteResource index;
       index.referrers_index = true;
-      index.content_type = image_media::oci_index;
+      index.content_type = net::image_media::oci_index;
       index.body = referrers_index(descriptors).dump();
       add(prefix + "referrers/" + subject, std::move(index));
     }

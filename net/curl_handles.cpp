@@ -8,7 +8,7 @@
 
 #include "base/error.hpp"
 
-namespace podplane::mirror::transport {
+namespace podplane::net::transport {
 
 namespace {
 
@@ -156,4 +156,4 @@ std::string describe(CURLcode code, const char* error_buffer) {
   return curl_easy_strerror(code);
 }
 
-}  // namespace podplane::mirror::transport
+}  // namespace podplane::net::transport

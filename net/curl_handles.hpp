@@ -15,7 +15,7 @@
 
 #include "net/http_options.hpp"
 
-namespace podplane::mirror::transport {
+namespace podplane::net::transport {
 
 // Throw podplane::Error("libcurl: <what>: <curl's text>") unless the call succeeded.
 void check(CURLcode code, std::string_view what);
@@ -102,4 +102,4 @@ void set_url(CURL* easy, const std::string& url);
 // A curl failure in words: the error buffer when set, else curl's text for the code.
 [[nodiscard]] std::string describe(CURLcode code, const char* error_buffer);
 
-}  // namespace podplane::mirror::transport
+}  // namespace podplane::net::transport

@@ -22,7 +22,7 @@
 #include "net/progress.hpp"
 #include "net/transport.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -703,4 +703,4 @@ void Downloader::fetch_to_file(const DownloadItem& item, const std::filesystem::
 
 const DownloadTotals& Downloader::totals() const { return impl_->totals; }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

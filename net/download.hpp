@@ -16,7 +16,7 @@
 #include "net/download_options.hpp"
 #include "net/http.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 struct DownloadItem {
   std::string url;
@@ -104,4 +104,4 @@ class Downloader {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

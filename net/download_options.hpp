@@ -4,7 +4,7 @@
 // its display (net/progress.hpp), so that neither includes the other.
 #include "net/http_options.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 enum class Progress { automatic, plain_lines, quiet };  // automatic: bar on a tty, else lines
 
@@ -15,4 +15,4 @@ struct DownloadOptions {
   Progress progress = Progress::automatic;
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

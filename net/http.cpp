@@ -17,7 +17,7 @@
 #include "net/curl_handles.hpp"
 #include "net/transport.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 const char* to_string(Method method) {
   switch (method) {
@@ -287,4 +287,4 @@ std::string resolve_url(const std::string& base, const std::string& reference) {
   return *resolved;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

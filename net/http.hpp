@@ -20,7 +20,7 @@
 
 #include "net/http_options.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 enum class Method { get, head, post, put, patch };
 [[nodiscard]] const char* to_string(Method method);  // "GET", "HEAD", …
@@ -100,4 +100,4 @@ class HttpClient {
 // RFC 3986 reference resolution (relative download_url, X-Terraform-Get, mirror urls).
 [[nodiscard]] std::string resolve_url(const std::string& base, const std::string& reference);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

@@ -8,7 +8,7 @@
 
 #include "base/error.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 namespace {
 
@@ -72,4 +72,4 @@ HttpOptions HttpOptions::from_environment() {
   return options;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <optional>
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 struct HttpOptions {
   // The retry budget of one request, or of one item of the download engine.
@@ -33,4 +33,4 @@ struct HttpOptions {
   [[nodiscard]] static HttpOptions from_environment();
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

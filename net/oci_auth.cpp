@@ -8,7 +8,7 @@
 #include "base/hex.hpp"
 #include "base/input_limits.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -310,4 +310,4 @@ Error RegistryAuth::refused(const std::string& registry, const std::string& repo
                " " + repository + " (" + redact_url(url) + ": HTTP 401)");
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

@@ -18,7 +18,7 @@
 #include "base/error.hpp"
 #include "net/http.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 // Where credentials come from, as the user gave them (both empty: the standard places).
 struct RegistryAuthOptions {
@@ -106,4 +106,4 @@ class RegistryAuth {
   std::map<std::string, Authorization> authorization_;  // registry/repository → what to send
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

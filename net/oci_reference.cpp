@@ -7,7 +7,7 @@
 #include "base/error.hpp"
 #include "cache/row_rules.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 using nlohmann::json;
 
@@ -91,4 +91,4 @@ std::string manifest_media_type(const std::string& bytes, const std::string& con
   return image_media::oci_manifest;
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

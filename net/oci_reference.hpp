@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 namespace image_media {
 inline constexpr const char* oci_index = "application/vnd.oci.image.index.v1+json";
@@ -49,4 +49,4 @@ std::string address_of_mirror_repository(const std::string& repository);
 // `content_type` (what the registry or the descriptor said) when that names one, else an OCI manifest.
 [[nodiscard]] std::string manifest_media_type(const std::string& bytes, const std::string& content_type);
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

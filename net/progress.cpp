@@ -10,7 +10,7 @@
 #include "base/human_bytes.hpp"
 #include "base/terminal_text.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 namespace {
 
@@ -127,4 +127,4 @@ void ProgressDisplay::done() {
   std::fflush(out_);
 }
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

@@ -9,7 +9,7 @@
 
 #include "net/download_options.hpp"
 
-namespace podplane::mirror {
+namespace podplane::net {
 
 class ProgressDisplay {
  public:
@@ -52,4 +52,4 @@ class ProgressDisplay {
   std::chrono::steady_clock::time_point last_draw_;
 };
 
-}  // namespace podplane::mirror
+}  // namespace podplane::net

@@ -12,7 +12,7 @@
 #include "base/error.hpp"
 #include "net/curl_handles.hpp"
 
-namespace podplane::mirror::transport {
+namespace podplane::net::transport {
 
 bool is_transient_status(long status) {
   return status == 408 || status == 429 || (status >= 500 && status <= 599 && status != 501 && status != 505);
@@ -120,4 +120,4 @@ bool parse_header_line(std::string_view line, std::string& name, std::string& va
   return true;
 }
 
-}  // namespace podplane::mirror::transport
+}  // namespace podplane::net::transport

@@ -13,7 +13,7 @@
 
 #include "net/http_options.hpp"
 
-namespace podplane::mirror::transport {
+namespace podplane::net::transport {
 
 using Clock = std::chrono::steady_clock;
 
@@ -87,4 +87,4 @@ size_t without_exceptions(std::string& failure, Body&& body) noexcept {
 // lines and the blank end-of-headers line.
 bool parse_header_line(std::string_view line, std::string& name, std::string& value);
 
-}  // namespace podplane::mirror::transport
+}  // namespace podplane::net::transport

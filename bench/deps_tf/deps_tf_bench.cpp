@@ -166,11 +166,11 @@ std::vector<nlohmann::json> read_log(const fs::path& file) {
 }
 
 // The first version of every provider, every platform it has: "6 providers x 4 platforms".
-std::vector<podplane::mirror::DownloadItem> first_versions(const nlohmann::json& fixture, const std::string& base) {
-  std::vector<podplane::mirror::DownloadItem> items;
+std::vector<podplane::net::DownloadItem> first_versions(const nlohmann::json& fixture, const std::string& base) {
+  std::vector<podplane::net::DownloadItem> items;
   for (const auto& provider : fixture["providers"]) {
     for (const auto& [platform, pkg] : provider["versions"][0]["packages"].items()) {
-      podplane::mirror::DownloadItem item;
+      podplane::net::DownloadItem item;
       item.url = base + pkg["url"].get<std::string>();
       item.expected_sha256 = pkg["sha256"].get<std::string>();
       item.label = pkg["filename"].get<std::string>();
@@ -195,14 +195,14 @@ podplane::bench::MeasuredRun curl_parallel(const std::vector<std::string>& urls,
   return podplane::bench::curl_parallel(urls, dir, {.ca_file = ca, .headers = {}});
 }
 
-double fetch_with_engine(const std::vector<podplane::mirror::DownloadItem>& items, const fs::path& ca, const fs::path& root) {
+double fetch_with_engine(const std::vector<podplane::net::DownloadItem>& items, const fs::path& ca, const fs::path& root) {
   auto store = podplane::cache::Store::open(root);
-  podplane::mirror::DownloadOptions options;
+  podplane::net::DownloadOptions options;
   options.jobs = 8;
   options.per_host = 8;
-  options.progress = podplane::mirror::Progress::quiet;
+  options.progress = podplane::net::Progress::quiet;
   options.http.ca_file = ca;
-  podplane::mirror::Downloader downloader(options);
+  podplane::net::Downloader downloader(options);
   const auto start = Clock::now();
   auto outcomes = downloader.fetch_into_store(store, items);
   const double seconds = since(start);

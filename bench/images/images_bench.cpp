@@ -13,7 +13,7 @@
 #include "bench/support/curl_parallel.hpp"
 #include "bench/support/measured_run.hpp"
 #include "bench/support/physical_floors.hpp"
-#include "tests/serve/registry_fixture.hpp"
+#include "tests/mirror/registry_fixture.hpp"
 
 namespace ps = podplane::serve_test;
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 
 #include "mirror/catalogue.hpp"
 #include "mirror/serve_site.hpp"
-#include "tests/serve/serve_fixture.hpp"
+#include "tests/mirror/serve_fixture.hpp"
 
 using namespace podplane;
 using namespace podplane::serve_test;

@@ -27,7 +27,7 @@
 #include <tuple>
 
 #include "bench/support/process_cpu.hpp"
-#include "tests/serve/serve_fixture.hpp"
+#include "tests/mirror/serve_fixture.hpp"
 
 namespace ps = podplane::serve_test;
 namespace fs = std::filesystem;

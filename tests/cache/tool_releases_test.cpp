@@ -22,7 +22,7 @@ TEST(ToolReleases, PinnedKeysAreTheKeysEachProjectPublishes) {
   EXPECT_EQ(pinned_tool_key_fingerprint(Engine::tofu), "E3E6E43D84CB852EADB0051D0C0AF313E5FD9F80");
   for (auto engine : {Engine::terraform, Engine::tofu}) {
     SCOPED_TRACE(std::string(tool_binary_name(engine)));
-    auto fingerprints = mirror::key_fingerprints(pinned_tool_key(engine));
+    auto fingerprints = cache::key_fingerprints(pinned_tool_key(engine));
     ASSERT_EQ(fingerprints.size(), 1u) << "one primary key per project";
     EXPECT_EQ(fingerprints.front(), pinned_tool_key_fingerprint(engine));
   }

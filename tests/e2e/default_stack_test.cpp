@@ -15,8 +15,8 @@
 namespace podplane::test {
 namespace {
 
-using mirror::ModulePackages;
-using mirror::RootRequirements;
+using fetch::ModulePackages;
+using fetch::RootRequirements;
 
 const std::string kHost = "registry.opentofu.org";
 
@@ -39,7 +39,7 @@ class OnePackage : public ModulePackages {
   explicit OnePackage(fs::path root) : root_(std::move(root)) {}
   std::vector<std::string> calls;
 
-  Called call(const mirror::RemoteModuleCall& call) override {
+  Called call(const fetch::RemoteModuleCall& call) override {
     calls.push_back(call.source.text + " " + call.constraints);
     return {{call.source.registry.str(), "2.0.1"}, call.source.subdir.empty() ? root_ : root_ / call.source.subdir, root_};
   }
@@ -61,7 +61,7 @@ std::vector<std::string> provider_lines(const RootRequirements& root) {
 
 TEST(DefaultStack, GeneratedStackRequiresExactlyWhatDepsTfFetches) {
   // `deps tf` with no -f fetches AWS's stack; `-f CONFIG` the stack of the config's kind.
-  EXPECT_EQ(mirror::DepsTfOptions{}.default_stack, cache::ProviderKind::aws);
+  EXPECT_EQ(fetch::DepsTfOptions{}.default_stack, cache::ProviderKind::aws);
 
   for (auto kind : {cache::ProviderKind::aws, cache::ProviderKind::google}) {
     SCOPED_TRACE(std::string(generator::to_string(kind)));
@@ -81,10 +81,10 @@ TEST(DefaultStack, GeneratedStackRequiresExactlyWhatDepsTfFetches) {
     for (const auto& [name, content] : generator::render_stack_tf(inputs)) write_file(dir / "stack" / name, content);
 
     OnePackage packages(dir / "pkg");
-    auto generated = mirror::read_root(dir / "stack", kHost, packages);
+    auto generated = fetch::read_root(dir / "stack", kHost, packages);
     EXPECT_TRUE(packages.calls.empty()) << "the generated stack calls its modules from the store by path";
 
-    auto fetched = mirror::read_podplane_stack(cache::podplane_stack(kind), kHost, packages);
+    auto fetched = fetch::read_podplane_stack(cache::podplane_stack(kind), kHost, packages);
     EXPECT_EQ(provider_lines(generated), provider_lines(fetched));
     const std::string cloud = kind == cache::ProviderKind::aws ? "aws" : "google";
     ASSERT_TRUE(fetched.stack_module.has_value());

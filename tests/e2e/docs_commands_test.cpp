@@ -22,7 +22,7 @@
 #include "base/digest.hpp"
 #include "cache/store.hpp"
 #include "net/oci_reference.hpp"
-#include "tests/serve/registry_fixture.hpp"
+#include "tests/mirror/registry_fixture.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 
@@ -197,7 +197,7 @@ ProcessResult must_run(const std::vector<std::string>& argv, const fs::path& cwd
 
 // The reader's cosign key pairs (`cosign.pub`, `team.pub`, as `cosign generate-key-pair` names
 // them: ECDSA P-256), and the fixture image signed with the team's key as cosign lays a
-// signature out (tests/tools/images/cosign_sign.py, as tests/serve/signed_images_test.cpp
+// signature out (tests/tools/images/cosign_sign.py, as tests/mirror/signed_images_test.cpp
 // signs). The fixture's registry is static files (www/v2/), so the signature manifest and its
 // blobs are written there as build_fixture.py writes the image's own: each file with its OCI
 // headers, the manifest by digest and at its `.sig` tag.
@@ -262,7 +262,7 @@ void start_site_registry(DocSetup& setup) {
   setup.checks["podplane mirror push oci://harbor.site.example/podplane --creds-file push.creds"] =
       [registry, robot, image = setup.registry + "/" + kFixtureImage,
        index = setup.upstream.fixture()["image"]["index"].get<std::string>()] {
-        const std::string pushed = "docker://" + registry->host() + "/podplane/" + mirror::mirror_repository(image);
+        const std::string pushed = "docker://" + registry->host() + "/podplane/" + net::mirror_repository(image);
         auto inspected = run({"skopeo", "inspect", "--raw", "--tls-verify=false", "--creds", robot.pair(), pushed + ":3.10.2"});
         ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
         EXPECT_EQ("sha256:" + sha256_hex(inspected.out), index);

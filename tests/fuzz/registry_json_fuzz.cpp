@@ -28,21 +28,21 @@ void quietly(Parse&& parse) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view body(reinterpret_cast<const char*>(data), size);
   const std::string url = "https://registry.example/v1/providers/hashicorp/aws/6.2.0/download/linux/amd64";
-  quietly([&] { (void)mirror::parse_discovery(body, url); });
-  quietly([&] { (void)mirror::parse_provider_versions(body, url); });
-  quietly([&] { (void)mirror::parse_provider_download(body, url, lockfile::Platform{"linux", "amd64"}); });
-  quietly([&] { (void)mirror::parse_module_versions(body, url); });
-  quietly([&] { (void)mirror::parse_mirror_index(body, url); });
-  quietly([&] { (void)mirror::parse_mirror_version(body, url); });
+  quietly([&] { (void)fetch::parse_discovery(body, url); });
+  quietly([&] { (void)fetch::parse_provider_versions(body, url); });
+  quietly([&] { (void)fetch::parse_provider_download(body, url, lockfile::Platform{"linux", "amd64"}); });
+  quietly([&] { (void)fetch::parse_module_versions(body, url); });
+  quietly([&] { (void)fetch::parse_mirror_index(body, url); });
+  quietly([&] { (void)fetch::parse_mirror_version(body, url); });
   quietly([&] {
-    auto manifest = mirror::parse_vmconfig_manifest(body, "");
-    auto items = mirror::select_vmconfig_items(manifest, {"all"});
-    mirror::validate_vmconfig_items(manifest, items);
+    auto manifest = fetch::parse_vmconfig_manifest(body, "");
+    auto items = fetch::select_vmconfig_items(manifest, {"all"});
+    fetch::validate_vmconfig_items(manifest, items);
     for (const auto& item : items) (void)item.view_path();
-    (void)mirror::vmconfig_manifests_equal(manifest.document, manifest.document);
+    (void)fetch::vmconfig_manifests_equal(manifest.document, manifest.document);
   });
   quietly([&] {
-    auto source = mirror::ModuleSource::parse(body.substr(0, body.find('\n')), "registry.opentofu.org");
+    auto source = fetch::ModuleSource::parse(body.substr(0, body.find('\n')), "registry.opentofu.org");
     (void)source.package_address();
     (void)source.store_address();
   });

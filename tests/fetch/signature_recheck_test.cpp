@@ -1,0 +1,74 @@
+// `deps verify` re-checks provider packages offline against the upstream SHA256SUMS, signature
+// and keys kept in the store, and names the package when that evidence does not hold.
+#include <gtest/gtest.h>
+
+#include "cache/store.hpp"
+#include "fetch/signature_recheck.hpp"
+#include "tests/support/test_support.hpp"
+#include "tests/support/upstream.hpp"
+
+namespace podplane::test {
+namespace {
+
+struct FilledStore {
+  TempDir dir;
+  fs::path root() const { return dir.path() / "deps"; }
+
+  explicit FilledStore(const FixtureUpstream& upstream) {
+    upstream.write_cli_config(dir.path() / "cli.tfrc");
+    ProcessOptions options;
+    options.env = upstream.env(root(), dir.path() / "cli.tfrc");
+    auto fill = run_podplane({"--quiet", "deps", "tf", "--platform", "linux_amd64"}, options);
+    if (fill.exit_code != 0) throw std::runtime_error("deps tf failed: " + fill.err);
+  }
+  ProcessResult verify() const {
+    ProcessOptions options;
+    options.env = {{"PODPLANE_DEPS_CACHE_DIR", root().string()}};
+    // Offline: any connection attempt would go to a closed port.
+    options.env["https_proxy"] = options.env["http_proxy"] = options.env["ALL_PROXY"] = "http://127.0.0.1:9";
+    return run_podplane({"deps", "verify"}, options);
+  }
+  void sql(const std::string& statement) const {
+    auto result = run({"sqlite3", (root() / "store" / "index.db").string(), statement});
+    if (result.exit_code != 0) throw std::runtime_error("sqlite3: " + result.err);
+  }
+};
+
+TEST(SignatureRecheck, EveryFetchedPackageVerifiesOfflineFromStoredMaterial) {
+  FixtureUpstream upstream;
+  FilledStore filled(upstream);
+  auto store = cache::Store::open(filled.root(), cache::Store::Access::read_only);
+  auto recheck = fetch::recheck_provider_signatures(store);
+  EXPECT_TRUE(recheck.problems.empty()) << recheck.problems.front();
+  EXPECT_EQ(recheck.packages_checked, store.artifacts({.kind = cache::ArtifactKind::provider_package}).size());
+  // One signature per provider release (6 providers), not one per package.
+  EXPECT_EQ(recheck.signatures_checked, 6u);
+
+  auto verify = filled.verify();
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_NE(verify.out.find("6 upstream signatures: ok"), std::string::npos) << verify.out;
+}
+
+TEST(SignatureRecheck, WrongRecordedKeyAndBrokenSignatureAreProblems) {
+  FixtureUpstream upstream;
+  FilledStore filled(upstream);
+  // A provenance row claiming another signer: the signature verifies, but not by that key.
+  filled.sql(
+      "UPDATE provenance SET key_fingerprint = '0000000000000000000000000000000000000000' WHERE artifact_id = "
+      "(SELECT id FROM artifacts WHERE kind = 'provider_package' AND address LIKE '%/aws' LIMIT 1)");
+  auto verify = filled.verify();
+  EXPECT_EQ(verify.exit_code, 1) << verify.out;
+  EXPECT_NE(verify.out.find("signed by another key than recorded"), std::string::npos) << verify.out;
+  EXPECT_NE(verify.out.find("expected: 0000000000000000000000000000000000000000"), std::string::npos) << verify.out;
+
+  // Evidence swapped for a document that is no signature at all.
+  filled.sql(
+      "UPDATE provenance SET signature_digest = shasums_digest WHERE artifact_id = "
+      "(SELECT id FROM artifacts WHERE kind = 'provider_package' AND address LIKE '%/null' LIMIT 1)");
+  verify = filled.verify();
+  EXPECT_EQ(verify.exit_code, 1) << verify.out;
+  EXPECT_NE(verify.out.find("upstream signature does not verify offline"), std::string::npos) << verify.out;
+}
+
+}  // namespace
+}  // namespace podplane::test
