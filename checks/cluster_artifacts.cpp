@@ -11,6 +11,7 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
+#include "base/url.hpp"
 #include "cache/views.hpp"
 #include "generator/proxmox_stack.hpp"
 #include "generator/render.hpp"
@@ -298,22 +299,6 @@ void check_seed(const cache::Store& store, const fs::path& stack_dir, const std:
 
 namespace {
 
-// The path part of an http(s) URL ("/a/b" of "https://host:8443/a/b?x"), or nullopt.
-std::optional<std::string> url_path(const std::string& url) {
-  auto scheme = url.find("://");
-  if (scheme == std::string::npos || scheme == 0) return std::nullopt;
-  auto slash = url.find('/', scheme + 3);
-  std::string path = slash == std::string::npos ? "" : url.substr(slash);
-  return path.substr(0, path.find_first_of("?#"));
-}
-
-// Go's path.Base of the URL's path, as the userdata takes the file name (docs/podplane-layout.md §2.5).
-std::string url_basename(const std::string& url) {
-  auto path = url_path(url).value_or(url);
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path.substr(path.find_last_of('/') + 1);
-}
-
 // The site entry that answers `path` when the site is hosted at the root or below a prefix:
 // the longest '/'-bounded suffix of the path the site has.
 const cache::Artifact* answer_for(const std::map<std::string, cache::Artifact>& site, const std::string& path) {
@@ -402,8 +387,10 @@ void check_vm_fetches(const cache::Store& store, const fs::path& stack_dir, cons
         note("the manifest's digest: " + e.message(), "regenerate the stack with `podplane cluster create --force`");
         continue;
       }
-      auto path = url_path(vm_url);
-      const cache::Artifact* served = path ? answer_for(site, *path) : nullptr;
+      // The path part of the URL (docs/podplane-layout.md §2.5: the userdata takes its file name
+      // with Go's path.Base, base/url.hpp's url_basename).
+      const auto parts = split_url(vm_url);
+      const cache::Artifact* served = parts ? answer_for(site, parts->path) : nullptr;
       if (served == nullptr) {
         note("nothing in the store answers " + vm_url,
              "podplane deps download --kind " + manifest.value("kind", std::string("knc,knd")) + " --arch " +

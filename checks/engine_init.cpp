@@ -6,6 +6,7 @@
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "base/scratch_dir.hpp"
+#include "base/url.hpp"
 #include "cache/layout.hpp"
 #include "generator/engine.hpp"
 #include "lockfile/provider_names.hpp"
@@ -29,15 +30,6 @@ std::vector<std::string> no_origin_but(const std::string& mirror_host) {
           "HTTP_PROXY=" + std::string(kNowhereProxy),  "http_proxy=" + std::string(kNowhereProxy),
           "ALL_PROXY=" + std::string(kNowhereProxy),   "NO_PROXY=" + bypass,
           "no_proxy=" + bypass};
-}
-
-// "host" of "https://host:port/…" (what NO_PROXY matches).
-std::string url_host(const std::string& url) {
-  auto start = url.find("://");
-  start = start == std::string::npos ? 0 : start + 3;
-  auto end = url.find_first_of(":/", start);
-  if (url[start] == '[') end = url.find(']', start) + 1;
-  return url.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
 // Local module sources ("./…", "../…") are kept as written: the copy keeps the layout they
@@ -101,7 +93,8 @@ EngineSetup through_mirror(const EngineMirror& mirror, const OriginHosts& hosts)
     setup.cli_config += "host \"" + host + "\" {\n  services = {\n    \"providers.v1\" = \"" + mirror.url +
                         "/v1/providers/" + host + "/\"\n    \"modules.v1\"   = \"" + mirror.url + "/v1/modules/" + host +
                         "/\"\n  }\n}\n";
-  setup.env = no_origin_but(url_host(mirror.url));
+  const auto mirror_parts = split_url(mirror.url);
+  setup.env = no_origin_but(mirror_parts ? mirror_parts->host : "");  // NO_PROXY matches the host alone
   // The CA that trusts the mirror: its own, else this process's SSL_CERT_FILE, made absolute
   // (the engine runs in a scratch copy of the root, not where podplane was started). git does
   // not read SSL_CERT_FILE: it gets the same file as http.sslCAInfo.

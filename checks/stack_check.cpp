@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "base/error.hpp"
+#include "base/url.hpp"
 
 namespace podplane::checks {
 
@@ -18,9 +19,8 @@ std::string engine_flag(lockfile::Engine engine) {
 
 RootCheckSource mirror_source(const std::string& url) {
   RootCheckSource source;
-  source.mirror_url = url;
-  while (source.mirror_url.ends_with('/')) source.mirror_url.pop_back();
-  if (!source.mirror_url.starts_with("https://") && !source.mirror_url.starts_with("http://"))
+  source.mirror_url = without_trailing_slashes(url);
+  if (!has_http_scheme(source.mirror_url))
     throw UsageError("--mirror: expected the URL of a `podplane mirror serve`, such as https://mirror.site:8443, got '" +
                      url + "'");
   source.http = net::HttpOptions::from_environment();

@@ -9,7 +9,6 @@
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
-#include "cache/podplane_stack.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
@@ -17,7 +16,6 @@
 #include "generator/engine.hpp"
 #include "lockfile/platform.hpp"
 #include "lockfile/provider_names.hpp"
-#include "lockfile/tf_config.hpp"
 #include "fetch/deps_download.hpp"
 #include "fetch/deps_tf.hpp"
 #include "fetch/images.hpp"
@@ -92,41 +90,8 @@ fetch::DepsDownloadOptions download_options(const DownloadArgs& args, const Glob
   return options;
 }
 
-// The required_version each engine release `deps tools` chooses must satisfy: every --stack
-// root's, else the stack Podplane generates for the cluster config's cloud, else for any cloud.
-std::vector<fetch::RequiredEngineVersion> engine_versions_required(const std::vector<std::string>& stacks,
-                                                                    const std::string& cluster_config) {
-  std::vector<fetch::RequiredEngineVersion> required;
-  for (const auto& stack : stacks) {
-    for (const auto& constraints : lockfile::read_module_requirements(stack).required_versions)
-      required.push_back({constraints, stack});
-  }
-  if (!stacks.empty()) return required;
-  if (!cluster_config.empty()) {
-    auto kind = generator::load_cluster_config(cluster_config).provider.kind;
-    return {{cache::podplane_stack(kind).required_engine_version,
-             "Podplane's " + std::string(generator::to_string(kind)) + " stack, " + cluster_config}};
-  }
-  for (auto kind : {cache::ProviderKind::aws, cache::ProviderKind::google, cache::ProviderKind::proxmox}) {
-    std::string constraints = cache::podplane_stack(kind).required_engine_version;
-    bool known = false;
-    for (const auto& r : required) known = known || r.constraints == constraints;
-    if (!known) required.push_back({constraints, "Podplane's stacks"});
-  }
-  return required;
-}
-
-std::string describe(const std::vector<fetch::RequiredEngineVersion>& required) {
-  if (required.empty()) return "none is set";
-  std::string text;
-  for (const auto& r : required) text += (text.empty() ? "" : "; ") + r.constraints + " in " + r.required_by;
-  return text;
-}
-
-}  // namespace
-
-// Kept whole: CLI11 wiring, one statement per option, in the order --help lists them.
-void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
+// Each command's CLI11 wiring: one statement per option, in the order --help lists them.
+void register_tf(CLI::App& deps, const GlobalOptions& global) {
   auto tf_args = std::make_shared<TfArgs>();
   auto* tf = deps.add_subcommand("tf", "Fetch the OpenTofu/Terraform providers and modules of a stack into the store");
   tf->add_option("--platform", tf_args->platforms,
@@ -192,7 +157,9 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     auto store = cache::Store::open(cache::default_deps_root());
     (void)fetch::deps_tf(store, options, std::cout, std::cerr);
   });
+}
 
+void register_download(CLI::App& deps, const GlobalOptions& global) {
   auto download_args = std::make_shared<DownloadArgs>();
   auto* download = deps.add_subcommand("download", "Fetch vmconfig manifests (knc, knd), the artifacts and container images they list, and the seed snapshots");
   download->add_option("--arch", download_args->archs, "amd64,arm64 (default: $PODPLANE_ARCH or this machine)");
@@ -215,7 +182,9 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     auto store = cache::Store::open(cache::default_deps_root());
     fetch::deps_download(store, options, std::cout, std::cerr);
   });
+}
 
+void register_images(CLI::App& deps, const GlobalOptions& global) {
   struct ImagesArgs {
     std::string list_file;
     std::vector<std::string> archs;
@@ -254,7 +223,9 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     auto store = cache::Store::open(cache::default_deps_root());
     fetch::deps_images(store, options, std::cout, std::cerr);
   });
+}
 
+void register_tools(CLI::App& deps, const GlobalOptions& global) {
   struct ToolsArgs {
     std::vector<std::string> engines;
     std::string version;
@@ -322,23 +293,23 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
       std::cout << "engine: " << lockfile::engine_name(user.engine) << " (" << user.reason << "; pass --engine to choose)\n";
     }
     std::vector<fetch::RequiredEngineVersion> required;
-    if (!version) required = engine_versions_required(tools_args->stacks, tools_args->cluster_config);
-    for (auto engine : engines) {
-      if (!version) {
-        std::string chosen =
-            fetch::newest_tool_release(engine, required, fetch::tool_releases_base_url(engine), options.download.http);
-        std::cout << lockfile::engine_name(engine) << ": " << chosen << ", the newest release that every required_version allows ("
-                  << describe(required) << ")\n";
-        options.releases.push_back({engine, chosen});
-      } else {
-        options.releases.push_back({engine, *version});
+    if (!version) {
+      std::optional<fetch::ConfigStack> config_stack;
+      if (!tools_args->cluster_config.empty()) {
+        auto kind = generator::load_cluster_config(tools_args->cluster_config).provider.kind;
+        config_stack = fetch::ConfigStack{
+            kind, "Podplane's " + std::string(generator::to_string(kind)) + " stack, " + tools_args->cluster_config};
       }
+      required = fetch::engine_versions_required({tools_args->stacks.begin(), tools_args->stacks.end()}, config_stack);
     }
+    options.releases = fetch::choose_tool_releases(engines, version, required, options.download.http, std::cout);
     auto store = cache::Store::open(cache::default_deps_root());
     (void)fetch::deps_tools(store, options, std::cout);
     if (podplane_option->count() > 0) (void)fetch::add_podplane_release(store, tools_args->podplane_release, std::cout);
   });
+}
 
+void register_status(CLI::App& deps, const GlobalOptions& global) {
   auto status_args = std::make_shared<DownloadArgs>();
   auto* status = deps.add_subcommand("status", "Compare the stored vmconfig manifests with upstream");
   status->add_option("--arch", status_args->archs, "amd64,arm64 (default: $PODPLANE_ARCH or this machine)");
@@ -354,6 +325,16 @@ void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
     auto store = cache::Store::open(root, cache::Store::Access::read_only);
     (void)fetch::deps_status(&store, options, std::cout);
   });
+}
+
+}  // namespace
+
+void register_deps_fetch_commands(CLI::App& deps, const GlobalOptions& global) {
+  register_tf(deps, global);
+  register_download(deps, global);
+  register_images(deps, global);
+  register_tools(deps, global);
+  register_status(deps, global);
 }
 
 }  // namespace podplane::cli

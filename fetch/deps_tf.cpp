@@ -12,6 +12,7 @@
 
 #include "base/error.hpp"
 #include "base/parallel.hpp"
+#include "base/url.hpp"
 #include "cache/views.hpp"
 #include "lockfile/cli_config.hpp"
 #include "lockfile/hash.hpp"
@@ -332,8 +333,8 @@ class TfRun {
       document_rows.emplace(
           documents_key(job),
           DocumentRows{
-              make(cache::ArtifactKind::provider_shasums, sums.shasums, net::url_file_name(sums.shasums_url), sums.shasums_url),
-              make(cache::ArtifactKind::provider_signature, sums.signature, net::url_file_name(sums.signature_url),
+              make(cache::ArtifactKind::provider_shasums, sums.shasums, url_basename(sums.shasums_url), sums.shasums_url),
+              make(cache::ArtifactKind::provider_signature, sums.signature, url_basename(sums.signature_url),
                    sums.signature_url),
               make(cache::ArtifactKind::provider_keys, sums.keys_json,
                    lockfile::provider_signing_keys_filename(job.address.type, job.version.str()), ""),

@@ -19,22 +19,19 @@
 #include <sstream>
 #include <thread>
 
+#include "base/ascii.hpp"
 #include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/input_limits.hpp"
 #include "base/unique_fd.hpp"
+#include "base/url.hpp"
 #include "fetch/module_archive.hpp"
 
 namespace podplane::fetch {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
 
 bool valid_registry_part(std::string_view part) {
   if (part.empty() || part.size() > 64) return false;
@@ -77,7 +74,7 @@ std::string take_query_param(std::string& url, const std::string& name) {
 
 std::string archive_format_of_path(std::string_view url) {
   std::string path(url.substr(0, url.find('?')));
-  path = lower(path);
+  path = ascii_lower(path);
   for (auto [suffix, format] : {std::pair{".tar.gz", "tar.gz"}, {".tgz", "tar.gz"}, {".tar.bz2", "tar.bz2"},
                                 {".tbz2", "tar.bz2"}, {".tar.tbz2", "tar.bz2"}, {".tar.xz", "tar.xz"},
                                 {".txz", "tar.xz"}, {".zip", "zip"}}) {
@@ -149,23 +146,20 @@ std::string percent_decoded(std::string_view text) {
 
 GitLogin split_git_login(const std::string& url) {
   GitLogin login{url, "", "", ""};
-  const auto scheme = url.find("://");
-  if (scheme == std::string::npos) return login;
-  const auto authority_start = scheme + 3;
-  const auto authority_end = std::min(url.find_first_of("/?#", authority_start), url.size());
-  const std::string authority = url.substr(authority_start, authority_end - authority_start);
-  const auto at = authority.rfind('@');
-  login.host = at == std::string::npos ? authority : authority.substr(at + 1);
-  if (at == std::string::npos) return login;
-  const std::string userinfo = authority.substr(0, at);
-  const auto colon = userinfo.find(':');
-  login.user = percent_decoded(userinfo.substr(0, colon));
-  if (colon != std::string::npos) login.password = percent_decoded(userinfo.substr(colon + 1));
+  const auto parts = split_url(url);
+  if (!parts) return login;
+  // git's credential helpers name a server by host and port as the URL writes them.
+  login.host = parts->port.empty() ? parts->host : parts->host + ":" + parts->port;
+  if (parts->userinfo.empty()) return login;
+  const auto colon = parts->userinfo.find(':');
+  login.user = percent_decoded(parts->userinfo.substr(0, colon));
+  if (colon != std::string::npos) login.password = percent_decoded(parts->userinfo.substr(colon + 1));
   for (const std::string* part : {&login.user, &login.password, &login.host}) {
     if (part->find_first_of(std::string("\n\0", 2)) != std::string::npos)
       throw Error("git module source " + net::redact_url(url) + ": its login holds a line break or a NUL");
   }
-  login.url = url.substr(0, authority_start) + login.host + url.substr(authority_end);
+  login.url = parts->scheme + "://" + login.host + parts->path + (parts->query.empty() ? "" : "?" + parts->query) +
+              (parts->fragment.empty() ? "" : "#" + parts->fragment);
   return login;
 }
 
@@ -278,7 +272,7 @@ ModuleSource ModuleSource::parse(std::string_view text_in, std::string_view defa
   }
   std::string forced;
   if (auto marker = text.find("::"); marker != std::string::npos && text.find("://") > marker) {
-    forced = lower(text.substr(0, marker));
+    forced = ascii_lower(text.substr(0, marker));
     text = text.substr(marker + 2);
   }
   if (forced.empty() && text.starts_with("github.com/")) {
@@ -290,7 +284,7 @@ ModuleSource ModuleSource::parse(std::string_view text_in, std::string_view defa
     if (!repo.ends_with(".git")) text.insert(repo.size(), ".git");
   }
   if (forced == "git") {
-    if (!lower(text).starts_with("https://") && !lower(text).starts_with("http://")) {
+    if (!ascii_lower(text).starts_with("https://") && !ascii_lower(text).starts_with("http://")) {
       throw Error(unsupported(source.text, "only git over HTTPS is supported (no ssh)"));
     }
     source.kind = Kind::git;
@@ -303,7 +297,7 @@ ModuleSource ModuleSource::parse(std::string_view text_in, std::string_view defa
   if (!forced.empty()) throw Error(unsupported(source.text, "getter \"" + forced + "::\" is not supported"));
   auto scheme_end = text.find("://");
   if (scheme_end != std::string::npos) {
-    auto scheme = lower(text.substr(0, scheme_end));
+    auto scheme = ascii_lower(text.substr(0, scheme_end));
     if (scheme != "https" && scheme != "http") {
       throw Error(unsupported(source.text, "scheme \"" + scheme + "\" is not supported"));
     }
@@ -330,7 +324,7 @@ ModuleSource ModuleSource::parse(std::string_view text_in, std::string_view defa
     throw Error(unsupported(source.text, "not a local path, a registry address or a remote URL"));
   }
   source.kind = Kind::registry;
-  source.registry = ModuleAddress{lower(parts[0]), parts[1], parts[2], parts[3], source.subdir};
+  source.registry = ModuleAddress{ascii_lower(parts[0]), parts[1], parts[2], parts[3], source.subdir};
   return source;
 }
 
@@ -350,7 +344,7 @@ std::string ModuleSource::store_address() const {
   std::string rest = net::redact_url(url);
   if (auto scheme = rest.find("://"); scheme != std::string::npos) rest = rest.substr(scheme + 3);
   rest = rest.substr(0, rest.find_first_of("?#"));
-  std::string lowered = lower(rest);
+  std::string lowered = ascii_lower(rest);
   for (const char* suffix : {".git", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".zip"}) {
     if (lowered.ends_with(suffix)) {
       rest.resize(rest.size() - std::string_view(suffix).size());

@@ -5,9 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/ascii.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/input_limits.hpp"
+#include "base/url.hpp"
 
 namespace podplane::fetch {
 namespace {
@@ -39,11 +41,6 @@ std::vector<std::string> string_list(const json& object, const char* name) {
   return out;
 }
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
 std::string with_trailing_slash(std::string url) {
   // The provider client of the engines does not add it; a base without it resolves one
   // level too high (docs/protocols.md §1.1), so we always add it.
@@ -55,24 +52,17 @@ std::string checked_http_url(const std::string& base, const std::string& referen
                              const std::string& document_url) {
   if (reference.empty()) throw Error("registry answer from " + document_url + " has no " + std::string(field));
   std::string resolved = net::resolve_url(base, reference);
-  auto scheme = lower(resolved.substr(0, resolved.find(':')));
-  if (scheme != "https" && scheme != "http") {
+  if (!has_http_scheme(resolved)) {
     throw Error("registry answer from " + document_url + ": " + std::string(field) + " must be an http(s) URL, got " +
                 reference);
   }
   return resolved;
 }
 
-// "host[:port]" of an absolute URL, with the port dropped when it is 443 (credentials key).
+// "host[:port]" of an absolute URL as a credentials key names it (the default port dropped).
 std::string url_host(const std::string& url) {
-  auto start = url.find("://");
-  if (start == std::string::npos) return "";
-  start += 3;
-  auto end = url.find_first_of("/?#", start);
-  std::string host = lower(url.substr(start, end == std::string::npos ? std::string::npos : end - start));
-  if (auto at = host.rfind('@'); at != std::string::npos) host = host.substr(at + 1);
-  if (host.size() > 4 && host.ends_with(":443")) host.resize(host.size() - 4);
-  return host;
+  const auto parts = split_url(url);
+  return parts ? host_as_written(*parts) : "";
 }
 
 }  // namespace
@@ -155,7 +145,7 @@ ProviderDownload parse_provider_download(std::string_view body, const std::strin
     throw Error("provider download answer from " + url + ": shasum must be 64 hex characters, got \"" +
                 answer.shasum + "\"");
   }
-  answer.shasum = lower(answer.shasum);
+  answer.shasum = ascii_lower(answer.shasum);
   answer.protocols = string_list(document, "protocols");
   if (!protocols_supported(answer.protocols)) {
     std::string listed;
@@ -192,7 +182,7 @@ ProviderDownload parse_provider_download(std::string_view body, const std::strin
     for (const auto& hash : it->second) {
       if (!hash.starts_with("zh:")) continue;
       has_zh = true;
-      if (lower(hash) != expected) {
+      if (ascii_lower(hash) != expected) {
         throw Error(mismatch_message("registry packages hash disagrees with shasum for " + answer.filename,
                                      expected, hash));
       }
@@ -283,7 +273,7 @@ void RegistryClient::expect_answer(const net::HttpResponse& response, const std:
 }
 
 std::string RegistryClient::service_url(const std::string& host_in, const std::string& service_id) {
-  auto host = lower(host_in);
+  auto host = ascii_lower(host_in);
   if (auto block = config_.host_services.find(host); block != config_.host_services.end()) {
     auto it = block->second.find(service_id);
     if (it == block->second.end()) {
@@ -346,7 +336,7 @@ ProviderDownload RegistryClient::provider_download(const lockfile::ProviderAddre
 
 std::vector<lockfile::Version> RegistryClient::mirror_versions(const std::string& base_url,
                                                                const lockfile::ProviderAddress& provider) {
-  if (!lower(base_url).starts_with("https://")) {
+  if (!ascii_istarts_with(base_url, "https://")) {
     throw Error("network_mirror url must be https: " + base_url);
   }
   auto url = with_trailing_slash(base_url) + provider.host + "/" + provider.ns + "/" + provider.type + "/index.json";

@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "base/scratch_dir.hpp"
+#include "base/url.hpp"
 #include "lockfile/provider_names.hpp"
 #include "lockfile/tf_config.hpp"
 #include "fetch/tf_resolution.hpp"
@@ -19,12 +20,8 @@ namespace {
 // "host[:port]" of a git clone URL ("https://user@host:port/org/repo.git"), as git's
 // url.<base>.insteadOf matches it.
 std::string git_host(const std::string& url) {
-  auto start = url.find("://");
-  start = start == std::string::npos ? 0 : start + 3;
-  auto end = url.find('/', start);
-  std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  if (auto at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);
-  return authority;
+  const auto parts = split_url(url);
+  return parts ? host_as_written(*parts) : url;
 }
 
 // Answers each remote call from the lookup and records what it selected.

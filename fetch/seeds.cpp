@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.hpp"
+#include "base/url.hpp"
 #include "cache/row_rules.hpp"
 #include "base/error.hpp"
 #include "base/digest.hpp"
@@ -43,7 +44,7 @@ SeedsManifest parse_seeds_manifest(std::string_view bytes, const std::string& so
     if (!entry.contains("size") || !entry["size"].is_number_integer() || entry["size"].get<std::int64_t>() <= 0)
       throw Error(where + " is missing size");
     snapshot.size = entry["size"].get<std::uint64_t>();
-    snapshot.filename = net::url_file_name(snapshot.url);
+    snapshot.filename = url_basename(snapshot.url);
     if (snapshot.filename.empty()) snapshot.filename = name + ".netsy";
     if (auto problem = cache::segment_problem(snapshot.filename)) throw Error(where + ": its file name is " + *problem);
     manifest.snapshots.push_back(std::move(snapshot));

@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "base/parallel.hpp"
+#include "base/url.hpp"
 #include "net/http.hpp"
 
 namespace podplane::fetch {
@@ -66,7 +67,7 @@ std::map<std::string, std::string> ProviderMetadata::documents(const std::vector
   parallel_for(urls.size(), [&](std::size_t i, net::HttpClient& http, RegistryClient&) {
     auto response = http.get(urls[i]);  // no token: not a registry JSON request
     if (response.status != 200) {
-      throw Error("cannot fetch " + net::url_file_name(urls[i]) + " (" + net::redact_url(urls[i]) + "): " + response.status_text());
+      throw Error("cannot fetch " + url_basename(urls[i]) + " (" + net::redact_url(urls[i]) + "): " + response.status_text());
     }
     bodies[i] = std::move(response.body);
   });

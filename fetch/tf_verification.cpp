@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.hpp"
+#include "base/url.hpp"
 #include "net/http.hpp"
 #include "cache/openpgp.hpp"
 #include "lockfile/shasums.hpp"
@@ -17,7 +18,7 @@ SignedSums check_signed_sums(const ProviderDownload& answer, std::string shasums
   sums.shasums = std::move(shasums);
   sums.signature = std::move(signature);
   sums.keys_json = answer.signing_keys_json.empty() ? "{}" : answer.signing_keys_json;
-  const std::string sums_name = net::url_file_name(answer.shasums_url);
+  const std::string sums_name = url_basename(answer.shasums_url);
   if (answer.signing_keys.empty()) {
     if (verification != Verification::allow_unverified) {
       throw Error("signature check failed for " + sums_name + ": the registry lists no signing keys for " + provider +
@@ -36,7 +37,7 @@ SignedSums check_signed_sums(const ProviderDownload& answer, std::string shasums
 
 PackageExpectations expect_from_registry(const ProviderDownload& answer, const SignedSums& sums,
                                          const lockfile::Platform& platform) {
-  const std::string sums_name = net::url_file_name(sums.shasums_url);
+  const std::string sums_name = url_basename(sums.shasums_url);
   auto line = sums.lines.find(answer.filename);
   if (line == sums.lines.end()) {
     throw Error("SHA256SUMS check failed: " + sums_name + " has no line for " + answer.filename);

@@ -2,6 +2,7 @@
 
 #include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/url.hpp"
 #include "net/download.hpp"
 
 namespace podplane::fetch {
@@ -18,9 +19,8 @@ fs::path stored_tool_file(const cache::Store& store, const std::optional<cache::
   return object;
 }
 
-std::string mirror_tool_dir(std::string base_url, std::string_view name, const std::string& version) {
-  while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
-  return base_url + "/tools/" + std::string(name) + "/" + version + "/";
+std::string mirror_tool_dir(const std::string& base_url, std::string_view name, const std::string& version) {
+  return without_trailing_slashes(base_url) + "/tools/" + std::string(name) + "/" + version + "/";
 }
 
 std::string fetch_tool_document(net::HttpClient& http, const std::string& dir, const std::string& name) {

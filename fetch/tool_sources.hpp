@@ -20,7 +20,7 @@ namespace podplane::fetch {
                                                      const std::string& filename, const std::string& how_to_get_it);
 
 // A release directory on a site mirror, ending in '/': <base>/tools/<name>/<version>/.
-[[nodiscard]] std::string mirror_tool_dir(std::string base_url, std::string_view name, const std::string& version);
+[[nodiscard]] std::string mirror_tool_dir(const std::string& base_url, std::string_view name, const std::string& version);
 
 // One small document of that directory (a SHA256SUMS or its signature); anything but a 200 is
 // an Error naming it.

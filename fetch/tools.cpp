@@ -6,8 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/url.hpp"
 #include "cache/tool_releases.hpp"
 #include "lockfile/provider_names.hpp"
+#include "lockfile/tf_config.hpp"
 #include "net/download.hpp"
 #include "net/http.hpp"
 
@@ -16,11 +18,6 @@ namespace podplane::fetch {
 namespace {
 
 using nlohmann::json;
-
-std::string without_trailing_slashes(std::string url) {
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  return url;
-}
 
 // One small upstream document (SHA256SUMS or its signature); a 404 names the release.
 std::string fetch_document(net::HttpClient& http, const std::string& url, const std::string& name) {
@@ -123,6 +120,44 @@ std::string newest_tool_release(lockfile::Engine engine, const std::vector<Requi
                 (asked.empty() ? std::string("any version") : asked) + ": name one with --version");
   }
   return newest->str();
+}
+
+std::vector<RequiredEngineVersion> engine_versions_required(const std::vector<std::filesystem::path>& stacks,
+                                                            const std::optional<ConfigStack>& config_stack) {
+  std::vector<RequiredEngineVersion> required;
+  for (const auto& stack : stacks) {
+    for (const auto& constraints : lockfile::read_module_requirements(stack).required_versions)
+      required.push_back({constraints, stack.string()});
+  }
+  if (!stacks.empty()) return required;
+  if (config_stack) return {{cache::podplane_stack(config_stack->kind).required_engine_version, config_stack->named}};
+  for (auto kind : {cache::ProviderKind::aws, cache::ProviderKind::google, cache::ProviderKind::proxmox}) {
+    std::string constraints = cache::podplane_stack(kind).required_engine_version;
+    bool known = false;
+    for (const auto& r : required) known = known || r.constraints == constraints;
+    if (!known) required.push_back({constraints, "Podplane's stacks"});
+  }
+  return required;
+}
+
+std::vector<ToolRelease> choose_tool_releases(const std::vector<lockfile::Engine>& engines,
+                                              const std::optional<std::string>& version,
+                                              const std::vector<RequiredEngineVersion>& required,
+                                              const net::HttpOptions& http, std::ostream& out) {
+  std::vector<ToolRelease> releases;
+  for (auto engine : engines) {
+    if (version) {
+      releases.push_back({engine, *version});
+      continue;
+    }
+    std::string asked;
+    for (const auto& r : required) asked += (asked.empty() ? "" : "; ") + r.constraints + " in " + r.required_by;
+    std::string chosen = newest_tool_release(engine, required, tool_releases_base_url(engine), http);
+    out << lockfile::engine_name(engine) << ": " << chosen << ", the newest release that every required_version allows ("
+        << (asked.empty() ? "none is set" : asked) << ")\n";
+    releases.push_back({engine, chosen});
+  }
+  return releases;
 }
 
 DepsToolsResult deps_tools(cache::Store& store, const DepsToolsOptions& options, std::ostream& out) {

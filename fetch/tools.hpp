@@ -4,10 +4,13 @@
 // against the project's pinned key (cache/tool_releases.hpp) and every zip against the
 // SHA256SUMS before it is stored. A run indexes all or nothing, at the end. Errors:
 // podplane::Error naming the file.
+#include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "cache/podplane_stack.hpp"
 #include "cache/store.hpp"
 #include "lockfile/platform.hpp"
 #include "lockfile/version.hpp"
@@ -60,6 +63,25 @@ struct RequiredEngineVersion {
 // Errors name the requirements when none is allowed.
 [[nodiscard]] std::string newest_tool_release(lockfile::Engine engine, const std::vector<RequiredEngineVersion>& required,
                                               const std::string& base, const net::HttpOptions& http);
+
+// The stack Podplane generates for a cluster config's cloud, and how messages name it
+// ("Podplane's aws stack, podplane.cluster.jsonc").
+struct ConfigStack {
+  cache::ProviderKind kind = cache::ProviderKind::aws;
+  std::string named;
+};
+
+// The required_versions `deps tools` without --version must satisfy: every root's in `stacks`,
+// else `config_stack`'s, else every cloud's stack. Errors name the root that cannot be read.
+[[nodiscard]] std::vector<RequiredEngineVersion> engine_versions_required(
+    const std::vector<std::filesystem::path>& stacks, const std::optional<ConfigStack>& config_stack);
+
+// The releases to fetch: `version` for each engine when given, else the newest release each
+// engine's upstream lists that every requirement allows, saying on `out` which it chose and why.
+[[nodiscard]] std::vector<ToolRelease> choose_tool_releases(const std::vector<lockfile::Engine>& engines,
+                                                            const std::optional<std::string>& version,
+                                                            const std::vector<RequiredEngineVersion>& required,
+                                                            const net::HttpOptions& http, std::ostream& out);
 
 struct DepsToolsResult {
   std::size_t fetched = 0;  // zips added this run

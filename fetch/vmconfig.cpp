@@ -6,6 +6,7 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/input_limits.hpp"
+#include "base/url.hpp"
 #include "net/http.hpp"
 
 namespace podplane::fetch {
@@ -106,7 +107,7 @@ json without_cached(json value) {
 
 }  // namespace
 
-std::string VmconfigItem::basename() const { return net::url_file_name(url); }
+std::string VmconfigItem::basename() const { return url_basename(url); }
 
 std::string VmconfigBootFile::file_name() const { return path.substr(path.rfind('/') + 1); }
 

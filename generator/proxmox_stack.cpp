@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/url.hpp"
 #include "cache/podplane_stack.hpp"
 #include "cache/views.hpp"
 #include "generator/hcl_emitter.hpp"
@@ -35,11 +36,6 @@ struct ArchArtifacts {
 std::string text_of(const json& object, const char* name) {
   auto it = object.find(name);
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-std::string url_basename(const std::string& url) {
-  std::string path = url.substr(0, url.find_first_of("?#"));
-  return path.substr(path.rfind('/') + 1);
 }
 
 // The manifest item must be in the store (so `mirror serve` has it) with the digest the

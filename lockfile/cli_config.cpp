@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/ascii.hpp"
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "base/split.hpp"
@@ -16,12 +17,6 @@ extern char** environ;
 
 namespace podplane::lockfile {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string at(std::string_view source_name, const hcl::SourcePos& pos) {
   return std::string(source_name) + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column) + ": ";
@@ -51,7 +46,7 @@ std::string validate_pattern(const std::string& pattern, std::string_view source
     return fail("a \"*\" host needs \"*\" namespace and type");
   }
   if (parts[ns] == "*" && parts[ns + 1] != "*") return fail("a \"*\" namespace needs a \"*\" type");
-  return lower(pattern);
+  return ascii_lower(pattern);
 }
 
 std::vector<std::string> pattern_list(const hcl::Attribute& attribute, std::string_view source_name) {
@@ -126,7 +121,7 @@ void decode_provider_installation(const hcl::Block& block, CliConfig& config, st
 void decode_host(const hcl::Block& block, CliConfig& config, std::string_view source_name) {
   if (block.labels.size() != 1) throw Error(at(source_name, block.pos) + "a host block needs one label, the hostname");
   const hcl::Attribute* services = block.body.attribute("services");
-  auto& entry = config.host_services[lower(block.labels[0])];
+  auto& entry = config.host_services[ascii_lower(block.labels[0])];
   if (services == nullptr) return;
   const auto* members = std::get_if<hcl::Object>(&services->value.data);
   if (members == nullptr) throw Error(at(source_name, services->value.pos) + "\"services\" must be an object of strings");
@@ -145,7 +140,7 @@ void decode_credentials(const hcl::Block& block, CliConfig& config, std::string_
   if (token == nullptr) return;  // other credential shapes are not ours to interpret
   // The token itself never goes into a message.
   if (!token->value.is_string()) throw Error(at(source_name, token->value.pos) + "\"token\" must be a string");
-  config.credentials[lower(block.labels[0])] = *token->value.as_string();
+  config.credentials[ascii_lower(block.labels[0])] = *token->value.as_string();
 }
 
 std::optional<std::string> read_optional_file(const std::filesystem::path& file) {
@@ -208,7 +203,7 @@ void merge_credentials_json(CliConfig& config, std::string_view json_text, std::
     if (!entry.is_object() || !entry.contains("token") || !entry["token"].is_string()) {
       throw Error(std::string(source_name) + ": credentials for \"" + host + "\" need a string \"token\"");
     }
-    config.credentials.emplace(lower(host), entry["token"].get<std::string>());
+    config.credentials.emplace(ascii_lower(host), entry["token"].get<std::string>());
   }
 }
 
@@ -244,7 +239,7 @@ CliConfig load_cli_config_from_environment() {
 }
 
 std::optional<std::string> token_for_host(const CliConfig& config, std::string_view host) {
-  std::string wanted = lower(host);
+  std::string wanted = ascii_lower(host);
   // TF_TOKEN_<host>: "__" stands for "-", then "_" for "."; a port cannot be written.
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     std::string_view variable(*entry);
@@ -265,7 +260,7 @@ std::optional<std::string> token_for_host(const CliConfig& config, std::string_v
       }
     }
     std::string_view token = variable.substr(equals + 1);
-    if (lower(decoded) == wanted && !token.empty()) return std::string(token);
+    if (ascii_lower(decoded) == wanted && !token.empty()) return std::string(token);
   }
   if (auto it = config.credentials.find(wanted); it != config.credentials.end()) return it->second;
   return std::nullopt;

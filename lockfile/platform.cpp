@@ -6,6 +6,7 @@
 #include <cctype>
 #include <vector>
 
+#include "base/ascii.hpp"
 #include "base/error.hpp"
 #include "base/split.hpp"
 
@@ -16,12 +17,6 @@ bool is_lower_alnum(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
   });
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // terraform-registry-address: ^[0-9A-Za-z](?:[0-9A-Za-z-_]{0,62}[0-9A-Za-z])?$
@@ -85,26 +80,26 @@ ProviderAddress ProviderAddress::parse(std::string_view text, std::string_view d
   std::size_t first = 0;
   if (parts.size() == 3) {
     if (!is_valid_host(parts[0])) return fail("invalid hostname \"" + std::string(parts[0]) + "\"");
-    address.host = lower(parts[0]);
+    address.host = ascii_lower(parts[0]);
     first = 1;
   } else {
-    address.host = lower(default_host);
+    address.host = ascii_lower(default_host);
   }
   if (!is_valid_name_part(parts[first])) return fail("invalid namespace \"" + std::string(parts[first]) + "\"");
   if (!is_valid_name_part(parts[first + 1])) return fail("invalid type \"" + std::string(parts[first + 1]) + "\"");
-  address.ns = lower(parts[first]);
-  address.type = lower(parts[first + 1]);
+  address.ns = ascii_lower(parts[first]);
+  address.type = ascii_lower(parts[first + 1]);
   return address;
 }
 
 Platform platform_of_machine(std::string_view sysname, std::string_view machine) {
   auto go_name = [](std::string_view text) {
     std::string out;
-    for (char c : lower(text))
+    for (char c : ascii_lower(text))
       if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) out += c;
     return out;
   };
-  std::string arch = lower(machine);
+  std::string arch = ascii_lower(machine);
   if (arch == "x86_64" || arch == "amd64") {
     arch = "amd64";
   } else if (arch == "aarch64" || arch == "arm64") {

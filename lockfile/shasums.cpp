@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "base/ascii.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
 
@@ -25,7 +26,7 @@ std::vector<std::pair<std::string, std::string>> shasums_lines(const std::string
     bool hex = parts[0].size() == 64 && is_hex(parts[0]);
     if (parts.size() != 2 || !hex) throw Error("SHA256SUMS check failed: " + what + " has a malformed line: " + line);
     std::string digest = parts[0];
-    std::transform(digest.begin(), digest.end(), digest.begin(), [](unsigned char c) { return std::tolower(c); });
+    digest = ascii_lower(digest);
     out.emplace_back(parts[1], digest);
   }
   return out;

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <utility>
 
+#include "base/ascii.hpp"
 #include "base/error.hpp"
 
 namespace podplane::net::transport {
@@ -141,9 +142,7 @@ bool is_transient_error(CURLcode code) {
 
 void set_url(CURL* easy, const std::string& url) {
   set(easy, CURLOPT_URL, url.c_str());
-  const bool tls = url.size() >= 8 && std::equal(url.begin(), url.begin() + 8, "https://", [](char a, char b) {
-                     return std::tolower(static_cast<unsigned char>(a)) == b;
-                   });
+  const bool tls = ascii_istarts_with(url, "https://");
   set(easy, CURLOPT_REDIR_PROTOCOLS_STR, tls ? "https" : "http,https");
 }
 

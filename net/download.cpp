@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 
+#include "base/ascii.hpp"
 #include "base/digest.hpp"
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
@@ -28,11 +29,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
 
 // Where the bytes of one item go. restart() throws away what was written (the server ignored
 // a Range request); commit() checks the expected digest and publishes. Each byte is hashed once,
@@ -72,7 +68,7 @@ class StoreSink final : public Sink {
 
   std::string commit(const DownloadItem& item) override {
     std::optional<std::string> expected;
-    if (item.expected_sha256) expected = lower(*item.expected_sha256);
+    if (item.expected_sha256) expected = ascii_lower(*item.expected_sha256);
     std::string digest = writer_->commit(expected);  // a mismatch removes the temp file
     writer_.reset();
     return digest;
@@ -107,11 +103,11 @@ class FileSink final : public Sink {
 
   std::string commit(const DownloadItem& item) override {
     const std::string got = hash_.finish_hex();
-    if (item.expected_sha256 && lower(*item.expected_sha256) != got) {
+    if (item.expected_sha256 && ascii_lower(*item.expected_sha256) != got) {
       discard();
       throw Error(mismatch_message("hash mismatch for " + item.label + " from " + redact_url(item.url) +
                                        " (nothing was kept)",
-                                   "sha256:" + lower(*item.expected_sha256), "sha256:" + got));
+                                   "sha256:" + ascii_lower(*item.expected_sha256), "sha256:" + got));
     }
     publish();
     if (other_hash_) other_digest_ = other_hash_->finish_hex();

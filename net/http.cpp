@@ -12,6 +12,7 @@
 #include <regex>
 #include <thread>
 
+#include "base/ascii.hpp"
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
 #include "net/curl_handles.hpp"
@@ -49,7 +50,7 @@ std::string HttpResponse::content_type() const {
   if (it == headers.end()) return "";
   std::string type = it->second.substr(0, it->second.find(';'));
   while (!type.empty() && std::isspace(static_cast<unsigned char>(type.back()))) type.pop_back();
-  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+  type = ascii_lower(type);
   return type;
 }
 
@@ -268,12 +269,6 @@ HttpResponse HttpClient::send(const HttpRequest& request) {
 std::string redact_url(std::string_view text) {
   static const std::regex userinfo(R"(([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@)");
   return std::regex_replace(std::string(text), userinfo, "$1");
-}
-
-std::string url_file_name(std::string_view url) {
-  auto path = url.substr(0, url.find_first_of("?#"));
-  auto slash = path.rfind('/');
-  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
 std::string resolve_url(const std::string& base, const std::string& reference) {

@@ -93,10 +93,6 @@ class HttpClient {
 // that quotes one): "https://user:secret@host/x" → "https://host/x". For every message.
 [[nodiscard]] std::string redact_url(std::string_view text);
 
-// The last path segment of a URL, without query or fragment: the file name it publishes
-// ("https://h/a/x_SHA256SUMS?y" → "x_SHA256SUMS").
-[[nodiscard]] std::string url_file_name(std::string_view url);
-
 // RFC 3986 reference resolution (relative download_url, X-Terraform-Get, mirror urls).
 [[nodiscard]] std::string resolve_url(const std::string& base, const std::string& reference);
 

@@ -5,8 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/ascii.hpp"
 #include "base/hex.hpp"
 #include "base/input_limits.hpp"
+#include "base/url.hpp"
 
 namespace podplane::net {
 
@@ -17,11 +19,6 @@ namespace {
 
 // An auth file is a few entries; a larger one is not an auth file.
 constexpr InputLimits kAuthFileLimits{.max_bytes = std::size_t{1} << 20, .max_depth = 16};
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 std::string env(const char* name) {
   const char* value = std::getenv(name);
@@ -57,7 +54,7 @@ std::map<std::string, std::string> challenge_parameters(const std::string& text)
     while (at < text.size() && (text[at] == ' ' || text[at] == ',')) ++at;
     auto equals = text.find('=', at);
     if (equals == std::string::npos) break;
-    std::string key = lower(text.substr(at, equals - at));
+    std::string key = ascii_lower(text.substr(at, equals - at));
     std::string value;
     at = equals + 1;
     if (at < text.size() && text[at] == '"') {
@@ -103,7 +100,7 @@ std::string normalise_auth_key(const std::string& key) {
   std::string text = key;
   bool had_scheme = false;
   for (const char* scheme : {"https://", "http://"}) {
-    if (lower(text).rfind(scheme, 0) == 0) {
+    if (ascii_lower(text).rfind(scheme, 0) == 0) {
       text = text.substr(std::string(scheme).size());
       had_scheme = true;
     }
@@ -112,7 +109,7 @@ std::string normalise_auth_key(const std::string& key) {
   if (had_scheme) text = text.substr(0, text.find('/'));
   while (!text.empty() && text.back() == '/') text.pop_back();
   auto slash = text.find('/');
-  std::string host = lower(text.substr(0, slash));
+  std::string host = ascii_lower(text.substr(0, slash));
   if (host == "index.docker.io" || host == "registry-1.docker.io") host = "docker.io";
   return slash == std::string::npos ? host : host + text.substr(slash);
 }
@@ -127,7 +124,7 @@ RegistryCredentials RegistryCredentials::load(const RegistryAuthOptions& options
     if (!login || text.find('\n') != std::string::npos || unsafe_header_text(*login))
       throw Error("--creds-file " + file.string() + ": expected one line user:password");
     credentials.creds_file_ = std::move(login);
-    credentials.creds_registry_ = lower(options.creds_registry);
+    credentials.creds_registry_ = ascii_lower(options.creds_registry);
   }
 
   // Explicit: --authfile, else $REGISTRY_AUTH_FILE; that file only, and it must exist.
@@ -239,7 +236,7 @@ void RegistryAuth::answer(HttpClient& http, const std::string& registry, const s
                           const std::string& url, const HttpResponse& unauthorized) {
   std::string challenge = unauthorized.header("www-authenticate");
   auto space = challenge.find(' ');
-  std::string scheme = lower(challenge.substr(0, space));
+  std::string scheme = ascii_lower(challenge.substr(0, space));
   auto login = credentials_.find(registry, repository);
 
   if (scheme == "basic") {
@@ -256,10 +253,10 @@ void RegistryAuth::answer(HttpClient& http, const std::string& registry, const s
   auto parameters = challenge_parameters(space == std::string::npos ? "" : challenge.substr(space + 1));
   std::string realm = parameters["realm"];
   if (realm.empty()) throw Error("the registry " + registry + " sent a Bearer challenge without a realm");
-  if (lower(realm).rfind("https://", 0) != 0 && lower(realm).rfind("http://", 0) != 0)
+  if (!has_http_scheme(realm))
     throw Error("the registry " + registry + " names a token realm that is not an http(s) URL");
   // Credentials go to the realm the registry names, but never in clear text from a TLS registry.
-  if (login && lower(realm).rfind("http://", 0) == 0 && lower(url).rfind("https://", 0) == 0)
+  if (login && ascii_istarts_with(realm, "http://") && ascii_istarts_with(url, "https://"))
     throw Error("the registry " + registry + " names a plain-http token realm (" + redact_url(realm) +
                 "); podplane does not send credentials over plain http");
   std::string scope = parameters.count("scope")

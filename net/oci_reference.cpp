@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/ascii.hpp"
 #include "base/error.hpp"
 #include "cache/row_rules.hpp"
 
@@ -49,8 +50,7 @@ ImageReference ImageReference::parse(std::string_view input) {
     image.registry = "docker.io";
     image.repository = slash == std::string::npos ? "library/" + name : name;
   }
-  std::transform(image.registry.begin(), image.registry.end(), image.registry.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  image.registry = ascii_lower(image.registry);
   if (image.registry == "index.docker.io" || image.registry == "registry-1.docker.io") image.registry = "docker.io";
   if (auto problem = cache::image_address_problem(image.address())) return fail(*problem);
   if (image.tag.empty() && image.digest.empty()) image.tag = "latest";

@@ -9,7 +9,9 @@
 #include <random>
 #include <utility>
 
+#include "base/ascii.hpp"
 #include "base/error.hpp"
+#include "base/url.hpp"
 #include "net/curl_handles.hpp"
 
 namespace podplane::net::transport {
@@ -89,22 +91,13 @@ std::string RetryBudget::summary() const {
 }
 
 std::string host_key(const std::string& url) {
-  CurlUrl parsed;
-  if (!parsed.set(url)) return "";
-  std::string key = parsed.part(CURLUPART_HOST).value_or("");
-  if (auto port = parsed.part(CURLUPART_PORT, CURLU_DEFAULT_PORT)) key += ":" + *port;
-  return key;
+  const auto parts = split_url(url);
+  return parts ? host_with_port(*parts) : "";
 }
 
 std::string origin(const std::string& url) {
-  CurlUrl parsed;
-  std::string key;
-  if (parsed.set(url)) key = parsed.part(CURLUPART_SCHEME).value_or("");
-  std::string host = host_key(url);
-  if (key.empty() || host.empty()) return "";
-  key += "://" + host;
-  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return key;
+  const auto parts = split_url(url);
+  return parts ? parts->scheme + "://" + host_with_port(*parts) : "";
 }
 
 bool parse_header_line(std::string_view line, std::string& name, std::string& value) {
@@ -112,7 +105,7 @@ bool parse_header_line(std::string_view line, std::string& name, std::string& va
   const auto colon = line.find(':');
   if (line.empty() || line.rfind("HTTP/", 0) == 0 || colon == std::string_view::npos) return false;
   name.assign(line.substr(0, colon));
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  name = ascii_lower(name);
   auto rest = line.substr(colon + 1);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.remove_prefix(1);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);

@@ -76,7 +76,8 @@ size_t without_exceptions(std::string& failure, Body&& body) noexcept {
   return 0;
 }
 
-// "host:port" of a URL, for per-host limits ("" when it does not parse).
+// "host:port" of a URL, the default port filled in (base/url.hpp host_with_port), for per-host
+// limits ("" when it does not parse).
 [[nodiscard]] std::string host_key(const std::string& url);
 
 // "scheme://host:port" of a URL, lower-cased, the default port filled in ("" when it does not

@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
     store.add_artifact(artifact);
     fs::remove(zip);
   }
-  ps::make_tls_certificate(temp.path());
+  podplane::test::write_test_tls(temp.path());
   podplane::test::ProcessOptions export_options;
   export_options.env["PODPLANE_DEPS_CACHE_DIR"] = (temp / "deps").string();
   auto exported = podplane::test::run_podplane({"mirror", "export", (temp / "export").string()}, export_options);

@@ -24,6 +24,7 @@
 #include "cache/store.hpp"
 #include "tests/support/background.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/tls.hpp"
 #include "tests/support/upstream.hpp"
 
 namespace podplane::e2e {
@@ -309,10 +310,7 @@ TEST(Flow, OnlineTransferAirGapAndMirror) {
   EXPECT_NE(check.out.find("No check failed, without the engine"), std::string::npos) << check.out;
 
   // ---- The air gap's site mirror: serve B over TLS, fill C from it -----------------------------
-  auto cert = run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
-                   "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout",
-                   (dir / "key.pem").string(), "-out", (dir / "cert.pem").string()});
-  ASSERT_EQ(cert.exit_code, 0) << show(cert);
+  test::write_test_tls(dir.path());
   std::map<std::string, std::string> serve_env{{"PODPLANE_DEPS_CACHE_DIR", b.string()}};
   Background serve({test::podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--tls-cert",
                     (dir / "cert.pem").string(), "--tls-key", (dir / "key.pem").string()},

@@ -20,6 +20,7 @@
 #include "cache/store.hpp"
 #include "tests/support/background.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/tls.hpp"
 #include "tests/support/upstream.hpp"
 
 namespace podplane::test {
@@ -414,10 +415,7 @@ TEST(AnyRoot, TerraformInitsEveryRootOfflineFromTheStoreAndThroughMirrorServeWhi
   }
 
   // The site's mirror over TLS; terraform reaches it by host blocks, trusting its CA.
-  auto cert = run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
-                   "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout",
-                   (repo.dir() / "key.pem").string(), "-out", (repo.dir() / "cert.pem").string()});
-  ASSERT_EQ(cert.exit_code, 0) << cert.err;
+  write_test_tls(repo.dir().path());
   Background serve({podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--tls-cert",
                     (repo.dir() / "cert.pem").string(), "--tls-key", (repo.dir() / "key.pem").string(), "--watch-interval",
                     "50"},

@@ -66,7 +66,7 @@ TEST(Compat, DepsTfFromMirrorServeAndFromNginxHostedExportMatchesTheFirstRoot) {
   first_rows = content_rows(dir / "first");
   ASSERT_NE(first_rows.find("provider_signature"), std::string::npos);
 
-  make_tls_certificate(dir.path());
+  test::write_test_tls(dir.path());
   Background serve({podplane::test::podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--tls-cert",
                     (dir / "cert.pem").string(), "--tls-key", (dir / "key.pem").string()},
                    {{"PODPLANE_DEPS_CACHE_DIR", (dir / "first").string()}}, dir / "serve.err");

@@ -145,7 +145,7 @@ TEST(Containerd, PullsThroughTheMirrorWithTheHostsTomlTheCataloguePrints) {
   registry.reset();
 
   fs::create_directories(temp / "tls");
-  make_tls_certificate(temp / "tls");
+  test::write_test_tls(temp / "tls");
   const fs::path ca = temp / "tls" / "cert.pem";
   MirrorServe serve(root, {"--listen", "127.0.0.1:0", "--tls-cert", ca.string(), "--tls-key", (temp / "tls" / "key.pem").string()},
                     temp / "serve.log");

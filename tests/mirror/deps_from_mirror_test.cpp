@@ -34,7 +34,7 @@ TEST(DepsFromMirror, DepsDownloadAndStatusWithPodplaneDepsUrlAtMirrorServe) {
   filled = run_podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"}, first);
   ASSERT_EQ(filled.exit_code, 0) << filled.out << filled.err;
 
-  make_tls_certificate(dir.path());
+  test::write_test_tls(dir.path());
   podplane::test::write_file(dir / "trust.pem", read_file(upstream->ca_file()) + read_file(dir / "cert.pem"));
   MirrorServe mirror(dir / "first",
                      {"--listen", "127.0.0.1:0", "--tls-cert", (dir / "cert.pem").string(), "--tls-key", (dir / "key.pem").string()},

@@ -71,7 +71,7 @@ class OciArtifactsTest : public ::testing::Test {
 
   std::unique_ptr<MirrorServe> serve(const fs::path& root) {
     fs::create_directories(temp_ / "tls");
-    if (!fs::exists(temp_ / "tls" / "cert.pem")) make_tls_certificate(temp_ / "tls");
+    if (!fs::exists(temp_ / "tls" / "cert.pem")) test::write_test_tls(temp_ / "tls");
     fs::create_directories(temp_ / "certs.d");
     fs::copy_file(temp_ / "tls" / "cert.pem", temp_ / "certs.d" / "ca.crt", fs::copy_options::overwrite_existing);
     return std::make_unique<MirrorServe>(root, std::vector<std::string>{"--listen", "127.0.0.1:0", "--tls-cert", (temp_ / "tls" / "cert.pem").string(),

@@ -146,7 +146,7 @@ class AtOnceTest : public ::testing::TestWithParam<Scheme> {
   void start(mirror::ConnectionLimits limits = {}) {
     std::optional<mirror::TlsFiles> tls;
     if (GetParam() == Scheme::https) {
-      make_tls_certificate(temp_.path());
+      test::write_test_tls(temp_.path());
       tls = mirror::TlsFiles{temp_ / "cert.pem", temp_ / "key.pem"};
     }
     server_ = std::make_unique<mirror::ConnectionServer>(limits, tls, answers_, [this](const std::string& line) { log_.add(line); });

@@ -32,6 +32,7 @@
 #include "lockfile/hash.hpp"
 #include "tests/support/background.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/tls.hpp"
 
 namespace podplane::serve_test {
 
@@ -472,13 +473,5 @@ class MirrorServe {
   std::unique_ptr<Background> process_;
   std::string url_;
 };
-
-// A self-signed certificate for 127.0.0.1 (its own CA for curl --cacert and libcurl).
-inline void make_tls_certificate(const fs::path& dir) {
-  must(run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-            (dir / "key.pem").string(), "-out", (dir / "cert.pem").string(), "-days", "2", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-addext", "basicConstraints=critical,CA:TRUE"}),
-       "openssl req");
-}
 
 }  // namespace podplane::serve_test

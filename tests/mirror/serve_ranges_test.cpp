@@ -68,7 +68,7 @@ class RangeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     contents_ = fill_store(temp_ / "deps", temp_ / "work", 1024, 1024 * 1024 + 17);
-    make_tls_certificate(temp_.path());
+    test::write_test_tls(temp_.path());
     server_ = std::make_unique<MirrorServe>(temp_ / "deps",
                                             std::vector<std::string>{"--listen", "127.0.0.1:0", "--tls-cert",
                                                                      (temp_ / "cert.pem").string(), "--tls-key",

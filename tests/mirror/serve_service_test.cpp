@@ -143,7 +143,7 @@ class MetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     contents_ = fill_store(deps_, temp_ / "work");
-    make_tls_certificate(temp_.path());
+    test::write_test_tls(temp_.path());
     request_.ca_file = temp_ / "cert.pem";
     server_ = std::make_unique<MirrorServe>(deps_,
                                             std::vector<std::string>{"--listen", "127.0.0.1:0", "--tls-cert", (temp_ / "cert.pem").string(),

@@ -53,7 +53,7 @@ class SlowClientsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     contents_ = fill_store(temp_ / "deps", temp_ / "work", 1024, 16 * 1024 * 1024);
-    make_tls_certificate(temp_.path());
+    test::write_test_tls(temp_.path());
   }
   std::vector<std::string> https() const {
     return {"--listen", "127.0.0.1:0", "--tls-cert", (temp_ / "cert.pem").string(), "--tls-key", (temp_ / "key.pem").string()};

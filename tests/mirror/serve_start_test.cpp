@@ -21,7 +21,7 @@ class StartTest : public ::testing::Test {
  protected:
   void SetUp() override {
     contents_ = fill_store(temp_ / "deps", temp_ / "work", 1024, 4096);
-    make_tls_certificate(temp_.path());
+    test::write_test_tls(temp_.path());
   }
 
   Attempt attempt(const std::vector<std::string>& args, const std::vector<std::string>& prefix = {}) {

@@ -250,7 +250,7 @@ class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     contents_ = fill_store(temp_ / "deps", temp_ / "work");
-    make_tls_certificate(temp_.path());
+    test::write_test_tls(temp_.path());
   }
 
   std::string start(std::vector<std::string> extra = {}) {

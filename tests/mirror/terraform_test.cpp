@@ -39,7 +39,7 @@ TEST(RealTerraform, InitThroughMirrorServeVerifiesUpstreamSignatures) {
   }  // the upstream is gone: only the mirror answers from here on
   ASSERT_EQ(aws_arm64_sha256.size(), 64u) << "fixture.json lists aws 6.2.0 linux_arm64";
 
-  make_tls_certificate(dir.path());
+  test::write_test_tls(dir.path());
   Background serve({podplane::test::podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0",
                     "--tls-cert", (dir / "cert.pem").string(), "--tls-key", (dir / "key.pem").string()},
                    {{"PODPLANE_DEPS_CACHE_DIR", (dir / "deps").string()}}, dir / "serve.err");

@@ -15,6 +15,7 @@
 #include "tests/bundle/bundle_fixture.hpp"
 #include "tests/support/background.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/tls.hpp"
 
 namespace podplane::test {
 namespace {
@@ -353,12 +354,11 @@ TEST(PackageImage, RunsUnderPodmanWithTheStoreMountedAndAnswersHealthz) {
   fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                   fs::perms::others_read | fs::perms::others_exec);
   fill_verifiable_store(dir / "store");
-  fs::create_directories(dir / "tls");
-  auto pair = run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-                   "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
-                   (dir / "tls" / "mirror-tls.key").string(), "-out", (dir / "tls" / "mirror-tls.crt").string()});
-  ASSERT_EQ(pair.exit_code, 0) << show(pair);
-  fs::permissions(dir / "tls" / "mirror-tls.key", fs::perms::others_read, fs::perm_options::add);
+  test::write_test_tls(dir / "tls", {.common_name = "localhost",
+                                      .alt_names = {"IP:127.0.0.1"},
+                                      .cert_file = "mirror-tls.crt",
+                                      .key_file = "mirror-tls.key",
+                                      .key_readable_by_all = true});
 
   const std::string name = "podplane-mirror-test-" + std::to_string(::getpid());
   // The container, then the image, go when the test ends, however it ends.

@@ -1,0 +1,80 @@
+#include "base/url.hpp"
+
+#include "base/ascii.hpp"
+
+namespace podplane {
+
+std::optional<UrlParts> split_url(std::string_view url) {
+  const auto colon = url.find("://");
+  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  UrlParts parts;
+  parts.scheme = ascii_lower(url.substr(0, colon));
+  std::string_view rest = url.substr(colon + 3);
+  const auto authority_end = std::min(rest.find_first_of("/?#"), rest.size());
+  std::string_view authority = rest.substr(0, authority_end);
+  rest.remove_prefix(authority_end);
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    parts.userinfo = std::string(authority.substr(0, at));
+    authority.remove_prefix(at + 1);
+  }
+  // An IPv6 literal's colons are not the port's.
+  const auto bracket = authority.rfind(']');
+  const auto port_colon = authority.rfind(':');
+  if (port_colon != std::string_view::npos && (bracket == std::string_view::npos || port_colon > bracket)) {
+    parts.port = std::string(authority.substr(port_colon + 1));
+    authority = authority.substr(0, port_colon);
+  }
+  parts.host = ascii_lower(authority);
+  if (parts.host.empty()) return std::nullopt;
+  if (const auto hash = rest.find('#'); hash != std::string_view::npos) {
+    parts.fragment = std::string(rest.substr(hash + 1));
+    rest = rest.substr(0, hash);
+  }
+  if (const auto question = rest.find('?'); question != std::string_view::npos) {
+    parts.query = std::string(rest.substr(question + 1));
+    rest = rest.substr(0, question);
+  }
+  parts.path = std::string(rest);
+  return parts;
+}
+
+std::string default_port(std::string_view scheme) {
+  if (scheme == "https" || scheme == "oci") return "443";
+  if (scheme == "http") return "80";
+  return "";
+}
+
+std::string host_as_written(const UrlParts& url) {
+  if (url.port.empty() || url.port == default_port(url.scheme)) return url.host;
+  return url.host + ":" + url.port;
+}
+
+std::string host_with_port(const UrlParts& url) {
+  const std::string port = url.port.empty() ? default_port(url.scheme) : url.port;
+  return port.empty() ? url.host : url.host + ":" + port;
+}
+
+bool has_http_scheme(std::string_view url) {
+  return ascii_istarts_with(url, "http://") || ascii_istarts_with(url, "https://");
+}
+
+std::string url_path(std::string_view url) {
+  if (auto parts = split_url(url)) return parts->path;
+  return std::string(url.substr(0, std::min(url.find_first_of("?#"), url.size())));
+}
+
+std::string url_basename(std::string_view url) {
+  std::string path = url_path(url);
+  if (path.empty()) return ".";
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (path == "/") return path;
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string without_trailing_slashes(std::string url) {
+  while (url.ends_with('/')) url.pop_back();
+  return url;
+}
+
+}  // namespace podplane
