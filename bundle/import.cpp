@@ -35,9 +35,8 @@
 #include "cache/cosign_policy.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
+#include "cache/recheck.hpp"
 #include "cache/row_rules.hpp"
-#include "cache/podplane_releases.hpp"
-#include "cache/tool_recheck.hpp"
 #include "cache/views.hpp"
 
 namespace podplane::bundle {

@@ -4,8 +4,6 @@
 #include <regex>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
@@ -173,20 +171,6 @@ std::optional<std::string> image_platform_problem(std::string_view platform) {
   if (!std::regex_match(std::string(platform), re))
     return "platform '" + std::string(platform) + "' is not os_arch or os_arch_variant (e.g. linux_arm64, linux_arm_v7)";
   return std::nullopt;
-}
-
-std::string protocols_column(const std::optional<std::vector<std::string>>& protocols) {
-  if (!protocols) return "";
-  return nlohmann::json(*protocols).dump();
-}
-
-std::optional<std::vector<std::string>> parse_protocols_column(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  auto document = nlohmann::json::parse(text, nullptr, false);
-  bool ok = document.is_array() &&
-            std::all_of(document.begin(), document.end(), [](const nlohmann::json& item) { return item.is_string(); });
-  if (!ok) throw Error(mismatch_message("plugin protocols are not a list of strings", "[\"6.0\", …]", std::string(text)));
-  return document.get<std::vector<std::string>>();
 }
 
 std::string vmconfig_view_name(const Artifact& artifact) {

@@ -61,12 +61,6 @@ std::string vmconfig_view_name(const Artifact& artifact);
 // (lockfile::provider_package_filename, the one spelling of it, of the row's type, version, platform).
 std::string provider_package_name(const Artifact& artifact);
 
-// A provider package's plugin protocols (Artifact::protocols) as the index column and the
-// bundle manifest hold them: a JSON array of strings, "" when not known. Parsing refuses any
-// other text with an Error saying what it got.
-std::string protocols_column(const std::optional<std::vector<std::string>>& protocols);
-std::optional<std::vector<std::string>> parse_protocols_column(std::string_view text);
-
 // "provider_package registry.opentofu.org/hashicorp/aws 6.2.0 linux_amd64 (<filename>)".
 std::string describe(const Artifact& artifact);
 // "module registry.opentofu.org/nstance-dev/nstance/aws 2.0.1".

@@ -1,5 +1,9 @@
 #include "cache/rows.hpp"
 
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
 
 namespace podplane::cache {
@@ -56,6 +60,20 @@ Trust parse_trust(std::string_view text) {
     if (to_string(trust) == text) return trust;
   }
   throw Error("unknown trust level '" + std::string(text) + "' (expected signed_upstream, checksum or unverified)");
+}
+
+std::string protocols_column(const std::optional<std::vector<std::string>>& protocols) {
+  if (!protocols) return "";
+  return nlohmann::json(*protocols).dump();
+}
+
+std::optional<std::vector<std::string>> parse_protocols_column(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  auto document = nlohmann::json::parse(text, nullptr, false);
+  bool ok = document.is_array() &&
+            std::all_of(document.begin(), document.end(), [](const nlohmann::json& item) { return item.is_string(); });
+  if (!ok) throw Error(mismatch_message("plugin protocols are not a list of strings", "[\"6.0\", …]", std::string(text)));
+  return document.get<std::vector<std::string>>();
 }
 
 }  // namespace podplane::cache

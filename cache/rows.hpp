@@ -73,6 +73,12 @@ struct Artifact {
   std::optional<std::vector<std::string>> protocols;
 };
 
+// A provider package's plugin protocols (Artifact::protocols) as the index column and the
+// bundle manifest hold them: a JSON array of strings, "" when not known. Parsing refuses any
+// other text with an Error saying what it got.
+std::string protocols_column(const std::optional<std::vector<std::string>>& protocols);
+std::optional<std::vector<std::string>> parse_protocols_column(std::string_view text);
+
 // How a provider package was checked (docs/protocols.md §1.4).
 struct Provenance {
   std::int64_t artifact_id = 0;

@@ -9,12 +9,10 @@
 #include "base/human_bytes.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
+#include "cache/recheck.hpp"
 #include "cache/store.hpp"
-#include "cache/podplane_releases.hpp"
-#include "cache/tool_recheck.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
-#include "fetch/signature_recheck.hpp"
 
 namespace podplane::cli {
 
@@ -104,28 +102,26 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
   if (!store) throw Error("no store at " + root.string() + ": " + cache::layout::index_db(root).string() + " does not exist");
   auto report = repaired ? repaired->after : cache::verify_store(*store, depth);
   // The upstream SHA256SUMS, signatures and keys travel with the store: re-check them here so
-  // the air gap proves offline what `deps tf` checked online.
-  auto signatures = fetch::recheck_provider_signatures(*store);
-  report.problems.insert(report.problems.end(), signatures.problems.begin(), signatures.problems.end());
-  // Engine release zips: their signed SHA256SUMS again, against the pinned release keys.
-  auto tools = cache::recheck_tool_archives(*store);
-  report.problems.insert(report.problems.end(), tools.problems.begin(), tools.problems.end());
-  // Podplane's own release files: each against the SHA256SUMS the store wrote for its release.
-  auto releases = cache::recheck_podplane_releases(*store);
-  report.problems.insert(report.problems.end(), releases.problems.begin(), releases.problems.end());
+  // the air gap proves offline what `deps tf` and `deps tools` checked online (cache/recheck.hpp).
+  const auto recheck = cache::recheck_store(*store);
+  const auto& signatures = recheck.provider_packages;
+  const auto& tools = recheck.tool_archives;
+  const auto& releases = recheck.podplane_releases;
+  for (const auto* result : {&signatures, &tools, &releases})
+    report.problems.insert(report.problems.end(), result->problems.begin(), result->problems.end());
   if (json) {
     auto out = cache::to_json(report);
     if (repaired) {
       out["quarantined"] = repaired->quarantined;
       out["removed_views"] = repaired->removed_views;
     }
-    out["provider_packages_signature_checked"] = signatures.packages_checked;
+    out["provider_packages_signature_checked"] = signatures.rows_checked;
     out["upstream_signatures_verified"] = signatures.signatures_checked;
-    if (tools.archives_checked > 0) {  // stores without engine releases report as before
-      out["tool_archives_signature_checked"] = tools.archives_checked;
+    if (tools.rows_checked > 0) {  // stores without engine releases report as before
+      out["tool_archives_signature_checked"] = tools.rows_checked;
       out["tool_signatures_verified"] = tools.signatures_checked;
     }
-    if (releases.files_checked > 0) out["podplane_release_files_checked"] = releases.files_checked;
+    if (releases.rows_checked > 0) out["podplane_release_files_checked"] = releases.rows_checked;
     out["root"] = root.string();
     out["read_only"] = store->read_only();
     out["read_only_reason"] = store->read_only_reason();
@@ -148,13 +144,13 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
     std::cout << (report.depth == cache::VerifyDepth::quick ? "quick check (sizes, rows and views; no object rehashed): " : "")
               << "checked " << report.objects_checked << " objects, " << report.artifacts_checked << " artifacts, "
               << report.module_files_checked << " module files, " << report.views_checked << " views, "
-              << signatures.packages_checked << " provider packages against " << signatures.signatures_checked
+              << signatures.rows_checked << " provider packages against " << signatures.signatures_checked
               << " upstream signatures"
-              << (tools.archives_checked == 0 ? std::string()
-                                              : ", " + std::to_string(tools.archives_checked) + " engine release zips against " +
+              << (tools.rows_checked == 0 ? std::string()
+                                              : ", " + std::to_string(tools.rows_checked) + " engine release zips against " +
                                                     std::to_string(tools.signatures_checked) + " release signatures")
-              << (releases.files_checked == 0 ? std::string()
-                                              : ", " + std::to_string(releases.files_checked) +
+              << (releases.rows_checked == 0 ? std::string()
+                                              : ", " + std::to_string(releases.rows_checked) +
                                                     " podplane release files against their SHA256SUMS")
               << ": "
               << (report.ok() ? "ok" : std::to_string(report.problems.size()) + " problem(s)");
