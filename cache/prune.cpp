@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
-#include "cache/maintenance_steps.hpp"
+#include "cache/gc.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/store_impl.hpp"
 #include "cache/views.hpp"

@@ -26,7 +26,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "cache/maintenance.hpp"
+#include "cache/gc.hpp"
 #include "cache/store.hpp"
 
 namespace podplane::cache {

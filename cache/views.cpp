@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory_resource>
 #include <optional>
@@ -571,6 +572,42 @@ std::map<std::string, Artifact> vmconfig_artifact_paths(const std::vector<Artifa
     if (a.platform.rfind("linux_", 0) == 0) offer(vmconfig_arch_base(a.platform.substr(6)) + "/" + tail, a);
   }
   return paths;
+}
+
+namespace {
+
+// Calls `visit` with every file of the view trees: regular files and anything else that is
+// not a directory. Streams: a built store holds as many view files as objects.
+void for_each_file_below(const std::vector<fs::path>& dirs, const std::function<void(const fs::path&)>& visit) {
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code type_ec;
+      if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) visit(it->path());
+    }
+  }
+}
+
+}  // namespace
+
+std::set<fs::path> unplanned_view_files(const ViewPlan& plan) {
+  std::vector<std::string_view> planned;
+  planned.reserve(plan.files.size());
+  for (const auto& view : plan.files) planned.push_back(view.path);
+  std::sort(planned.begin(), planned.end());
+  std::set<fs::path> unplanned;
+  for_each_file_below(plan.directories, [&](const fs::path& file) {
+    if (!std::binary_search(planned.begin(), planned.end(), std::string_view(file.native()))) unplanned.insert(file);
+  });
+  return unplanned;
+}
+
+std::vector<std::string> remove_unplanned_views(const ViewPlan& plan, const fs::path& root) {
+  std::vector<std::string> removed;
+  for (const auto& file : unplanned_view_files(plan)) {
+    if (::unlink(file.c_str()) == 0) removed.push_back(file.lexically_relative(root).generic_string());
+  }
+  return removed;
 }
 
 ViewPlan plan_views(const Store& store) { return Planner(store).run(); }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,12 @@ struct ViewPlan {
 // than `tree`, and rows are only ever added. Pure.
 [[nodiscard]] std::filesystem::path module_view_dir(const std::filesystem::path& deps_root, const ModuleTree& tree,
                                                     const std::vector<ModuleTree>& trees);
+
+// The files of plan.directories that no planned view is, in path order (deps verify names them,
+// --repair and prune remove them). Usually none: only these are held, not every view file.
+[[nodiscard]] std::set<std::filesystem::path> unplanned_view_files(const ViewPlan& plan);
+// Removes them (views are derived); returns them relative to `root`, in path order.
+std::vector<std::string> remove_unplanned_views(const ViewPlan& plan, const std::filesystem::path& root);
 
 struct ViewStats {
   std::size_t files_written = 0;     // files created or replaced this time
