@@ -19,6 +19,7 @@
 #include "base/error.hpp"
 #include "base/scratch_dir.hpp"
 #include "cache/gc.hpp"
+#include "cache/kinds.hpp"
 #include "cache/layout.hpp"
 #include "cache/object_scan.hpp"
 #include "cache/row_rules.hpp"
@@ -48,13 +49,45 @@ std::map<std::string, std::string> quarantined_objects(const Store& store) {
   return objects;
 }
 
-// The one online command that takes object `digest` again, by the kind of a row that names it:
-// a provider's files come from `deps tf`, vmconfig files and seeds from `deps download`,
-// application images from `deps images`. Run as printed, it fetches that object.
-// One zip is often named by two rows, registry.terraform.io's and registry.opentofu.org's (deps
-// tf reuses the bytes when the engine changes): a row of a selected provider goes first, so that
-// the command names the selection's engine (and so neither switches it nor needs a --stack),
-// then the oldest row.
+// The online command that takes a row of `kind` again (the table's Refetch), for the row of
+// `address`, `platform` and `version`: run as printed, it fetches that row's object.
+std::string refetch_command(sqlite::Database& db, const KindInfo& kind, const std::string& address, const std::string& platform,
+                            const std::string& version) {
+  const std::string arch = platform == "linux_amd64" || platform == "linux_arm64" ? platform.substr(6) : "";
+  switch (kind.refetch) {
+    case Refetch::unset: break;
+    case Refetch::deps_tf_provider_package:
+    case Refetch::deps_tf_provider_document: {
+      std::string command = "podplane deps tf --engine ";
+      command += address.starts_with("registry.terraform.io/") ? "terraform" : "tofu";
+      if (kind.refetch == Refetch::deps_tf_provider_package) command += " --platform " + platform;
+      // `deps tf` alone takes Podplane's stack; another provider comes with the root that needs it.
+      sqlite::Statement selected(db, "SELECT 1 FROM tf_selection_providers WHERE address = ?");
+      selected.bind(1, address);
+      if (!selected.step()) command += " --stack <the root that needs " + address + ">";
+      return "`" + command + "`";
+    }
+    case Refetch::deps_tf_module: return "`podplane deps tf`";
+    case Refetch::deps_download_vmconfig:
+      return "`podplane deps download --providers all" + (arch.empty() ? std::string() : " --arch " + arch) + "`";
+    case Refetch::deps_download_seeds: return "`podplane deps download`";
+    case Refetch::deps_images:
+      return "`podplane deps images -f <a list naming " + address + ">` (or `podplane deps download" +
+             (arch.empty() ? std::string() : " --arch " + arch) + "` for an image a vmconfig manifest pins)";
+    case Refetch::deps_tools_engine:
+      return "`podplane deps tools --engine " + address + " --version " + version +
+             (platform.empty() ? std::string() : " --platform " + platform) + "`";
+    case Refetch::deps_tools_podplane:
+      return "`podplane deps tools --podplane-release <the directory of podplane " + version + "'s release files>`";
+  }
+  return "`podplane deps tf` or `podplane deps download`";
+}
+
+// The one online command that takes object `digest` again, by the kind of a row that names it
+// (refetch_command). One zip is often named by two rows, registry.terraform.io's and
+// registry.opentofu.org's (deps tf reuses the bytes when the engine changes): a row of a
+// selected provider goes first, so that the command names the selection's engine (and so
+// neither switches it nor needs a --stack), then the oldest row.
 std::string take_again_command(sqlite::Database& db, const std::string& digest) {
   sqlite::Statement row(db,
                         "SELECT kind, address, platform, version FROM artifacts WHERE digest = ?"
@@ -63,36 +96,16 @@ std::string take_again_command(sqlite::Database& db, const std::string& digest) 
   if (!row.step()) {
     sqlite::Statement file(db, "SELECT 1 FROM module_files WHERE digest = ? LIMIT 1");
     file.bind(1, digest);
-    return file.step() ? "`podplane deps tf`" : "`podplane deps tf` or `podplane deps download`";
+    return file.step() ? refetch_command(db, kModuleTrees, "", "", "") : "`podplane deps tf` or `podplane deps download`";
   }
-  const std::string kind = row.text(0), address = row.text(1), platform = row.text(2);
-  const std::string arch = platform == "linux_amd64" || platform == "linux_arm64" ? platform.substr(6) : "";
-  if (kind.starts_with("provider_")) {
-    std::string command = "podplane deps tf --engine ";
-    command += address.starts_with("registry.terraform.io/") ? "terraform" : "tofu";
-    if (kind == "provider_package") command += " --platform " + platform;
-    // `deps tf` alone takes Podplane's stack; another provider comes with the root that needs it.
-    sqlite::Statement selected(db, "SELECT 1 FROM tf_selection_providers WHERE address = ?");
-    selected.bind(1, address);
-    if (!selected.step()) command += " --stack <the root that needs " + address + ">";
-    return "`" + command + "`";
+  const std::string address = row.text(1), platform = row.text(2), version = row.text(3);
+  std::optional<ArtifactKind> kind;
+  try {
+    kind = parse_artifact_kind(row.text(0));
+  } catch (const Error&) {
+    return "`podplane deps tf` or `podplane deps download`";  // a kind this podplane does not know
   }
-  if (kind.starts_with("vmconfig_")) {
-    return "`podplane deps download --providers all" + (arch.empty() ? std::string() : " --arch " + arch) + "`";
-  }
-  if (kind.starts_with("seed_")) return "`podplane deps download`";
-  if (kind.starts_with("tool_") && address == "podplane") {
-    return "`podplane deps tools --podplane-release <the directory of podplane " + row.text(3) + "'s release files>`";
-  }
-  if (kind.starts_with("tool_")) {
-    return "`podplane deps tools --engine " + address + " --version " + row.text(3) +
-           (platform.empty() ? std::string() : " --platform " + platform) + "`";
-  }
-  if (kind.starts_with("image_")) {
-    return "`podplane deps images -f <a list naming " + address + ">` (or `podplane deps download" +
-           (arch.empty() ? std::string() : " --arch " + arch) + "` for an image a vmconfig manifest pins)";
-  }
-  return "`podplane deps tf` or `podplane deps download`";
+  return refetch_command(db, kind_info(*kind, address), address, platform, version);
 }
 
 enum class ObjectState { intact, missing, wrong_size, corrupt, unreadable };
@@ -220,16 +233,22 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
   if (static_cast<std::int64_t>(size) != a.size) {
     problems.push_back(mismatch_message(name + " records another size than its object's", std::to_string(size), std::to_string(a.size)));
   }
-  if (a.kind == ArtifactKind::provider_package) {
-    if (a.zh != "zh:" + a.digest) problems.push_back(mismatch_message(name + " has the wrong zh", "zh:" + a.digest, a.zh));
-    if (!a.h1.empty() && depth == VerifyDepth::full) {
-      try {
-        std::string h1 = lockfile::h1_hash_of_zip(file);
-        if (h1 != a.h1) problems.push_back(mismatch_message(name + " has the wrong h1", h1, a.h1));
-      } catch (const Error& error) {
-        problems.push_back(name + ": cannot compute h1 of its zip: " + error.what());
+  switch (kind_info(a).content) {
+    case ContentCheck::unset:
+    case ContentCheck::object:
+    case ContentCheck::module_tree:  // not an artifact row's
+      break;
+    case ContentCheck::provider_zip:
+      if (a.zh != digest_zh(a.digest)) problems.push_back(mismatch_message(name + " has the wrong zh", digest_zh(a.digest), a.zh));
+      if (!a.h1.empty() && depth == VerifyDepth::full) {
+        try {
+          std::string h1 = lockfile::h1_hash_of_zip(file);
+          if (h1 != a.h1) problems.push_back(mismatch_message(name + " has the wrong h1", h1, a.h1));
+        } catch (const Error& error) {
+          problems.push_back(name + ": cannot compute h1 of its zip: " + error.what());
+        }
       }
-    }
+      break;
   }
   if (!a.upstream_digest.empty()) {
     try {

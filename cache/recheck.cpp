@@ -196,13 +196,73 @@ RecheckResult recheck_podplane_releases(const Store& store, const std::vector<Ar
   return result;
 }
 
-StoreRecheck recheck_store(const Store& store) {
-  StoreRecheck recheck;
-  recheck.provider_packages = recheck_provider_packages(store, store.artifacts({.kind = ArtifactKind::provider_package}));
-  recheck.tool_archives = recheck_tool_archives(store, store.artifacts({.kind = ArtifactKind::tool_archive}));
-  recheck.podplane_releases = recheck_podplane_releases(
-      store, store.artifacts({.kind = ArtifactKind::tool_archive, .address = std::string(kPodplaneReleaseAddress)}));
+bool rechecked_at(Recheck recheck, RecheckAt at) {
+  switch (recheck) {
+    case Recheck::unset:
+    case Recheck::none: return false;
+    // Only deps verify: bundle import would be the place for it too, but it would then refuse
+    // volumes it takes today (issue 43 left that change for later).
+    case Recheck::provider_signed_sums: return at == RecheckAt::verify;
+    case Recheck::engine_signed_sums:
+    case Recheck::podplane_sums: return true;
+    // Only bundle import, under its policy: the store keeps a cosign key's fingerprint, not the key.
+    case Recheck::cosign_under_policy: return at == RecheckAt::import;
+  }
+  return false;
+}
+
+const RecheckResult& RowsRecheck::of(Recheck recheck) const {
+  static const RecheckResult none;
+  auto it = results.find(recheck);
+  return it == results.end() ? none : it->second;
+}
+
+std::optional<std::string> RowsRecheck::first_refusal() const {
+  for (const auto& [recheck, result] : results) {
+    if (result.problems.empty()) continue;
+    const std::string& problem = result.problems.front();
+    switch (recheck) {
+      case Recheck::unset:
+      case Recheck::none:
+      case Recheck::cosign_under_policy: return problem;  // it names the image
+      case Recheck::provider_signed_sums: return "provider package not verified: " + problem;
+      case Recheck::engine_signed_sums: return "engine release not verified: " + problem;
+      case Recheck::podplane_sums: return "podplane release not verified: " + problem;
+    }
+  }
+  return std::nullopt;
+}
+
+RowsRecheck recheck_rows(const Store& store, const std::vector<Artifact>& rows, RecheckAt at, const CosignPolicy* cosign) {
+  std::map<Recheck, std::vector<Artifact>> by_recheck;
+  for (const auto& row : rows) {
+    const Recheck recheck = kind_info(row).recheck;
+    if (rechecked_at(recheck, at)) by_recheck[recheck].push_back(row);
+  }
+  RowsRecheck recheck;
+  for (auto& [kind, checked] : by_recheck) {
+    switch (kind) {
+      case Recheck::unset:
+      case Recheck::none: break;
+      case Recheck::provider_signed_sums: recheck.results[kind] = recheck_provider_packages(store, checked); break;
+      case Recheck::engine_signed_sums: recheck.results[kind] = recheck_tool_archives(store, checked); break;
+      case Recheck::podplane_sums: recheck.results[kind] = recheck_podplane_releases(store, checked); break;
+      case Recheck::cosign_under_policy: {
+        if (cosign == nullptr || !cosign->requires_signatures()) break;
+        RecheckResult& result = recheck.results[kind];
+        result.rows_checked = checked.size();
+        try {
+          verify_stored_image_signatures(store, checked, *cosign);
+        } catch (const Error& error) {
+          result.problems.push_back(error.what());
+        }
+        break;
+      }
+    }
+  }
   return recheck;
 }
+
+RowsRecheck recheck_store(const Store& store) { return recheck_rows(store, store.artifacts(), RecheckAt::verify); }
 
 }  // namespace podplane::cache

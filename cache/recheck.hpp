@@ -3,12 +3,18 @@
 // (docs/store.md "deps verify", docs/tools.md). Provider packages against their stored
 // SHA256SUMS, its detached signature and the registry's keys (what `deps tf` checked online);
 // engine release zips against their stored SHA256SUMS signed by the pinned release key; podplane's
-// own release files against the SHA256SUMS the store wrote for them. Reads only, never the network.
+// own release files against the SHA256SUMS the store wrote for them; images against the cosign
+// keys bundle import is given. Which rows get which is the table's (cache/kinds.hpp Recheck).
+// Reads only, never the network.
 // Not thread-safe (one call, one thread). Problems name the row and what failed.
 #include <cstddef>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cache/cosign_policy.hpp"
+#include "cache/kinds.hpp"
 #include "cache/store.hpp"
 
 namespace podplane::cache {
@@ -36,10 +42,27 @@ struct RecheckResult {
 // under its filename.
 [[nodiscard]] RecheckResult recheck_podplane_releases(const Store& store, const std::vector<Artifact>& archives);
 
-// Every recheck of the whole store, as `deps verify` runs them.
-struct StoreRecheck {
-  RecheckResult provider_packages, tool_archives, podplane_releases;
+// Where a recheck runs: `deps verify` (the whole store) or `bundle import` (a volume's rows, in
+// the transaction that adds them: a problem rolls them back).
+enum class RecheckAt { verify, import };
+// Whether the table's `recheck` runs at `at`.
+[[nodiscard]] bool rechecked_at(Recheck recheck, RecheckAt at);
+
+struct RowsRecheck {
+  std::map<Recheck, RecheckResult> results;  // every recheck that ran, in Recheck order
+  // The result of `recheck`; an empty one when it did not run.
+  [[nodiscard]] const RecheckResult& of(Recheck recheck) const;
+  // The first problem, in Recheck order, as `bundle import` refuses a volume with it
+  // ("engine release not verified: …"); nullopt when there is none.
+  [[nodiscard]] std::optional<std::string> first_refusal() const;
 };
-[[nodiscard]] StoreRecheck recheck_store(const Store& store);
+
+// Each of `rows` by the recheck its kind's row of the table names (cache/kinds.hpp), those that
+// run at `at`. `cosign` is the policy of bundle import's --cosign-key/--cosign-policy: images
+// are checked against it where it names keys for them (nullptr: no cosign recheck).
+[[nodiscard]] RowsRecheck recheck_rows(const Store& store, const std::vector<Artifact>& rows, RecheckAt at,
+                                       const CosignPolicy* cosign = nullptr);
+// recheck_rows() of every row of the store, as `deps verify` runs it.
+[[nodiscard]] RowsRecheck recheck_store(const Store& store);
 
 }  // namespace podplane::cache

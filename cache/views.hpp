@@ -109,7 +109,7 @@ std::string vmconfig_arch_base(std::string_view arch);
 
 // Writes every view that the index implies (skipping rows that cannot be laid out and views
 // whose object is missing). Does nothing (and returns zeros) on a read-only store. Never
-// touches anything outside tf/, vmconfig/ and arch/ and never removes a file.
+// touches anything outside tf/, vmconfig/, arch/ and seeds/ and never removes a file.
 ViewStats rebuild_views(Store& store);
 
 }  // namespace podplane::cache

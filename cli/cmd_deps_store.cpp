@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "base/human_bytes.hpp"
+#include "cache/kinds.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/recheck.hpp"
@@ -71,7 +72,7 @@ void deps_ls(bool json) {
     for (const auto& tree : store->module_trees()) {
       std::int64_t size = 0;
       for (const auto& file : tree.files) size += file.size;
-      list.push_back({{"kind", "module"},
+      list.push_back({{"kind", cache::kModuleTrees.name},
                       {"address", tree.address},
                       {"version", tree.version},
                       {"platform", ""},
@@ -80,7 +81,7 @@ void deps_ls(bool json) {
                       {"h1", tree.h1},
                       {"upstream_url", tree.upstream_url},
                       {"added_at", tree.added_at}});
-      rows.push_back({"module", tree.address, tree.version, "-", human_bytes(static_cast<std::uint64_t>(size))});
+      rows.push_back({std::string(cache::kModuleTrees.name), tree.address, tree.version, "-", human_bytes(static_cast<std::uint64_t>(size))});
     }
   } else {
     std::cerr << "podplane: no store at " << root.string() << " yet\n";
@@ -104,11 +105,11 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
   // The upstream SHA256SUMS, signatures and keys travel with the store: re-check them here so
   // the air gap proves offline what `deps tf` and `deps tools` checked online (cache/recheck.hpp).
   const auto recheck = cache::recheck_store(*store);
-  const auto& signatures = recheck.provider_packages;
-  const auto& tools = recheck.tool_archives;
-  const auto& releases = recheck.podplane_releases;
-  for (const auto* result : {&signatures, &tools, &releases})
-    report.problems.insert(report.problems.end(), result->problems.begin(), result->problems.end());
+  for (const auto& [kind, result] : recheck.results)
+    report.problems.insert(report.problems.end(), result.problems.begin(), result.problems.end());
+  const auto& signatures = recheck.of(cache::Recheck::provider_signed_sums);
+  const auto& tools = recheck.of(cache::Recheck::engine_signed_sums);
+  const auto& releases = recheck.of(cache::Recheck::podplane_sums);
   if (json) {
     auto out = cache::to_json(report);
     if (repaired) {

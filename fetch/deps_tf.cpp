@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "base/parallel.hpp"
 #include "base/url.hpp"
+#include "cache/kinds.hpp"
 #include "cache/views.hpp"
 #include "lockfile/cli_config.hpp"
 #include "lockfile/hash.hpp"
@@ -382,7 +383,7 @@ class TfRun {
         row.digest = job.digest;
         row.size = static_cast<std::int64_t>(job.size);
         row.h1 = job.h1;
-        row.zh = "zh:" + job.digest;
+        row.zh = cache::zh_of(row);
         row.upstream_url = job.url;
         row.trust = job.expected.trust;
         row.protocols = job.protocols;

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/kinds.hpp"
 #include "cache/row_rules.hpp"
 #include "net/oci_reference.hpp"
 #include "mirror/serve_site.hpp"

@@ -8,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "cache/openpgp.hpp"
+#include "cache/kinds.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/tool_releases.hpp"
 #include "tests/support/test_support.hpp"
