@@ -85,5 +85,12 @@ TEST(CacheIncludeOrder, TheCheckFindsACycle) {
   EXPECT_EQ(find_cycle(graph), "rules -> store -> rules");
 }
 
+// The table of kinds is pure data below the store: rows and the row rules, nothing that reads an index.
+TEST(CacheIncludeOrder, TheKindsTableSitsBelowTheStore) {
+  auto graph = cache_include_graph();
+  ASSERT_TRUE(graph.count("kinds"));
+  for (const auto& below : graph.at("kinds")) EXPECT_TRUE(below == "rows" || below == "row_rules") << below;
+}
+
 }  // namespace
 }  // namespace podplane::test
