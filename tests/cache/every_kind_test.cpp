@@ -41,7 +41,7 @@ struct EveryKindStore {
 // Where the views put a row of each View, relative to the deps root.
 std::vector<std::string> expected_views(View view, const Artifact& a) {
   switch (view) {
-    case View::unset:
+    case View::unset: ADD_FAILURE() << "view undecided"; return {};
     case View::none:
     case View::module_tree: return {};
     case View::provider_zip: return {"tf/providers/" + a.address + "/" + a.filename};

@@ -57,7 +57,7 @@ TEST(EveryKind, MirrorServeAnswersEachServedKindWithItsBytesAndNoOther) {
     const auto& row = s.every.of(kind);
     const auto paths = objects_at(site, row.digest);
     switch (kind.served) {
-      case cache::Served::unset:
+      case cache::Served::unset: ADD_FAILURE() << label(kind) << ": served undecided"; break;
       case cache::Served::none:
       case cache::Served::module_package: EXPECT_THAT(paths, ::testing::IsEmpty()) << label(kind); break;
       case cache::Served::provider_keys_inline: {
@@ -101,7 +101,7 @@ TEST(EveryKind, MirrorExportWritesEachServedKind) {
     const auto& row = s.every.of(kind);
     const bool exported = files.count(row.digest) != 0;
     switch (kind.served) {
-      case cache::Served::unset:
+      case cache::Served::unset: ADD_FAILURE() << label(kind) << ": served undecided"; break;
       case cache::Served::none:
       case cache::Served::module_package:
       case cache::Served::provider_keys_inline: EXPECT_FALSE(exported) << label(kind); break;
@@ -129,6 +129,7 @@ TEST(EveryKind, MirrorPushSendsEachPushedKindAndNoOther) {
     if (!s.every.has(kind)) continue;
     const auto& row = s.every.of(kind);
     const bool pushed = fs::exists(registry.blob_file("sha256:" + row.digest));
+    EXPECT_NE(kind.pushed, cache::Pushed::unset) << label(kind);
     EXPECT_EQ(pushed, kind.pushed != cache::Pushed::none) << label(kind);
   }
   EXPECT_THAT(stats.references, ::testing::Contains(HasSubstr("/site/modules/" + s.every.module.address + ":1.0.0")));
@@ -149,7 +150,7 @@ TEST(EveryKind, TheCatalogueListsEachListedKindWithItsSigner) {
     const auto& row = s.every.of(kind);
     std::string id;
     switch (kind.listed) {
-      case cache::Listed::unset:
+      case cache::Listed::unset: ADD_FAILURE() << label(kind) << ": listed undecided"; continue;
       case cache::Listed::not_listed: EXPECT_THAT(all, ::testing::Not(HasSubstr(row.digest))) << label(kind); continue;
       case cache::Listed::signer_names:
         EXPECT_THAT(section_of("providers"), HasSubstr("Test ed25519 <ed25519@test.invalid>")) << label(kind);
@@ -182,7 +183,7 @@ TEST(EveryKind, TheCatalogueListsEachListedKindWithItsSigner) {
       case cache::Signer::cosign_attachment:
         EXPECT_THAT(section_of(id), HasSubstr("sha256:" + sha256_hex("a test cosign key"))) << label(kind);
         break;
-      case cache::Signer::unset:
+      case cache::Signer::unset: ADD_FAILURE() << label(kind) << ": signer undecided"; break;
       case cache::Signer::none:
       case cache::Signer::bundle_signature: break;
     }
