@@ -155,7 +155,7 @@ RecheckResult recheck_tool_archives(const Store& store, const std::vector<Artifa
   SignatureMemo signatures;  // by sums + signature digests
   for (const auto& archive : archives) {
     // Podplane's own release files have no upstream signature: recheck_podplane_releases().
-    if (archive.address == kPodplaneReleaseAddress) continue;
+    if (kind_info(archive).recheck == Recheck::podplane_sums) continue;
     ++result.rows_checked;
     auto checks = signed_provenance(store, archive);
     if (checks.empty()) result.problems.push_back(row_words(archive) + ": no signed SHA256SUMS recorded for it");
@@ -168,7 +168,7 @@ RecheckResult recheck_podplane_releases(const Store& store, const std::vector<Ar
   RecheckResult result;
   std::map<std::string, std::map<std::string, std::string>> listed_by_version;  // parsed once per release
   for (const auto& archive : archives) {
-    if (archive.kind != ArtifactKind::tool_archive || archive.address != kPodplaneReleaseAddress) continue;
+    if (kind_info(archive).recheck != Recheck::podplane_sums) continue;  // not a podplane release file
     const std::string what = row_words(archive);
     ++result.rows_checked;
     const std::string sums_name = podplane_shasums_name(archive.version);
