@@ -13,7 +13,6 @@
 #include "base/error.hpp"
 #include "base/parallel.hpp"
 #include "base/url.hpp"
-#include "cache/kinds.hpp"
 #include "cache/views.hpp"
 #include "lockfile/cli_config.hpp"
 #include "lockfile/hash.hpp"
@@ -383,7 +382,6 @@ class TfRun {
         row.digest = job.digest;
         row.size = static_cast<std::int64_t>(job.size);
         row.h1 = job.h1;
-        row.zh = cache::zh_of(row);
         row.upstream_url = job.url;
         row.trust = job.expected.trust;
         row.protocols = job.protocols;
