@@ -25,6 +25,7 @@
 #include "base/unique_fd.hpp"
 #include "bundle/archive_io.hpp"
 #include "bundle/signing.hpp"
+#include "cache/kinds.hpp"
 #include "cache/prune.hpp"
 
 namespace podplane::bundle {
@@ -34,31 +35,10 @@ using nlohmann::json;
 
 namespace {
 
-// Upstream documents first, then the packages they vouch for, so that one provider release
-// usually lands in one volume together with its provenance.
-int kind_rank(cache::ArtifactKind kind) {
-  switch (kind) {
-    case cache::ArtifactKind::provider_keys: return 0;
-    case cache::ArtifactKind::provider_shasums: return 1;
-    case cache::ArtifactKind::provider_signature: return 2;
-    case cache::ArtifactKind::provider_package: return 3;
-    case cache::ArtifactKind::vmconfig_manifest: return 4;
-    case cache::ArtifactKind::vmconfig_artifact: return 5;
-    case cache::ArtifactKind::vmconfig_boot_file: return 5;  // beside the image it came out of
-    case cache::ArtifactKind::seed_manifest: return 6;
-    case cache::ArtifactKind::seed_snapshot: return 7;
-    // Images top down, so that a volume holding an image's blobs usually holds its manifests.
-    case cache::ArtifactKind::image_index: return 8;
-    case cache::ArtifactKind::image_manifest: return 9;
-    case cache::ArtifactKind::image_attachment: return 10;  // a signature, then its payloads
-    case cache::ArtifactKind::image_blob: return 11;
-    // An engine release's signed SHA256SUMS before the zips it vouches for.
-    case cache::ArtifactKind::tool_shasums: return 12;
-    case cache::ArtifactKind::tool_signature: return 13;
-    case cache::ArtifactKind::tool_archive: return 14;
-  }
-  return 15;
-}
+// Within a release, the order of the table (cache/kinds.hpp bundle_rank): upstream documents first,
+// then the packages they vouch for, so that one provider release usually lands in one volume
+// together with its provenance.
+int kind_rank(const cache::Artifact& artifact) { return cache::kind_info(artifact).bundle_rank; }
 
 std::uint64_t statvfs_free(const fs::path& dir) {
   struct statvfs info {};
@@ -146,9 +126,11 @@ class BundlePlanner {
   void gather_rows() {
     for (auto& artifact : store_.artifacts()) {
       newest_ = std::max(newest_, artifact.added_at);
-      if (artifact.kind == cache::ArtifactKind::provider_package && !platforms_.empty() && !platforms_.count(artifact.platform))
+      const auto& kind = cache::kind_info(artifact);
+      if (kind.bundle_platforms == cache::BundlePlatforms::selected_platforms && !platforms_.empty() &&
+          !platforms_.count(artifact.platform))
         continue;
-      if (!wanted(cache::item_family(artifact.kind).first, artifact.address, artifact.version)) continue;
+      if (!wanted(*kind.family, artifact.address, artifact.version)) continue;
       TravellingArtifact travelling{artifact, store_.provenance_of(artifact.id)};
       travelling.artifact.id = 0;
       for (auto& p : travelling.provenance) p.artifact_id = 0;
@@ -159,7 +141,7 @@ class BundlePlanner {
       artifacts_.push_back(std::move(travelling));
     }
     for (auto& tree : store_.module_trees()) {
-      if (!wanted(cache::ItemFamily::module, tree.address, tree.version)) continue;
+      if (!wanted(*cache::kModuleTrees.family, tree.address, tree.version)) continue;
       newest_ = std::max(newest_, tree.added_at);
       tree.id = 0;
       std::sort(tree.files.begin(), tree.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
@@ -168,8 +150,8 @@ class BundlePlanner {
     std::sort(artifacts_.begin(), artifacts_.end(), [](const TravellingArtifact& x, const TravellingArtifact& y) {
       const auto& a = x.artifact;
       const auto& b = y.artifact;
-      return std::make_tuple(a.address, a.version, kind_rank(a.kind), a.platform, a.filename) <
-             std::make_tuple(b.address, b.version, kind_rank(b.kind), b.platform, b.filename);
+      return std::make_tuple(a.address, a.version, kind_rank(a), a.platform, a.filename) <
+             std::make_tuple(b.address, b.version, kind_rank(b), b.platform, b.filename);
     });
     std::sort(trees_.begin(), trees_.end(),
               [](const auto& a, const auto& b) { return std::tie(a.address, a.version) < std::tie(b.address, b.version); });
@@ -206,7 +188,7 @@ class BundlePlanner {
   void choose_rows() {
     for (auto& a : artifacts_) {
       const std::string id = row_id(a.artifact, a.provenance);
-      if (auto [family, own] = cache::item_family(a.artifact.kind); own && inventory_ && inventory_->rows.count(id))
+      if (auto family = *cache::kind_info(a.artifact).family; cache::own_family(family) && inventory_ && inventory_->rows.count(id))
         received(family, a.artifact.address, a.artifact.version);
       consider(Row::Type::artifact, objects_of(a), id, [&] {
         kept_artifacts_.push_back(a);
@@ -215,7 +197,7 @@ class BundlePlanner {
     }
     for (auto& t : trees_) {
       const std::string id = row_id(t);
-      if (inventory_ && inventory_->rows.count(id)) received(cache::ItemFamily::module, t.address, t.version);
+      if (inventory_ && inventory_->rows.count(id)) received(*cache::kModuleTrees.family, t.address, t.version);
       consider(Row::Type::module, objects_of(t), id, [&] {
         kept_trees_.push_back(t);
         return kept_trees_.size() - 1;
@@ -234,11 +216,12 @@ class BundlePlanner {
       plan_.older_than_receiver_bytes += static_cast<std::uint64_t>(bytes);
     };
     for (const auto& a : kept_artifacts_)
-      if (auto [family, own] = cache::item_family(a.artifact.kind); own) count_older(family, a.artifact.address, a.artifact.version, a.artifact.size);
+      if (auto family = *cache::kind_info(a.artifact).family; cache::own_family(family))
+        count_older(family, a.artifact.address, a.artifact.version, a.artifact.size);
     for (const auto& t : kept_trees_) {
       std::int64_t bytes = 0;
       for (const auto& module_file : t.files) bytes += module_file.size;
-      count_older(cache::ItemFamily::module, t.address, t.version, bytes);
+      count_older(*cache::kModuleTrees.family, t.address, t.version, bytes);
     }
     plan_.older_than_receiver_items = older.size();
   }

@@ -33,11 +33,11 @@
 #include "bundle/manifest.hpp"
 #include "bundle/signing.hpp"
 #include "cache/cosign_policy.hpp"
+#include "cache/kinds.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
+#include "cache/recheck.hpp"
 #include "cache/row_rules.hpp"
-#include "cache/podplane_releases.hpp"
-#include "cache/tool_recheck.hpp"
 #include "cache/views.hpp"
 
 namespace podplane::bundle {
@@ -581,7 +581,7 @@ std::string first_content_problem(const cache::Store& store, const BundleManifes
     auto existing = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename);
     if (existing && existing->digest == a.digest) continue;  // checked when it came in
     cache::Artifact row = a;
-    if (row.kind == cache::ArtifactKind::provider_package && row.zh.empty()) row.zh = "zh:" + row.digest;
+    row.zh = cache::zh_of(row);
     auto problems = cache::artifact_content_problems(store, row);
     if (!problems.empty()) return problems.front();
   }
@@ -625,23 +625,23 @@ std::size_t add_artifact_rows(cache::Store& store, const BundleManifest& manifes
   return added;
 }
 
-// Engine release zips are checked again as they come in, as `deps tools` checked them: their
-// SHA256SUMS (which travels with them, ahead of them) signed by the pinned release key, and
-// listing each zip's digest. Throws, rolling the volume's rows back, on the first failure.
-void check_tool_archives(const cache::Store& store, const BundleManifest& manifest, PresentObjects& have) {
-  std::vector<cache::Artifact> archives;
+// The volume's rows checked again as they come in, by what the table says each kind gets at
+// import (cache/recheck.hpp): an engine release zip against its SHA256SUMS (which travels with
+// it, ahead of it) signed by the pinned release key, podplane's own release files against the
+// SHA256SUMS that travels with them under the bundle's signature, and, where the cosign policy
+// names keys, each image's stored signature. Checked against the rows as this transaction left
+// them: throws, rolling the volume's rows back, on the first failure.
+void recheck_volume_rows(const cache::Store& store, const BundleManifest& manifest, const cache::CosignPolicy& cosign_policy,
+                         PresentObjects& have) {
+  std::vector<cache::Artifact> rows;
   for (const auto& travelling : manifest.artifacts) {
     const cache::Artifact& a = travelling.artifact;
-    if (a.kind != cache::ArtifactKind::tool_archive || !have(a.digest)) continue;
-    if (auto row = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename)) archives.push_back(*row);
+    if (!have(a.digest)) continue;
+    auto row = store.find_artifact(a.kind, a.address, a.version, a.platform, a.filename);
+    rows.push_back(row ? *row : a);
   }
-  if (archives.empty()) return;
-  auto recheck = cache::recheck_tool_archives(store, archives);
-  if (!recheck.problems.empty()) throw Error("engine release not verified: " + recheck.problems.front());
-  // Podplane's own release files, which no upstream signs: each against the SHA256SUMS that
-  // travels ahead of them, under the bundle's signature.
-  auto podplane = cache::recheck_podplane_releases(store, archives);
-  if (!podplane.problems.empty()) throw Error("podplane release not verified: " + podplane.problems.front());
+  if (auto refusal = cache::recheck_rows(store, rows, cache::RecheckAt::import, &cosign_policy).first_refusal())
+    throw Error(*refusal);
 }
 
 // The module trees whose files are all here; a tree of another h1 than the store's is a conflict.
@@ -682,14 +682,7 @@ void commit_volume_rows(cache::Store& store, const BundleManifest& manifest, con
     store.in_transaction([&] {
       conflicts.clear();
       artifacts_added = add_artifact_rows(store, manifest, have, conflicts);
-      check_tool_archives(store, manifest, have);
-      if (cosign_policy.requires_signatures()) {
-        // Checked against the rows as this transaction left them: a failure rolls them back.
-        std::vector<cache::Artifact> rows;
-        for (const auto& travelling : manifest.artifacts)
-          if (have(travelling.artifact.digest)) rows.push_back(travelling.artifact);
-        cache::verify_stored_image_signatures(store, rows, cosign_policy);
-      }
+      recheck_volume_rows(store, manifest, cosign_policy, have);
       module_trees_added = add_module_tree_rows(store, manifest, have, conflicts);
     });
     volume.artifacts_added = artifacts_added;

@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
+#include "cache/kinds.hpp"
 #include "cache/row_rules.hpp"
 
 namespace podplane::cache {
@@ -90,7 +91,7 @@ void verify_stored_image_signatures(const Store& store, const std::vector<Artifa
     if (row.kind == ArtifactKind::image_index) indexed.insert({row.address, row.version});
   std::set<std::pair<std::string, std::string>> checked;  // (address, digest)
   for (const auto& row : rows) {
-    if (row.kind != ArtifactKind::image_index && row.kind != ArtifactKind::image_manifest) continue;
+    if (kind_info(row).recheck != Recheck::cosign_under_policy) continue;  // the table's images
     if (row.kind == ArtifactKind::image_manifest &&
         (indexed.count({row.address, row.version}) ||
          !store.artifacts({.kind = ArtifactKind::image_index, .address = row.address, .version = row.version}).empty()))

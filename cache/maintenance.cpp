@@ -1,16 +1,12 @@
 #include "cache/maintenance.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,10 +17,11 @@
 #include "base/digest.hpp"
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
-#include "base/hex.hpp"
 #include "base/scratch_dir.hpp"
+#include "cache/gc.hpp"
+#include "cache/kinds.hpp"
 #include "cache/layout.hpp"
-#include "cache/maintenance_steps.hpp"
+#include "cache/object_scan.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/store_impl.hpp"
 #include "cache/views.hpp"
@@ -35,138 +32,6 @@ namespace podplane::cache {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Every digest some row depends on: an object is garbage only when none of these names it.
-constexpr const char* referenced_digests_sql =
-    "SELECT digest FROM artifacts UNION SELECT digest FROM module_files"
-    " UNION SELECT shasums_digest FROM provenance WHERE shasums_digest != ''"
-    " UNION SELECT signature_digest FROM provenance WHERE signature_digest != ''"
-    " UNION SELECT keys_digest FROM provenance WHERE keys_digest != ''";
-
-// A sha256 digest as its 32 bytes: no allocation of its own, and half the size of its hex.
-// Byte order sorts as the lower-case hex does.
-struct RawDigest {
-  std::array<unsigned char, 32> bytes{};
-
-  // nullopt unless `hex` is a sha256 as we write it (is_sha256_hex).
-  static std::optional<RawDigest> parse(std::string_view hex) {
-    if (!is_sha256_hex(hex)) return std::nullopt;
-    auto nibble = [](char c) { return static_cast<unsigned char>(c <= '9' ? c - '0' : c - 'a' + 10); };
-    RawDigest digest;
-    for (std::size_t i = 0; i < digest.bytes.size(); ++i) digest.bytes[i] = static_cast<unsigned char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
-    return digest;
-  }
-  std::string hex() const { return to_hex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())); }
-  auto operator<=>(const RawDigest&) const = default;
-};
-
-// The objects table, sorted by digest, about 48 bytes an object (a 50,000-object store held
-// 8 MiB in a map of hex strings). A row whose digest is not a sha256 (a damaged or hostile
-// index) cannot name a file: it is kept aside in `malformed` for the caller to report.
-class IndexedObjects {
- public:
-  struct Object {
-    RawDigest digest;
-    std::int64_t size = 0;
-    bool intact = false;  // deps verify: its file checked out
-  };
-
-  static IndexedObjects read(sqlite::Database& db) {
-    IndexedObjects objects;
-    sqlite::Statement count(db, "SELECT count(*) FROM objects");
-    if (count.step()) objects.sorted_.reserve(static_cast<std::size_t>(count.integer(0)));
-    sqlite::Statement select(db, "SELECT digest, size FROM objects ORDER BY digest");
-    while (select.step()) {
-      std::string text = select.text(0);
-      if (auto digest = RawDigest::parse(text)) objects.sorted_.push_back({*digest, select.integer(1), false});
-      else objects.malformed.push_back(std::move(text));
-    }
-    // ORDER BY compares the text; parse keeps that order, but a sort costs nothing when sorted.
-    if (!std::is_sorted(objects.sorted_.begin(), objects.sorted_.end(), by_digest)) {
-      std::sort(objects.sorted_.begin(), objects.sorted_.end(), by_digest);
-    }
-    return objects;
-  }
-
-  const Object* find(std::string_view hex) const {
-    auto digest = RawDigest::parse(hex);
-    if (!digest) return nullptr;
-    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), Object{*digest}, by_digest);
-    return it != sorted_.end() && it->digest == *digest ? &*it : nullptr;
-  }
-  bool contains(const RawDigest& digest) const {
-    return std::binary_search(sorted_.begin(), sorted_.end(), Object{digest}, by_digest);
-  }
-  bool empty() const { return sorted_.empty() && malformed.empty(); }
-  std::vector<Object>& all() { return sorted_; }
-  const std::vector<Object>& all() const { return sorted_; }
-
-  std::vector<std::string> malformed;  // digests of rows that are not a sha256
-
- private:
-  static bool by_digest(const Object& a, const Object& b) { return a.digest < b.digest; }
-  std::vector<Object> sorted_;
-};
-
-// Objects no row depends on (garbage), by digest, with their size: the index says it in one
-// query instead of holding every referenced digest.
-std::vector<std::pair<std::string, std::int64_t>> unreferenced_objects(sqlite::Database& db) {
-  std::vector<std::pair<std::string, std::int64_t>> objects;
-  sqlite::Statement select(db, std::string("SELECT digest, size FROM objects WHERE digest NOT IN (") + referenced_digests_sql +
-                                   ") ORDER BY digest");
-  while (select.step()) objects.emplace_back(select.text(0), select.integer(1));
-  return objects;
-}
-
-// Object files on disk, by digest (sorted), plus anything in objects/ that is not an object
-// file. Digests only (paths follow from them): a 50,000-object store would hold 50,000 paths.
-struct DiskObjects {
-  std::vector<RawDigest> files;
-  std::vector<fs::path> strays;
-};
-
-DiskObjects scan_objects(const fs::path& root) {
-  DiskObjects disk;
-  std::error_code ec;
-  for (fs::directory_iterator prefix(layout::objects_dir(root), ec), end; !ec && prefix != end; prefix.increment(ec)) {
-    std::string first = prefix->path().filename().string();
-    if (!prefix->is_directory() || first.size() != 2) {
-      disk.strays.push_back(prefix->path());
-      continue;
-    }
-    std::error_code inner;
-    for (fs::directory_iterator it(prefix->path(), inner), stop; !inner && it != stop; it.increment(inner)) {
-      auto digest = RawDigest::parse(first + it->path().filename().string());
-      if (digest && it->is_regular_file() && !it->is_symlink()) disk.files.push_back(*digest);
-      else disk.strays.push_back(it->path());
-    }
-  }
-  std::sort(disk.files.begin(), disk.files.end());
-  return disk;
-}
-
-bool temp_file_in_use(const fs::path& file) {
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-  if (!fd) return false;
-  return ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0;
-}
-
-// A directory in store/tmp (not followed through a symlink): a run's scratch directory.
-bool is_scratch_directory(const fs::path& entry) {
-  struct stat info {};
-  return ::lstat(entry.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-// The bytes of the files under `dir`, as far as they can be read.
-std::uint64_t bytes_under(const fs::path& dir) {
-  std::uint64_t bytes = 0;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code size_error;
-    if (it->is_regular_file(size_error)) bytes += it->file_size(size_error);
-  }
-  return bytes;
-}
 
 bool same_file(const fs::path& a, const fs::path& b) {
   struct stat sa {}, sb {};
@@ -184,13 +49,45 @@ std::map<std::string, std::string> quarantined_objects(const Store& store) {
   return objects;
 }
 
-// The one online command that takes object `digest` again, by the kind of a row that names it:
-// a provider's files come from `deps tf`, vmconfig files and seeds from `deps download`,
-// application images from `deps images`. Run as printed, it fetches that object.
-// One zip is often named by two rows, registry.terraform.io's and registry.opentofu.org's (deps
-// tf reuses the bytes when the engine changes): a row of a selected provider goes first, so that
-// the command names the selection's engine (and so neither switches it nor needs a --stack),
-// then the oldest row.
+// The online command that takes a row of `kind` again (the table's Refetch), for the row of
+// `address`, `platform` and `version`: run as printed, it fetches that row's object.
+std::string refetch_command(sqlite::Database& db, const KindInfo& kind, const std::string& address, const std::string& platform,
+                            const std::string& version) {
+  const std::string arch = platform == "linux_amd64" || platform == "linux_arm64" ? platform.substr(6) : "";
+  switch (kind.refetch) {
+    case Refetch::unset: break;
+    case Refetch::deps_tf_provider_package:
+    case Refetch::deps_tf_provider_document: {
+      std::string command = "podplane deps tf --engine ";
+      command += address.starts_with("registry.terraform.io/") ? "terraform" : "tofu";
+      if (kind.refetch == Refetch::deps_tf_provider_package) command += " --platform " + platform;
+      // `deps tf` alone takes Podplane's stack; another provider comes with the root that needs it.
+      sqlite::Statement selected(db, "SELECT 1 FROM tf_selection_providers WHERE address = ?");
+      selected.bind(1, address);
+      if (!selected.step()) command += " --stack <the root that needs " + address + ">";
+      return "`" + command + "`";
+    }
+    case Refetch::deps_tf_module: return "`podplane deps tf`";
+    case Refetch::deps_download_vmconfig:
+      return "`podplane deps download --providers all" + (arch.empty() ? std::string() : " --arch " + arch) + "`";
+    case Refetch::deps_download_seeds: return "`podplane deps download`";
+    case Refetch::deps_images:
+      return "`podplane deps images -f <a list naming " + address + ">` (or `podplane deps download" +
+             (arch.empty() ? std::string() : " --arch " + arch) + "` for an image a vmconfig manifest pins)";
+    case Refetch::deps_tools_engine:
+      return "`podplane deps tools --engine " + address + " --version " + version +
+             (platform.empty() ? std::string() : " --platform " + platform) + "`";
+    case Refetch::deps_tools_podplane:
+      return "`podplane deps tools --podplane-release <the directory of podplane " + version + "'s release files>`";
+  }
+  return "`podplane deps tf` or `podplane deps download`";
+}
+
+// The one online command that takes object `digest` again, by the kind of a row that names it
+// (refetch_command). One zip is often named by two rows, registry.terraform.io's and
+// registry.opentofu.org's (deps tf reuses the bytes when the engine changes): a row of a
+// selected provider goes first, so that the command names the selection's engine (and so
+// neither switches it nor needs a --stack), then the oldest row.
 std::string take_again_command(sqlite::Database& db, const std::string& digest) {
   sqlite::Statement row(db,
                         "SELECT kind, address, platform, version FROM artifacts WHERE digest = ?"
@@ -199,36 +96,16 @@ std::string take_again_command(sqlite::Database& db, const std::string& digest) 
   if (!row.step()) {
     sqlite::Statement file(db, "SELECT 1 FROM module_files WHERE digest = ? LIMIT 1");
     file.bind(1, digest);
-    return file.step() ? "`podplane deps tf`" : "`podplane deps tf` or `podplane deps download`";
+    return file.step() ? refetch_command(db, kModuleTrees, "", "", "") : "`podplane deps tf` or `podplane deps download`";
   }
-  const std::string kind = row.text(0), address = row.text(1), platform = row.text(2);
-  const std::string arch = platform == "linux_amd64" || platform == "linux_arm64" ? platform.substr(6) : "";
-  if (kind.starts_with("provider_")) {
-    std::string command = "podplane deps tf --engine ";
-    command += address.starts_with("registry.terraform.io/") ? "terraform" : "tofu";
-    if (kind == "provider_package") command += " --platform " + platform;
-    // `deps tf` alone takes Podplane's stack; another provider comes with the root that needs it.
-    sqlite::Statement selected(db, "SELECT 1 FROM tf_selection_providers WHERE address = ?");
-    selected.bind(1, address);
-    if (!selected.step()) command += " --stack <the root that needs " + address + ">";
-    return "`" + command + "`";
+  const std::string address = row.text(1), platform = row.text(2), version = row.text(3);
+  std::optional<ArtifactKind> kind;
+  try {
+    kind = parse_artifact_kind(row.text(0));
+  } catch (const Error&) {
+    return "`podplane deps tf` or `podplane deps download`";  // a kind this podplane does not know
   }
-  if (kind.starts_with("vmconfig_")) {
-    return "`podplane deps download --providers all" + (arch.empty() ? std::string() : " --arch " + arch) + "`";
-  }
-  if (kind.starts_with("seed_")) return "`podplane deps download`";
-  if (kind.starts_with("tool_") && address == "podplane") {
-    return "`podplane deps tools --podplane-release <the directory of podplane " + row.text(3) + "'s release files>`";
-  }
-  if (kind.starts_with("tool_")) {
-    return "`podplane deps tools --engine " + address + " --version " + row.text(3) +
-           (platform.empty() ? std::string() : " --platform " + platform) + "`";
-  }
-  if (kind.starts_with("image_")) {
-    return "`podplane deps images -f <a list naming " + address + ">` (or `podplane deps download" +
-           (arch.empty() ? std::string() : " --arch " + arch) + "` for an image a vmconfig manifest pins)";
-  }
-  return "`podplane deps tf` or `podplane deps download`";
+  return refetch_command(db, kind_info(*kind, address), address, platform, version);
 }
 
 enum class ObjectState { intact, missing, wrong_size, corrupt, unreadable };
@@ -265,32 +142,6 @@ ObjectCheck check_object(const Store::Impl& impl, const std::string& digest, std
     return {ObjectState::corrupt, mismatch_message("object " + file.string() + " is corrupt", "sha256:" + digest, "sha256:" + got)};
   }
   return {};
-}
-
-// Calls `visit` with every file of the view trees: regular files and anything else that is
-// not a directory. Streams: a built store holds as many view files as objects.
-void for_each_file_below(const std::vector<fs::path>& dirs, const std::function<void(const fs::path&)>& visit) {
-  for (const auto& dir : dirs) {
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end; !ec && it != end; it.increment(ec)) {
-      std::error_code type_ec;
-      if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) visit(it->path());
-    }
-  }
-}
-
-// The files of the view trees that no planned view is, in path order (what the problems
-// and the repair list name first). Usually none: only these are held, not every view file.
-std::set<fs::path> unplanned_files(const ViewPlan& plan) {
-  std::vector<std::string_view> planned;
-  planned.reserve(plan.files.size());
-  for (const auto& view : plan.files) planned.push_back(view.path);
-  std::sort(planned.begin(), planned.end());
-  std::set<fs::path> unplanned;
-  for_each_file_below(plan.directories, [&](const fs::path& file) {
-    if (!std::binary_search(planned.begin(), planned.end(), std::string_view(file.native()))) unplanned.insert(file);
-  });
-  return unplanned;
 }
 
 // Every view file against the plan: planned files hold their object or content; in a view
@@ -355,7 +206,7 @@ void check_views(const Store& store, const ViewPlan& plan, const IndexedObjects&
       report.problems.push_back("view " + view.path + " differs from what the index implies (rebuild the views)");
     }
   }
-  for (const auto& file : unplanned_files(plan)) {
+  for (const auto& file : unplanned_view_files(plan)) {
     if (is_temp_path_beside(file)) {
       report.notes.push_back("temp file of a view rebuild (a running podplane's, or left by a crash): " + file.string());
       continue;
@@ -382,16 +233,22 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
   if (static_cast<std::int64_t>(size) != a.size) {
     problems.push_back(mismatch_message(name + " records another size than its object's", std::to_string(size), std::to_string(a.size)));
   }
-  if (a.kind == ArtifactKind::provider_package) {
-    if (a.zh != "zh:" + a.digest) problems.push_back(mismatch_message(name + " has the wrong zh", "zh:" + a.digest, a.zh));
-    if (!a.h1.empty() && depth == VerifyDepth::full) {
-      try {
-        std::string h1 = lockfile::h1_hash_of_zip(file);
-        if (h1 != a.h1) problems.push_back(mismatch_message(name + " has the wrong h1", h1, a.h1));
-      } catch (const Error& error) {
-        problems.push_back(name + ": cannot compute h1 of its zip: " + error.what());
+  switch (kind_info(a).content) {
+    case ContentCheck::unset:
+    case ContentCheck::object:
+    case ContentCheck::module_tree:  // not an artifact row's
+      break;
+    case ContentCheck::provider_zip:
+      if (a.zh != digest_zh(a.digest)) problems.push_back(mismatch_message(name + " has the wrong zh", digest_zh(a.digest), a.zh));
+      if (!a.h1.empty() && depth == VerifyDepth::full) {
+        try {
+          std::string h1 = lockfile::h1_hash_of_zip(file);
+          if (h1 != a.h1) problems.push_back(mismatch_message(name + " has the wrong h1", h1, a.h1));
+        } catch (const Error& error) {
+          problems.push_back(name + ": cannot compute h1 of its zip: " + error.what());
+        }
       }
-    }
+      break;
   }
   if (!a.upstream_digest.empty()) {
     try {
@@ -564,174 +421,6 @@ nlohmann::json to_json(const VerifyReport& report) {
           {"problems", report.problems},
           {"garbage", report.garbage},
           {"notes", report.notes}};
-}
-
-namespace {
-
-// Whether the index records that a prune removed rows from it. A prune deletes its rows and
-// writes this audit entry in one transaction, and removes the objects those rows named only
-// after that: a prune stopped in between, in a store where it kept nothing, leaves an index
-// with no content row that still lists those objects. That is not a lost index made again
-// (which has no audit log): on its own word the objects are garbage, and gc or the prune run
-// again must be able to finish the work instead of refusing the store for good.
-bool emptied_by_prune(sqlite::Database& db) {
-  sqlite::Statement prunes(db, "SELECT detail FROM audit_log WHERE action = 'prune'");
-  while (prunes.step()) {
-    auto detail = nlohmann::json::parse(prunes.text(0), nullptr, false);
-    if (!detail.is_object()) continue;
-    auto removed = detail.find("rows");
-    if (removed != detail.end() && removed->is_number_integer() && removed->get<std::int64_t>() > 0) return true;
-  }
-  return false;
-}
-
-// An index that no command ever committed to (no audit entry: every command that adds rows
-// records one) and that lists every object file on disk: each object is one its own writers
-// published, and the fills they belonged to stopped before their rows (killed, or the power
-// cut, during a store's first fill). Its word that they are garbage is good. An old empty index
-// restored over a filled store lists none of the store's files, and one whose rows someone
-// removed records the commands that wrote them.
-bool only_stopped_fills(sqlite::Database& db, const DiskObjects& disk, const IndexedObjects& indexed) {
-  sqlite::Statement audits(db, "SELECT count(*) FROM audit_log");
-  if (!audits.step() || audits.integer(0) != 0) return false;
-  return std::all_of(disk.files.begin(), disk.files.end(), [&](const RawDigest& file) { return indexed.contains(file); });
-}
-
-}  // namespace
-
-// gc deletes objects on the index's word that no row needs them. An index that cannot be read
-// whole, that lists no content while objects exist (unless it records the prune that removed
-// it, or only fills stopped before their rows wrote to it), or that was created after objects
-// it does not know (it was lost and made again) cannot give that word: refuse, delete nothing.
-void refuse_untrustworthy_index(const Store& store, std::string_view command) {
-  auto& impl = const_cast<Store::Impl&>(StoreInternals::of(store));
-  const fs::path index = layout::index_db(store.root());
-  const std::string refused = std::string(command) + " refused: it deletes objects on the word of the index " + index.string() + ", and ";
-  {
-    sqlite::Statement check(impl.db, "PRAGMA quick_check");
-    std::string result = check.step() ? check.text(0) : "no answer";
-    if (result != "ok") {
-      throw Error(refused + "that index is damaged (" + result + "). Nothing was deleted. `podplane deps verify` says more.");
-    }
-  }
-  auto disk = scan_objects(store.root());
-  auto indexed = IndexedObjects::read(impl.db);
-  if (!indexed.malformed.empty()) {
-    throw Error(refused + "that index names an object '" + indexed.malformed.front() +
-                "', which is not a sha256 digest (64 lower-case hex digits). Nothing was deleted. `podplane deps verify` says more.");
-  }
-  sqlite::Statement rows(impl.db, "SELECT (SELECT count(*) FROM artifacts) + (SELECT count(*) FROM module_trees)");
-  std::int64_t content_rows = rows.step() ? rows.integer(0) : 0;
-  if (content_rows == 0 && (!disk.files.empty() || !indexed.empty()) && !emptied_by_prune(impl.db) &&
-      !only_stopped_fills(impl.db, disk, indexed)) {
-    throw Error(refused + "that index is empty (no artifact or module row) while " + std::to_string(disk.files.size()) +
-                " object file(s) are on disk: an empty index cannot say they are garbage. Nothing was deleted.\n"
-                "If the index was lost, `podplane bundle import` or `podplane deps tf`/`deps download` index the "
-                "objects again; to discard the whole store, remove " + store.root().string() + " by hand.");
-  }
-  sqlite::Statement created(impl.db, "SELECT applied_at FROM schema_migrations WHERE version = 1");
-  if (!created.step()) throw Error(refused + "that index does not say when it was created. Nothing was deleted.");
-  std::string created_at = created.text(0);
-  const auto born = parse_utc_timestamp(created_at);
-  if (!born) throw Error(refused + "its creation time '" + created_at + "' cannot be read. Nothing was deleted.");
-  const std::time_t index_born = *born;
-  std::size_t older = 0;
-  std::string example;
-  for (const auto& digest : disk.files) {
-    if (indexed.contains(digest)) continue;
-    const fs::path file = impl.object_path(digest.hex());
-    struct stat info {};
-    if (::lstat(file.c_str(), &info) == 0 && info.st_mtime < index_born) {
-      if (older++ == 0) example = file.string();
-    }
-  }
-  if (older > 0) {
-    throw Error(refused + std::to_string(older) + " unindexed object file(s) are older than the index (created " + created_at +
-                "; e.g. " + example + "): the index was made again after they were written and cannot say they are "
-                "garbage. Nothing was deleted.\nRe-index them with `podplane bundle import` or `podplane deps tf`/"
-                "`deps download`; to discard the whole store, remove " + store.root().string() + " by hand.");
-  }
-}
-
-GcReport collect_garbage(Store& store, DryRun dry_run) {
-  auto& impl = StoreInternals::of(store);
-  impl.require_writable("collect garbage");
-  ExclusiveStoreLock alone(impl, "collect garbage", "gc");
-  refuse_untrustworthy_index(store, "deps gc");
-  return remove_garbage(store, dry_run);
-}
-
-GcReport remove_garbage(Store& store, DryRun dry_run) {
-  auto& impl = StoreInternals::of(store);
-  GcReport report;
-  const fs::path& root = store.root();
-
-  for (const auto& file : sweep_temp_files(root, Sweep::list)) {
-    std::error_code ec;
-    auto size = fs::file_size(file, ec);
-    if (dry_run == DryRun::no && ::unlink(file.c_str()) != 0) continue;
-    report.bytes += ec ? 0 : size;
-    report.temp_files.push_back(file);
-  }
-
-  // Every scratch directory in store/tmp is a dead run's (killed by SIGKILL, so none of its
-  // own cleanup ran): a live run holds the store open, and gc holds it alone.
-  std::vector<fs::path> scratch_dirs;
-  std::error_code scan_error;
-  for (fs::directory_iterator it(layout::temp_dir(root), scan_error), end; !scan_error && it != end;
-       it.increment(scan_error)) {
-    if (is_scratch_directory(it->path())) scratch_dirs.push_back(it->path());
-  }
-  std::sort(scratch_dirs.begin(), scratch_dirs.end());
-  for (const auto& dir : scratch_dirs) {
-    const std::uint64_t bytes = bytes_under(dir);
-    if (dry_run == DryRun::no) {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-      if (ec) continue;
-    }
-    report.bytes += bytes;
-    report.scratch_dirs.push_back(dir);
-  }
-
-  std::map<std::string, std::int64_t> garbage;
-  impl.transact([&] {
-    garbage.clear();
-    for (auto& [digest, size] : unreferenced_objects(impl.db)) garbage.emplace(std::move(digest), size);
-    if (dry_run == DryRun::yes) return;
-    // Row first, file second: a crash in between leaves an unindexed file, which is garbage.
-    sqlite::Statement remove(impl.db, "DELETE FROM objects WHERE digest = ?");
-    for (const auto& [digest, size] : garbage) {
-      remove.reset();
-      remove.bind(1, digest).run();
-    }
-  });
-  auto indexed = IndexedObjects::read(impl.db);
-  auto disk = scan_objects(root);
-  for (const auto& digest : disk.files) {
-    if (indexed.contains(digest)) continue;
-    std::error_code ec;
-    auto size = fs::file_size(impl.object_path(digest.hex()), ec);
-    garbage.emplace(digest.hex(), ec ? 0 : static_cast<std::int64_t>(size));
-  }
-  for (const auto& [digest, size] : garbage) {
-    if (dry_run == DryRun::no) {
-      fs::path file = impl.object_path(digest);
-      if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
-        throw Error("cannot remove " + file.string() + ": " + std::strerror(errno));
-      }
-    }
-    report.objects.push_back(digest);
-    report.bytes += static_cast<std::uint64_t>(size);
-  }
-  if (dry_run == DryRun::no && (!report.objects.empty() || !report.temp_files.empty() || !report.scratch_dirs.empty())) {
-    store.audit("gc", root.string(),
-                {{"objects", report.objects.size()},
-                 {"temp_files", report.temp_files.size()},
-                 {"scratch_dirs", report.scratch_dirs.size()},
-                 {"bytes", report.bytes}});
-  }
-  return report;
 }
 
 namespace {
@@ -979,27 +668,11 @@ RepairReport repair_store(Store& store) {
   return report;
 }
 
-std::vector<std::string> remove_unplanned_views(const ViewPlan& plan, const fs::path& root) {
-  std::vector<std::string> removed;
-  for (const auto& file : unplanned_files(plan)) {
-    if (::unlink(file.c_str()) == 0) removed.push_back(relative_to(root, file));
-  }
-  return removed;
-}
-
 nlohmann::json to_json(const RepairReport& report) {
   auto out = to_json(report.after);
   out["quarantined"] = report.quarantined;
   out["removed_views"] = report.removed_views;
   return out;
-}
-
-nlohmann::json to_json(const GcReport& report) {
-  nlohmann::json temp = nlohmann::json::array();
-  for (const auto& file : report.temp_files) temp.push_back(file.string());
-  nlohmann::json scratch = nlohmann::json::array();
-  for (const auto& dir : report.scratch_dirs) scratch.push_back(dir.string());
-  return {{"temp_files", temp}, {"scratch_dirs", scratch}, {"objects", report.objects}, {"bytes", report.bytes}};
 }
 
 }  // namespace podplane::cache

@@ -1,8 +1,7 @@
 #pragma once
-// Checking and cleaning a store. verify_store() only reads (it works on a read-only store);
-// collect_garbage() removes temp files of dead writers, scratch directories of dead runs and
-// objects no index row references, nothing else, and needs the store to itself (no other
-// writable handle open). Errors are podplane::Error.
+// Checking and repairing a store. verify_store() only reads (it works on a read-only store);
+// repair_store() needs the store to itself. Cleaning it (deps gc) is cache/gc.hpp's, included
+// here for the callers that check and clean. Errors are podplane::Error.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -10,6 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "cache/gc.hpp"
 #include "cache/store.hpp"
 
 namespace podplane::cache {
@@ -57,23 +57,5 @@ struct RepairReport {
 // removes view files that no row implies; rebuilds the views. Needs the store to itself.
 [[nodiscard]] RepairReport repair_store(Store& store);
 nlohmann::json to_json(const RepairReport& report);
-
-enum class DryRun { no, yes };
-
-struct GcReport {
-  std::vector<std::filesystem::path> temp_files;    // removed (or would be)
-  std::vector<std::filesystem::path> scratch_dirs;  // dead runs' scratch directories in store/tmp, removed (or would be)
-  std::vector<std::string> objects;                 // digests removed (or would be)
-  std::uint64_t bytes = 0;                          // size of the removed objects, temp files and scratch directories
-};
-
-// Removes (or with DryRun::yes only lists) temp files whose writer is gone, scratch directories
-// in store/tmp (every one is a dead run's once gc holds the store alone) and objects that no
-// artifact, module file or provenance row references, index row first, then the file.
-// Throws, deleting nothing, when the store is read-only, another process has it open for
-// writing, or the index cannot vouch for what it would delete: damaged, empty while objects
-// exist, or created after unindexed objects it would delete (it was lost and made again).
-[[nodiscard]] GcReport collect_garbage(Store& store, DryRun dry_run);
-nlohmann::json to_json(const GcReport& report);
 
 }  // namespace podplane::cache

@@ -2,7 +2,6 @@
 
 #include "base/error.hpp"
 #include "lockfile/platform.hpp"
-#include "lockfile/shasums.hpp"
 #include "lockfile/version.hpp"
 
 namespace podplane::cache {
@@ -84,43 +83,6 @@ std::string podplane_shasums_document(const std::map<std::string, std::string>& 
   std::string document;
   for (const auto& [filename, digest] : digests) document += digest + "  " + filename + "\n";
   return document;
-}
-
-PodplaneRecheck recheck_podplane_releases(const Store& store, const std::vector<Artifact>& archives) {
-  PodplaneRecheck result;
-  std::map<std::string, std::map<std::string, std::string>> listed_by_version;  // parsed once per release
-  for (const auto& archive : archives) {
-    if (archive.kind != ArtifactKind::tool_archive || archive.address != kPodplaneReleaseAddress) continue;
-    const std::string what = archive.address + " " + archive.version + " " + archive.filename;
-    ++result.files_checked;
-    const std::string sums_name = podplane_shasums_name(archive.version);
-    try {
-      auto listed = listed_by_version.find(archive.version);
-      if (listed == listed_by_version.end()) {
-        auto sums = store.find_artifact(ArtifactKind::tool_shasums, kPodplaneReleaseAddress, archive.version, "", sums_name);
-        if (!sums || !store.has_object(sums->digest)) {
-          result.problems.push_back(what + ": the store holds no " + sums_name + " for it");
-          continue;
-        }
-        listed = listed_by_version.emplace(archive.version, lockfile::parse_shasums(store.read_object(sums->digest), sums_name)).first;
-      }
-      auto line = listed->second.find(archive.filename);
-      if (line == listed->second.end()) {
-        result.problems.push_back(what + ": " + sums_name + " lists no " + archive.filename);
-      } else if (line->second != archive.digest) {
-        result.problems.push_back(mismatch_message(what + ": " + sums_name + " does not list this file's digest", line->second,
-                                                   archive.digest));
-      }
-    } catch (const Error& error) {
-      result.problems.push_back(what + ": " + error.what());
-    }
-  }
-  return result;
-}
-
-PodplaneRecheck recheck_podplane_releases(const Store& store) {
-  return recheck_podplane_releases(
-      store, store.artifacts({.kind = ArtifactKind::tool_archive, .address = std::string(kPodplaneReleaseAddress)}));
 }
 
 }  // namespace podplane::cache

@@ -3,15 +3,11 @@
 // mirror's OCI image that scripts/package writes, as tool_archive rows of the address
 // "podplane", beside a SHA256SUMS the store writes itself (a tool_shasums row). No upstream
 // signs them: they are trusted through the bundle that carries them. Pure functions over names
-// and bytes, and one offline recheck; errors are podplane::Error naming the file.
-#include <cstddef>
+// and bytes (their offline recheck is cache/recheck.hpp's); errors are podplane::Error naming the file.
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
-
-#include "cache/store.hpp"
 
 namespace podplane::cache {
 
@@ -41,17 +37,5 @@ struct PodplaneReleaseFile {
 // The SHA256SUMS the store writes for a release: "<sha256>  <filename>\n" by filename, as
 // sha256sum(1) writes and checks it. `digests`: filename -> lower-case hex.
 [[nodiscard]] std::string podplane_shasums_document(const std::map<std::string, std::string>& digests);
-
-struct PodplaneRecheck {
-  std::size_t files_checked = 0;     // podplane tool_archive rows checked against their SHA256SUMS
-  std::vector<std::string> problems; // each names the release file and what failed
-};
-
-// For each of `archives` (tool_archive rows of the address "podplane"): the store holds its
-// release's SHA256SUMS row and object, and that document lists the row's digest under its
-// filename. Reads only. Rows of another address are left out.
-[[nodiscard]] PodplaneRecheck recheck_podplane_releases(const Store& store, const std::vector<Artifact>& archives);
-// recheck_podplane_releases() of every podplane tool_archive row.
-[[nodiscard]] PodplaneRecheck recheck_podplane_releases(const Store& store);
 
 }  // namespace podplane::cache

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
-#include "cache/maintenance_steps.hpp"
+#include "cache/gc.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/store_impl.hpp"
 #include "cache/views.hpp"
@@ -21,47 +21,8 @@ namespace podplane::cache {
 
 namespace fs = std::filesystem;
 
-std::string_view to_string(ItemFamily family) {
-  switch (family) {
-    case ItemFamily::provider: return "provider";
-    case ItemFamily::module: return "module";
-    case ItemFamily::vmconfig_manifest: return "vmconfig_manifest";
-    case ItemFamily::image: return "image";
-    case ItemFamily::seeds: return "seeds";
-    case ItemFamily::seed_snapshot: return "seed_snapshot";
-    case ItemFamily::vmconfig_artifact: return "vmconfig_artifact";
-    case ItemFamily::vmconfig_boot_file: return "vmconfig_boot_file";
-    case ItemFamily::image_blobs: return "image_blobs";
-    case ItemFamily::image_signature: return "image_signature";
-    case ItemFamily::tool: return "tool";
-  }
-  return "unknown";
-}
-
 std::size_t PrunePlan::removed_items() const {
   return static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [](const StoreItem& i) { return i.kept_because.empty(); }));
-}
-
-std::pair<ItemFamily, bool> item_family(ArtifactKind kind) {
-  switch (kind) {
-    case ArtifactKind::provider_package:
-    case ArtifactKind::provider_shasums:
-    case ArtifactKind::provider_signature:
-    case ArtifactKind::provider_keys: return {ItemFamily::provider, true};
-    case ArtifactKind::vmconfig_manifest: return {ItemFamily::vmconfig_manifest, true};
-    case ArtifactKind::vmconfig_artifact: return {ItemFamily::vmconfig_artifact, false};
-    case ArtifactKind::vmconfig_boot_file: return {ItemFamily::vmconfig_boot_file, false};
-    case ArtifactKind::image_index:
-    case ArtifactKind::image_manifest: return {ItemFamily::image, true};
-    case ArtifactKind::image_blob: return {ItemFamily::image_blobs, false};
-    case ArtifactKind::image_attachment: return {ItemFamily::image_signature, false};
-    case ArtifactKind::seed_manifest: return {ItemFamily::seeds, true};
-    case ArtifactKind::seed_snapshot: return {ItemFamily::seed_snapshot, true};
-    case ArtifactKind::tool_archive:
-    case ArtifactKind::tool_shasums:
-    case ArtifactKind::tool_signature: return {ItemFamily::tool, true};
-  }
-  return {ItemFamily::provider, true};
 }
 
 namespace {
@@ -124,9 +85,10 @@ Inventory read_inventory(sqlite::Database& db) {
   sqlite::Statement rows(db, "SELECT id, kind, address, version, platform, filename, digest, size, added_at FROM artifacts ORDER BY id");
   while (rows.step()) {
     const std::int64_t id = rows.integer(0);
-    const ArtifactKind kind = parse_artifact_kind(rows.text(1));
-    const auto [family, own] = item_family(kind);
     std::string address = rows.text(2), version = rows.text(3), platform = rows.text(4), filename = rows.text(5);
+    const KindInfo& kind = kind_info(parse_artifact_kind(rows.text(1)), address);
+    const ItemFamily family = *kind.family;
+    const bool own = own_family(family);
     // Only what a manifest lists is told apart by platform (two arches' kubelet); a provider's
     // platforms are one item.
     std::string item_platform = own ? "" : platform;
@@ -134,12 +96,20 @@ Inventory read_inventory(sqlite::Database& db) {
     inventory.items[item].rows += 1;
     inventory.items[item].bytes += static_cast<std::uint64_t>(rows.integer(7));
     std::string digest = rows.text(6);
-    if (kind == ArtifactKind::vmconfig_manifest) inventory.manifests.push_back({item, digest, platform});
-    if (kind == ArtifactKind::image_manifest || kind == ArtifactKind::image_index) inventory.image_by_digest.emplace(filename, item);
-    if (kind == ArtifactKind::image_manifest) inventory.manifests_of_image.emplace(item, filename);
-    // A signature names the digest it signs in its tag; a referrer's version is its subject's digest.
-    if (kind == ArtifactKind::image_attachment)
-      inventory.signatures.push_back({item, image_attachment_tag(version).value_or(image_digest_problem(version) ? "" : version), filename});
+    switch (kind.prune_role) {
+      case PruneRole::unset:
+      case PruneRole::item: break;
+      case PruneRole::lists_needs: inventory.manifests.push_back({item, digest, platform}); break;
+      case PruneRole::image_top: inventory.image_by_digest.emplace(filename, item); break;
+      case PruneRole::image_manifest:
+        inventory.image_by_digest.emplace(filename, item);
+        inventory.manifests_of_image.emplace(item, filename);
+        break;
+      case PruneRole::signs_image:
+        // A signature names the digest it signs in its tag; a referrer's version is its subject's digest.
+        inventory.signatures.push_back({item, image_attachment_tag(version).value_or(image_digest_problem(version) ? "" : version), filename});
+        break;
+    }
     inventory.artifacts.push_back({id, item, std::move(digest)});
   }
   sqlite::Statement trees(db,
@@ -194,12 +164,6 @@ bool older_version(const std::string& a, const std::string& b) {
 }
 
 namespace {
-
-bool own_item(ItemFamily family) {
-  return family == ItemFamily::provider || family == ItemFamily::module || family == ItemFamily::vmconfig_manifest ||
-         family == ItemFamily::image || family == ItemFamily::seeds || family == ItemFamily::seed_snapshot ||
-         family == ItemFamily::tool;
-}
 
 std::string describe(const StoreItem& item) {
   std::string text = std::string(to_string(item.family)) + " " + item.name + " " + item.version;
@@ -257,7 +221,7 @@ void decide(const Store& store, const PrunePolicy& policy, Inventory& inventory)
   // 1. The newest N of each name.
   std::map<std::pair<ItemFamily, std::string>, std::vector<std::uint32_t>> groups;
   for (std::uint32_t i = 0; i < items.size(); ++i)
-    if (own_item(items[i].family)) groups[{items[i].family, items[i].name}].push_back(i);
+    if (own_family(items[i].family)) groups[{items[i].family, items[i].name}].push_back(i);
   const std::string newest = policy.keep == SIZE_MAX ? "every version kept" : "newest " + std::to_string(policy.keep);
   for (auto& [name, group] : groups) {
     sort_newest_first(group, inventory);

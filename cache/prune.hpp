@@ -9,7 +9,8 @@
 //   seed_snapshot  a seed snapshot version
 //   tool           an engine release version (terraform or tofu): its zips, SHA256SUMS, signature;
 //                  or a podplane release version: its tarballs, debs, OCI images and SHA256SUMS
-// and what only exists because a kept item needs it, kept exactly when one does:
+// and what only exists because a kept item needs it, kept exactly when one does
+// (ItemFamily, own_family: cache/kinds.hpp, whose table gives every kind its family):
 //   vmconfig_artifact, vmconfig_boot_file  what a vmconfig manifest lists (by name, version, arch)
 //   image_blobs    the config and layers of one image manifest (or of a signature manifest)
 //   image_signature  a cosign signature (`sha256-<hex>.sig` attachment) of an image tag's top manifest
@@ -26,29 +27,12 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "cache/maintenance.hpp"
+#include "cache/gc.hpp"
+#include "cache/kinds.hpp"
 #include "cache/store.hpp"
 
 namespace podplane::cache {
 
-enum class ItemFamily {
-  provider,
-  module,
-  vmconfig_manifest,
-  image,
-  seeds,
-  seed_snapshot,
-  vmconfig_artifact,
-  vmconfig_boot_file,
-  image_blobs,
-  image_signature,
-  tool,
-};
-std::string_view to_string(ItemFamily family);
-// The family of an artifact row of `kind` (provider for all four provider kinds, image for an
-// index or manifest, …), and whether rows of it are items of their own (false: they are only
-// there because another item needs them).
-[[nodiscard]] std::pair<ItemFamily, bool> item_family(ArtifactKind kind);
 // Whether `a` is an older version than `b`, both read as versions (a leading "v" allowed);
 // false when either is not one.
 [[nodiscard]] bool older_version(const std::string& a, const std::string& b);

@@ -1,7 +1,5 @@
 #include "cache/row_readers.hpp"
 
-#include "cache/row_rules.hpp"
-
 namespace podplane::cache {
 
 namespace {

@@ -4,8 +4,6 @@
 #include <regex>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
@@ -175,20 +173,6 @@ std::optional<std::string> image_platform_problem(std::string_view platform) {
   return std::nullopt;
 }
 
-std::string protocols_column(const std::optional<std::vector<std::string>>& protocols) {
-  if (!protocols) return "";
-  return nlohmann::json(*protocols).dump();
-}
-
-std::optional<std::vector<std::string>> parse_protocols_column(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  auto document = nlohmann::json::parse(text, nullptr, false);
-  bool ok = document.is_array() &&
-            std::all_of(document.begin(), document.end(), [](const nlohmann::json& item) { return item.is_string(); });
-  if (!ok) throw Error(mismatch_message("plugin protocols are not a list of strings", "[\"6.0\", …]", std::string(text)));
-  return document.get<std::vector<std::string>>();
-}
-
 std::string vmconfig_view_name(const Artifact& artifact) {
   return artifact.upstream_url.empty() ? artifact.filename : last_url_segment(artifact.upstream_url);
 }
@@ -214,35 +198,7 @@ bool version_precedes(std::string_view a, std::string_view b) {
   }
 }
 
-namespace {
-
-// Podplane's own release files (docs/tools.md): served at /tools/podplane/<version>/<filename>,
-// the name fixing version and platform, beside the SHA256SUMS the store wrote. No signature.
-void check_podplane_release_layout(const std::string& row, const Artifact& a) {
-  require_canonical_version(row, "version", a.version);
-  switch (a.kind) {
-    case ArtifactKind::tool_archive: {
-      auto file = parse_podplane_release_name(a.filename);
-      if (!file) refuse(row, "'" + a.filename + "' is not the name of a podplane release file (tarball, deb or OCI image)");
-      if (file->version != a.version) refuse(row, mismatch_message("the file name's version is not the row's", a.version, file->version));
-      if (file->platform != a.platform)
-        refuse(row, mismatch_message("the file name's platform is not the row's", a.platform, file->platform));
-      break;
-    }
-    case ArtifactKind::tool_shasums:
-      if (!a.platform.empty()) refuse(row, "a podplane release's SHA256SUMS has no platform");
-      if (a.filename != podplane_shasums_name(a.version))
-        refuse(row, mismatch_message("filename is not the release's SHA256SUMS", podplane_shasums_name(a.version), a.filename));
-      break;
-    default: refuse(row, "a podplane release has no upstream signature to store");
-  }
-}
-
-}  // namespace
-
-// Kept whole: one list of rules, the common ones then one case per kind, so each kind's rules read in one place.
-void check_artifact_layout(const Artifact& a) {
-  const std::string row = describe(a);
+void check_common_layout(const std::string& row, const Artifact& a, bool protocols_allowed) {
   if (a.address.empty()) refuse(row, "address is empty");
   if (a.version.empty()) refuse(row, "version is empty");
   require_segment(row, "filename", a.filename);
@@ -259,7 +215,7 @@ void check_artifact_layout(const Artifact& a) {
       refuse(row, std::string("upstream digest: ") + error.what());
     }
   }
-  if (a.protocols && a.kind != ArtifactKind::provider_package) refuse(row, "only a provider package has plugin protocols");
+  if (a.protocols && !protocols_allowed) refuse(row, "only a provider package has plugin protocols");
   if (a.protocols) {
     // As the registry gave them, so not parsed as MAJOR.MINOR (the engines skip what they
     // cannot read); but they are served in JSON answers, so bounded and printable.
@@ -270,114 +226,178 @@ void check_artifact_layout(const Artifact& a) {
         refuse(row, "plugin protocol '" + protocol + "' is not a short printable word such as 6.0");
     }
   }
-  switch (a.kind) {
-    case ArtifactKind::provider_package: {
-      if (auto problem = provider_address_problem(a.address)) refuse(row, "address: " + *problem);
-      require_canonical_version(row, "version", a.version);
-      if (a.platform.empty()) refuse(row, "a provider package needs a platform (os_arch)");
-      require_platform(row, a.platform);
-      if (a.filename != provider_package_name(a)) {
-        refuse(row, mismatch_message("filename is not the package's name", provider_package_name(a), a.filename));
-      }
-      if (!a.h1.empty() && (a.h1.rfind("h1:", 0) != 0 || a.h1.size() == 3 || a.h1.find_first_of(" \"\\") != std::string::npos)) {
-        refuse(row, "h1 '" + a.h1 + "' is not an h1: hash");
-      }
-      if (!a.zh.empty() && a.zh != "zh:" + a.digest) {
-        refuse(row, mismatch_message("zh hash does not match the object", "zh:" + a.digest, a.zh));
-      }
-      break;
-    }
-    case ArtifactKind::provider_shasums:
-    case ArtifactKind::provider_signature:
-    case ArtifactKind::provider_keys:
-      if (auto problem = provider_address_problem(a.address)) refuse(row, "address: " + *problem);
-      require_canonical_version(row, "version", a.version);
-      if (!a.platform.empty()) require_platform(row, a.platform);
-      break;
-    case ArtifactKind::vmconfig_manifest:
-      require_segment(row, "manifest name (address)", a.address);
-      break;
-    case ArtifactKind::vmconfig_artifact: {
-      require_segment(row, "name (address)", a.address);
-      require_segment(row, "version", a.version);
-      if (!a.platform.empty()) require_platform(row, a.platform);
-      std::string view = vmconfig_view_name(a);
-      if (auto problem = segment_problem(view)) {
-        refuse(row, "the view file name '" + view + "' taken from its upstream URL " + a.upstream_url +
-                        " is not a plain path segment (" + *problem + ")");
-      }
-      break;
-    }
-    case ArtifactKind::image_index:
-    case ArtifactKind::image_manifest:
-    case ArtifactKind::image_blob:
-    case ArtifactKind::image_attachment: {
-      if (auto problem = image_address_problem(a.address)) refuse(row, "address: " + *problem);
-      // The OCI digest is the object's own: what we serve under a digest is what it names.
-      if (a.filename != "sha256:" + a.digest)
-        refuse(row, mismatch_message("filename is not the object's OCI digest", "sha256:" + a.digest, a.filename));
-      if (a.upstream_digest != a.filename)
-        refuse(row, mismatch_message("upstream digest is not the object's OCI digest", a.filename, a.upstream_digest));
-      if (a.kind == ArtifactKind::image_blob) {
-        if (auto problem = image_digest_problem(a.version)) refuse(row, "version (the image manifest's digest): " + *problem);
-      } else if (image_digest_problem(a.version) && image_tag_problem(a.version)) {
-        refuse(row, "version '" + a.version + "' is neither an OCI tag nor a sha256: digest");
-      }
-      if (a.kind == ArtifactKind::image_index && !a.platform.empty()) refuse(row, "an image index has no platform");
-      if (a.kind == ArtifactKind::image_attachment) {
-        // A cosign signature, attestation or SBOM at its tag sha256-<hex>.sig|.att|.sbom, or a
-        // referrer (a manifest whose subject is the image's): version = that subject's digest.
-        if (!image_attachment_tag(a.version) && image_digest_problem(a.version))
-          refuse(row, "version '" + a.version + "' is not an attachment tag sha256-<64 hex>.sig, .att or .sbom, nor the sha256: digest of a referrer's subject");
-        if (!a.platform.empty()) refuse(row, "an image attachment has no platform");
-      }
-      if (a.kind == ArtifactKind::image_manifest || !a.platform.empty()) {
-        if (auto problem = image_platform_problem(a.platform)) refuse(row, *problem);
-      }
-      break;
-    }
-    case ArtifactKind::vmconfig_boot_file:
-      if (a.address != "os-image") refuse(row, mismatch_message("a boot file's address (the image it is read from)", "os-image", a.address));
-      require_segment(row, "version", a.version);
-      if (!a.platform.empty()) require_platform(row, a.platform);
-      if (a.upstream_digest.empty()) refuse(row, "a boot file needs the digest os.boot gives it");
-      break;
-    case ArtifactKind::seed_manifest:
-      if (a.address != "seeds") refuse(row, mismatch_message("a seeds manifest's address", "seeds", a.address));
-      require_segment(row, "version", a.version);
-      break;
-    case ArtifactKind::seed_snapshot:
-      require_segment(row, "seed name (address)", a.address);
-      require_segment(row, "version", a.version);
-      if (a.upstream_digest.rfind("sha512:", 0) != 0)
-        refuse(row, "a seed snapshot needs its sha512: digest from seeds.json, got '" + a.upstream_digest + "'");
-      break;
-    case ArtifactKind::tool_archive:
-    case ArtifactKind::tool_shasums:
-    case ArtifactKind::tool_signature: {
-      // Served at /tools/<engine>/<version>/<filename>: every part fixed by the release's name.
-      if (a.address == kPodplaneReleaseAddress) {
-        check_podplane_release_layout(row, a);
-        break;
-      }
-      if (a.address != "terraform" && a.address != "tofu")
-        refuse(row, "engine (address) must be terraform or tofu, not '" + a.address + "'");
-      require_canonical_version(row, "version", a.version);
-      const auto engine = lockfile::parse_engine(a.address);
-      std::string expected;
-      if (a.kind == ArtifactKind::tool_archive) {
-        if (a.platform.empty()) refuse(row, "an engine release zip needs a platform (os_arch)");
-        require_platform(row, a.platform);
-        expected = tool_archive_name(engine, a.version, a.platform);
-      } else {
-        if (!a.platform.empty()) refuse(row, "an engine release's SHA256SUMS and signature have no platform");
-        expected = a.kind == ArtifactKind::tool_shasums ? tool_shasums_name(engine, a.version)
-                                                        : tool_signature_name(engine, a.version);
-      }
-      if (a.filename != expected) refuse(row, mismatch_message("filename is not the release's name", expected, a.filename));
-      break;
-    }
+}
+
+void check_provider_package_layout(const std::string& row, const Artifact& a) {
+  if (auto problem = provider_address_problem(a.address)) refuse(row, "address: " + *problem);
+  require_canonical_version(row, "version", a.version);
+  if (a.platform.empty()) refuse(row, "a provider package needs a platform (os_arch)");
+  require_platform(row, a.platform);
+  if (a.filename != provider_package_name(a)) {
+    refuse(row, mismatch_message("filename is not the package's name", provider_package_name(a), a.filename));
   }
+  if (!a.h1.empty() && (a.h1.rfind("h1:", 0) != 0 || a.h1.size() == 3 || a.h1.find_first_of(" \"\\") != std::string::npos)) {
+    refuse(row, "h1 '" + a.h1 + "' is not an h1: hash");
+  }
+  if (!a.zh.empty() && a.zh != digest_zh(a.digest)) {
+    refuse(row, mismatch_message("zh hash does not match the object", digest_zh(a.digest), a.zh));
+  }
+}
+
+void check_provider_document_layout(const std::string& row, const Artifact& a) {
+  if (auto problem = provider_address_problem(a.address)) refuse(row, "address: " + *problem);
+  require_canonical_version(row, "version", a.version);
+  if (!a.platform.empty()) require_platform(row, a.platform);
+}
+
+void check_vmconfig_manifest_layout(const std::string& row, const Artifact& a) {
+  require_segment(row, "manifest name (address)", a.address);
+}
+
+void check_vmconfig_artifact_layout(const std::string& row, const Artifact& a) {
+  require_segment(row, "name (address)", a.address);
+  require_segment(row, "version", a.version);
+  if (!a.platform.empty()) require_platform(row, a.platform);
+  std::string view = vmconfig_view_name(a);
+  if (auto problem = segment_problem(view)) {
+    refuse(row, "the view file name '" + view + "' taken from its upstream URL " + a.upstream_url +
+                    " is not a plain path segment (" + *problem + ")");
+  }
+}
+
+void check_boot_file_layout(const std::string& row, const Artifact& a) {
+  if (a.address != "os-image") refuse(row, mismatch_message("a boot file's address (the image it is read from)", "os-image", a.address));
+  require_segment(row, "version", a.version);
+  if (!a.platform.empty()) require_platform(row, a.platform);
+  if (a.upstream_digest.empty()) refuse(row, "a boot file needs the digest os.boot gives it");
+}
+
+namespace {
+
+// What every image row meets: its address, and the OCI digest that names it is the object's own
+// (what we serve under a digest is what it names).
+void check_image_object(const std::string& row, const Artifact& a) {
+  if (auto problem = image_address_problem(a.address)) refuse(row, "address: " + *problem);
+  if (a.filename != "sha256:" + a.digest)
+    refuse(row, mismatch_message("filename is not the object's OCI digest", "sha256:" + a.digest, a.filename));
+  if (a.upstream_digest != a.filename)
+    refuse(row, mismatch_message("upstream digest is not the object's OCI digest", a.filename, a.upstream_digest));
+}
+
+// An index, a manifest or an attachment is stored under the tag it was fetched by, or a digest.
+void require_tag_or_digest(const std::string& row, const Artifact& a) {
+  if (image_digest_problem(a.version) && image_tag_problem(a.version)) {
+    refuse(row, "version '" + a.version + "' is neither an OCI tag nor a sha256: digest");
+  }
+}
+
+void require_image_platform(const std::string& row, const Artifact& a) {
+  if (auto problem = image_platform_problem(a.platform)) refuse(row, *problem);
+}
+
+}  // namespace
+
+void check_image_index_layout(const std::string& row, const Artifact& a) {
+  check_image_object(row, a);
+  require_tag_or_digest(row, a);
+  if (!a.platform.empty()) refuse(row, "an image index has no platform");
+}
+
+void check_image_manifest_layout(const std::string& row, const Artifact& a) {
+  check_image_object(row, a);
+  require_tag_or_digest(row, a);
+  require_image_platform(row, a);
+}
+
+void check_image_blob_layout(const std::string& row, const Artifact& a) {
+  check_image_object(row, a);
+  if (auto problem = image_digest_problem(a.version)) refuse(row, "version (the image manifest's digest): " + *problem);
+  if (!a.platform.empty()) require_image_platform(row, a);
+}
+
+void check_image_attachment_layout(const std::string& row, const Artifact& a) {
+  check_image_object(row, a);
+  require_tag_or_digest(row, a);
+  // A cosign signature, attestation or SBOM at its tag sha256-<hex>.sig|.att|.sbom, or a
+  // referrer (a manifest whose subject is the image's): version = that subject's digest.
+  if (!image_attachment_tag(a.version) && image_digest_problem(a.version))
+    refuse(row, "version '" + a.version + "' is not an attachment tag sha256-<64 hex>.sig, .att or .sbom, nor the sha256: digest of a referrer's subject");
+  if (!a.platform.empty()) refuse(row, "an image attachment has no platform");
+}
+
+void check_seed_manifest_layout(const std::string& row, const Artifact& a) {
+  if (a.address != "seeds") refuse(row, mismatch_message("a seeds manifest's address", "seeds", a.address));
+  require_segment(row, "version", a.version);
+}
+
+void check_seed_snapshot_layout(const std::string& row, const Artifact& a) {
+  require_segment(row, "seed name (address)", a.address);
+  require_segment(row, "version", a.version);
+  if (a.upstream_digest.rfind("sha512:", 0) != 0)
+    refuse(row, "a seed snapshot needs its sha512: digest from seeds.json, got '" + a.upstream_digest + "'");
+}
+
+namespace {
+
+// Engine releases are served at /tools/<engine>/<version>/<filename>: every part fixed by the
+// release's name. The engine, from the row's address.
+lockfile::Engine release_engine(const std::string& row, const Artifact& a) {
+  if (a.address != "terraform" && a.address != "tofu")
+    refuse(row, "engine (address) must be terraform or tofu, not '" + a.address + "'");
+  require_canonical_version(row, "version", a.version);
+  return lockfile::parse_engine(a.address);
+}
+
+void require_release_name(const std::string& row, const Artifact& a, const std::string& expected) {
+  if (a.filename != expected) refuse(row, mismatch_message("filename is not the release's name", expected, a.filename));
+}
+
+void require_no_release_platform(const std::string& row, const Artifact& a) {
+  if (!a.platform.empty()) refuse(row, "an engine release's SHA256SUMS and signature have no platform");
+}
+
+}  // namespace
+
+void check_engine_archive_layout(const std::string& row, const Artifact& a) {
+  const auto engine = release_engine(row, a);
+  if (a.platform.empty()) refuse(row, "an engine release zip needs a platform (os_arch)");
+  require_platform(row, a.platform);
+  require_release_name(row, a, tool_archive_name(engine, a.version, a.platform));
+}
+
+void check_engine_shasums_layout(const std::string& row, const Artifact& a) {
+  const auto engine = release_engine(row, a);
+  require_no_release_platform(row, a);
+  require_release_name(row, a, tool_shasums_name(engine, a.version));
+}
+
+void check_engine_signature_layout(const std::string& row, const Artifact& a) {
+  const auto engine = release_engine(row, a);
+  require_no_release_platform(row, a);
+  require_release_name(row, a, tool_signature_name(engine, a.version));
+}
+
+// Podplane's own release files (docs/tools.md): served at /tools/podplane/<version>/<filename>,
+// the name fixing version and platform, beside the SHA256SUMS the store wrote. No signature.
+void check_podplane_archive_layout(const std::string& row, const Artifact& a) {
+  require_canonical_version(row, "version", a.version);
+  auto file = parse_podplane_release_name(a.filename);
+  if (!file) refuse(row, "'" + a.filename + "' is not the name of a podplane release file (tarball, deb or OCI image)");
+  if (file->version != a.version) refuse(row, mismatch_message("the file name's version is not the row's", a.version, file->version));
+  if (file->platform != a.platform)
+    refuse(row, mismatch_message("the file name's platform is not the row's", a.platform, file->platform));
+}
+
+void check_podplane_shasums_layout(const std::string& row, const Artifact& a) {
+  require_canonical_version(row, "version", a.version);
+  if (!a.platform.empty()) refuse(row, "a podplane release's SHA256SUMS has no platform");
+  if (a.filename != podplane_shasums_name(a.version))
+    refuse(row, mismatch_message("filename is not the release's SHA256SUMS", podplane_shasums_name(a.version), a.filename));
+}
+
+void refuse_podplane_signature(const std::string& row, const Artifact& a) {
+  require_canonical_version(row, "version", a.version);
+  refuse(row, "a podplane release has no upstream signature to store");
 }
 
 void check_module_tree_layout(const ModuleTree& tree) {

@@ -2,7 +2,8 @@
 // The rules an index row must meet so that the views can lay it out (docs/store.md "Row
 // rules"): the one owner of them. The views skip and report a row that breaks them (so one bad
 // row never stops the rest), the store refuses such a row before its transaction commits, and
-// `bundle verify`/`bundle import` apply them to every manifest row before reading an object.
+// `bundle verify`/`bundle import` apply them to every manifest row before reading an object
+// (cache/kinds.hpp check_artifact_layout: every row's rules, then its kind's).
 // Checks throw podplane::Error "<the row>: <what is wrong>"; they are pure and thread-safe.
 #include <cstdint>
 #include <optional>
@@ -61,12 +62,6 @@ std::string vmconfig_view_name(const Artifact& artifact);
 // (lockfile::provider_package_filename, the one spelling of it, of the row's type, version, platform).
 std::string provider_package_name(const Artifact& artifact);
 
-// A provider package's plugin protocols (Artifact::protocols) as the index column and the
-// bundle manifest hold them: a JSON array of strings, "" when not known. Parsing refuses any
-// other text with an Error saying what it got.
-std::string protocols_column(const std::optional<std::vector<std::string>>& protocols);
-std::optional<std::vector<std::string>> parse_protocols_column(std::string_view text);
-
 // "provider_package registry.opentofu.org/hashicorp/aws 6.2.0 linux_amd64 (<filename>)".
 std::string describe(const Artifact& artifact);
 // "module registry.opentofu.org/nstance-dev/nstance/aws 2.0.1".
@@ -75,7 +70,30 @@ std::string describe(const ModuleTree& tree);
 // Whether row version `a` comes before `b` in version order (lockfile/version.hpp); false when
 // either is not a version (a git ref, "unversioned"): such rows have no order to go back in.
 [[nodiscard]] bool version_precedes(std::string_view a, std::string_view b);
-void check_artifact_layout(const Artifact& artifact);
+
+// The rules of every artifact row (an address, a version, a plain file name, no control
+// characters, a sha256 digest, a well-formed upstream digest), and plugin protocols only where
+// `protocols_allowed` (the table says which kinds: cache/kinds.hpp, whose check_artifact_layout
+// calls this and then the kind's own check below). Each throws "<row>: <what is wrong>".
+void check_common_layout(const std::string& row, const Artifact& artifact, bool protocols_allowed);
+// One check per layout of a kind (cache/kinds.cpp points each kind's row at its own).
+void check_provider_package_layout(const std::string& row, const Artifact& artifact);
+void check_provider_document_layout(const std::string& row, const Artifact& artifact);  // SHA256SUMS, signature, keys
+void check_vmconfig_manifest_layout(const std::string& row, const Artifact& artifact);
+void check_vmconfig_artifact_layout(const std::string& row, const Artifact& artifact);
+void check_boot_file_layout(const std::string& row, const Artifact& artifact);
+void check_image_index_layout(const std::string& row, const Artifact& artifact);
+void check_image_manifest_layout(const std::string& row, const Artifact& artifact);
+void check_image_blob_layout(const std::string& row, const Artifact& artifact);
+void check_image_attachment_layout(const std::string& row, const Artifact& artifact);
+void check_seed_manifest_layout(const std::string& row, const Artifact& artifact);
+void check_seed_snapshot_layout(const std::string& row, const Artifact& artifact);
+void check_engine_archive_layout(const std::string& row, const Artifact& artifact);
+void check_engine_shasums_layout(const std::string& row, const Artifact& artifact);
+void check_engine_signature_layout(const std::string& row, const Artifact& artifact);
+void check_podplane_archive_layout(const std::string& row, const Artifact& artifact);
+void check_podplane_shasums_layout(const std::string& row, const Artifact& artifact);
+void refuse_podplane_signature(const std::string& row, const Artifact& artifact);  // none is stored
 // Also refuses a tree that has both a file `x` and files below `x/`.
 void check_module_tree_layout(const ModuleTree& tree);
 void check_selected_provider(const TfSelection::Provider& provider);

@@ -31,14 +31,18 @@ enum class ArtifactKind {
   // image_blob rows whose version is this manifest's digest (platform '').
   image_attachment,
   // Netsy seeds (docs/podplane-layout.md §3).
-  seed_manifest,       // seeds.json as fetched; address "seeds", version = its sha256[:12]
+  seed_manifest,       // seeds.json as fetched; address "seeds", version = its seeds.version
   seed_snapshot,       // <name>.netsy; address = seed name, upstream_digest = "sha512:…"
   // Engine releases (docs/tools.md): address = the engine ("terraform" or "tofu"), version =
   // its canonical version, filename = the upstream file name.
   tool_archive,        // <engine>_<ver>_<os>_<arch>.zip; platform = os_arch
   tool_shasums,        // <engine>_<ver>_SHA256SUMS; platform ''
   tool_signature,      // its detached OpenPGP signature (.sig, or tofu's .gpgsig); platform ''
+  // Not a kind: the number of kinds. A kind added above it without a row in cache/kinds.cpp's
+  // table does not compile (docs/architecture.md "Adding an artifact kind").
+  count_,
 };
+// The name a kind is stored under, and back (cache/kinds.cpp: the table holds the names).
 std::string_view to_string(ArtifactKind kind);
 ArtifactKind parse_artifact_kind(std::string_view text);  // Error on unknown text
 
@@ -61,7 +65,7 @@ struct Artifact {
   std::string digest;             // sha256 hex of the object (the store key)
   std::int64_t size = 0;
   std::string h1;                 // providers: h1 of the zip (HashZip)
-  std::string zh;                 // providers: "zh:" + digest
+  std::string zh;                 // providers: digest_zh(digest)
   std::string upstream_digest;    // vmconfig: "sha256:…" / "sha512:…" from the manifest
   std::string upstream_url;       // never holds credentials
   Trust trust = Trust::unverified;
@@ -72,6 +76,15 @@ struct Artifact {
   // on other kinds.
   std::optional<std::vector<std::string>> protocols;
 };
+
+// "zh:<digest>": the zh hash of an object (what a provider zip's zh always is: cache/kinds.hpp zh_of).
+[[nodiscard]] std::string digest_zh(std::string_view digest);
+
+// A provider package's plugin protocols (Artifact::protocols) as the index column and the
+// bundle manifest hold them: a JSON array of strings, "" when not known. Parsing refuses any
+// other text with an Error saying what it got.
+std::string protocols_column(const std::optional<std::vector<std::string>>& protocols);
+std::optional<std::vector<std::string>> parse_protocols_column(std::string_view text);
 
 // How a provider package was checked (docs/protocols.md §1.4).
 struct Provenance {

@@ -27,6 +27,7 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/parallel.hpp"
+#include "cache/kinds.hpp"
 #include "cache/layout.hpp"
 #include "cache/row_readers.hpp"
 #include "cache/row_rules.hpp"
@@ -722,9 +723,9 @@ std::int64_t Store::add_artifact(const Artifact& input) {
   require_field(a.filename, "filename", what);
   require_digest(a.digest, what);
   require_no_credentials(a.upstream_url, what);
-  if (a.kind == ArtifactKind::provider_package && a.zh.empty()) a.zh = "zh:" + a.digest;
+  a.zh = zh_of(a);
   try {
-    check_artifact_layout(a);  // the rules the views rely on (cache/row_rules.hpp)
+    check_artifact_layout(a);  // the rules the views rely on (cache/kinds.hpp)
   } catch (const Error& error) {
     throw Error("cannot index " + std::string(error.what()));
   }

@@ -5,8 +5,6 @@
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "cache/openpgp.hpp"
-#include "cache/podplane_releases.hpp"
-#include "cache/tool_recheck.hpp"
 #include "lockfile/provider_names.hpp"
 #include "lockfile/shasums.hpp"
 
@@ -251,59 +249,6 @@ std::string tool_listed_digest(const std::string& shasums, const std::string& fi
   auto line = lines.find(filename);
   if (line == lines.end()) throw Error(shasums_name + " lists no " + filename);
   return line->second;
-}
-
-ToolRecheck recheck_tool_archives(const Store& store, const std::vector<Artifact>& archives) {
-  ToolRecheck result;
-  // One signature covers every platform of a release: verify it once.
-  cache::SignatureMemo signatures;  // by shasums + signature digest
-  for (const auto& archive : archives) {
-    // Podplane's own release files have no upstream signature: recheck_podplane_releases().
-    if (archive.address == kPodplaneReleaseAddress) continue;
-    const std::string what = archive.address + " " + archive.version + " " + archive.filename;
-    ++result.archives_checked;
-    std::vector<Provenance> signed_checks;
-    for (const auto& provenance : store.provenance_of(archive.id)) {
-      if (!provenance.shasums_digest.empty() && !provenance.signature_digest.empty()) signed_checks.push_back(provenance);
-    }
-    if (signed_checks.empty()) {
-      result.problems.push_back(what + ": no signed SHA256SUMS recorded for it");
-      continue;
-    }
-    for (const auto& provenance : signed_checks) {
-      std::string shasums;
-      try {
-        auto engine = lockfile::parse_engine(archive.address);
-        shasums = store.read_object(provenance.shasums_digest);
-        const auto& signature = signatures.check(provenance.shasums_digest + provenance.signature_digest, [&] {
-          auto fingerprint = verify_tool_shasums(engine, archive.version, shasums, store.read_object(provenance.signature_digest));
-          ++result.signatures_checked;
-          return fingerprint;
-        });
-        if (!signature.error.empty()) {
-          result.problems.push_back(what + ": release signature does not verify: " + signature.error);
-          continue;
-        }
-        if (!provenance.key_fingerprint.empty() && signature.fingerprint != provenance.key_fingerprint) {
-          result.problems.push_back(
-              mismatch_message(what + ": signed by another key than recorded", provenance.key_fingerprint, signature.fingerprint));
-          continue;
-        }
-        auto listed = tool_listed_digest(shasums, archive.filename, tool_shasums_name(engine, archive.version));
-        if (listed != archive.digest) {
-          result.problems.push_back(mismatch_message(what + ": signed SHA256SUMS does not list this archive's digest",
-                                                     archive.digest, listed));
-        }
-      } catch (const Error& error) {
-        result.problems.push_back(what + ": " + error.what());
-      }
-    }
-  }
-  return result;
-}
-
-ToolRecheck recheck_tool_archives(const Store& store) {
-  return recheck_tool_archives(store, store.artifacts({.kind = ArtifactKind::tool_archive}));
 }
 
 }  // namespace podplane::cache

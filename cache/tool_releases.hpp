@@ -2,7 +2,7 @@
 // Engine releases kept in the store (docs/tools.md): the terraform and tofu release zips, their
 // upstream SHA256SUMS and its detached OpenPGP signature, checked against the release key each
 // project publishes (pinned here) whenever they are fetched, imported or verified
-// (cache/tool_recheck.hpp). Pure functions over bytes; errors are podplane::Error naming the file.
+// (cache/recheck.hpp). Pure functions over bytes; errors are podplane::Error naming the file.
 #include <string>
 #include <string_view>
 #include <vector>

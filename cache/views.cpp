@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory_resource>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "base/digest.hpp"
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
+#include "cache/kinds.hpp"
 #include "cache/layout.hpp"
 #include "cache/provider_documents.hpp"
 #include "cache/row_rules.hpp"
@@ -175,6 +177,21 @@ class Planner {
         refuse({RowRef::Kind::artifact, a.id, ""}, error.what());
       }
     }
+    // Each row where the table lays it out; the steps below take theirs, in their order.
+    for (const auto& a : rows_) {
+      switch (const View view = kind_info(a).view) {
+        case View::unset:
+        case View::none:
+        case View::module_tree:  // module trees are no artifact rows: module_files()
+          break;
+        case View::provider_zip:
+        case View::vmconfig_manifest_newest:
+        case View::vmconfig_artifact:
+        case View::vmconfig_boot_file:
+        case View::seeds_manifest_newest:
+        case View::seed_snapshot: laid_out_[view].push_back(a); break;
+      }
+    }
     auto providers = provider_files();
     auto modules = module_files();
     auto tf_files = selection_files();
@@ -280,8 +297,7 @@ class Planner {
   std::vector<ViewFile> provider_files() {
     std::vector<ViewFile> out;
     std::map<fs::path, std::vector<Artifact>> placed;  // provider dir → its packages placed
-    for (const auto& a : rows_) {
-      if (a.kind != ArtifactKind::provider_package) continue;
+    for (const auto& a : laid_out_[View::provider_zip]) {
       fs::path dir = layout::providers_dir(root_) / fs::path(a.address);
       std::string zip = provider_package_name(a);
       if (!place({{RowRef::Kind::artifact, a.id, ""}, describe(a), {{dir / zip, a.digest, std::nullopt, 0444}}, {}}, out)) continue;
@@ -333,8 +349,7 @@ class Planner {
   std::vector<ViewFile> vmconfig_files() {
     std::vector<ViewFile> out;
     std::map<std::string, Artifact> latest;  // by manifest name: the most recently indexed
-    for (const auto& a : rows_) {
-      if (a.kind != ArtifactKind::vmconfig_manifest) continue;
+    for (const auto& a : laid_out_[View::vmconfig_manifest_newest]) {
       auto [it, inserted] = latest.emplace(a.address, a);
       if (!inserted && a.id > it->second.id) it->second = a;
     }
@@ -345,7 +360,9 @@ class Planner {
     }
     // Podplane's plain path and each arch's base (vmconfig_artifact_paths): the same paths
     // `mirror serve` answers, so the deps root served over HTTP is a mirror too.
-    for (const auto& [path, a] : vmconfig_artifact_paths(rows_)) {
+    std::vector<Artifact> files = laid_out_[View::vmconfig_artifact];
+    files.insert(files.end(), laid_out_[View::vmconfig_boot_file].begin(), laid_out_[View::vmconfig_boot_file].end());
+    for (const auto& [path, a] : vmconfig_artifact_paths(files)) {
       (void)place({{RowRef::Kind::artifact, a.id, ""}, describe(a), {{root_ / fs::path(path), a.digest, std::nullopt, 0444}}, {}},
                   out);
     }
@@ -357,16 +374,15 @@ class Planner {
   std::vector<ViewFile> seed_files() {
     std::vector<ViewFile> out;
     const Artifact* newest = nullptr;
-    for (const auto& a : rows_) {
-      if (a.kind == ArtifactKind::seed_manifest && (newest == nullptr || a.id > newest->id)) newest = &a;
+    for (const auto& a : laid_out_[View::seeds_manifest_newest]) {
+      if (newest == nullptr || a.id > newest->id) newest = &a;
     }
     if (newest != nullptr) {
       (void)place({{RowRef::Kind::artifact, newest->id, ""}, describe(*newest),
                    {{layout::seeds_manifest_file(root_), newest->digest, std::nullopt, 0444}}, {}},
                   out);
     }
-    for (const auto& a : rows_) {
-      if (a.kind != ArtifactKind::seed_snapshot) continue;
+    for (const auto& a : laid_out_[View::seed_snapshot]) {
       fs::path path = layout::seeds_snapshots_dir(root_) / a.address / a.version / a.filename;
       (void)place({{RowRef::Kind::artifact, a.id, ""}, describe(a), {{path, a.digest, std::nullopt, 0444}}, {}}, out);
     }
@@ -379,6 +395,7 @@ class Planner {
   ViewPlan plan_;
   std::optional<TfSelection> selection_;
   std::vector<Artifact> rows_;             // artifacts that pass the row rules
+  std::map<View, std::vector<Artifact>> laid_out_;  // of those, the ones each View lays out
   std::vector<Artifact> placed_packages_;  // provider packages whose view is planned
 };
 
@@ -471,7 +488,7 @@ Published publish_view(const Store& store, const ViewFile& view) {
 std::vector<std::string> package_lock_hashes(const Artifact& package) {
   std::vector<std::string> hashes;
   if (!package.h1.empty()) hashes.push_back(package.h1);
-  hashes.push_back(package.zh.empty() ? "zh:" + package.digest : package.zh);
+  hashes.push_back(zh_of(package));
   return hashes;
 }
 
@@ -559,18 +576,55 @@ std::map<std::string, Artifact> vmconfig_artifact_paths(const std::vector<Artifa
     if (!inserted && vmconfig_artifact_wins(a, it->second)) it->second = a;
   };
   for (const auto& a : artifacts) {
-    if (a.kind != ArtifactKind::vmconfig_artifact && a.kind != ArtifactKind::vmconfig_boot_file) continue;
+    const View view = kind_info(a).view;
+    if (view != View::vmconfig_artifact && view != View::vmconfig_boot_file) continue;
     try {
       check_artifact_layout(a);
     } catch (const Error&) {
       continue;  // the views report it; no path is ever built from such a row
     }
     std::string tail = std::string(kVmconfigArtifactsPath) + "/" + a.address + "/" + a.version + "/" +
-                       (a.kind == ArtifactKind::vmconfig_boot_file ? "boot/" + a.filename : vmconfig_view_name(a));
+                       (view == View::vmconfig_boot_file ? "boot/" + a.filename : vmconfig_view_name(a));
     offer(tail, a);
     if (a.platform.rfind("linux_", 0) == 0) offer(vmconfig_arch_base(a.platform.substr(6)) + "/" + tail, a);
   }
   return paths;
+}
+
+namespace {
+
+// Calls `visit` with every file of the view trees: regular files and anything else that is
+// not a directory. Streams: a built store holds as many view files as objects.
+void for_each_file_below(const std::vector<fs::path>& dirs, const std::function<void(const fs::path&)>& visit) {
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code type_ec;
+      if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) visit(it->path());
+    }
+  }
+}
+
+}  // namespace
+
+std::set<fs::path> unplanned_view_files(const ViewPlan& plan) {
+  std::vector<std::string_view> planned;
+  planned.reserve(plan.files.size());
+  for (const auto& view : plan.files) planned.push_back(view.path);
+  std::sort(planned.begin(), planned.end());
+  std::set<fs::path> unplanned;
+  for_each_file_below(plan.directories, [&](const fs::path& file) {
+    if (!std::binary_search(planned.begin(), planned.end(), std::string_view(file.native()))) unplanned.insert(file);
+  });
+  return unplanned;
+}
+
+std::vector<std::string> remove_unplanned_views(const ViewPlan& plan, const fs::path& root) {
+  std::vector<std::string> removed;
+  for (const auto& file : unplanned_view_files(plan)) {
+    if (::unlink(file.c_str()) == 0) removed.push_back(file.lexically_relative(root).generic_string());
+  }
+  return removed;
 }
 
 ViewPlan plan_views(const Store& store) { return Planner(store).run(); }

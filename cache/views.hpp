@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,12 @@ struct ViewPlan {
 [[nodiscard]] std::filesystem::path module_view_dir(const std::filesystem::path& deps_root, const ModuleTree& tree,
                                                     const std::vector<ModuleTree>& trees);
 
+// The files of plan.directories that no planned view is, in path order (deps verify names them,
+// --repair and prune remove them). Usually none: only these are held, not every view file.
+[[nodiscard]] std::set<std::filesystem::path> unplanned_view_files(const ViewPlan& plan);
+// Removes them (views are derived); returns them relative to `root`, in path order.
+std::vector<std::string> remove_unplanned_views(const ViewPlan& plan, const std::filesystem::path& root);
+
 struct ViewStats {
   std::size_t files_written = 0;     // files created or replaced this time
   std::size_t files_present = 0;     // already up to date
@@ -102,7 +109,7 @@ std::string vmconfig_arch_base(std::string_view arch);
 
 // Writes every view that the index implies (skipping rows that cannot be laid out and views
 // whose object is missing). Does nothing (and returns zeros) on a read-only store. Never
-// touches anything outside tf/, vmconfig/ and arch/ and never removes a file.
+// touches anything outside tf/, vmconfig/, arch/ and seeds/ and never removes a file.
 ViewStats rebuild_views(Store& store);
 
 }  // namespace podplane::cache

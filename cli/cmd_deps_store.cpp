@@ -7,14 +7,13 @@
 
 #include "base/error.hpp"
 #include "base/human_bytes.hpp"
+#include "cache/kinds.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
+#include "cache/recheck.hpp"
 #include "cache/store.hpp"
-#include "cache/podplane_releases.hpp"
-#include "cache/tool_recheck.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
-#include "fetch/signature_recheck.hpp"
 
 namespace podplane::cli {
 
@@ -73,7 +72,7 @@ void deps_ls(bool json) {
     for (const auto& tree : store->module_trees()) {
       std::int64_t size = 0;
       for (const auto& file : tree.files) size += file.size;
-      list.push_back({{"kind", "module"},
+      list.push_back({{"kind", cache::kModuleTrees.name},
                       {"address", tree.address},
                       {"version", tree.version},
                       {"platform", ""},
@@ -82,7 +81,7 @@ void deps_ls(bool json) {
                       {"h1", tree.h1},
                       {"upstream_url", tree.upstream_url},
                       {"added_at", tree.added_at}});
-      rows.push_back({"module", tree.address, tree.version, "-", human_bytes(static_cast<std::uint64_t>(size))});
+      rows.push_back({std::string(cache::kModuleTrees.name), tree.address, tree.version, "-", human_bytes(static_cast<std::uint64_t>(size))});
     }
   } else {
     std::cerr << "podplane: no store at " << root.string() << " yet\n";
@@ -104,28 +103,26 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
   if (!store) throw Error("no store at " + root.string() + ": " + cache::layout::index_db(root).string() + " does not exist");
   auto report = repaired ? repaired->after : cache::verify_store(*store, depth);
   // The upstream SHA256SUMS, signatures and keys travel with the store: re-check them here so
-  // the air gap proves offline what `deps tf` checked online.
-  auto signatures = fetch::recheck_provider_signatures(*store);
-  report.problems.insert(report.problems.end(), signatures.problems.begin(), signatures.problems.end());
-  // Engine release zips: their signed SHA256SUMS again, against the pinned release keys.
-  auto tools = cache::recheck_tool_archives(*store);
-  report.problems.insert(report.problems.end(), tools.problems.begin(), tools.problems.end());
-  // Podplane's own release files: each against the SHA256SUMS the store wrote for its release.
-  auto releases = cache::recheck_podplane_releases(*store);
-  report.problems.insert(report.problems.end(), releases.problems.begin(), releases.problems.end());
+  // the air gap proves offline what `deps tf` and `deps tools` checked online (cache/recheck.hpp).
+  const auto recheck = cache::recheck_store(*store);
+  for (const auto& [kind, result] : recheck.results)
+    report.problems.insert(report.problems.end(), result.problems.begin(), result.problems.end());
+  const auto& signatures = recheck.of(cache::Recheck::provider_signed_sums);
+  const auto& tools = recheck.of(cache::Recheck::engine_signed_sums);
+  const auto& releases = recheck.of(cache::Recheck::podplane_sums);
   if (json) {
     auto out = cache::to_json(report);
     if (repaired) {
       out["quarantined"] = repaired->quarantined;
       out["removed_views"] = repaired->removed_views;
     }
-    out["provider_packages_signature_checked"] = signatures.packages_checked;
+    out["provider_packages_signature_checked"] = signatures.rows_checked;
     out["upstream_signatures_verified"] = signatures.signatures_checked;
-    if (tools.archives_checked > 0) {  // stores without engine releases report as before
-      out["tool_archives_signature_checked"] = tools.archives_checked;
+    if (tools.rows_checked > 0) {  // stores without engine releases report as before
+      out["tool_archives_signature_checked"] = tools.rows_checked;
       out["tool_signatures_verified"] = tools.signatures_checked;
     }
-    if (releases.files_checked > 0) out["podplane_release_files_checked"] = releases.files_checked;
+    if (releases.rows_checked > 0) out["podplane_release_files_checked"] = releases.rows_checked;
     out["root"] = root.string();
     out["read_only"] = store->read_only();
     out["read_only_reason"] = store->read_only_reason();
@@ -148,13 +145,13 @@ void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalO
     std::cout << (report.depth == cache::VerifyDepth::quick ? "quick check (sizes, rows and views; no object rehashed): " : "")
               << "checked " << report.objects_checked << " objects, " << report.artifacts_checked << " artifacts, "
               << report.module_files_checked << " module files, " << report.views_checked << " views, "
-              << signatures.packages_checked << " provider packages against " << signatures.signatures_checked
+              << signatures.rows_checked << " provider packages against " << signatures.signatures_checked
               << " upstream signatures"
-              << (tools.archives_checked == 0 ? std::string()
-                                              : ", " + std::to_string(tools.archives_checked) + " engine release zips against " +
+              << (tools.rows_checked == 0 ? std::string()
+                                              : ", " + std::to_string(tools.rows_checked) + " engine release zips against " +
                                                     std::to_string(tools.signatures_checked) + " release signatures")
-              << (releases.files_checked == 0 ? std::string()
-                                              : ", " + std::to_string(releases.files_checked) +
+              << (releases.rows_checked == 0 ? std::string()
+                                              : ", " + std::to_string(releases.rows_checked) +
                                                     " podplane release files against their SHA256SUMS")
               << ": "
               << (report.ok() ? "ok" : std::to_string(report.problems.size()) + " problem(s)");

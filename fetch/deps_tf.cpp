@@ -382,7 +382,6 @@ class TfRun {
         row.digest = job.digest;
         row.size = static_cast<std::int64_t>(job.size);
         row.h1 = job.h1;
-        row.zh = "zh:" + job.digest;
         row.upstream_url = job.url;
         row.trust = job.expected.trust;
         row.protocols = job.protocols;

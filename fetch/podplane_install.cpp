@@ -7,6 +7,7 @@
 #include "base/error.hpp"
 #include "base/scratch_dir.hpp"
 #include "cache/podplane_releases.hpp"
+#include "cache/recheck.hpp"
 #include "cache/tool_releases.hpp"
 #include "fetch/module_archive.hpp"
 #include "fetch/tool_sources.hpp"

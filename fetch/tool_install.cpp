@@ -5,7 +5,7 @@
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/scratch_dir.hpp"
-#include "cache/tool_recheck.hpp"
+#include "cache/recheck.hpp"
 #include "cache/tool_releases.hpp"
 #include "fetch/tool_sources.hpp"
 #include "lockfile/provider_names.hpp"

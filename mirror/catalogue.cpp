@@ -9,6 +9,7 @@
 #include "base/error.hpp"
 #include "base/human_bytes.hpp"
 #include "base/split.hpp"
+#include "cache/kinds.hpp"
 #include "cache/podplane_releases.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/views.hpp"
@@ -151,38 +152,144 @@ std::string served_at(const CatalogueSource& source, const std::string& path, co
 }
 bool served(const CatalogueSource& source, const std::string& path) { return source.served.count(path) != 0; }
 
-// The user ids of the key that verified a signature: the keys document's key whose primary
-// fingerprint ends with what provenance recorded (a fingerprint, or a 16-hex key id).
-std::vector<std::string> signers_of(const CatalogueSource& source, const cache::Provenance& provenance) {
-  std::vector<std::string> out;
-  auto it = source.keys.find(provenance.keys_digest);
-  if (it == source.keys.end() || provenance.key_fingerprint.empty()) return out;
-  auto wanted = lower(provenance.key_fingerprint);
-  for (const auto& key : it->second) {
-    auto fingerprint = lower(key.fingerprint);
-    if (fingerprint.size() >= wanted.size() && fingerprint.compare(fingerprint.size() - wanted.size(), wanted.size(), wanted) == 0)
-      out.insert(out.end(), key.user_ids.begin(), key.user_ids.end());
-  }
-  return out;
-}
-
-// The rows of one kind in the order every section lists them: by address, the newest version
-// first, then by platform and file name, and of two rows for one file the later one first.
-std::vector<const cache::Artifact*> artifacts_newest_first(const CatalogueSource& source, cache::ArtifactKind kind) {
-  std::vector<const cache::Artifact*> rows;
-  for (const auto& a : source.artifacts)
-    if (a.kind == kind) rows.push_back(&a);
-  std::sort(rows.begin(), rows.end(), [](const cache::Artifact* a, const cache::Artifact* b) {
-    if (a->address != b->address) return a->address < b->address;
-    if (a->version != b->version) return version_newer(a->version, b->version);
-    if (std::tie(a->platform, a->filename) != std::tie(b->platform, b->filename))
-      return std::tie(a->platform, a->filename) < std::tie(b->platform, b->filename);
-    return a->id > b->id;
+// The newest check of a row (by when, then by result): what the catalogue says about it.
+std::optional<cache::Provenance> newest_check(const CatalogueSource& source, const cache::Artifact& row) {
+  auto it = source.provenance.find(row.id);
+  if (it == source.provenance.end() || it->second.empty()) return std::nullopt;
+  return *std::max_element(it->second.begin(), it->second.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.checked_at, a.result) < std::tie(b.checked_at, b.result);
   });
-  return rows;
 }
 
-CatalogueSection providers_section(const CatalogueSource& source, Catalogue& catalogue) {
+// Whose keys signed a row, as the catalogue names them: the fingerprints, and where a stored
+// keys document knows them the user ids of the first one.
+struct Signers {
+  std::vector<std::string> fingerprints;
+  std::vector<std::string> names;
+};
+
+// The one lookup of who signed a row, by the table's Signer (cache/kinds.hpp) for the row's kind.
+class SignerLookup {
+ public:
+  explicit SignerLookup(const CatalogueSource& source) : source_(source) {
+    for (const auto& a : source.artifacts) {
+      const auto& kind = cache::kind_info(a);
+      if (kind.listed == cache::Listed::image_indexes) index_of_tag_[{a.address, a.version}] = a.filename;
+      if (kind.signer == cache::Signer::cosign_attachment) add_cosign_signature(a);
+    }
+  }
+
+  Signers of(const cache::Artifact& row) const {
+    switch (cache::kind_info(row).signer) {
+      case cache::Signer::unset:
+      case cache::Signer::none:
+      case cache::Signer::bundle_signature: return {};
+      case cache::Signer::openpgp_keys_document: {
+        auto checked = newest_check(source_, row);
+        if (!checked || checked->key_fingerprint.empty()) return {};
+        return {{checked->key_fingerprint}, user_ids(*checked)};
+      }
+      case cache::Signer::pinned_release_key: {
+        std::string signer;  // the last check that names a key
+        if (auto it = source_.provenance.find(row.id); it != source_.provenance.end())
+          for (const auto& check : it->second)
+            if (!check.key_fingerprint.empty()) signer = check.key_fingerprint;
+        if (signer.empty()) return {};
+        return {{signer}, {}};
+      }
+      case cache::Signer::cosign_key:
+      case cache::Signer::cosign_attachment: {
+        // What a tag names is signed: its index, or the manifest stored without one.
+        auto index = index_of_tag_.find({row.address, row.version});
+        const std::string& top = index != index_of_tag_.end() ? index->second : row.filename;
+        auto it = cosign_.find({row.address, top});
+        if (it == cosign_.end()) return {};
+        return {it->second, {}};
+      }
+    }
+    return {};
+  }
+
+ private:
+  // A cosign signature: the `.sig` attachment at tag sha256-<hex> beside the image
+  // (docs/images.md), whose provenance holds the keys; .att and .sbom are carried unverified.
+  void add_cosign_signature(const cache::Artifact& a) {
+    auto signed_digest = cache::image_attachment_tag(a.version);
+    if (!signed_digest || a.version != cache::image_signature_tag(*signed_digest)) return;
+    auto& keys = cosign_[{a.address, *signed_digest}];
+    if (auto it = source_.provenance.find(a.id); it != source_.provenance.end())
+      for (const auto& p : it->second)
+        if (!p.key_fingerprint.empty() && std::find(keys.begin(), keys.end(), p.key_fingerprint) == keys.end())
+          keys.push_back(p.key_fingerprint);
+  }
+
+  // The user ids of the key that verified a signature: the keys document's key whose primary
+  // fingerprint ends with what provenance recorded (a fingerprint, or a 16-hex key id).
+  std::vector<std::string> user_ids(const cache::Provenance& provenance) const {
+    std::vector<std::string> out;
+    auto it = source_.keys.find(provenance.keys_digest);
+    if (it == source_.keys.end() || provenance.key_fingerprint.empty()) return out;
+    auto wanted = lower(provenance.key_fingerprint);
+    for (const auto& key : it->second) {
+      auto fingerprint = lower(key.fingerprint);
+      if (fingerprint.size() >= wanted.size() && fingerprint.compare(fingerprint.size() - wanted.size(), wanted.size(), wanted) == 0)
+        out.insert(out.end(), key.user_ids.begin(), key.user_ids.end());
+    }
+    return out;
+  }
+
+  const CatalogueSource& source_;
+  std::map<std::pair<std::string, std::string>, std::string> index_of_tag_;             // (address, tag) → index digest
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> cosign_;  // (address, signed digest) → keys
+};
+
+// What the sections list: the rows of each of the table's Listed values, each in the order every
+// section lists them (by address, the newest version first, then by platform and file name, and
+// of two rows for one file the later one first), and who signed them.
+struct Listing {
+  const CatalogueSource& source;
+  std::map<cache::Listed, std::vector<const cache::Artifact*>> rows;
+  SignerLookup signers;
+
+  explicit Listing(const CatalogueSource& from) : source(from), signers(from) {
+    for (const auto& a : source.artifacts) {
+      switch (const auto where = cache::kind_info(a).listed) {
+        case cache::Listed::unset:
+        case cache::Listed::not_listed:
+        case cache::Listed::signer_names:  // no row: gather_catalogue_source reads its keys' user ids
+        case cache::Listed::modules:       // module trees: source.modules
+          break;
+        case cache::Listed::providers:
+        case cache::Listed::vmconfig_manifests:
+        case cache::Listed::vmconfig_artifacts:
+        case cache::Listed::vmconfig_boot_files:
+        case cache::Listed::image_indexes:
+        case cache::Listed::image_manifests:
+        case cache::Listed::image_attachments:
+        case cache::Listed::seeds:
+        case cache::Listed::engines:
+        case cache::Listed::podplane_releases: rows[where].push_back(&a); break;
+      }
+    }
+    for (auto& [where, listed] : rows) {
+      std::sort(listed.begin(), listed.end(), [](const cache::Artifact* a, const cache::Artifact* b) {
+        if (a->address != b->address) return a->address < b->address;
+        if (a->version != b->version) return version_newer(a->version, b->version);
+        if (std::tie(a->platform, a->filename) != std::tie(b->platform, b->filename))
+          return std::tie(a->platform, a->filename) < std::tie(b->platform, b->filename);
+        return a->id > b->id;
+      });
+    }
+  }
+
+  std::vector<const cache::Artifact*> of(cache::Listed where) const {
+    auto it = rows.find(where);
+    return it == rows.end() ? std::vector<const cache::Artifact*>{} : it->second;
+  }
+};
+
+CatalogueSection providers_section(const Listing& listing, Catalogue& catalogue) {
+  const CatalogueSource& source = listing.source;
   CatalogueSection section;
   section.id = "providers";
   section.title = "Providers";
@@ -190,7 +297,7 @@ CatalogueSection providers_section(const CatalogueSource& source, Catalogue& cat
   section.empty = "No provider packages are stored.";
   section.columns = {"Provider", "Version", "Platform", "Signature", "Signing key", "Hashes (h1, zh)", "Size", "Added"};
 
-  const auto packages = artifacts_newest_first(source, cache::ArtifactKind::provider_package);
+  const auto packages = listing.of(cache::Listed::providers);
 
   std::set<std::string> hosts;
   json* provider = nullptr;
@@ -214,17 +321,13 @@ CatalogueSection providers_section(const CatalogueSource& source, Catalogue& cat
     if (registry) (*version)["registry_protocol"] = true;
 
     // The newest check of this package decides what the catalogue says about it.
-    std::optional<cache::Provenance> checked;
-    if (auto it = source.provenance.find(package->id); it != source.provenance.end() && !it->second.empty())
-      checked = *std::max_element(it->second.begin(), it->second.end(), [](const auto& a, const auto& b) {
-        return std::tie(a.checked_at, a.result) < std::tie(b.checked_at, b.result);
-      });
-    std::vector<std::string> signers = checked ? signers_of(source, *checked) : std::vector<std::string>{};
+    const auto checked = newest_check(source, *package);
+    const auto signers = listing.signers.of(*package).names;
     std::string verdict = checked ? checked->result : std::string(cache::to_string(package->trust));
     Tone tone = tone_of(package->trust);
     if (checked && checked->result != "signed") tone = Tone::warning;
 
-    std::string zh = package->zh.empty() ? "zh:" + package->digest : package->zh;
+    std::string zh = cache::zh_of(*package);
     std::string path = served_at(source, std::string(site_paths::network_mirror) + package->address + "/" + package->filename,
                                  package->digest);
     CatalogueCell key = checked && !checked->key_fingerprint.empty() ? hash(checked->key_fingerprint, signers)
@@ -273,7 +376,8 @@ std::string module_source_kind(const cache::ModuleTree& tree) {
   return "http";
 }
 
-CatalogueSection modules_section(const CatalogueSource& source, Catalogue& catalogue) {
+CatalogueSection modules_section(const Listing& listing, Catalogue& catalogue) {
+  const CatalogueSource& source = listing.source;
   CatalogueSection section;
   section.id = "modules";
   section.title = "Modules";
@@ -311,14 +415,15 @@ CatalogueSection modules_section(const CatalogueSource& source, Catalogue& catal
   return section;
 }
 
-CatalogueSection vmconfig_manifests_section(const CatalogueSource& source, Catalogue& catalogue) {
+CatalogueSection vmconfig_manifests_section(const Listing& listing, Catalogue& catalogue) {
+  const CatalogueSource& source = listing.source;
   CatalogueSection section;
   section.id = "vmconfig-manifests";
   section.title = "vmconfig manifests";
   section.summary = "The VM package manifests per kind and arch; the newest of each name is what /manifests/<name>.json serves.";
   section.empty = "No vmconfig manifests are stored.";
   section.columns = {"Manifest", "Arch", "vmconfig version", "File", "Trust", "Added"};
-  const auto manifests = artifacts_newest_first(source, cache::ArtifactKind::vmconfig_manifest);
+  const auto manifests = listing.of(cache::Listed::vmconfig_manifests);
   std::set<std::string> arches;
   for (const auto* manifest : manifests) {
     auto arch = manifest_arch(*manifest);
@@ -339,7 +444,8 @@ CatalogueSection vmconfig_manifests_section(const CatalogueSource& source, Catal
   return section;
 }
 
-CatalogueSection vmconfig_artifacts_section(const CatalogueSource& source, Catalogue& catalogue) {
+CatalogueSection vmconfig_artifacts_section(const Listing& listing, Catalogue& catalogue) {
+  const CatalogueSource& source = listing.source;
   CatalogueSection section;
   section.id = "vmconfig-artifacts";
   section.title = "vmconfig artifacts";
@@ -356,12 +462,15 @@ CatalogueSection vmconfig_artifacts_section(const CatalogueSource& source, Catal
     if (served_at(source, site_path, artifact.digest).empty()) continue;
     (path.rfind("arch/", 0) == 0 ? arch_base : plain).emplace(artifact.id, site_path);
   }
-  auto artifacts = artifacts_newest_first(source, cache::ArtifactKind::vmconfig_artifact);
-  auto boot_files = artifacts_newest_first(source, cache::ArtifactKind::vmconfig_boot_file);
+  // The artifacts, then the boot files read out of the os images.
+  auto artifacts = listing.of(cache::Listed::vmconfig_artifacts);
+  const std::size_t boot_files_from = artifacts.size();
+  auto boot_files = listing.of(cache::Listed::vmconfig_boot_files);
   artifacts.insert(artifacts.end(), boot_files.begin(), boot_files.end());
-  for (const auto* artifact : artifacts) {
+  for (std::size_t n = 0; n < artifacts.size(); ++n) {
+    const auto* artifact = artifacts[n];
     auto arch = artifact->platform.empty() ? std::string("any") : arch_of(artifact->platform);
-    const bool boot = artifact->kind == cache::ArtifactKind::vmconfig_boot_file;
+    const bool boot = n >= boot_files_from;
     auto at = [&](const std::map<std::int64_t, std::string>& paths) {
       auto it = paths.find(artifact->id);
       return it == paths.end() ? std::string() : it->second;
@@ -391,41 +500,24 @@ CatalogueSection vmconfig_artifacts_section(const CatalogueSource& source, Catal
   return section;
 }
 
-// Container images: one row per stored index and manifest, linked to where /v2/ serves it.
-// The fingerprints of the keys whose cosign signature was verified for each signed image, by
-// (address, the top digest the signature names): a signature is the `.sig` attachment at tag
-// sha256-<hex> beside the image (docs/images.md), and its provenance holds the key.
-std::map<std::pair<std::string, std::string>, std::vector<std::string>> cosign_signers(const CatalogueSource& source) {
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> signers;
-  for (const auto& a : source.artifacts) {
-    if (a.kind != cache::ArtifactKind::image_attachment) continue;
-    // Only the .sig attachment is a signature; .att and .sbom are carried unverified.
-    auto signed_digest = cache::image_attachment_tag(a.version);
-    if (!signed_digest || a.version != cache::image_signature_tag(*signed_digest)) continue;
-    auto& keys = signers[{a.address, *signed_digest}];
-    if (auto it = source.provenance.find(a.id); it != source.provenance.end())
-      for (const auto& p : it->second)
-        if (!p.key_fingerprint.empty() && std::find(keys.begin(), keys.end(), p.key_fingerprint) == keys.end())
-          keys.push_back(p.key_fingerprint);
-  }
-  return signers;
-}
-
 // "attestation" or "sbom" for a cosign attachment at sha256-<hex>.att or .sbom; nullopt for
 // anything else (the .sig, a referrer, an image).
 std::optional<std::string> cosign_attachment_kind(const cache::Artifact& row) {
-  auto subject = row.kind == cache::ArtifactKind::image_attachment ? cache::image_attachment_tag(row.version) : std::nullopt;
+  auto subject = cache::kind_info(row).listed == cache::Listed::image_attachments ? cache::image_attachment_tag(row.version)
+                                                                                 : std::nullopt;
   if (!subject) return std::nullopt;
   if (row.version == cache::cosign_attachment_tag(*subject, cache::kCosignAttestationSuffix)) return "attestation";
   if (row.version == cache::cosign_attachment_tag(*subject, cache::kCosignSbomSuffix)) return "sbom";
   return std::nullopt;
 }
 
+// Container images: one row per stored index and manifest, linked to where /v2/ serves it.
 // Every stored image index and platform manifest, each linked where the site serves it, with
 // the keys that signed its tag's top manifest (the index, or the manifest stored without one),
 // or "unsigned". Also lists the registries of the served ones in catalogue.image_registries
 // (the containerd snippet).
-CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalogue) {
+CatalogueSection images_section(const Listing& listing, Catalogue& catalogue) {
+  const CatalogueSource& source = listing.source;
   CatalogueSection section;
   section.id = "images";
   section.title = "Container images";
@@ -433,33 +525,30 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
                     "and skopeo pull them from <mirror>/v2/mirror/<registry>/<repository>, and who signed them.";
   section.empty = "No container images are stored (podplane deps images, or deps download for the pinned ones).";
   section.columns = {"Image", "Tag", "Platform", "Digest", "Size", "Served", "Signature"};
-  auto rows = artifacts_newest_first(source, cache::ArtifactKind::image_index);
-  auto manifests = artifacts_newest_first(source, cache::ArtifactKind::image_manifest);
+  auto rows = listing.of(cache::Listed::image_indexes);
+  const std::size_t manifests_from = rows.size();
+  auto manifests = listing.of(cache::Listed::image_manifests);
   rows.insert(rows.end(), manifests.begin(), manifests.end());
+  const std::size_t attachments_from = rows.size();
   // Referrers (SBOMs, attestations) under the digest of the image they name, its tag column;
   // cosign's attestations and SBOMs under their tags (sha256-<hex>.att, .sbom). The .sig is
   // shown as the Signature of what it signs, not as a row.
-  for (const auto* attachment : artifacts_newest_first(source, cache::ArtifactKind::image_attachment))
+  for (const auto* attachment : listing.of(cache::Listed::image_attachments))
     if (!cache::image_digest_problem(attachment->version) || cosign_attachment_kind(*attachment)) rows.push_back(attachment);
-  std::map<std::pair<std::string, std::string>, std::string> index_of_tag;  // (address, tag) → index digest
-  for (const auto& a : source.artifacts)
-    if (a.kind == cache::ArtifactKind::image_index) index_of_tag[{a.address, a.version}] = a.filename;
-  auto signers = cosign_signers(source);
   std::set<std::string> registries;
-  for (const auto* image : rows) {
+  for (std::size_t n = 0; n < rows.size(); ++n) {
+    const auto* image = rows[n];
     std::string repository = net::mirror_repository(image->address);
     std::string path = served_at(source, std::string(site_paths::registry_api) + repository + "/manifests/" + image->filename,
                                  image->digest);
     if (!path.empty()) registries.insert(image->address.substr(0, image->address.find('/')));
     auto attached = cosign_attachment_kind(*image);
-    std::string platform = image->kind == cache::ArtifactKind::image_index        ? "index"
-                           : attached                                             ? *attached
-                           : image->kind == cache::ArtifactKind::image_attachment ? "referrer"
-                                                                                  : image->platform;
-    auto index = index_of_tag.find({image->address, image->version});
-    std::string top = index != index_of_tag.end() ? index->second : image->filename;
-    std::vector<std::string> keys;
-    if (auto it = signers.find({image->address, top}); it != signers.end()) keys = it->second;
+    std::string platform = n < manifests_from     ? "index"
+                           : attached              ? *attached
+                           : n >= attachments_from ? "referrer"
+                                                   : image->platform;
+    // The keys that signed its tag's top manifest (cache/kinds.hpp Signer::cosign_key).
+    const std::vector<std::string> keys = listing.signers.of(*image).fingerprints;
     // An attestation or SBOM is carried as attached upstream, checked by digest only.
     auto signature = attached      ? status("not verified", Tone::warning)
                      : keys.empty() ? status("unsigned", Tone::warning)
@@ -487,14 +576,15 @@ CatalogueSection images_section(const CatalogueSource& source, Catalogue& catalo
 }
 
 // Seed snapshots (seeds.json pins them by sha512), at their /seeds/snapshots/ paths.
-CatalogueSection seeds_section(const CatalogueSource& source, Catalogue&) {
+CatalogueSection seeds_section(const Listing& listing, Catalogue&) {
+  const CatalogueSource& source = listing.source;
   CatalogueSection section;
   section.id = "seeds";
   section.title = "Seeds";
   section.summary = "The seed snapshots seeds.json names, served at <mirror>/seeds/snapshots/.";
   section.empty = "No seed snapshots are stored.";
   section.columns = {"Seed", "Version", "File", "Size", "Upstream digest", "Served"};
-  for (const auto* seed : artifacts_newest_first(source, cache::ArtifactKind::seed_snapshot)) {
+  for (const auto* seed : listing.of(cache::Listed::seeds)) {
     std::string path = served_at(source, "/seeds/snapshots/" + seed->address + "/" + seed->version + "/" + seed->filename,
                                  seed->digest);
     add_flat_row(section, RowFields()
@@ -514,20 +604,18 @@ CatalogueSection seeds_section(const CatalogueSource& source, Catalogue&) {
 
 // Engine releases (docs/tools.md), at /tools/<engine>/<version>/ beside their SHA256SUMS and
 // signature, with the line that installs one on a machine that reaches this mirror.
-CatalogueSection tools_section(const CatalogueSource& source, Catalogue&) {
+CatalogueSection tools_section(const Listing& listing, Catalogue&) {
+  const CatalogueSource& source = listing.source;
   CatalogueSection section;
   section.id = "tools";
   section.title = "Engines";
   section.summary = "The terraform and tofu release zips, served at <mirror>/tools/ beside their signed SHA256SUMS.";
   section.empty = "No engine release is stored.";
   section.columns = {"Engine", "Version", "Platform", "File", "SHA-256", "Size", "SHA256SUMS signed by", "Install"};
-  for (const auto* zip : artifacts_newest_first(source, cache::ArtifactKind::tool_archive)) {
-    if (zip->address == cache::kPodplaneReleaseAddress) continue;  // podplane_releases_section()
+  for (const auto* zip : listing.of(cache::Listed::engines)) {
     std::string path = served_at(source, "/tools/" + zip->address + "/" + zip->version + "/" + zip->filename, zip->digest);
-    std::string signer;
-    if (auto it = source.provenance.find(zip->id); it != source.provenance.end())
-      for (const auto& check : it->second)
-        if (!check.key_fingerprint.empty()) signer = check.key_fingerprint;
+    const auto signers = listing.signers.of(*zip).fingerprints;
+    const std::string signer = signers.empty() ? std::string() : signers.front();
     auto signed_by = signer.empty() ? status("unsigned", Tone::warning) : hash(signer);
     if (!signer.empty()) signed_by.tone = Tone::good;
     const std::string install = "podplane tools install " + zip->address + " " + zip->version + " --platform " + zip->platform +
@@ -551,7 +639,8 @@ CatalogueSection tools_section(const CatalogueSource& source, Catalogue&) {
 
 // Podplane's own release files (docs/tools.md), at /tools/podplane/<version>/ beside the
 // SHA256SUMS the store wrote; a tarball's row carries the line that installs it from here.
-CatalogueSection podplane_releases_section(const CatalogueSource& source, Catalogue&) {
+CatalogueSection podplane_releases_section(const Listing& listing, Catalogue&) {
+  const CatalogueSource& source = listing.source;
   CatalogueSection section;
   section.id = "podplane";
   section.title = "Podplane";
@@ -559,8 +648,7 @@ CatalogueSection podplane_releases_section(const CatalogueSource& source, Catalo
                     "SHA256SUMS listing them; they came in under the bundle's signature.";
   section.empty = "No podplane release is stored.";
   section.columns = {"Version", "Platform", "File", "SHA-256", "Size", "Install"};
-  for (const auto* file : artifacts_newest_first(source, cache::ArtifactKind::tool_archive)) {
-    if (file->address != cache::kPodplaneReleaseAddress) continue;
+  for (const auto* file : listing.of(cache::Listed::podplane_releases)) {
     std::string path = served_at(source, "/tools/podplane/" + file->version + "/" + file->filename, file->digest);
     const bool tarball = file->filename == cache::podplane_tarball_name(file->version, file->platform);
     RowFields fields;
@@ -583,7 +671,8 @@ CatalogueSection podplane_releases_section(const CatalogueSource& source, Catalo
   return section;
 }
 
-CatalogueSection bundles_section(const CatalogueSource& source, Catalogue&) {
+CatalogueSection bundles_section(const Listing& listing, Catalogue&) {
+  const CatalogueSource& source = listing.source;
   CatalogueSection section;
   section.id = "bundles";
   section.title = "Imported bundles";
@@ -648,7 +737,8 @@ CatalogueSection bundles_section(const CatalogueSource& source, Catalogue&) {
   return section;
 }
 
-CatalogueSection signers_section(const CatalogueSource& source, Catalogue&) {
+CatalogueSection signers_section(const Listing& listing, Catalogue&) {
+  const CatalogueSource& source = listing.source;
   CatalogueSection section;
   section.id = "bundle-signers";
   section.title = "Bundle signers";
@@ -667,7 +757,8 @@ CatalogueSection signers_section(const CatalogueSource& source, Catalogue&) {
 
 // The store's size by kind: the figures of `deps du` (cache::usage_of), so that a site can see
 // what its mirror holds without a shell on the host.
-CatalogueSection usage_section(const CatalogueSource& source, Catalogue&) {
+CatalogueSection usage_section(const Listing& listing, Catalogue&) {
+  const CatalogueSource& source = listing.source;
   const auto& usage = source.usage;
   CatalogueSection section;
   section.id = "store-usage";
@@ -690,7 +781,7 @@ CatalogueSection usage_section(const CatalogueSource& source, Catalogue&) {
 
 // The sections in page order. images_section also sets catalogue.image_registries, so that the
 // containerd snippet names each registry whose images are served.
-using SectionBuilder = CatalogueSection (*)(const CatalogueSource&, Catalogue&);
+using SectionBuilder = CatalogueSection (*)(const Listing&, Catalogue&);
 constexpr SectionBuilder kSections[] = {
     providers_section, modules_section, vmconfig_manifests_section, vmconfig_artifacts_section,
     images_section,    seeds_section,   bundles_section,            signers_section,
@@ -732,15 +823,16 @@ std::size_t Catalogue::row_count() const {
 Catalogue build_catalogue(const CatalogueSource& source) {
   Catalogue catalogue;
   catalogue.primary_host = source.primary_host;
-  for (auto builder : kSections) catalogue.sections.push_back(builder(source, catalogue));
+  const Listing listing(source);
+  for (auto builder : kSections) catalogue.sections.push_back(builder(listing, catalogue));
   // Engine releases get a section only where some are stored: a catalogue without them reads
   // as it did before they could be.
-  if (auto tools = tools_section(source, catalogue); !tools.rows.empty()) {
+  if (auto tools = tools_section(listing, catalogue); !tools.rows.empty()) {
     auto seeds = std::find_if(catalogue.sections.begin(), catalogue.sections.end(), [](const auto& s) { return s.id == "seeds"; });
     catalogue.sections.insert(seeds == catalogue.sections.end() ? seeds : seeds + 1, std::move(tools));
   }
   // Likewise podplane's own releases, after the engines (or where they would be).
-  if (auto releases = podplane_releases_section(source, catalogue); !releases.rows.empty()) {
+  if (auto releases = podplane_releases_section(listing, catalogue); !releases.rows.empty()) {
     auto after = std::find_if(catalogue.sections.begin(), catalogue.sections.end(), [](const auto& s) { return s.id == "tools"; });
     if (after == catalogue.sections.end())
       after = std::find_if(catalogue.sections.begin(), catalogue.sections.end(), [](const auto& s) { return s.id == "seeds"; });
@@ -760,12 +852,21 @@ CatalogueSource gather_catalogue_source(const cache::Store& store, std::string p
   source.primary_host = std::move(primary_host);
   source.artifacts = store.artifacts();
   for (const auto& artifact : source.artifacts) {
-    if (artifact.kind == cache::ArtifactKind::provider_package || artifact.kind == cache::ArtifactKind::image_attachment ||
-        artifact.kind == cache::ArtifactKind::tool_archive) {
-      auto checks = store.provenance_of(artifact.id);
-      if (!checks.empty()) source.provenance[artifact.id] = std::move(checks);
+    const auto& kind = cache::kind_info(artifact);
+    switch (kind.signer) {  // the rows whose own provenance names a key (SignerLookup)
+      case cache::Signer::unset:
+      case cache::Signer::none:
+      case cache::Signer::cosign_key:  // its signature's provenance does
+      case cache::Signer::bundle_signature: break;
+      case cache::Signer::openpgp_keys_document:
+      case cache::Signer::pinned_release_key:
+      case cache::Signer::cosign_attachment: {
+        auto checks = store.provenance_of(artifact.id);
+        if (!checks.empty()) source.provenance[artifact.id] = std::move(checks);
+        break;
+      }
     }
-    if (artifact.kind != cache::ArtifactKind::provider_keys || source.keys.count(artifact.digest)) continue;
+    if (kind.listed != cache::Listed::signer_names || source.keys.count(artifact.digest)) continue;
     // The stored keys document is upstream text: the signing_keys object or a whole registry
     // answer holding it. One that does not parse only costs the catalogue its user ids.
     try {

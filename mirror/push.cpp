@@ -7,11 +7,13 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "base/digest.hpp"
 #include "base/error.hpp"
+#include "cache/kinds.hpp"
 #include "net/http.hpp"
 #include "net/transport.hpp"
 
@@ -413,23 +415,9 @@ std::string repository_path(const OciTarget& target, const std::string& tail) {
   return target.prefix.empty() ? tail : target.prefix + "/" + tail;
 }
 
-}  // namespace
-
-PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text, const PushOptions& options,
-                      std::ostream* progress) {
-  auto target = OciTarget::parse(target_text);
-  // libarchive writes zip entry times as DOS local time: pin the zone so that a module zip
-  // has the same bytes (and digest) on every host, which is what keeps re-pushes idempotent.
-  ::setenv("TZ", "UTC0", 1);
-  ::tzset();
-
-  auto store = cache::Store::open(deps_root, cache::Store::Access::read_only);
-  auto site = MirrorSite::build(store);
-  auto auth_options = options.registry_auth;
-  auth_options.creds_registry = target.registry;
-  Registry registry(target, options, net::RegistryCredentials::load(auth_options));
-  Pusher push(registry, progress);
-
+// Each provider version as OpenTofu's OCI provider mirror lays it out: an index per version, one
+// manifest per platform, the zip its layer.
+void push_provider_releases(Pusher& push, const OciTarget& target, const MirrorSite& site, const cache::Store& store) {
   for (const auto& release : site.provider_releases()) {
     std::string repository = repository_path(target, "providers/" + release.host + "/" + release.ns + "/" + release.type);
     std::string tag = tag_of(release.version);
@@ -462,7 +450,10 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
     push.manifest(repository, tag, oci_media::index, index.dump());
     push.stats.references.push_back(target.registry + "/" + repository + ":" + tag);
   }
+}
 
+// Each module package as OpenTofu's module package image: one zip layer.
+void push_module_packages(Pusher& push, const OciTarget& target, const MirrorSite& site) {
   for (const auto& package : site.module_packages()) {
     std::string repository = repository_path(target, "modules/" + package->address);
     std::string tag = tag_of(package->version);
@@ -483,7 +474,9 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
     push.manifest(repository, tag, oci_media::manifest, image.dump());
     push.stats.references.push_back(target.registry + "/" + repository + ":" + tag);
   }
+}
 
+void push_images(Pusher& push, Registry& registry, const OciTarget& target, const MirrorSite& site, const cache::Store& store) {
   // Container images under their mirror names (PREFIX/mirror/<registry>/<repository>:<tag>),
   // byte for byte as stored, so every digest stays the upstream's.
   for (const auto& image : site.images()) {
@@ -512,6 +505,38 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
     // from their subject, one without needs the tag schema's index.
     for (const auto& [subject, index] : image.referrers)
       if (!registry.has_referrers_api(repository, subject)) push.referrers_tag(repository, subject, json::parse(index));
+  }
+}
+
+}  // namespace
+
+PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text, const PushOptions& options,
+                      std::ostream* progress) {
+  auto target = OciTarget::parse(target_text);
+  // libarchive writes zip entry times as DOS local time: pin the zone so that a module zip
+  // has the same bytes (and digest) on every host, which is what keeps re-pushes idempotent.
+  ::setenv("TZ", "UTC0", 1);
+  ::tzset();
+
+  auto store = cache::Store::open(deps_root, cache::Store::Access::read_only);
+  auto site = MirrorSite::build(store);
+  auto auth_options = options.registry_auth;
+  auth_options.creds_registry = target.registry;
+  Registry registry(target, options, net::RegistryCredentials::load(auth_options));
+  Pusher push(registry, progress);
+
+  // Every form some kind of row (or module trees) is pushed as (cache/kinds.hpp Pushed), in the
+  // order of that enum: providers, modules, images.
+  std::set<cache::Pushed> forms{cache::kModuleTrees.pushed};
+  for (const auto& kind : cache::kinds()) forms.insert(kind.pushed);
+  for (auto form : forms) {
+    switch (form) {
+      case cache::Pushed::unset:
+      case cache::Pushed::none: break;
+      case cache::Pushed::provider_oci_mirror: push_provider_releases(push, target, site, store); break;
+      case cache::Pushed::module_package: push_module_packages(push, target, site); break;
+      case cache::Pushed::image_as_stored: push_images(push, registry, target, site, store); break;
+    }
   }
   return push.stats;
 }

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/kinds.hpp"
 #include "cache/row_rules.hpp"
 #include "net/oci_reference.hpp"
 #include "mirror/serve_site.hpp"
@@ -70,16 +71,12 @@ json referrers_index(const json& descriptors) {
 
 }  // namespace
 
-void add_image_resources(const cache::Store& store, MirrorSite& site) {
-  struct Rows {
-    std::vector<cache::Artifact> indexes, manifests, blobs;
-  };
-  std::map<std::string, Rows> images;
-  // A signature (image_attachment) is served as a manifest at its tag sha256-<hex>.sig, as
-  // cosign and containers/image look for it, with its payloads as blobs.
-  for (auto kind : {cache::ArtifactKind::image_index, cache::ArtifactKind::image_manifest, cache::ArtifactKind::image_attachment,
-                    cache::ArtifactKind::image_blob}) {
-    for (auto& row : store.artifacts({.kind = kind})) {
+void add_image_resources(const cache::Store& store, ImageRows all, MirrorSite& site) {
+  std::map<std::string, ImageRows> images;  // by address: that repository's rows
+  // An attachment (a cosign signature at its tag sha256-<hex>.sig, as cosign and
+  // containers/image look for it, or a referrer) is served as a manifest, with its payloads as blobs.
+  for (auto* served : {&all.indexes, &all.manifests, &all.attachments, &all.blobs}) {
+    for (auto& row : *served) {
       try {
         cache::check_artifact_layout(row);
       } catch (const std::exception& error) {
@@ -87,9 +84,7 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
         continue;
       }
       auto& rows = images[row.address];
-      (kind == cache::ArtifactKind::image_index ? rows.indexes
-       : kind == cache::ArtifactKind::image_blob ? rows.blobs
-                                                  : rows.manifests)
+      (served == &all.indexes ? rows.indexes : served == &all.manifests ? rows.manifests : served == &all.attachments ? rows.attachments : rows.blobs)
           .push_back(std::move(row));
     }
   }
@@ -122,10 +117,16 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
     image.repository = net::mirror_repository(address);
     std::string prefix = std::string(site_paths::registry_api) + image.repository + "/";
     // The newest row of a tag wins (a later fetch of a moved tag), indexes before manifests.
-    std::map<std::string, std::pair<const cache::Artifact*, std::string>> tags;
+    struct Tagged {
+      const cache::Artifact* row;
+      std::string media_type;
+      bool index;
+    };
+    std::map<std::string, Tagged> tags;
     std::set<std::string> seen;
     std::map<std::string, json> referrers;  // subject digest → the descriptors of its referrers
-    auto publish_manifest = [&](const cache::Artifact& row, bool index) {
+    auto publish_manifest = [&](const cache::Artifact& row, cache::Served served) {
+      const bool index = served == cache::Served::oci_index;
       std::string media_type = media_type_of(store, row);
       if (media_type.empty()) {
         site.skipped_.push_back("image " + address + ": the manifest " + row.filename + " is not readable JSON");
@@ -133,12 +134,11 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
       }
       if (cache::image_tag_problem(row.version) == std::nullopt) {
         auto it = tags.find(row.version);
-        bool wins = it == tags.end() || (index && it->second.first->kind != cache::ArtifactKind::image_index) ||
-                    ((it->second.first->kind == cache::ArtifactKind::image_index) == index && it->second.first->id < row.id);
-        if (wins) tags[row.version] = {&row, media_type};
+        bool wins = it == tags.end() || (index && !it->second.index) || (it->second.index == index && it->second.row->id < row.id);
+        if (wins) tags[row.version] = {&row, media_type, index};
       }
       // A referrer (an attachment whose version is its subject's digest) is listed under its subject.
-      if (row.kind == cache::ArtifactKind::image_attachment && !cache::image_digest_problem(row.version)) {
+      if (served == cache::Served::oci_attachment && !cache::image_digest_problem(row.version)) {
         auto& list = referrers.try_emplace(row.version, json::array()).first->second;
         bool listed = std::any_of(list.begin(), list.end(), [&](const json& d) { return d["digest"] == row.filename; });
         if (auto descriptor = referrer_descriptor(store, row, media_type); descriptor && !listed) list.push_back(*descriptor);
@@ -147,8 +147,9 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
       add(prefix + "manifests/" + row.filename, object(row, media_type));
       image.manifests.push_back({row.filename, media_type, store.object_path(row.digest), row.size});
     };
-    for (const auto& row : rows.manifests) publish_manifest(row, false);
-    for (const auto& row : rows.indexes) publish_manifest(row, true);
+    for (const auto& row : rows.manifests) publish_manifest(row, cache::Served::oci_manifest);
+    for (const auto& row : rows.attachments) publish_manifest(row, cache::Served::oci_attachment);
+    for (const auto& row : rows.indexes) publish_manifest(row, cache::Served::oci_index);
     std::set<std::string> blob_seen;
     for (const auto& row : rows.blobs) {
       if (!blob_seen.insert(row.filename).second) continue;
@@ -157,8 +158,8 @@ void add_image_resources(const cache::Store& store, MirrorSite& site) {
     }
     json tag_list = json::array();
     for (const auto& [tag, chosen] : tags) {
-      add(prefix + "manifests/" + tag, object(*chosen.first, chosen.second));
-      image.tags.push_back({tag, chosen.first->filename, chosen.second, chosen.first->size});
+      add(prefix + "manifests/" + tag, object(*chosen.row, chosen.media_type));
+      image.tags.push_back({tag, chosen.row->filename, chosen.media_type, chosen.row->size});
       tag_list.push_back(tag);
     }
     // Every manifest served here answers /referrers/ (empty when it has none); other digests

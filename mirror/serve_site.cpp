@@ -14,6 +14,7 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/split.hpp"
+#include "cache/kinds.hpp"
 #include "cache/provider_documents.hpp"
 #include "cache/views.hpp"
 #include "lockfile/version.hpp"
@@ -293,10 +294,46 @@ void add_provider(SiteWriter& site, const std::string& address, const ProviderVe
   if (!registry_versions.empty()) site.add(dirs.registry_dir + "/versions", json_document({{"versions", registry_versions}}));
 }
 
+// The store's artifact rows by where the table serves them (cache/kinds.hpp Served), each list in
+// the order of the kinds, then of the index (a variant's rows come with its kind's).
+struct ServedRows {
+  std::vector<cache::Artifact> provider_packages, provider_shasums, provider_signatures, provider_keys;
+  std::vector<cache::Artifact> vmconfig_manifests, vmconfig_files, seeds_manifests, seed_snapshots, tool_files;
+  ImageRows images;
+};
+
+ServedRows served_rows(const cache::Store& store) {
+  ServedRows rows;
+  for (const auto& kind : cache::kinds()) {
+    if (!kind.address.empty()) continue;
+    for (auto& row : store.artifacts({.kind = *kind.kind})) {
+      switch (cache::kind_info(row).served) {
+        case cache::Served::unset:
+        case cache::Served::none: break;
+        case cache::Served::module_package: break;  // module trees: add_modules()
+        case cache::Served::provider_package: rows.provider_packages.push_back(std::move(row)); break;
+        case cache::Served::provider_shasums: rows.provider_shasums.push_back(std::move(row)); break;
+        case cache::Served::provider_signature: rows.provider_signatures.push_back(std::move(row)); break;
+        case cache::Served::provider_keys_inline: rows.provider_keys.push_back(std::move(row)); break;
+        case cache::Served::vmconfig_manifest: rows.vmconfig_manifests.push_back(std::move(row)); break;
+        case cache::Served::vmconfig_file: rows.vmconfig_files.push_back(std::move(row)); break;
+        case cache::Served::seeds_manifest: rows.seeds_manifests.push_back(std::move(row)); break;
+        case cache::Served::seed_snapshot: rows.seed_snapshots.push_back(std::move(row)); break;
+        case cache::Served::tool_release_file: rows.tool_files.push_back(std::move(row)); break;
+        case cache::Served::oci_index: rows.images.indexes.push_back(std::move(row)); break;
+        case cache::Served::oci_manifest: rows.images.manifests.push_back(std::move(row)); break;
+        case cache::Served::oci_attachment: rows.images.attachments.push_back(std::move(row)); break;
+        case cache::Served::oci_blob: rows.images.blobs.push_back(std::move(row)); break;
+      }
+    }
+  }
+  return rows;
+}
+
 // Providers: address → version → platform → package.
-void add_providers(SiteWriter& site, std::vector<PublishedProviderRelease>& releases) {
+void add_providers(SiteWriter& site, ServedRows& rows, std::vector<PublishedProviderRelease>& releases) {
   std::map<std::string, ProviderVersions> providers;
-  for (auto& package : site.store.artifacts({.kind = cache::ArtifactKind::provider_package})) {
+  for (auto& package : rows.provider_packages) {
     auto address = split(package.address, '/');
     auto platform = split(package.platform, '_');
     if (address.size() != 3 || !all_safe(address) || platform.size() != 2 || !all_safe(platform) ||
@@ -307,9 +344,8 @@ void add_providers(SiteWriter& site, std::vector<PublishedProviderRelease>& rele
     }
     providers[package.address][package.version][package.platform] = std::move(package);
   }
-  ReleaseDocTables tables{latest_by_release(site.store.artifacts({.kind = cache::ArtifactKind::provider_shasums})),
-                          latest_by_release(site.store.artifacts({.kind = cache::ArtifactKind::provider_signature})),
-                          latest_by_release(site.store.artifacts({.kind = cache::ArtifactKind::provider_keys}))};
+  ReleaseDocTables tables{latest_by_release(std::move(rows.provider_shasums)), latest_by_release(std::move(rows.provider_signatures)),
+                          latest_by_release(std::move(rows.provider_keys))};
   for (const auto& [address, versions] : providers) add_provider(site, address, versions, tables, releases);
 }
 
@@ -396,9 +432,9 @@ void add_modules(SiteWriter& site, std::vector<std::shared_ptr<const ModulePacka
 // keeps it (/vmconfig/manifests/) and where deps.podplane.dev publishes it (/manifests/,
 // what `deps download` asks $PODPLANE_DEPS_URL for). The plain name wins over a stored
 // file of the same name.
-void add_vmconfig(SiteWriter& site) {
+void add_vmconfig(SiteWriter& site, const ServedRows& rows) {
   std::map<std::string, cache::Artifact> by_file, by_name;  // newest row per file name, per manifest name
-  for (auto& manifest : site.store.artifacts({.kind = cache::ArtifactKind::vmconfig_manifest})) {
+  for (const auto& manifest : rows.vmconfig_manifests) {
     if (!is_safe_segment(manifest.filename) || !is_safe_segment(manifest.address + ".json")) {
       site.skip("vmconfig manifest with an unsafe name: " + manifest.address + " " + manifest.filename);
       continue;
@@ -418,9 +454,7 @@ void add_vmconfig(SiteWriter& site) {
   // Artifacts at Podplane's plain path and at each arch's base (cache/views.hpp): the site,
   // the views and `cluster check`'s replay of a VM agree on every path. The boot files read out
   // of each os image sit beside it (…/os-image/<version>/boot/<file>), for nodes that boot them.
-  auto vmconfig_rows = site.store.artifacts({.kind = cache::ArtifactKind::vmconfig_artifact});
-  for (auto& row : site.store.artifacts({.kind = cache::ArtifactKind::vmconfig_boot_file})) vmconfig_rows.push_back(std::move(row));
-  for (const auto& [path, artifact] : cache::vmconfig_artifact_paths(vmconfig_rows)) {
+  for (const auto& [path, artifact] : cache::vmconfig_artifact_paths(rows.vmconfig_files)) {
     auto segments = split(path, '/');
     if (!all_safe(segments)) {
       site.skip("vmconfig artifact with unsafe names: " + artifact.address + " " + artifact.version + " " + artifact.filename);
@@ -433,15 +467,15 @@ void add_vmconfig(SiteWriter& site) {
 // Seeds: the newest seeds.json where deps.podplane.dev publishes it (/manifests/seeds.json,
 // what `deps download` asks $PODPLANE_DEPS_URL for) and where the cache keeps it, and every
 // snapshot at its view path.
-void add_seeds(SiteWriter& site) {
+void add_seeds(SiteWriter& site, const ServedRows& rows) {
   std::optional<cache::Artifact> seeds_manifest;
-  for (auto& row : site.store.artifacts({.kind = cache::ArtifactKind::seed_manifest}))
-    if (!seeds_manifest || seeds_manifest->id < row.id) seeds_manifest = std::move(row);
+  for (const auto& row : rows.seeds_manifests)
+    if (!seeds_manifest || seeds_manifest->id < row.id) seeds_manifest = row;
   if (seeds_manifest) {
     site.add(std::string(site_paths::deps_manifests) + "seeds.json", site.manifest_resource(*seeds_manifest));
     site.add("/seeds/manifests/seeds.json", site.manifest_resource(*seeds_manifest));
   }
-  for (const auto& snapshot : site.store.artifacts({.kind = cache::ArtifactKind::seed_snapshot})) {
+  for (const auto& snapshot : rows.seed_snapshots) {
     if (!is_safe_segment(snapshot.address) || !is_safe_segment(snapshot.version) || !is_safe_segment(snapshot.filename)) {
       site.skip("seed snapshot with unsafe names: " + snapshot.address + " " + snapshot.version + " " + snapshot.filename);
       continue;
@@ -454,15 +488,13 @@ void add_seeds(SiteWriter& site) {
 // Engine releases at stable paths shaped like releases.hashicorp.com's:
 // /tools/<engine>/<version>/<file>, the zips beside their SHA256SUMS and its signature, so that
 // `tools install --from` (or curl and gpg) checks them as against the upstream.
-void add_tools(SiteWriter& site) {
-  for (auto kind : {cache::ArtifactKind::tool_archive, cache::ArtifactKind::tool_shasums, cache::ArtifactKind::tool_signature}) {
-    for (const auto& row : site.store.artifacts({.kind = kind})) {
-      if (!is_safe_segment(row.address) || !is_safe_segment(row.version) || !is_safe_segment(row.filename)) {
-        site.skip("engine release file with unsafe names: " + row.address + " " + row.version + " " + row.filename);
-        continue;
-      }
-      site.add(join_path({std::string(site_paths::tools), row.address, row.version, row.filename}), site.object_resource(row));
+void add_tools(SiteWriter& site, const ServedRows& rows) {
+  for (const auto& row : rows.tool_files) {
+    if (!is_safe_segment(row.address) || !is_safe_segment(row.version) || !is_safe_segment(row.filename)) {
+      site.skip("engine release file with unsafe names: " + row.address + " " + row.version + " " + row.filename);
+      continue;
     }
+    site.add(join_path({std::string(site_paths::tools), row.address, row.version, row.filename}), site.object_resource(row));
   }
 }
 
@@ -487,7 +519,8 @@ void add_catalogue(SiteWriter& site, const std::shared_ptr<const Catalogue>& cat
 
 }  // namespace
 
-// One function per kind of content, each adding its paths and skipping the rows it cannot serve.
+// One function per kind of content, each adding its paths for the rows the table serves that way
+// and skipping the rows it cannot serve.
 MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& options) {
   MirrorSite site;
   auto selection = store.tf_selection();
@@ -505,12 +538,13 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
   writer.add(std::string(site_paths::well_known),
              json_document({{"providers.v1", std::string(site_paths::providers) + site.primary_host_ + "/"},
                             {"modules.v1", std::string(site_paths::modules) + site.primary_host_ + "/"}}));
-  add_providers(writer, site.provider_releases_);
+  auto rows = served_rows(store);
+  add_providers(writer, rows, site.provider_releases_);
   add_modules(writer, site.module_packages_);
-  add_vmconfig(writer);
-  add_seeds(writer);
-  add_tools(writer);
-  add_image_resources(store, site);
+  add_vmconfig(writer, rows);
+  add_seeds(writer, rows);
+  add_tools(writer, rows);
+  add_image_resources(store, std::move(rows.images), site);
   site.catalogue_ = std::make_shared<const Catalogue>(build_catalogue(gather_catalogue_source(store, site.primary_host(), served_digests(site))));
   add_catalogue(writer, site.catalogue_);
   return site;

@@ -103,6 +103,12 @@ struct SiteOptions {
   std::string public_url;
 };
 
+// The image rows of a store, by where the table serves them (cache/kinds.hpp Served), each list
+// in index order.
+struct ImageRows {
+  std::vector<cache::Artifact> indexes, manifests, attachments, blobs;
+};
+
 class MirrorSite {
  public:
   [[nodiscard]] static MirrorSite build(const cache::Store& store, const SiteOptions& options = {});
@@ -124,7 +130,7 @@ class MirrorSite {
   std::vector<PublishedImage> images_;
   std::vector<std::string> skipped_;
 
-  friend void add_image_resources(const cache::Store& store, MirrorSite& site);
+  friend void add_image_resources(const cache::Store& store, ImageRows rows, MirrorSite& site);
   std::string primary_host_;
   std::shared_ptr<const Catalogue> catalogue_;
 };
@@ -134,7 +140,7 @@ class MirrorSite {
 bool is_safe_segment(std::string_view segment);
 
 // The /v2/ paths of the store's images (mirror/serve_images.cpp): part of MirrorSite::build.
-void add_image_resources(const cache::Store& store, MirrorSite& site);
+void add_image_resources(const cache::Store& store, ImageRows rows, MirrorSite& site);
 
 using ByteSink = std::function<void(const char* data, std::size_t size)>;
 

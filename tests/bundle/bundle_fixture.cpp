@@ -6,6 +6,7 @@
 
 #include "base/digest.hpp"
 #include "cache/layout.hpp"
+#include "tests/support/every_kind.hpp"
 
 namespace podplane::bundle::test {
 
@@ -40,15 +41,11 @@ std::vector<std::string> add_provider(cache::Store& store, const std::string& ty
 
   auto add = [&](cache::ArtifactKind kind, const std::string& platform, const std::string& filename,
                  const std::string& digest) {
-    cache::Artifact a;
-    a.kind = kind;
-    a.address = address;
-    a.version = version;
-    a.platform = platform;
+    cache::Artifact a = kind == cache::ArtifactKind::provider_package
+                            ? podplane::test::provider_package_row(digest, platform, address, version)
+                            : podplane::test::provider_document_row(kind, digest, address, version);
     a.filename = filename;
-    a.digest = digest;
     a.upstream_url = "https://example.invalid/" + filename;
-    a.trust = cache::Trust::signed_upstream;
     a.added_at = added_at.empty() ? "2026-11-0" + std::to_string(1 + version.size() % 8) + "T10:00:00Z" : added_at;
     return store.add_artifact(a);
   };
@@ -96,23 +93,14 @@ void add_vmconfig(cache::Store& store) {
   std::string manifest = "{\"vmconfig\":{\"version\":\"13.2\"},\"items\":[{\"name\":\"kernel\",\"sha256\":\"" +
                          artifact_digest + "\"}]}";
   std::string manifest_digest = store.add_bytes(manifest);
-  cache::Artifact m;
-  m.kind = cache::ArtifactKind::vmconfig_manifest;
-  m.address = "vmconfig_knc_debian-13_amd64";
-  m.version = "13.2";
+  cache::Artifact m = podplane::test::vmconfig_manifest_row(manifest_digest, "vmconfig_knc_debian-13_amd64", "13.2");
   m.filename = "vmconfig_knc_debian-13_amd64.json";
-  m.digest = manifest_digest;
   m.trust = cache::Trust::checksum;
+  m.upstream_url.clear();
   m.added_at = "2026-11-03T08:00:00Z";
   store.add_artifact(m);
-  cache::Artifact a;
-  a.kind = cache::ArtifactKind::vmconfig_artifact;
-  a.address = "kernel";
-  a.version = "6.12.1";
+  cache::Artifact a = podplane::test::vmconfig_artifact_row(artifact_digest, "kernel", "6.12.1", "");
   a.filename = "vmlinuz-6.12.1";
-  a.digest = artifact_digest;
-  a.upstream_digest = "sha256:" + artifact_digest;
-  a.trust = cache::Trust::checksum;
   a.added_at = "2026-11-03T08:00:01Z";
   store.add_artifact(a);
 }

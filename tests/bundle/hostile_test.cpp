@@ -15,6 +15,7 @@
 #include "cache/views.hpp"
 #include "lockfile/hash.hpp"
 #include "tests/bundle/bundle_fixture.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::bundle {
@@ -235,15 +236,10 @@ TEST_F(HostileBundle, CompressedOrForeignArchivesAreRefused) {
 // Rows that pass the manifest's name checks but that the views could not lay out: refused by
 // verify and import with the store's own rules, before any row commits.
 cache::Artifact vm_row(const std::string& digest, const std::string& url) {
-  cache::Artifact a;
-  a.kind = cache::ArtifactKind::vmconfig_artifact;
-  a.address = "kernel";
-  a.version = "6.12.1";
+  cache::Artifact a = podplane::test::vmconfig_artifact_row(digest, "kernel", "6.12.1", url);
   a.filename = "vmlinuz";
-  a.digest = digest;
+  a.upstream_digest.clear();  // as such rows came in bundles: no digest to check them against
   a.size = static_cast<std::int64_t>(kX.size());
-  a.upstream_url = url;
-  a.trust = cache::Trust::checksum;
   a.added_at = "2026-11-01T00:00:00Z";
   return a;
 }
@@ -388,17 +384,10 @@ TEST_F(HostileBundle, RowHashesAreCheckedAgainstTheirObjectsBeforeCommit) {
   const std::string zip = podplane::test::read_file(dir / "zipdir" / "p.zip");
   const std::string right_h1 = lockfile::h1_hash_of_zip(dir / "zipdir" / "p.zip");
   auto package = [&](const std::string& digest, const std::string& h1) {
-    cache::Artifact a;
-    a.kind = cache::ArtifactKind::provider_package;
-    a.address = "registry.opentofu.org/hashicorp/null";
-    a.version = "3.2.4";
-    a.platform = "linux_amd64";
-    a.filename = "terraform-provider-null_3.2.4_linux_amd64.zip";
-    a.digest = digest;
+    cache::Artifact a = podplane::test::provider_package_row(digest);
     a.size = static_cast<std::int64_t>(zip.size());
     a.h1 = h1;
-    a.zh = "zh:" + digest;
-    a.trust = cache::Trust::signed_upstream;
+    a.zh = cache::zh_of(a);
     a.added_at = "2026-11-01T00:00:00Z";
     return a;
   };

@@ -19,6 +19,7 @@
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
 #include "cache/views.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::cache {
@@ -78,29 +79,14 @@ struct HealthyStore {
   HealthyStore() {
     Store store = Store::open(root);
     for (const std::string platform : {"linux_amd64", "linux_arm64"}) {
-      Artifact a;
-      a.kind = ArtifactKind::provider_package;
-      a.address = kNull;
-      a.version = "3.2.4";
-      a.platform = platform;
-      a.filename = "terraform-provider-null_3.2.4_" + platform + ".zip";
-      a.digest = store.add_bytes("PK zip for " + platform);
-      a.trust = Trust::signed_upstream;
+      Artifact a = test::provider_package_row(store.add_bytes("PK zip for " + platform), platform, kNull);
       (void)store.add_artifact(a);
       (platform == "linux_amd64" ? zip_amd64 : zip_arm64) = a.digest;
     }
     module_main = store.add_bytes("module cluster\n");
     (void)store.add_module_tree({0, kNstance, "2.0.1", "", "", "", {{"modules/cluster/main.tf", 0644, module_main, 0}}});
-    Artifact k;
-    k.kind = ArtifactKind::vmconfig_artifact;
-    k.address = "kernel";
-    k.version = "6.12.1";
-    k.filename = "vmlinuz-6.12.1";
-    k.digest = kernel = store.add_bytes("kernel image");
-    k.upstream_url = "https://example.com/releases/vmlinuz-6.12.1";
-    k.upstream_digest = "sha256:" + k.digest;
-    k.trust = Trust::checksum;
-    (void)store.add_artifact(k);
+    kernel = store.add_bytes("kernel image");
+    (void)store.add_artifact(test::vmconfig_artifact_row(kernel, "kernel", "6.12.1", "https://example.com/releases/vmlinuz-6.12.1"));
     TfSelection selection;
     selection.providers = {{kNull, "3.2.4", "~> 3.2"}};
     selection.platforms = {"linux_amd64", "linux_arm64"};
@@ -169,13 +155,8 @@ TEST_P(PlantedRows, NeverBrickTheStoreAndRepairQuarantinesThem) {
     EXPECT_TRUE(any_contains(report.problems, row.reason)) << joined(report.problems);
     EXPECT_TRUE(any_contains(report.problems, "deps verify --repair")) << joined(report.problems);
     // Other writes still work while the row is there.
-    Artifact more;
-    more.kind = ArtifactKind::vmconfig_artifact;
-    more.address = "initrd";
-    more.version = "6.12.1";
-    more.filename = "initrd.img";
-    more.digest = store.add_bytes("initrd image");
-    more.trust = Trust::checksum;
+    Artifact more = test::vmconfig_artifact_row(store.add_bytes("initrd image"), "initrd", "6.12.1", "");
+    more.filename = "initrd.img";  // no URL: the view keeps the file's own name
     EXPECT_NO_THROW((void)store.add_artifact(more));
     EXPECT_NO_THROW((void)rebuild_views(store));
     EXPECT_TRUE(fs::exists(layout::vmconfig_artifacts_dir(healthy.root) / "initrd/6.12.1/initrd.img"));
@@ -243,14 +224,8 @@ TEST(Layout, TheStoreRefusesRowsTheViewsCannotLayOut) {
   const auto artifacts_before = store.artifacts().size();
   const std::string digest = store.add_bytes("some bytes");
   auto vm = [&](const std::string& url) {
-    Artifact a;
-    a.kind = ArtifactKind::vmconfig_artifact;
-    a.address = "kernel";
-    a.version = "7.0.0";
+    Artifact a = test::vmconfig_artifact_row(digest, "kernel", "7.0.0", url);
     a.filename = "vmlinuz";
-    a.digest = digest;
-    a.upstream_url = url;
-    a.trust = Trust::checksum;
     return a;
   };
   auto refused = [&](const auto& add, const std::string& fragment) {
@@ -263,13 +238,9 @@ TEST(Layout, TheStoreRefusesRowsTheViewsCannotLayOut) {
   };
   refused([&] { (void)store.add_artifact(vm("https://example.com/releases/")); }, "upstream URL");
   refused([&] { (void)store.add_artifact(vm("https://example.com/releases/..")); }, "'..'");
-  Artifact package;
-  package.kind = ArtifactKind::provider_package;
+  Artifact package = test::provider_package_row(digest, "linux_amd64", kNull, "1.0.0");
   package.address = "registry.opentofu.org/hashicorp";
-  package.version = "1.0.0";
-  package.platform = "linux_amd64";
   package.filename = "p.zip";
-  package.digest = digest;
   refused([&] { (void)store.add_artifact(package); }, "HOST/NAMESPACE/TYPE");
   package.address = kNull;
   package.platform = "";
@@ -583,13 +554,8 @@ TEST(Gc, RefusesAnIndexNewerThanTheObjectsItWouldDelete) {
   fs::remove(layout::index_db(healthy.root));
   {
     Store store = Store::open(healthy.root);
-    Artifact a;
-    a.kind = ArtifactKind::vmconfig_artifact;
-    a.address = "initrd";
-    a.version = "1.0.0";
+    Artifact a = test::vmconfig_artifact_row(store.add_bytes("initrd"), "initrd", "1.0.0", "");
     a.filename = "initrd.img";
-    a.digest = store.add_bytes("initrd");
-    a.trust = Trust::checksum;
     (void)store.add_artifact(a);
   }
   auto gc = test::run_podplane({"deps", "gc"}, at(healthy.root));

@@ -12,6 +12,7 @@
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/store.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::cache {
@@ -22,16 +23,7 @@ using test::TempDir;
 using ::testing::HasSubstr;
 
 Artifact vm_artifact(const std::string& name, const std::string& digest) {
-  Artifact a;
-  a.kind = ArtifactKind::vmconfig_artifact;
-  a.address = name;
-  a.version = "1.0.0";
-  a.filename = name + ".bin";
-  a.digest = digest;
-  a.upstream_digest = "sha256:" + digest;
-  a.upstream_url = "https://example.com/" + name + ".bin";
-  a.trust = Trust::checksum;
-  return a;
+  return test::vmconfig_artifact_row(digest, name, "1.0.0", "https://example.com/" + name + ".bin");
 }
 
 bool any_contains(const std::vector<std::string>& lines, const std::string& fragment) {

@@ -18,11 +18,13 @@
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
 #include "cache/prune.hpp"
+#include "cache/row_rules.hpp"
 #include "cache/store.hpp"
 #include "cache/views.hpp"
 #include "lockfile/hash.hpp"
 #include "tests/cache/child_process.hpp"
 #include "tests/support/background.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::cache {
@@ -66,25 +68,13 @@ struct PruneFixture {
     for (std::string version : {"20260101", "20260724"}) add_manifest(store, version);
     stray = add_vm_artifact(store, "stray", "1.0", "no manifest lists this");
     for (std::string version : {"1.0.0", "1.1.0"}) {
-      Artifact seed;
-      seed.kind = ArtifactKind::seed_manifest;
-      seed.address = "seeds";
-      seed.version = "seeds-" + version;
+      Artifact seed = test::seed_manifest_row(seeds[version] = store.add_bytes("{\"seeds\": {\"version\": \"" + version + "\"}}"),
+                                              "seeds-" + version);
       seed.filename = "seeds.json";
-      seed.digest = seeds[version] = store.add_bytes("{\"seeds\": {\"version\": \"" + version + "\"}}");
-      seed.size = 0;
-      seed.trust = Trust::checksum;
       (void)store.add_artifact(seed);
-      Artifact snap;
-      snap.kind = ArtifactKind::seed_snapshot;
-      snap.address = "recommended";
-      snap.version = version;
-      snap.filename = "recommended.netsy";
-      snap.digest = snapshot[version] = store.add_bytes("snapshot " + version);
-      snap.upstream_digest = "sha512:" + file_digest_hex(store.object_path(snap.digest), DigestAlgorithm::sha512);
-      snap.upstream_url = "https://example.com/recommended.netsy";
-      snap.trust = Trust::checksum;
-      (void)store.add_artifact(snap);
+      snapshot[version] = store.add_bytes("snapshot " + version);
+      (void)store.add_artifact(test::seed_snapshot_row(snapshot[version], "recommended", version, "recommended.netsy",
+                                                       file_digest_hex(store.object_path(snapshot[version]), DigestAlgorithm::sha512)));
     }
     TfSelection selection;
     selection.providers = {{null_address, "3.2.4", "~> 3.2"}};
@@ -98,13 +88,8 @@ struct PruneFixture {
   void add_provider(Store& store, const std::string& version) {
     auto& objects = provider_objects[version];
     auto document = [&](ArtifactKind kind, const std::string& filename, const std::string& bytes) {
-      Artifact a;
-      a.kind = kind;
-      a.address = null_address;
-      a.version = version;
+      Artifact a = test::provider_document_row(kind, store.add_bytes(bytes), null_address, version);
       a.filename = filename;
-      a.digest = store.add_bytes(bytes);
-      a.trust = Trust::signed_upstream;
       (void)store.add_artifact(a);
       objects.push_back(a.digest);
       return a.digest;
@@ -119,15 +104,8 @@ struct PruneFixture {
       in_work.cwd = work;
       auto zipped = test::run({"zip", "-q", "-X", "p.zip", "terraform-provider-null"}, in_work);
       if (zipped.exit_code != 0) throw std::runtime_error("zip failed (apt-get install zip): " + zipped.err);
-      Artifact a;
-      a.kind = ArtifactKind::provider_package;
-      a.address = null_address;
-      a.version = version;
-      a.platform = platform;
-      a.filename = "terraform-provider-null_" + version + "_" + platform + ".zip";
-      a.digest = store.add_file(work / "p.zip");
+      Artifact a = test::provider_package_row(store.add_file(work / "p.zip"), platform, null_address, version);
       a.h1 = lockfile::h1_hash_of_zip(work / "p.zip");
-      a.trust = Trust::signed_upstream;
       std::int64_t id = store.add_artifact(a);
       store.add_provenance({id, sums, sig, keys, "ABCD", "signed", ""});
       objects.push_back(a.digest);
@@ -135,16 +113,8 @@ struct PruneFixture {
   }
 
   std::string add_vm_artifact(Store& store, const std::string& name, const std::string& version, const std::string& bytes) {
-    Artifact a;
-    a.kind = ArtifactKind::vmconfig_artifact;
-    a.address = name;
-    a.version = version;
-    a.platform = "linux_arm64";
-    a.filename = name + "-" + version + ".bin";
-    a.digest = store.add_bytes(bytes);
-    a.upstream_digest = "sha256:" + a.digest;
-    a.upstream_url = "https://example.com/" + a.filename;
-    a.trust = Trust::checksum;
+    Artifact a = test::vmconfig_artifact_row(store.add_bytes(bytes), name, version,
+                                             "https://example.com/" + name + "-" + version + ".bin", "linux_arm64");
     (void)store.add_artifact(a);
     return a.digest;
   }
@@ -163,14 +133,8 @@ struct PruneFixture {
           // The old manifest pins the old image tag's manifest by digest.
           {"images", version == "20260101" ? nlohmann::json::array({{{"image", pause + ":3.9"}, {"digest", "sha256:" + image_manifest["3.9"]}}})
                                            : nlohmann::json::array()}}}};
-    Artifact m;
-    m.kind = ArtifactKind::vmconfig_manifest;
-    m.address = manifest_name;
-    m.version = version;
-    m.platform = "linux_arm64";
+    Artifact m = test::vmconfig_manifest_row(manifest[version] = store.add_bytes(document.dump()), manifest_name, version, "linux_arm64");
     m.filename = manifest_name + "_" + version + ".json";
-    m.digest = manifest[version] = store.add_bytes(document.dump());
-    m.trust = Trust::unverified;
     (void)store.add_artifact(m);
   }
 
@@ -178,15 +142,7 @@ struct PruneFixture {
     image_layer[tag] = store.add_bytes("layer of " + tag);
     std::string digest = image_manifest[tag] = store.add_bytes("{\"manifest\": \"" + tag + "\"}");
     auto row = [&](ArtifactKind kind, const std::string& version, const std::string& object, const std::string& platform) {
-      Artifact a;
-      a.kind = kind;
-      a.address = pause;
-      a.version = version;
-      a.platform = platform;
-      a.filename = a.upstream_digest = "sha256:" + object;
-      a.digest = object;
-      a.trust = Trust::checksum;
-      (void)store.add_artifact(a);
+      (void)store.add_artifact(image_row(kind, pause, version, platform, "sha256:" + object, 0, ""));
     };
     row(ArtifactKind::image_manifest, tag, digest, "linux_amd64");
     row(ArtifactKind::image_blob, "sha256:" + digest, image_layer[tag], "");
@@ -289,14 +245,7 @@ TEST(Prune, AKeptImageKeepsItsReferrersAndAPrunedOneTakesThemAlong) {
     sbom[tag] = store.add_bytes("sbom of " + tag);
     referrer[tag] = store.add_bytes("{\"subject\": \"" + tag + "\"}");
     auto row = [&](ArtifactKind kind, const std::string& version, const std::string& object) {
-      Artifact a;
-      a.kind = kind;
-      a.address = pause;
-      a.version = version;
-      a.filename = a.upstream_digest = "sha256:" + object;
-      a.digest = object;
-      a.trust = Trust::checksum;
-      (void)store.add_artifact(a);
+      (void)store.add_artifact(image_row(kind, pause, version, "", "sha256:" + object, 0, ""));
     };
     row(ArtifactKind::image_attachment, "sha256:" + f.image_manifest[tag], referrer[tag]);
     row(ArtifactKind::image_blob, "sha256:" + referrer[tag], sbom[tag]);

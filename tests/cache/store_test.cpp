@@ -15,6 +15,7 @@
 #include "cache/layout.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/store.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::cache {
@@ -33,16 +34,8 @@ std::vector<fs::path> temp_files(const fs::path& root) {
 }
 
 Artifact package(const std::string& digest, const std::string& platform = "linux_amd64") {
-  Artifact a;
-  a.kind = ArtifactKind::provider_package;
-  a.address = "registry.opentofu.org/hashicorp/null";
-  a.version = "3.2.4";
-  a.platform = platform;
-  a.filename = "terraform-provider-null_3.2.4_" + platform + ".zip";
-  a.digest = digest;
+  Artifact a = test::provider_package_row(digest, platform);
   a.h1 = "h1:test";
-  a.upstream_url = "https://github.com/opentofu/terraform-provider-null/releases/download/v3.2.4/x.zip";
-  a.trust = Trust::signed_upstream;
   return a;
 }
 
@@ -401,10 +394,7 @@ TEST(Store, ProtocolsFollowTheRowRules) {
   Artifact many = package(digest);
   many.protocols = std::vector<std::string>(17, "5.0");
   expect_error(many, "more than 16 plugin protocols");
-  Artifact keys = package(digest);
-  keys.kind = ArtifactKind::provider_keys;
-  keys.platform = "";
-  keys.filename = "terraform-provider-null_3.2.4_signing_keys.json";
+  Artifact keys = test::provider_document_row(ArtifactKind::provider_keys, digest);
   keys.protocols = std::vector<std::string>{"6.0"};
   expect_error(keys, "only a provider package has plugin protocols");
   EXPECT_TRUE(store.artifacts().empty());
@@ -422,14 +412,7 @@ TEST(Store, ArtifactQueriesFilter) {
   std::string arm = store.add_bytes("arm64");
   (void)store.add_artifact(package(amd, "linux_amd64"));
   (void)store.add_artifact(package(arm, "linux_arm64"));
-  Artifact manifest;
-  manifest.kind = ArtifactKind::vmconfig_manifest;
-  manifest.address = "vmconfig_knc_debian-13_arm64";
-  manifest.version = "20260724";
-  manifest.filename = "vmconfig_knc_debian-13_arm64.json";
-  manifest.digest = store.add_bytes("{}");
-  manifest.trust = Trust::checksum;
-  (void)store.add_artifact(manifest);
+  (void)store.add_artifact(test::vmconfig_manifest_row(store.add_bytes("{}"), "vmconfig_knc_debian-13_arm64", "20260724"));
 
   EXPECT_EQ(store.artifacts().size(), 3u);
   EXPECT_EQ(store.artifacts({.kind = ArtifactKind::provider_package}).size(), 2u);
@@ -623,17 +606,8 @@ TEST(Store, ImageAndSeedRowsFollowTheirRules) {
   Store store = Store::open(dir.path());
   std::string digest = store.add_bytes("layer bytes");
   auto image = [&](ArtifactKind kind) {
-    Artifact a;
-    a.kind = kind;
-    a.address = "registry.k8s.io/pause";
-    a.version = kind == ArtifactKind::image_blob ? "sha256:" + std::string(64, 'a') : "3.10.2";
-    a.platform = kind == ArtifactKind::image_index ? "" : "linux_arm64";
-    a.filename = "sha256:" + digest;
-    a.upstream_digest = a.filename;
-    a.digest = digest;
-    a.size = 11;
-    a.trust = Trust::checksum;
-    return a;
+    return image_row(kind, "registry.k8s.io/pause", kind == ArtifactKind::image_blob ? "sha256:" + std::string(64, 'a') : "3.10.2",
+                     kind == ArtifactKind::image_index ? "" : "linux_arm64", "sha256:" + digest, 11, "");
   };
   auto expect_error = [&](const Artifact& a, const std::string& fragment) { expect_rejected(store, a, fragment); };
   Artifact other_digest = image(ArtifactKind::image_blob);
@@ -654,15 +628,9 @@ TEST(Store, ImageAndSeedRowsFollowTheirRules) {
   Artifact no_platform = image(ArtifactKind::image_manifest);
   no_platform.platform = "";
   expect_error(no_platform, "not os_arch");
-  Artifact seed;
-  seed.kind = ArtifactKind::seed_snapshot;
-  seed.address = "netsy";
-  seed.version = "1.0.0";
-  seed.filename = "../netsy.netsy";
-  seed.digest = digest;
+  Artifact seed = test::seed_snapshot_row(digest, "netsy", "1.0.0", "../netsy.netsy", "");
   seed.size = 11;
-  seed.upstream_digest = "sha256:" + digest;
-  seed.trust = Trust::checksum;
+  seed.upstream_digest = "sha256:" + digest;  // not the sha512 seeds.json gives
   expect_error(seed, "not a plain path segment");
   seed.filename = "netsy.netsy";
   expect_error(seed, "sha512");
@@ -681,14 +649,8 @@ TEST(Store, ImageAttachmentRowsOfReferrersSitUnderTheirSubjectsDigest) {
   TempDir dir;
   Store store = Store::open(dir.path());
   std::string digest = store.add_bytes("referrer manifest bytes");
-  Artifact a;
-  a.kind = ArtifactKind::image_attachment;
-  a.address = "registry.k8s.io/pause";
-  a.version = "sha256:" + std::string(64, 'd');
-  a.filename = a.upstream_digest = "sha256:" + digest;
-  a.digest = digest;
-  a.size = 23;
-  a.trust = Trust::checksum;
+  Artifact a = image_row(ArtifactKind::image_attachment, "registry.k8s.io/pause", "sha256:" + std::string(64, 'd'), "",
+                         "sha256:" + digest, 23, "");
   Artifact short_digest = a;
   short_digest.version = "sha256:" + std::string(63, 'd');
   expect_rejected(store, short_digest, "neither an OCI tag nor a sha256: digest");
@@ -705,14 +667,8 @@ TEST(Store, ImageAttachmentRowsSitAtTheirSignatureTag) {
   TempDir dir;
   Store store = Store::open(dir.path());
   std::string digest = store.add_bytes("signature manifest bytes");
-  Artifact a;
-  a.kind = ArtifactKind::image_attachment;
-  a.address = "registry.k8s.io/pause";
-  a.version = image_signature_tag("sha256:" + std::string(64, 'c'));
-  a.filename = a.upstream_digest = "sha256:" + digest;
-  a.digest = digest;
-  a.size = 24;
-  a.trust = Trust::checksum;
+  Artifact a = image_row(ArtifactKind::image_attachment, "registry.k8s.io/pause", image_signature_tag("sha256:" + std::string(64, 'c')),
+                         "", "sha256:" + digest, 24, "");
   EXPECT_EQ(a.version, "sha256-" + std::string(64, 'c') + ".sig");
   EXPECT_EQ(image_attachment_tag(a.version), "sha256:" + std::string(64, 'c'));
   Artifact tag = a;

@@ -8,8 +8,10 @@
 
 #include "base/error.hpp"
 #include "cache/openpgp.hpp"
+#include "cache/kinds.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/tool_releases.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::cache {
@@ -81,15 +83,8 @@ TEST(ToolReleases, ListedDigestNamesTheDocumentWhenTheFileIsMissing) {
 }
 
 Artifact archive_row() {
-  Artifact row;
-  row.kind = ArtifactKind::tool_archive;
-  row.address = "terraform";
-  row.version = "1.9.8";
-  row.platform = "linux_amd64";
-  row.filename = "terraform_1.9.8_linux_amd64.zip";
-  row.digest = std::string(64, 'b');
+  Artifact row = test::engine_release_row(ArtifactKind::tool_archive, std::string(64, 'b'));
   row.size = 10;
-  row.trust = Trust::signed_upstream;
   return row;
 }
 
@@ -108,14 +103,11 @@ TEST(ToolReleases, RowRulesHoldAReleaseRowToItsUpstreamNames) {
   loose_version.version = "v1.9.8";
   loose_version.filename = "terraform_v1.9.8_linux_amd64.zip";
   EXPECT_THROW(check_artifact_layout(loose_version), Error);
-  Artifact sums = archive_row();
-  sums.kind = ArtifactKind::tool_shasums;
-  sums.platform = "";
-  sums.filename = "terraform_1.9.8_SHA256SUMS";
+  Artifact sums = test::engine_release_row(ArtifactKind::tool_shasums, std::string(64, 'b'));
+  EXPECT_EQ(sums.filename, "terraform_1.9.8_SHA256SUMS");
   EXPECT_NO_THROW(check_artifact_layout(sums));
-  Artifact signature = sums;
-  signature.kind = ArtifactKind::tool_signature;
-  signature.filename = "terraform_1.9.8_SHA256SUMS.sig";
+  Artifact signature = test::engine_release_row(ArtifactKind::tool_signature, std::string(64, 'b'));
+  EXPECT_EQ(signature.filename, "terraform_1.9.8_SHA256SUMS.sig");
   EXPECT_NO_THROW(check_artifact_layout(signature));
   signature.filename = "terraform_1.9.8_SHA256SUMS.gpgsig";
   EXPECT_THROW(check_artifact_layout(signature), Error);

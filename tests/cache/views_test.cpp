@@ -21,6 +21,7 @@
 #include "cache/views.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/lock_file.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::cache {
@@ -49,15 +50,8 @@ struct Fixture {
       in_work.cwd = work;
       auto zipped = test::run({"zip", "-q", "-X", "p.zip", "terraform-provider-null_v3.2.4_x5"}, in_work);
       if (zipped.exit_code != 0) throw std::runtime_error("zip failed (apt-get install zip): " + zipped.err);
-      Artifact a;
-      a.kind = ArtifactKind::provider_package;
-      a.address = null_address;
-      a.version = "3.2.4";
-      a.platform = platform;
-      a.filename = "terraform-provider-null_3.2.4_" + platform + ".zip";
-      a.digest = store.add_file(work / "p.zip");
+      Artifact a = test::provider_package_row(store.add_file(work / "p.zip"), platform);
       a.h1 = lockfile::h1_hash_of_zip(work / "p.zip");
-      a.trust = Trust::signed_upstream;
       (void)store.add_artifact(a);
       zip_digest[platform] = a.digest;
       zip_h1[platform] = a.h1;
@@ -77,27 +71,15 @@ struct Fixture {
     store.set_tf_selection(selection);
 
     auto manifest = [&](const std::string& version, const std::string& body) {
-      Artifact m;
-      m.kind = ArtifactKind::vmconfig_manifest;
-      m.address = "vmconfig_knc_debian-13_arm64";
-      m.version = version;
-      m.filename = "vmconfig_knc_debian-13_arm64.json";
-      m.digest = store.add_bytes(body);
-      m.trust = Trust::checksum;
+      Artifact m = test::vmconfig_manifest_row(store.add_bytes(body), "vmconfig_knc_debian-13_arm64", version);
       (void)store.add_artifact(m);
       return m.digest;
     };
     manifest_old = manifest("20260101", "{\"old\": true}\n");
     manifest_new = manifest("20260724", "{\"new\": true}\n");
-    Artifact k;
-    k.kind = ArtifactKind::vmconfig_artifact;
-    k.address = "kernel";
-    k.version = "6.12.1";
-    k.filename = "kernel";
-    k.digest = kernel = store.add_bytes("kernel image");
-    k.upstream_url = "https://example.com/releases/vmlinuz-6.12.1?x=1";
-    k.upstream_digest = "sha256:" + k.digest;
-    k.trust = Trust::checksum;
+    kernel = store.add_bytes("kernel image");
+    Artifact k = test::vmconfig_artifact_row(kernel, "kernel", "6.12.1", "https://example.com/releases/vmlinuz-6.12.1?x=1");
+    k.filename = "kernel";  // the view takes its name from the URL all the same
     (void)store.add_artifact(k);
   }
 };
@@ -230,12 +212,7 @@ TEST(Views, AReadOnlyStoreRebuildsNothing) {
 // always (the digest's when the row has none): never an empty hash.
 TEST(Views, SelectionLockNeverCarriesAnEmptyHash) {
   auto package = [](const std::string& version, const std::string& platform, const std::string& h1, char digit) {
-    Artifact a;
-    a.kind = ArtifactKind::provider_package;
-    a.address = null_address;
-    a.version = version;
-    a.platform = platform;
-    a.digest = std::string(64, digit);
+    Artifact a = test::provider_package_row(std::string(64, digit), platform, null_address, version);
     a.h1 = h1;
     a.zh = h1.empty() ? "" : "zh:" + a.digest;  // a row of an older store may have neither
     return a;
@@ -265,13 +242,7 @@ TEST(Views, SelectionLockCarriesEveryLineOfTheSignedShasums) {
   const std::string other_platform(64, 'e'), manifest(64, 'f');
   auto add_package = [&](const std::string& platform, const std::string& bytes, Trust trust, const std::string& result,
                          const std::string& shasums_digest) {
-    Artifact a;
-    a.kind = ArtifactKind::provider_package;
-    a.address = null_address;
-    a.version = "3.2.4";
-    a.platform = platform;
-    a.filename = "terraform-provider-null_3.2.4_" + platform + ".zip";
-    a.digest = store.add_bytes(bytes);
+    Artifact a = test::provider_package_row(store.add_bytes(bytes), platform);
     a.h1 = "h1:" + platform + "=";
     a.zh = "zh:" + a.digest;
     a.trust = trust;

@@ -14,7 +14,7 @@
 #include "base/digest.hpp"
 #include "cache/store.hpp"
 #include "lockfile/lock_file.hpp"
-#include "tests/fetch/gpg_keys.hpp"
+#include "tests/support/gpg_keys.hpp"
 #include "tests/support/gocheck.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"

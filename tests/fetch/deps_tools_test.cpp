@@ -13,7 +13,7 @@
 #include "base/digest.hpp"
 #include "cache/store.hpp"
 #include "cache/tool_releases.hpp"
-#include "tests/fetch/gpg_keys.hpp"
+#include "tests/support/gpg_keys.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 #include "tests/support/zip_fixture.hpp"

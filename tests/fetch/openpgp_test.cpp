@@ -3,7 +3,7 @@
 
 #include "base/error.hpp"
 #include "cache/openpgp.hpp"
-#include "tests/fetch/gpg_keys.hpp"
+#include "tests/support/gpg_keys.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::cache {

@@ -15,6 +15,7 @@
 #include "base/digest.hpp"
 #include "cache/store.hpp"
 #include "tests/support/background.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::test {
@@ -226,24 +227,12 @@ TEST_F(PodplaneRelease, ATarballItsSha256sumsDoesNotListIsRefusedAtImportWithNot
   {
     auto store = cache::Store::open(online());
     const std::string listed = sha256_hex(read_file(dist / kTarball));
-    cache::Artifact sums;
-    sums.kind = cache::ArtifactKind::tool_shasums;
-    sums.address = "podplane";
-    sums.version = kVersion;
-    sums.filename = kSums;
     const std::string document = listed + "  " + kTarball + "\n";
-    sums.digest = store.add_bytes(document);
-    sums.size = static_cast<std::int64_t>(document.size());
-    sums.trust = cache::Trust::unverified;
+    cache::Artifact sums = podplane_release_row(cache::ArtifactKind::tool_shasums, store.add_bytes(document), kVersion);
+    sums.filename = kSums;
     (void)store.add_artifact(sums);
-    cache::Artifact tarball = sums;
-    tarball.kind = cache::ArtifactKind::tool_archive;
-    tarball.platform = "linux_amd64";
-    tarball.filename = kTarball;
     const std::string tampered = read_file(dist / kTarball) + "appended";
-    tarball.digest = store.add_bytes(tampered);
-    tarball.size = static_cast<std::int64_t>(tampered.size());
-    (void)store.add_artifact(tarball);
+    (void)store.add_artifact(podplane_release_row(cache::ArtifactKind::tool_archive, store.add_bytes(tampered), kVersion, kTarball, "linux_amd64"));
   }
   auto created = podplane(online(), {"bundle", "create", (dir / "deps.bundle").string()});
   ASSERT_EQ(created.exit_code, 0) << created.out << created.err;

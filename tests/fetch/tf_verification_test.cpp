@@ -6,7 +6,7 @@
 #include "base/error.hpp"
 #include "fetch/tf_package_job.hpp"
 #include "fetch/tf_verification.hpp"
-#include "tests/fetch/gpg_keys.hpp"
+#include "tests/support/gpg_keys.hpp"
 
 namespace podplane::fetch {
 namespace {

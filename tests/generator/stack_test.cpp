@@ -11,6 +11,7 @@
 #include "lockfile/lock_file.hpp"
 #include "tests/generator/cluster_env.hpp"
 #include "tests/generator/failing_disk.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/small_disk.hpp"
 
 namespace podplane::test {
@@ -90,16 +91,9 @@ TEST(ClusterCreate, SeedResourcePointsAtTheStoredSnapshot) {
   std::string sha512 = "sha512:" + hasher.finish_hex();
   {
     auto& store = env.fixture->store();
-    cache::Artifact row;
-    row.kind = cache::ArtifactKind::seed_snapshot;
-    row.address = "recommended";
-    row.version = "v1.2.3-1";
-    row.filename = "recommended.netsy";
-    row.digest = store.add_bytes(bytes);
-    row.size = static_cast<std::int64_t>(bytes.size());
+    cache::Artifact row = podplane::test::seed_snapshot_row(store.add_bytes(bytes), "recommended", "v1.2.3-1", "recommended.netsy", "");
     row.upstream_digest = sha512;
     row.upstream_url = "https://deps.podplane.dev/seeds/recommended.netsy";
-    row.trust = cache::Trust::checksum;
     (void)store.add_artifact(row);
     env.fixture->rebuild_views();
   }

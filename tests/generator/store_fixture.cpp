@@ -7,9 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "base/digest.hpp"
+#include "cache/row_rules.hpp"
 #include "cache/views.hpp"
 #include "lockfile/hash.hpp"
 #include "lockfile/version.hpp"
+#include "tests/support/every_kind.hpp"
 
 namespace podplane::test {
 
@@ -100,18 +102,13 @@ void StoreFixture::add_provider_package(const FakeProvider& provider, const std:
     if (zipped.exit_code != 0) throw std::runtime_error("zip failed: " + zipped.err);
     fs::rename(work / (filename + ".tmp"), work / filename);
   }
-  cache::Artifact artifact;
-  artifact.kind = cache::ArtifactKind::provider_package;
-  artifact.address = host() + "/" + provider.ns_type;
-  artifact.version = provider.version;
-  artifact.platform = platform;
+  cache::Artifact artifact =
+      podplane::test::provider_package_row(store_.add_file(work / filename), platform, host() + "/" + provider.ns_type, provider.version);
   artifact.filename = filename;
-  artifact.digest = store_.add_file(work / filename);
   artifact.size = static_cast<std::int64_t>(fs::file_size(work / filename));
   if (options_.package_h1 == PackageH1::recorded) artifact.h1 = lockfile::h1_hash_of_zip(work / filename);
   artifact.zh = lockfile::zh_hash_of_file(work / filename);
   artifact.upstream_url = "https://example.invalid/" + filename;
-  artifact.trust = cache::Trust::signed_upstream;
   (void)store_.add_artifact(artifact);
   if (!artifact.h1.empty()) hash_labels_[artifact.h1] = artifact.address + " " + provider.version + " " + platform + " h1";
   hash_labels_[artifact.zh] = artifact.address + " " + provider.version + " " + platform + " zh";
@@ -148,17 +145,9 @@ void StoreFixture::add_vmconfig(const std::string& kind, const std::string& arch
   nlohmann::ordered_json dependencies = nlohmann::ordered_json::object();
   auto add_item = [&](const std::string& item, const std::string& item_version, const std::string& url) {
     std::string content = item + " " + item_version + " for " + arch + "\n";
-    cache::Artifact artifact;
-    artifact.kind = cache::ArtifactKind::vmconfig_artifact;
-    artifact.address = item;
-    artifact.version = item_version;
-    artifact.platform = "linux_" + arch;
+    cache::Artifact artifact = podplane::test::vmconfig_artifact_row(store_.add_bytes(content), item, item_version, url, "linux_" + arch);
     artifact.filename = url.substr(url.rfind('/') + 1);
-    artifact.digest = store_.add_bytes(content);
     artifact.size = static_cast<std::int64_t>(content.size());
-    artifact.upstream_digest = "sha256:" + artifact.digest;
-    artifact.upstream_url = url;
-    artifact.trust = cache::Trust::checksum;
     (void)store_.add_artifact(artifact);
     return nlohmann::ordered_json{{"version", item_version}, {"url", url}, {"type", "tar.gz"},
                                   {"digest", artifact.upstream_digest}, {"size", artifact.size}};
@@ -187,15 +176,10 @@ void StoreFixture::add_vmconfig(const std::string& kind, const std::string& arch
         {"dependencies", dependencies},
         {"images", options_.images ? nlohmann::ordered_json::array({add_image(arch)}) : nlohmann::ordered_json::array()}}}};
   std::string bytes = manifest.dump(2) + "\n";
-  cache::Artifact artifact;
-  artifact.kind = cache::ArtifactKind::vmconfig_manifest;
-  artifact.address = name;
-  artifact.version = version;
+  cache::Artifact artifact = podplane::test::vmconfig_manifest_row(store_.add_bytes(bytes), name, version);
   artifact.filename = name + ".json";
-  artifact.digest = store_.add_bytes(bytes);
   artifact.size = static_cast<std::int64_t>(bytes.size());
   artifact.upstream_url = "https://deps.example/manifests/" + name + ".json";
-  artifact.trust = cache::Trust::unverified;
   (void)store_.add_artifact(artifact);
 }
 
@@ -203,17 +187,9 @@ nlohmann::ordered_json StoreFixture::add_image(const std::string& arch) {
   if (auto it = image_entries_.find(arch); it != image_entries_.end()) return it->second;
   const std::string address = "registry.example/pause";
   auto row = [&](cache::ArtifactKind kind, const std::string& version, const std::string& platform, const std::string& bytes) {
-    cache::Artifact artifact;
-    artifact.kind = kind;
-    artifact.address = address;
-    artifact.version = version;
-    artifact.platform = platform;
-    artifact.digest = store_.add_bytes(bytes);
-    artifact.filename = "sha256:" + artifact.digest;
-    artifact.size = static_cast<std::int64_t>(bytes.size());
-    artifact.upstream_digest = artifact.filename;
-    artifact.upstream_url = "https://registry.example/v2/pause/blobs/" + artifact.filename;
-    artifact.trust = cache::Trust::checksum;
+    const std::string digest = "sha256:" + store_.add_bytes(bytes);
+    cache::Artifact artifact = cache::image_row(kind, address, version, platform, digest, static_cast<std::int64_t>(bytes.size()),
+                                                "https://registry.example/v2/pause/blobs/" + digest);
     (void)store_.add_artifact(artifact);
     return artifact;
   };
@@ -249,18 +225,12 @@ nlohmann::ordered_json StoreFixture::add_image(const std::string& arch) {
 
 void StoreFixture::add_seed() {
   std::string bytes = "netsy snapshot recommended v1.2.3-1\n";
-  cache::Artifact artifact;
-  artifact.kind = cache::ArtifactKind::seed_snapshot;
-  artifact.address = "recommended";
-  artifact.version = "v1.2.3-1";
-  artifact.filename = "recommended.netsy";
-  artifact.digest = store_.add_bytes(bytes);
-  artifact.size = static_cast<std::int64_t>(bytes.size());
   Hasher sha512(DigestAlgorithm::sha512);
   sha512.update(bytes);
-  artifact.upstream_digest = "sha512:" + sha512.finish_hex();
+  cache::Artifact artifact =
+      podplane::test::seed_snapshot_row(store_.add_bytes(bytes), "recommended", "v1.2.3-1", "recommended.netsy", sha512.finish_hex());
+  artifact.size = static_cast<std::int64_t>(bytes.size());
   artifact.upstream_url = "https://deps.example/seeds/recommended/v1.2.3-1/recommended.netsy";
-  artifact.trust = cache::Trust::checksum;
   (void)store_.add_artifact(artifact);
 }
 

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "base/error.hpp"
+#include "cache/row_rules.hpp"
 #include "mirror/catalogue.hpp"
 #include "mirror/serve_site.hpp"
 #include "net/oci_reference.hpp"
@@ -24,20 +25,12 @@ using podplane::test::TempDir;
 
 cache::Artifact package(std::int64_t id, const std::string& address, const std::string& version, const std::string& platform,
                         const std::string& digest_char) {
-  cache::Artifact a;
+  cache::Artifact a = podplane::test::provider_package_row(std::string(64, digest_char[0]), platform, address, version);
   a.id = id;
-  a.kind = cache::ArtifactKind::provider_package;
-  a.address = address;
-  a.version = version;
-  a.platform = platform;
-  std::string type = address.substr(address.rfind('/') + 1);
-  a.filename = "terraform-provider-" + type + "_" + version + "_" + platform + ".zip";
-  a.digest = std::string(64, digest_char[0]);
   a.size = 1234567;
   a.h1 = "h1:" + std::string(43, digest_char[0]) + "=";
-  a.zh = "zh:" + a.digest;
+  a.zh = cache::zh_of(a);
   a.upstream_url = "https://releases.example/" + a.filename;
-  a.trust = cache::Trust::signed_upstream;
   a.added_at = "2026-11-0" + std::to_string(id % 9 + 1) + "T10:00:00Z";
   return a;
 }
@@ -68,14 +61,10 @@ mirror::CatalogueSource sample_source(const std::string& hostile = "<script>aler
   source.modules.push_back(tree);
   source.module_file_counts[1] = 12;
 
-  cache::Artifact manifest;
+  cache::Artifact manifest = podplane::test::vmconfig_manifest_row(std::string(64, 'e'), "vmconfig_knc_debian-13_amd64", "1.4.0", "linux_amd64");
   manifest.id = 10;
-  manifest.kind = cache::ArtifactKind::vmconfig_manifest;
-  manifest.address = "vmconfig_knc_debian-13_amd64";
-  manifest.version = "1.4.0";
-  manifest.platform = "linux_amd64";
   manifest.filename = "vmconfig_knc_debian-13_amd64.json";
-  manifest.digest = std::string(64, 'e');
+  manifest.upstream_url.clear();
   manifest.trust = cache::Trust::checksum;
   manifest.added_at = "2026-11-03T10:00:00Z";
   source.artifacts.push_back(manifest);
@@ -86,60 +75,33 @@ mirror::CatalogueSource sample_source(const std::string& hostile = "<script>aler
   manifest.digest = std::string(64, 'f');
   source.artifacts.push_back(manifest);
   for (auto [id, arch, digest] : {std::tuple{12, "amd64", '1'}, std::tuple{13, "arm64", '2'}}) {
-    cache::Artifact artifact;
+    cache::Artifact artifact = podplane::test::vmconfig_artifact_row(std::string(64, digest), "kubernetes", "1.34.1", "",
+                                                                     std::string("linux_") + arch);
     artifact.id = id;
-    artifact.kind = cache::ArtifactKind::vmconfig_artifact;
-    artifact.address = "kubernetes";
-    artifact.version = "1.34.1";
-    artifact.platform = std::string("linux_") + arch;
     artifact.filename = "kubernetes-server.tar.gz";  // no arch in the name: the two share one path
-    artifact.digest = std::string(64, digest);
     artifact.size = 4096;
-    artifact.upstream_digest = "sha256:" + artifact.digest;
-    artifact.trust = cache::Trust::checksum;
     artifact.added_at = "2026-11-03T10:00:00Z";
     source.artifacts.push_back(artifact);
   }
-  cache::Artifact boot;  // a kernel read out of the amd64 os image
+  // A kernel read out of the amd64 os image.
+  cache::Artifact boot = podplane::test::boot_file_row(std::string(64, '6'), "13.2", "vmlinuz-6.12", "linux_amd64");
   boot.id = 14;
-  boot.kind = cache::ArtifactKind::vmconfig_boot_file;
-  boot.address = "os-image";
-  boot.version = "13.2";
-  boot.platform = "linux_amd64";
-  boot.filename = "vmlinuz-6.12";
-  boot.digest = std::string(64, '6');
   boot.size = 2048;
-  boot.upstream_digest = "sha256:" + boot.digest;
-  boot.trust = cache::Trust::checksum;
   boot.added_at = "2026-11-03T10:00:00Z";
   source.artifacts.push_back(boot);
   source.served["/vmconfig/artifacts/os-image/13.2/boot/vmlinuz-6.12"] = boot.digest;
   for (auto [id, kind, platform, digest] : {std::tuple{20, cache::ArtifactKind::image_index, "", '7'},
                                             std::tuple{21, cache::ArtifactKind::image_manifest, "linux_amd64", '8'}}) {
-    cache::Artifact image;
+    cache::Artifact image = cache::image_row(kind, "registry.k8s.io/pause", "3.10", platform, "sha256:" + std::string(64, digest), 512, "");
     image.id = id;
-    image.kind = kind;
-    image.address = "registry.k8s.io/pause";
-    image.version = "3.10";
-    image.platform = platform;
-    image.digest = std::string(64, digest);
-    image.filename = "sha256:" + image.digest;
-    image.upstream_digest = image.filename;
-    image.size = 512;
-    image.trust = cache::Trust::checksum;
     source.artifacts.push_back(image);
     source.served["/v2/mirror/registry.k8s.io/pause/manifests/" + image.filename] = image.digest;
   }
-  cache::Artifact seed;
+  cache::Artifact seed = podplane::test::seed_snapshot_row(std::string(64, '5'), "recommended", "2026.11.1", "recommended.netsy",
+                                                           std::string(128, '5'));
   seed.id = 30;
-  seed.kind = cache::ArtifactKind::seed_snapshot;
-  seed.address = "recommended";
-  seed.version = "2026.11.1";
-  seed.filename = "recommended.netsy";
-  seed.digest = std::string(64, '5');
   seed.size = 24576;
-  seed.upstream_digest = "sha512:" + std::string(128, '5');
-  seed.trust = cache::Trust::checksum;
+  seed.upstream_url.clear();
   source.artifacts.push_back(seed);
   source.served["/seeds/snapshots/recommended/2026.11.1/recommended.netsy"] = seed.digest;
   source.served["/v1/mirror/registry.opentofu.org/hashicorp/aws/terraform-provider-aws_6.2.0_linux_amd64.zip"] =
@@ -222,15 +184,8 @@ TEST(CatalogueTest, ModelOrdersVersionsNewestFirstAndSaysWhatIsServed) {
 
 cache::Artifact image_row(std::int64_t id, cache::ArtifactKind kind, const std::string& address, const std::string& version,
                           const std::string& platform, char digest) {
-  cache::Artifact a;
+  cache::Artifact a = cache::image_row(kind, address, version, platform, "sha256:" + std::string(64, digest), 0, "");
   a.id = id;
-  a.kind = kind;
-  a.address = address;
-  a.version = version;
-  a.platform = platform;
-  a.digest = std::string(64, digest);
-  a.filename = a.upstream_digest = "sha256:" + a.digest;
-  a.trust = cache::Trust::checksum;
   a.added_at = "2026-11-05T10:00:00Z";
   return a;
 }
@@ -504,13 +459,8 @@ TEST_F(CatalogueServeTest, ServeAnswersThePagesFromTheSiteMapAndReloadsThemOnSig
   {
     auto store = cache::Store::open(temp_ / "deps");
     fs::path zip = make_provider_zip(temp_ / "work", "null", "3.3.0", "linux_amd64", 100);
-    cache::Artifact row;
-    row.kind = cache::ArtifactKind::provider_package;
-    row.address = "registry.opentofu.org/hashicorp/null";
-    row.version = "3.3.0";
-    row.platform = "linux_amd64";
+    cache::Artifact row = podplane::test::provider_package_row(store.add_file(zip), "linux_amd64", podplane::test::kNullProvider, "3.3.0");
     row.filename = zip.filename().string();
-    row.digest = store.add_file(zip);
     row.size = static_cast<std::int64_t>(fs::file_size(zip));
     row.h1 = lockfile::h1_hash_of_zip(zip);
     row.trust = cache::Trust::unverified;

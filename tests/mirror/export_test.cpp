@@ -81,17 +81,8 @@ TEST_F(ExportTest, WritesTheSiteAndReplacesItAtomically) {
   podplane::test::write_file(stale, "from an earlier export");
   {
     auto writable = cache::Store::open(temp_ / "deps");
-    cache::Artifact artifact;
-    artifact.kind = cache::ArtifactKind::vmconfig_artifact;
-    artifact.address = "runc";
-    artifact.version = "1.4.2";
-    artifact.filename = "runc.amd64";
-    artifact.digest = writable.add_bytes("runc bytes");
-    artifact.size = 10;
-    artifact.upstream_digest = "sha256:" + artifact.digest;
-    artifact.upstream_url = "https://github.com/opencontainers/runc/releases/download/v1.4.2/runc.amd64";
-    artifact.trust = cache::Trust::checksum;
-    writable.add_artifact(artifact);
+    writable.add_artifact(podplane::test::vmconfig_artifact_row(writable.add_bytes("runc bytes"), "runc", "1.4.2",
+                                                                "https://github.com/opencontainers/runc/releases/download/v1.4.2/runc.amd64"));
   }
   auto second = run_podplane({"mirror", "export", out.string()}, with_deps_root(temp_ / "deps"));
   ASSERT_EQ(second.exit_code, 0) << second.err;

@@ -11,6 +11,7 @@
 
 #include "base/digest.hpp"
 #include "base/hex.hpp"
+#include "cache/row_rules.hpp"
 #include "cache/store.hpp"
 #include "fetch/oci_registry.hpp"
 #include "tests/mirror/serve_fixture.hpp"
@@ -170,17 +171,9 @@ class ServedTypesTest : public ::testing::Test {
     auto store = cache::Store::open(temp_ / "deps");
     document_ = json{{"schemaVersion", 2}, {"mediaType", "text/html"}, {"annotations", {{"x", kScript}}}, {"layers", json::array()}}.dump();
     std::string hex = store.add_bytes(document_);
-    cache::Artifact row;
-    row.kind = cache::ArtifactKind::image_manifest;
-    row.address = "registry.example/hostile/page";
-    row.version = "1.0";
-    row.platform = "linux_amd64";
-    row.filename = "sha256:" + hex;
-    row.digest = hex;
-    row.size = static_cast<std::int64_t>(document_.size());
-    row.upstream_digest = row.filename;
-    row.upstream_url = "https://registry.example/v2/hostile/page/manifests/" + row.filename;
-    row.trust = cache::Trust::checksum;
+    cache::Artifact row = cache::image_row(cache::ArtifactKind::image_manifest, "registry.example/hostile/page", "1.0", "linux_amd64",
+                                           "sha256:" + hex, static_cast<std::int64_t>(document_.size()),
+                                           "https://registry.example/v2/hostile/page/manifests/sha256:" + hex);
     (void)store.add_artifact(row);
     digest_ = row.filename;
     server_ = std::make_unique<MirrorServe>(temp_ / "deps", std::vector<std::string>{"--listen", "127.0.0.1:0", "--plain-http"},

@@ -19,15 +19,8 @@ TEST(MirrorDocuments, ServeAndViewsPublishTheSameBytes) {
   auto store = cache::Store::open(root);
   // A package row without an h1 (its zh stands alone), in a version of its own.
   fs::path zip = make_provider_zip(dir / "work", "null", "3.2.5", "linux_amd64", 256);
-  cache::Artifact bare;
-  bare.kind = cache::ArtifactKind::provider_package;
-  bare.address = "registry.opentofu.org/hashicorp/null";
-  bare.version = "3.2.5";
-  bare.platform = "linux_amd64";
-  bare.filename = zip.filename().string();
-  bare.digest = store.add_file(zip);
+  cache::Artifact bare = podplane::test::provider_package_row(store.add_file(zip), "linux_amd64", podplane::test::kNullProvider, "3.2.5");
   bare.size = static_cast<std::int64_t>(fs::file_size(zip));
-  bare.upstream_url = "https://releases.podplane.invalid/" + bare.filename;
   bare.trust = cache::Trust::unverified;
   (void)store.add_artifact(bare);
 

@@ -31,6 +31,7 @@
 #include "base/digest.hpp"
 #include "lockfile/hash.hpp"
 #include "tests/support/background.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/tls.hpp"
 
@@ -88,16 +89,11 @@ inline fs::path make_provider_zip(const fs::path& work, const std::string& type,
 // The provider_package row of `zip`, whose bytes it adds to `store` (the row itself is not added).
 inline cache::Artifact package_row(cache::Store& store, const fs::path& zip, const std::string& address,
                                    const std::string& version, const std::string& platform, cache::Trust trust) {
-  cache::Artifact artifact;
-  artifact.kind = cache::ArtifactKind::provider_package;
-  artifact.address = address;
-  artifact.version = version;
-  artifact.platform = platform;
+  cache::Artifact artifact = podplane::test::provider_package_row(store.add_file(zip), platform, address, version);
   artifact.filename = zip.filename().string();
-  artifact.digest = store.add_file(zip);
   artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
   artifact.h1 = lockfile::h1_hash_of_zip(zip);
-  artifact.zh = "zh:" + artifact.digest;
+  artifact.zh = cache::zh_of(artifact);
   artifact.upstream_url = "https://releases.podplane.invalid/" + artifact.filename;
   artifact.trust = trust;
   return artifact;
@@ -190,14 +186,9 @@ inline StoreContents fill_store(const fs::path& deps_root, const fs::path& work,
       provider.signature = podplane::test::read_file(work / (base + "_SHA256SUMS.sig"));
       provider.keys_json = keys.dump();
       auto add_doc = [&](cache::ArtifactKind kind, const std::string& filename, const std::string& bytes) {
-        cache::Artifact doc;
-        doc.kind = kind;
-        doc.address = address;
-        doc.version = version;
+        cache::Artifact doc = podplane::test::provider_document_row(kind, store.add_bytes(bytes), address, version);
         doc.filename = filename;
-        doc.digest = store.add_bytes(bytes);
         doc.size = static_cast<std::int64_t>(bytes.size());
-        doc.trust = cache::Trust::signed_upstream;
         doc.upstream_url = "https://releases.podplane.invalid/" + filename;
         store.add_artifact(doc);
         return doc.digest;
@@ -242,16 +233,10 @@ inline StoreContents fill_store(const fs::path& deps_root, const fs::path& work,
   store.add_module_tree(tree);
 
   contents.artifact_bytes = random_bytes(artifact_size, 7);
-  cache::Artifact artifact;
-  artifact.kind = cache::ArtifactKind::vmconfig_artifact;
-  artifact.address = "containerd";
-  artifact.version = "2.3.1";
-  artifact.filename = "containerd-2.3.1-linux-amd64.tar.gz";
-  artifact.digest = store.add_bytes(contents.artifact_bytes);
+  cache::Artifact artifact = podplane::test::vmconfig_artifact_row(
+      store.add_bytes(contents.artifact_bytes), "containerd", "2.3.1",
+      "https://github.com/containerd/containerd/releases/download/v2.3.1/containerd-2.3.1-linux-amd64.tar.gz");
   artifact.size = static_cast<std::int64_t>(contents.artifact_bytes.size());
-  artifact.upstream_digest = "sha256:" + artifact.digest;
-  artifact.upstream_url = "https://github.com/containerd/containerd/releases/download/v2.3.1/" + artifact.filename;
-  artifact.trust = cache::Trust::checksum;
   store.add_artifact(artifact);
 
   nlohmann::json manifest = {
@@ -263,12 +248,9 @@ inline StoreContents fill_store(const fs::path& deps_root, const fs::path& work,
            {{"version", "2.3.1"}, {"url", artifact.upstream_url}, {"type", "tar.gz"}, {"digest", artifact.upstream_digest},
             {"size", artifact.size}}}}}}}};
   contents.manifest_text = manifest.dump(2) + "\n";
-  cache::Artifact manifest_row;
-  manifest_row.kind = cache::ArtifactKind::vmconfig_manifest;
-  manifest_row.address = "vmconfig_knc_debian-13_amd64";
-  manifest_row.version = "1.4.0";
+  cache::Artifact manifest_row =
+      podplane::test::vmconfig_manifest_row(store.add_bytes(contents.manifest_text), "vmconfig_knc_debian-13_amd64", "1.4.0");
   manifest_row.filename = contents.manifest_name;
-  manifest_row.digest = store.add_bytes(contents.manifest_text);
   manifest_row.size = static_cast<std::int64_t>(contents.manifest_text.size());
   manifest_row.upstream_url = "https://deps.podplane.dev/manifests/" + contents.manifest_name;
   manifest_row.trust = cache::Trust::checksum;

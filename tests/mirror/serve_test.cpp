@@ -208,16 +208,9 @@ TEST_F(SiteTest, ManifestsAreServedUnderTheirPlainNames) {
     for (const auto& [stamp, version] : std::vector<std::pair<std::string, std::string>>{{"20260301T000000Z", "1.5.0"},
                                                                                           {"20260101T000000Z", "1.4.0"}}) {
       std::string text = "{\"vmconfig\": {\"version\": \"" + version + "\", \"kind\": \"knd\", \"dependencies\": {}}}\n";
-      cache::Artifact row;
-      row.kind = cache::ArtifactKind::vmconfig_manifest;
-      row.address = "vmconfig_knd_debian-13_arm64";
-      row.version = version;
-      row.platform = "linux_arm64";
-      row.digest = store.add_bytes(text);
+      cache::Artifact row = podplane::test::vmconfig_manifest_row(store.add_bytes(text), "vmconfig_knd_debian-13_arm64", version, "linux_arm64");
       row.filename = row.address + "_" + stamp + "_" + row.digest.substr(0, 12) + ".json";
-      row.size = static_cast<std::int64_t>(text.size());
       row.upstream_url = "https://deps.podplane.dev/manifests/vmconfig_knd_debian-13_arm64.json";
-      row.trust = cache::Trust::unverified;
       store.add_artifact(row);
       digests[row.filename] = row.digest;
     }
@@ -508,17 +501,8 @@ TEST_F(ServerTest, SighupReloadsTheSiteFromTheIndex) {
   EXPECT_EQ(http.fetch(base + added, tls()).status, 404);
   {
     auto store = cache::Store::open(temp_ / "deps");
-    cache::Artifact artifact;
-    artifact.kind = cache::ArtifactKind::vmconfig_artifact;
-    artifact.address = "runc";
-    artifact.version = "1.4.2";
-    artifact.filename = "runc.amd64";
-    artifact.digest = store.add_bytes("runc bytes");
-    artifact.size = 10;
-    artifact.upstream_digest = "sha256:" + artifact.digest;
-    artifact.upstream_url = "https://github.com/opencontainers/runc/releases/download/v1.4.2/runc.amd64";
-    artifact.trust = cache::Trust::checksum;
-    store.add_artifact(artifact);
+    store.add_artifact(podplane::test::vmconfig_artifact_row(store.add_bytes("runc bytes"), "runc", "1.4.2",
+                                                             "https://github.com/opencontainers/runc/releases/download/v1.4.2/runc.amd64"));
   }
   EXPECT_EQ(http.fetch(base + added, tls()).status, 404) << "the site is a snapshot until SIGHUP";
   ::kill(server_->pid(), SIGHUP);

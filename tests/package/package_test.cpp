@@ -14,6 +14,7 @@
 #include "cache/store.hpp"
 #include "tests/bundle/bundle_fixture.hpp"
 #include "tests/support/background.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/tls.hpp"
 
@@ -78,15 +79,8 @@ const std::string kProvider = "registry.opentofu.org/hashicorp/null";
 void fill_verifiable_store(const fs::path& root) {
   auto store = cache::Store::open(root);
   for (const std::string platform : {"linux_amd64", "linux_arm64"}) {
-    cache::Artifact package;
-    package.kind = cache::ArtifactKind::provider_package;
-    package.address = kProvider;
-    package.version = "3.2.4";
-    package.platform = platform;
-    package.filename = "terraform-provider-null_3.2.4_" + platform + ".zip";
-    package.digest = store.add_bytes("PK\x03\x04" + bundle::test::synthetic_bytes(platform, 20000));
-    package.trust = cache::Trust::signed_upstream;
-    (void)store.add_artifact(package);
+    (void)store.add_artifact(
+        test::provider_package_row(store.add_bytes("PK\x03\x04" + bundle::test::synthetic_bytes(platform, 20000)), platform, kProvider));
   }
   bundle::test::add_module(store, "2.0.1");
   bundle::test::add_vmconfig(store);

@@ -1,4 +1,4 @@
-#include "tests/fetch/gpg_keys.hpp"
+#include "tests/support/gpg_keys.hpp"
 
 #include <stdexcept>
 

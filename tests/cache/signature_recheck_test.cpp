@@ -2,8 +2,8 @@
 // and keys kept in the store, and names the package when that evidence does not hold.
 #include <gtest/gtest.h>
 
+#include "cache/recheck.hpp"
 #include "cache/store.hpp"
-#include "fetch/signature_recheck.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 
@@ -38,9 +38,9 @@ TEST(SignatureRecheck, EveryFetchedPackageVerifiesOfflineFromStoredMaterial) {
   FixtureUpstream upstream;
   FilledStore filled(upstream);
   auto store = cache::Store::open(filled.root(), cache::Store::Access::read_only);
-  auto recheck = fetch::recheck_provider_signatures(store);
+  auto recheck = cache::recheck_provider_packages(store, store.artifacts({.kind = cache::ArtifactKind::provider_package}));
   EXPECT_TRUE(recheck.problems.empty()) << recheck.problems.front();
-  EXPECT_EQ(recheck.packages_checked, store.artifacts({.kind = cache::ArtifactKind::provider_package}).size());
+  EXPECT_EQ(recheck.rows_checked, store.artifacts({.kind = cache::ArtifactKind::provider_package}).size());
   // One signature per provider release (6 providers), not one per package.
   EXPECT_EQ(recheck.signatures_checked, 6u);
 
