@@ -780,11 +780,8 @@ std::vector<VolumeSource> take_parity_findings(PreparedVolumes& prepared, Import
     const std::string bundle = "bundle " + outcome.set.bundle + ": ";
     const std::string covered = std::to_string(outcome.set.volumes.size()) + " volume(s) covered by " +
                                 std::to_string(outcome.set.files.size()) + " parity file(s)";
-    if (!outcome.checked && outcome.lost.empty()) {
-      report.parity.push_back(bundle + covered + ", not checked: par2 is not installed (it is needed only to rebuild a "
-                              "damaged or missing volume)");
-    } else if (outcome.damaged.empty() && outcome.missing.empty()) {
-      report.parity.push_back(bundle + covered + ", all whole (checked by par2)");
+    if (outcome.damaged.empty() && outcome.missing.empty()) {
+      report.parity.push_back(bundle + covered + ", all whole (each of the size and MD5 the parity set describes)");
     } else if (outcome.repaired) {
       report.parity.push_back(bundle + parity_finding(outcome) +
                               (lost_bundles == LostBundles::refuse
@@ -811,19 +808,6 @@ std::vector<VolumeSource> take_parity_findings(PreparedVolumes& prepared, Import
     }
   }
   return sources;
-}
-
-// A volume that failed in a bundle whose parity par2 could not check (it is not installed):
-// the error says how it could be repaired.
-void hint_par2_for_failed_volumes(const PreparedVolumes& prepared, ImportReport& report) {
-  std::set<std::string> unchecked;
-  for (const auto& outcome : prepared.outcomes)
-    if (!outcome.checked) unchecked.insert(outcome.set.bundle);
-  for (auto& volume : report.volumes) {
-    if (volume.error.empty() || !unchecked.count(bundle_name_of(volume.file))) continue;
-    volume.error += "\n  its parity files could rebuild it: install Debian's package " + std::string(kPar2Package) +
-                    " (apt-get install " + kPar2Package + ") and run this again";
-  }
 }
 
 void import_sources(cache::Store& store, const std::vector<VolumeSource>& sources, const std::vector<fs::path>& files,
@@ -906,7 +890,6 @@ ImportReport verify_bundle(const std::vector<fs::path>& files, const VerifyOptio
     report.volumes.push_back(std::move(volume));
   }
   find_missing_volumes(report, nullptr);
-  hint_par2_for_failed_volumes(prepared, report);
   return report;
 }
 
@@ -916,7 +899,6 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
   PreparedVolumes prepared = prepare_volumes(files, options.parity);
   const std::vector<VolumeSource> sources = take_parity_findings(prepared, report, LostBundles::refuse);
   import_sources(store, sources, files, options, report);
-  hint_par2_for_failed_volumes(prepared, report);
   return report;
 }
 
@@ -953,13 +935,11 @@ ImportReport import_bundle(const fs::path& deps_root, const std::vector<fs::path
     }
     if (!any) {
       for (auto& volume : preflight.volumes) volume.bundle_id.clear();
-      hint_par2_for_failed_volumes(prepared, preflight);
       return preflight;
     }
   }
   auto store = cache::Store::open(deps_root, cache::Store::Access::read_write);
   import_sources(store, sources, files, options, report);
-  hint_par2_for_failed_volumes(prepared, report);
   return report;
 }
 

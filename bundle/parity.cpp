@@ -10,10 +10,13 @@
 #include <cstring>
 #include <set>
 #include <string_view>
+#include <thread>
 
 #include "base/digest.hpp"
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
+#include "base/hex.hpp"
+#include "base/parallel.hpp"
 #include "base/run_tool.hpp"
 #include "base/unique_fd.hpp"
 
@@ -99,6 +102,7 @@ bool read_at(int fd, void* into, std::size_t size, std::uint64_t offset) {
 struct Description {
   std::string set_id;
   std::string file_id;
+  std::string md5;  // of the whole file
   std::uint64_t length = 0;
   std::string name;
   fs::path where;
@@ -146,8 +150,8 @@ void read_critical_packet(int fd, const fs::path& file, std::uint64_t offset, co
     scan.mains.push_back(std::move(main));
   } else {
     if (body_size < 56) return;
-    Description description{set_id, packet.substr(kHeaderBytes, 16), little_endian(body + 48, 8),
-                            packet.substr(kHeaderBytes + 56), file};
+    Description description{set_id, packet.substr(kHeaderBytes, 16), packet.substr(kHeaderBytes + 16, 16),
+                            little_endian(body + 48, 8), packet.substr(kHeaderBytes + 56), file};
     while (!description.name.empty() && description.name.back() == '\0') description.name.pop_back();
     scan.descriptions.push_back(std::move(description));
   }
@@ -259,6 +263,7 @@ ParitySet read_parity_set(const std::string& bundle, std::vector<fs::path> files
   for (const auto& d : scan.descriptions) {
     if (!covered.count(d.file_id) || !described.insert(d.file_id).second) continue;
     set.volumes.push_back(d.name);
+    set.described[d.name] = DescribedVolume{d.length, d.md5};
     set.source_blocks += (d.length + main.slice_size - 1) / main.slice_size;
   }
   std::sort(set.volumes.begin(), set.volumes.end());
@@ -307,31 +312,12 @@ std::string not_installed(const std::string& why) {
          " (apt-get install " + kPar2Package + ")";
 }
 
-struct Par2Findings {
-  std::set<std::string> damaged;
-  std::set<std::string> missing;
-  std::string need;  // "You need N more recovery blocks to be able to repair."
-};
-
-// par2's report lines: Target: "NAME" - found. | - missing. | - damaged. Found N of M data blocks.
-Par2Findings read_par2_output(const std::string& out) {
-  Par2Findings findings;
-  std::size_t start = 0;
-  while (start < out.size()) {
-    std::size_t end = out.find('\n', start);
-    if (end == std::string::npos) end = out.size();
-    std::string_view line(out.data() + start, end - start);
-    start = end + 1;
-    if (line.starts_with("You need ")) findings.need = std::string(line);
-    if (!line.starts_with("Target: \"")) continue;
-    auto close = line.rfind("\" - ");
-    if (close == std::string_view::npos || close < 9) continue;
-    std::string name(line.substr(9, close - 9));
-    std::string_view state = line.substr(close + 4);
-    if (state.starts_with("damaged")) findings.damaged.insert(name);
-    else if (state.starts_with("missing")) findings.missing.insert(name);
-  }
-  return findings;
+// "You need N more recovery blocks to be able to repair." from par2's verify, or "".
+std::string read_par2_need(const std::string& out) {
+  const auto at = out.find("You need ");
+  if (at == std::string::npos) return "";
+  const auto end = out.find('\n', at);
+  return out.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
 std::string last_words(const ToolRun& run) {
@@ -363,43 +349,64 @@ ToolRun run_par2(const std::string& action, const fs::path& workspace, const fs:
   return par2({action, "-q", "-B", workspace.string(), index.string()});
 }
 
-// Asks par2 about one bundle's volumes and has it rebuild what is damaged or missing.
+// The given volumes that are not what the set describes: another size, or (hashed on every
+// core) another MD5. A whole bundle costs one read of its volumes here and no par2 at all.
+std::vector<std::string> volumes_unlike_their_description(const ParitySet& set,
+                                                          const std::map<std::string, fs::path>& given) {
+  std::vector<std::pair<std::string, fs::path>> volumes(given.begin(), given.end());
+  std::vector<char> unlike(volumes.size(), 0);
+  auto errors = on_threads(
+      volumes.size(),
+      [&](std::size_t i) {
+        const auto& [name, file] = volumes[i];
+        const DescribedVolume& described = set.described.at(name);
+        std::error_code ec;
+        unlike[i] = fs::file_size(file, ec) != described.length ||
+                    from_hex(file_digest_hex(file, DigestAlgorithm::md5)) != described.md5;
+      },
+      std::max(2u, std::thread::hardware_concurrency()));
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < volumes.size(); ++i)
+    if (unlike[i] || errors[i]) names.push_back(volumes[i].first);  // an unreadable volume is damaged too
+  return names;
+}
+
+// Checks one bundle's volumes against its parity set and has par2 rebuild what is damaged or
+// missing.
 ParityOutcome check_and_repair(const ParitySet& set, const GivenFiles& given, const fs::path& workspace) {
   ParityOutcome outcome;
   outcome.set = set;
-  const std::set<std::string> covered(set.volumes.begin(), set.volumes.end());
   std::map<std::string, fs::path> by_name;
   for (const auto& volume : given.volumes) {
     const std::string name = volume.filename().string();
-    if (covered.count(name) && by_name.emplace(name, volume).second) outcome.given.push_back(volume);
+    if (set.described.count(name) && by_name.emplace(name, volume).second) outcome.given.push_back(volume);
   }
   for (const auto& name : set.volumes)
     if (!by_name.count(name)) outcome.missing.push_back(name);
-
-  const fs::path index = lay_out_workspace(workspace, set, by_name);
-  ToolRun verify = run_par2("verify", workspace, index);
-  if (verify.missing) {
-    outcome.lost = outcome.missing;
-    if (!outcome.lost.empty()) outcome.why_lost = not_installed("rebuilding them from the parity files");
-    return outcome;
-  }
-  outcome.checked = true;
-  if (verify.exit_code > 2)
-    throw Error("par2 could not check the parity files of bundle " + set.bundle + " (" + list_files(set.files) +
-                "): exit " + std::to_string(verify.exit_code) + ": " + last_words(verify));
-  Par2Findings findings = read_par2_output(verify.out);
-  for (const auto& name : findings.damaged)
-    if (by_name.count(name)) outcome.damaged.push_back(name);
-  for (const auto& name : findings.missing)  // a given volume that vanished since
-    if (by_name.count(name)) outcome.missing.push_back(name);
+  outcome.damaged = volumes_unlike_their_description(set, by_name);
   if (outcome.damaged.empty() && outcome.missing.empty()) return outcome;
 
   std::vector<std::string> needed = outcome.damaged;
   needed.insert(needed.end(), outcome.missing.begin(), outcome.missing.end());
   std::sort(needed.begin(), needed.end());
+  const fs::path index = lay_out_workspace(workspace, set, by_name);
+  ToolRun verify = run_par2("verify", workspace, index);
+  if (verify.missing) {
+    outcome.lost = needed;
+    outcome.why_lost = not_installed("rebuilding them from the parity files");
+    return outcome;
+  }
+  if (verify.exit_code > 2)
+    throw Error("par2 could not check the parity files of bundle " + set.bundle + " (" + list_files(set.files) +
+                "): exit " + std::to_string(verify.exit_code) + ": " + last_words(verify));
   if (verify.exit_code == 2) {
     outcome.lost = needed;
-    outcome.why_lost = findings.need.empty() ? "par2 cannot rebuild them: " + last_words(verify) : "par2: " + findings.need;
+    const std::string need = read_par2_need(verify.out);
+    outcome.why_lost = need.empty() ? "par2 cannot rebuild them: " + last_words(verify) : "par2: " + need;
+    return outcome;
+  }
+  if (verify.exit_code == 0) {  // par2 finds them whole after all: nothing to rebuild
+    outcome.damaged.clear();
     return outcome;
   }
   ToolRun repair = run_par2("repair", workspace, index);

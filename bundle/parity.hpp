@@ -31,11 +31,18 @@ GivenFiles sort_given_files(const std::vector<std::filesystem::path>& files);
 // deps.bundle.002-of-003, deps.bundle.par2 and deps.bundle.vol007+008.par2.
 std::string bundle_name_of(const std::filesystem::path& file);
 
+// A volume as a parity set describes it.
+struct DescribedVolume {
+  std::uint64_t length = 0;
+  std::string md5;  // raw 16 bytes, of the whole file
+};
+
 // One PAR2 recovery set as its valid packets describe it (read, never trusted).
 struct ParitySet {
   std::string bundle;                       // the bundle name its volumes share
   std::vector<std::filesystem::path> files;  // its parity files, the one par2 starts from first
   std::vector<std::string> volumes;          // the volume names it covers, sorted
+  std::map<std::string, DescribedVolume> described;  // by volume name
   std::uint64_t bytes = 0;                   // of the parity files
   std::uint64_t source_blocks = 0;           // blocks of the volumes it covers
   std::uint64_t recovery_blocks = 0;         // distinct recovery blocks its files hold
@@ -58,13 +65,12 @@ struct VolumeSource {
   std::string rebuilt;              // "damaged" or "missing" when rebuilt from parity, else ""
 };
 
-// What par2 found in one bundle's volumes and what became of them.
+// What the parity set says of one bundle's volumes and what became of them.
 struct ParityOutcome {
   ParitySet set;
-  std::vector<std::string> damaged;       // volume names par2 found damaged
+  std::vector<std::string> damaged;       // volume names not of the size and MD5 the set describes
   std::vector<std::string> missing;       // volume names the set covers that were not given
-  bool checked = false;                   // par2 ran (false: par2 is not installed)
-  bool repaired = false;                  // every damaged and missing volume was rebuilt
+  bool repaired = false;                  // every damaged and missing volume was rebuilt by par2
   std::vector<std::string> lost;          // damaged or missing and not rebuilt
   std::string why_lost;                   // par2's words, or that par2 is not installed
   std::vector<std::filesystem::path> given;  // the given volumes of this bundle
@@ -77,10 +83,11 @@ struct PreparedVolumes {
   std::unique_ptr<ScratchDir> scratch;  // holds the rebuilt volumes while they are read
 };
 
-// Sorts the given files and, unless told to ignore parity, has par2 check each bundle that has
-// parity files and rebuild its damaged and missing volumes into a scratch dir under $TMPDIR
-// (links to the given files and what par2 writes; removed with the result). A bundle whose
-// volumes parity cannot rebuild keeps its outcome's `lost` list: the caller decides.
+// Sorts the given files and, unless told to ignore parity, checks each bundle that has parity
+// files: every volume the set covers must be given, of the size and whole-file MD5 the set
+// describes. Where one is not, par2 rebuilds the damaged and missing volumes into a scratch dir
+// under $TMPDIR (links to the given files and what par2 writes; removed with the result). A
+// bundle whose volumes cannot be rebuilt keeps its outcome's `lost` list: the caller decides.
 PreparedVolumes prepare_volumes(const std::vector<std::filesystem::path>& files, ParityFiles parity);
 
 // Error naming the Debian package when par2 is not on PATH.

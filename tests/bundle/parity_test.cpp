@@ -201,7 +201,8 @@ TEST_F(BundleParity, VerifySaysWhatIsDamagedOrMissingAndWhetherItIsRepairable) {
                            " volume(s) covered by"),
             std::string::npos)
       << show(whole);
-  EXPECT_NE(whole.out.find("all whole (checked by par2)"), std::string::npos) << show(whole);
+  EXPECT_NE(whole.out.find("all whole (each of the size and MD5 the parity set describes)"), std::string::npos)
+      << show(whole);
 
   flip_bytes_in_the_middle(volumes[2]);
   fs::remove(volumes[0]);
@@ -309,8 +310,8 @@ TEST_F(BundleParity, HostileOrBrokenParityFilesAreRefusedAndChangeNothing) {
 }
 
 // Without par2 installed: creating parity is refused before a volume is written, an import
-// that needs no repair goes on (and says the parity went unchecked), and one that does need
-// it fails naming the package, its store not even made.
+// that needs no repair goes on (its volumes checked against the parity set all the same), and
+// one that does need it fails naming the package, its store not even made.
 TEST_F(BundleParity, WithoutPar2OnlyANeededRepairFailsAndSaysWhichPackage) {
   auto volumes = create_with_parity();
   ASSERT_GE(volumes.size(), 6u);
@@ -334,13 +335,18 @@ TEST_F(BundleParity, WithoutPar2OnlyANeededRepairFailsAndSaysWhichPackage) {
   args.insert(args.end(), {"--trust", pub()});
   auto unneeded = run_podplane(args, without_par2(dir / "whole"));
   EXPECT_EQ(unneeded.exit_code, 0) << show(unneeded);
-  EXPECT_NE(unneeded.out.find("not checked: par2 is not installed"), std::string::npos) << show(unneeded);
+  EXPECT_NE(unneeded.out.find("all whole (each of the size and MD5 the parity set describes)"), std::string::npos)
+      << show(unneeded);
 
+  // A damaged volume is found without par2 (by the MD5 the parity set describes), before any
+  // of the bundle is imported; so is a missing one.
+  flip_bytes_in_the_middle(volumes[4]);
   fs::remove(volumes[2]);
   args.erase(std::remove(args.begin(), args.end(), volumes[2].string()), args.end());
   auto needed = run_podplane(args, without_par2(dir / "needed"));
   EXPECT_EQ(needed.exit_code, 1) << show(needed);
   EXPECT_NE(needed.out.find("lost: " + volumes[2].filename().string() + " (missing)"), std::string::npos) << show(needed);
+  EXPECT_NE(needed.out.find("lost: " + volumes[4].filename().string() + " (damaged)"), std::string::npos) << show(needed);
   EXPECT_NE(needed.out.find("install Debian's package par2 (apt-get install par2)"), std::string::npos) << show(needed);
   EXPECT_FALSE(fs::exists(dir / "needed"));
 }
