@@ -527,14 +527,15 @@ void remove_stale_parity(const fs::path& bundle) {
 }
 
 ParityWritten write_parity(const fs::path& bundle, const std::vector<fs::path>& volumes, int percent) {
-  const fs::path dir = fs::absolute(bundle.has_parent_path() ? bundle.parent_path() : fs::path("."));
+  // Normalised: par2 names each volume by its path relative to -B, and "/x/." is no prefix of "/x/v".
+  const fs::path dir = fs::absolute(bundle).lexically_normal().parent_path();
   const std::string name = bundle.filename().string();
   // Beside the volumes, so that each finished file is renamed into place on one file system.
   ScratchDir scratch(dir, "." + name + ".parity-");
   std::vector<std::string> arguments{"create", "-q", "-b" + std::to_string(block_count(volumes.size())),
                                      "-r" + std::to_string(percent), "-B", dir.string(),
                                      (scratch.path() / (name + ".par2")).string()};
-  for (const auto& volume : volumes) arguments.push_back(fs::absolute(volume).string());
+  for (const auto& volume : volumes) arguments.push_back(fs::absolute(volume).lexically_normal().string());
   ToolRun run = par2(arguments);
   if (run.missing) throw Error(not_installed("--parity"));
   if (run.exit_code != 0)

@@ -81,8 +81,11 @@ class BundleParity : public ::testing::Test {
   std::vector<fs::path> create_with_parity() {
     fs::create_directories(media());
     fs::create_directories(scratch());
-    auto create = run_podplane({"bundle", "create", bundle(), "--sign", key(), "--volume-size", "48K", "--parity", "25"},
-                               at(online()));
+    // Named relative to the working directory, as people type it.
+    ProcessOptions in_media = at(online());
+    in_media.cwd = media();
+    auto create = run_podplane({"bundle", "create", "deps.bundle", "--sign", key(), "--volume-size", "48K", "--parity", "25"},
+                               in_media);
     EXPECT_EQ(create.exit_code, 0) << show(create);
     std::vector<fs::path> volumes;
     for (const auto& file : glob(media(), "deps.bundle."))
