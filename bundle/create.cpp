@@ -567,14 +567,23 @@ std::uint64_t parity_bytes_needed(const BundlePlan& plan, const CreateOptions& o
   return plan.total_bytes / 100 * static_cast<std::uint64_t>(*options.parity_percent + 2) + (1u << 20);
 }
 
+// The transfer report takes about 1.4 KiB a row in JSON and HTML together, and a little per
+// module file; 2 KiB and 512 B, plus 64 KiB for the rest, are an upper bound.
+std::uint64_t report_bytes_needed(const BundlePlan& plan) {
+  std::uint64_t module_files = 0;
+  for (const auto& volume : plan.volumes)
+    for (const auto& tree : volume.manifest.module_trees) module_files += tree.files.size();
+  return (plan.artifacts + plan.module_trees) * 2048 + module_files * 512 + (64u << 10);
+}
+
 void check_room(const BundlePlan& plan, const CreateOptions& options, const fs::path& dir) {
-  const std::uint64_t needed = plan.total_bytes + parity_bytes_needed(plan, options);
+  const std::uint64_t needed = plan.total_bytes + parity_bytes_needed(plan, options) + report_bytes_needed(plan);
   std::uint64_t free_bytes = options.free_space ? options.free_space(dir) : statvfs_free(dir);
   if (free_bytes < needed)
     // Refused before a byte is written; named like the write's own failure would be (ENOSPC),
     // so that scripts and people looking for a full disk find it.
     throw Error(mismatch_message("not enough free space in " + dir.string() + " for the bundle" +
-                                     (options.parity_percent ? std::string(" and its parity") : "") + " (" +
+                                     (options.parity_percent ? std::string(", its parity") : "") + " and its report (" +
                                      std::strerror(ENOSPC) + ")",
                                  std::to_string(needed) + " bytes (" + human_bytes(needed) + ")",
                                  std::to_string(free_bytes) + " bytes free (" + human_bytes(free_bytes) + ")"));
