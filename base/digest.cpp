@@ -12,7 +12,13 @@
 namespace podplane {
 
 Hasher::Hasher(DigestAlgorithm algorithm) : context_(EVP_MD_CTX_new()) {
-  const EVP_MD* md = algorithm == DigestAlgorithm::sha512 ? EVP_sha512() : EVP_sha256();
+  const EVP_MD* md = EVP_sha256();
+  switch (algorithm) {
+    case DigestAlgorithm::sha256: md = EVP_sha256(); break;
+    case DigestAlgorithm::sha512: md = EVP_sha512(); break;
+    case DigestAlgorithm::md5: md = EVP_md5(); break;
+    case DigestAlgorithm::sha1: md = EVP_sha1(); break;
+  }
   if (!context_ || EVP_DigestInit_ex(context_.get(), md, nullptr) != 1) {
     throw Error("cannot start an OpenSSL digest: " + openssl::last_error());
   }

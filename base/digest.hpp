@@ -11,7 +11,9 @@
 
 namespace podplane {
 
-enum class DigestAlgorithm { sha256, sha512 };
+// md5 and sha1 only where a format fixes them (the packet hashes of PAR2 files, name-based
+// UUIDs), never to vouch for content.
+enum class DigestAlgorithm { sha256, sha512, md5, sha1 };
 
 // One incremental digest over an EVP_MD_CTX.
 class Hasher {

@@ -43,7 +43,7 @@ std::pair<UniqueFd, UniqueFd> make_pipe() {
 
 }  // namespace
 
-ToolRun run_tool(const std::vector<std::string>& argv) {
+ToolRun run_tool(const std::vector<std::string>& argv, const std::vector<std::string>& environment) {
   if (argv.empty()) throw Error("run_tool: no program given");
   auto [out_read, out_write] = make_pipe();
   auto [err_read, err_write] = make_pipe();
@@ -53,8 +53,13 @@ ToolRun run_tool(const std::vector<std::string>& argv) {
   ::posix_spawn_file_actions_adddup2(actions.get(), err_write.get(), 2);
   std::vector<std::string> strings = argv;
   std::vector<char*> args = exec_array(strings);
+  std::vector<std::string_view> replaced;
+  for (const auto& variable : environment) replaced.push_back(std::string_view(variable).substr(0, variable.find('=')));
+  std::vector<std::string> environment_strings = environment_without(replaced);
+  environment_strings.insert(environment_strings.end(), environment.begin(), environment.end());
+  std::vector<char*> envp = exec_array(environment_strings);
   pid_t pid = 0;
-  int spawned = ::posix_spawnp(&pid, args[0], actions.get(), nullptr, args.data(), environ);
+  int spawned = ::posix_spawnp(&pid, args[0], actions.get(), nullptr, args.data(), environment.empty() ? environ : envp.data());
   ToolRun run;
   if (spawned == ENOENT) {
     run.exit_code = 127;

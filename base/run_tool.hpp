@@ -16,7 +16,8 @@ struct ToolRun {
   std::string err;       // stderr, at most 64 KiB, trailing white space removed
 };
 
-// argv[0] is looked up on PATH. Throws podplane::Error only when no process could be made.
-[[nodiscard]] ToolRun run_tool(const std::vector<std::string>& argv);
+// argv[0] is looked up on PATH. `environment` ("NAME=value" each) is added to this process's,
+// replacing a variable of the same name. Throws podplane::Error only when no process could be made.
+[[nodiscard]] ToolRun run_tool(const std::vector<std::string>& argv, const std::vector<std::string>& environment = {});
 
 }  // namespace podplane

@@ -107,7 +107,9 @@ class BundlePlanner {
     make_base_manifest();
     pack_volumes();
     plan_volumes(file);
+    plan_.file = file;
     plan_.signed_bundle = key_.has_value();
+    if (key_) plan_.signer = key_->public_key().key_id();
     return std::move(plan_);
   }
 
@@ -514,20 +516,96 @@ BundlePlan plan_bundle(const cache::Store& store, const fs::path& file, const Cr
   return BundlePlanner(store, options).plan(file);
 }
 
-void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptions& options,
-                  const std::function<void(const std::string&)>& progress) {
+BundleContents contents_of(const BundlePlan& plan) {
+  BundleContents contents;
+  if (plan.volumes.empty()) return contents;
+  const BundleManifest& first = plan.volumes.front().manifest;
+  contents.name = plan.file.filename().string();
+  contents.bundle_id = first.bundle_id;
+  contents.created_at = first.created_at;
+  contents.tool_version = first.tool_version;
+  contents.expires_at = first.expires_at;
+  contents.since = first.since;
+  contents.platforms = first.platforms;
+  contents.signer = plan.signer;
+  contents.volume_count = first.volume_count;
+  contents.total_objects = first.total_objects;
+  contents.total_bytes = first.total_bytes;
+  contents.tf_selection = first.tf_selection;
+  for (const auto& volume : plan.volumes) {
+    std::uint64_t object_bytes = 0;
+    for (const auto& object : volume.manifest.objects) object_bytes += object.size;
+    contents.add(volume.manifest, ContentsVolume{volume.file, volume.manifest.volume_index, volume.manifest.objects.size(),
+                                                 object_bytes, volume.bytes});
+  }
+  return contents;
+}
+
+namespace {
+
+// par2's recovery data is the percentage asked of the volumes' bytes; each recovery file also
+// repeats the set's descriptions and block checksums (about 20 bytes a block): 2% and 1 MiB cover those.
+std::uint64_t parity_bytes_needed(const BundlePlan& plan, const CreateOptions& options) {
+  if (!options.parity_percent) return 0;
+  return plan.total_bytes / 100 * static_cast<std::uint64_t>(*options.parity_percent + 2) + (1u << 20);
+}
+
+// The transfer report takes about 1.4 KiB a row in JSON and HTML together, and a little per
+// module file; 2 KiB and 512 B, plus 64 KiB for the rest, are an upper bound.
+std::uint64_t report_bytes_needed(const BundlePlan& plan) {
+  std::uint64_t module_files = 0;
+  for (const auto& volume : plan.volumes)
+    for (const auto& tree : volume.manifest.module_trees) module_files += tree.files.size();
+  return (plan.artifacts + plan.module_trees) * 2048 + module_files * 512 + (64u << 10);
+}
+
+void check_room(const BundlePlan& plan, const CreateOptions& options, const fs::path& dir) {
+  const std::uint64_t needed = plan.total_bytes + parity_bytes_needed(plan, options) + report_bytes_needed(plan);
+  std::uint64_t free_bytes = options.free_space ? options.free_space(dir) : statvfs_free(dir);
+  if (free_bytes < needed)
+    // Refused before a byte is written; named like the write's own failure would be (ENOSPC),
+    // so that scripts and people looking for a full disk find it.
+    throw Error(mismatch_message("not enough free space in " + dir.string() + " for the bundle" +
+                                     (options.parity_percent ? std::string(", its parity") : "") + " and its report (" +
+                                     std::strerror(ENOSPC) + ")",
+                                 std::to_string(needed) + " bytes (" + human_bytes(needed) + ")",
+                                 std::to_string(free_bytes) + " bytes free (" + human_bytes(free_bytes) + ")"));
+}
+
+// After the volumes: the parity asked (an earlier bundle's of this name removed either way, as
+// it describes volumes that were just replaced), then the report, which names the parity.
+WrittenBundle write_companions(const BundlePlan& plan, const CreateOptions& options,
+                               const std::function<void(const std::string&)>& progress) {
+  WrittenBundle written;
+  remove_stale_parity(plan.file);
+  BundleContents contents = contents_of(plan);
+  if (options.parity_percent) {
+    std::vector<fs::path> volumes;
+    for (const auto& volume : plan.volumes) volumes.push_back(volume.file);
+    written.parity = write_parity(plan.file, volumes, *options.parity_percent);
+    GivenFiles given{volumes, written.parity.files, {}};
+    auto sets = find_parity_sets(given);
+    if (sets.size() == 1) contents.parity = std::move(sets.front());
+    contents.parity_percent = options.parity_percent;
+    if (progress)
+      progress("wrote " + std::to_string(written.parity.files.size()) + " parity files (" +
+               std::to_string(*options.parity_percent) + "%, " + human_bytes(written.parity.bytes) + ")");
+  }
+  written.report = write_transfer_report(plan.file, contents);
+  return written;
+}
+
+}  // namespace
+
+WrittenBundle write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptions& options,
+                           const std::function<void(const std::string&)>& progress) {
   if (plan.volumes.empty()) throw Error("empty bundle plan");
   fs::path dir = plan.volumes.front().file.parent_path();
   if (dir.empty()) dir = ".";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error("target directory " + dir.string() + " does not exist");
-  std::uint64_t free_bytes = options.free_space ? options.free_space(dir) : statvfs_free(dir);
-  if (free_bytes < plan.total_bytes)
-    // Refused before a byte is written; named like the write's own failure would be (ENOSPC),
-    // so that scripts and people looking for a full disk find it.
-    throw Error(mismatch_message("not enough free space in " + dir.string() + " for the bundle (" + std::strerror(ENOSPC) + ")",
-                                 std::to_string(plan.total_bytes) + " bytes (" + human_bytes(plan.total_bytes) + ")",
-                                 std::to_string(free_bytes) + " bytes free (" + human_bytes(free_bytes) + ")"));
+  if (options.parity_percent) require_par2("bundle create --parity");
+  check_room(plan, options, dir);
 
   // A volume is a file. A symlink named as one is followed (the link kept); a device or FIFO
   // (`bundle create /dev/null`, run as root) is refused before anything is written, never
@@ -595,9 +673,12 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
                std::to_string(volume.manifest.volume_count) + ", " + std::to_string(volume.manifest.objects.size()) +
                " objects, " + human_bytes(volume.bytes) + ")");
   }
+  WrittenBundle written = write_companions(plan, options, progress);
   if (!store.read_only()) {
     json files = json::array();
     for (const auto& v : plan.volumes) files.push_back(v.file.string());
+    json parity = json::array();
+    for (const auto& f : written.parity.files) parity.push_back(f.string());
     const auto& first = plan.volumes.front().manifest;
     store.audit("bundle-create", plan.volumes.front().file.string(),
                 {{"bundle_id", first.bundle_id},
@@ -608,8 +689,12 @@ void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptio
                  {"module_trees", plan.module_trees},
                  {"since", first.since ? first.since->inventory_digest : ""},
                  {"platforms", first.platforms},
-                 {"signed", plan.signed_bundle}});
+                 {"signed", plan.signed_bundle},
+                 {"parity_percent", options.parity_percent.value_or(0)},
+                 {"parity_files", parity},
+                 {"report", written.report.cyclonedx.string()}});
   }
+  return written;
 }
 
 }  // namespace podplane::bundle

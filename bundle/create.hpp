@@ -12,7 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "bundle/contents.hpp"
 #include "bundle/manifest.hpp"
+#include "bundle/parity.hpp"
+#include "bundle/report.hpp"
 #include "cache/prune.hpp"
 #include "cache/store.hpp"
 
@@ -27,6 +30,9 @@ struct CreateOptions {
   std::optional<std::vector<cache::ItemPin>> only;
   std::optional<std::filesystem::path> signing_key;   // Ed25519 PEM from `bundle keygen`
   std::optional<std::uint64_t> volume_size;           // at most this many bytes per volume
+  // `--parity PERCENT`: PAR2 recovery files of this much redundancy beside the volumes, made
+  // by par2 (bundle/parity.hpp).
+  std::optional<int> parity_percent;
   // Signed expiry: the manifest says import refuses the bundle after now + expires_in.
   std::optional<std::chrono::seconds> expires_in;
   std::function<std::time_t()> now;                   // seam for tests (default: the clock)
@@ -43,6 +49,8 @@ struct VolumePlan {
 };
 
 struct BundlePlan {
+  std::filesystem::path file;     // FILE, as given: the volumes, parity files and report are named after it
+  std::string signer = "unsigned";  // "sha256:<key id>" of the signing key
   std::size_t artifacts = 0;      // rows that travel (each counted once)
   std::size_t module_trees = 0;
   std::uint64_t objects = 0;
@@ -72,10 +80,21 @@ std::filesystem::path volume_file(const std::filesystem::path& file, int index, 
 // Decides what travels and lays out the volumes; reads the index and stats objects only.
 BundlePlan plan_bundle(const cache::Store& store, const std::filesystem::path& file, const CreateOptions& options);
 
-// Refuses when the target directory lacks plan.total_bytes, then writes every volume through
-// a temp file and a rename. `progress` (may be empty) gets one line per volume.
-void write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptions& options,
-                  const std::function<void(const std::string&)>& progress = {});
+struct WrittenBundle {
+  ParityWritten parity;  // no files without CreateOptions::parity_percent
+  ReportFiles report;
+};
+
+// Refuses when the target directory lacks plan.total_bytes (and room for the parity asked),
+// or when parity is asked and par2 is not installed; then writes every volume through a temp
+// file and a rename, removes the parity files of an earlier bundle of that name, has par2 make
+// the parity asked, and writes the transfer report. `progress` (may be empty) gets one line
+// per volume and one for the parity.
+WrittenBundle write_bundle(cache::Store& store, const BundlePlan& plan, const CreateOptions& options,
+                           const std::function<void(const std::string&)>& progress = {});
+
+// What the planned bundle carries, as the transfer report describes it.
+BundleContents contents_of(const BundlePlan& plan);
 
 // What this store holds (objects present on disk and row ids), for `bundle inventory`.
 Inventory make_inventory(cache::Store& store);

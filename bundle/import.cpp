@@ -179,9 +179,12 @@ struct OpenVolume {
   std::unique_ptr<detail::ArchiveReader> reader;
 };
 
-OpenVolume open_volume(const fs::path& file) {
+// Opens `source.read_from` (the file given, or the volume par2 rebuilt in its place); messages
+// name the volume as the user knows it.
+OpenVolume open_volume(const VolumeSource& source) {
+  const fs::path& file = source.file;
   OpenVolume volume;
-  volume.fd = UniqueFd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  volume.fd = UniqueFd(::open(source.read_from.c_str(), O_RDONLY | O_CLOEXEC));
   if (volume.fd.get() < 0) throw Error("cannot open bundle " + file.string() + ": " + std::strerror(errno));
   ::posix_fadvise(volume.fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   volume.reader = std::make_unique<detail::ArchiveReader>(volume.fd.get(), file.string());
@@ -227,10 +230,12 @@ void read_objects(detail::ArchiveReader& reader, const fs::path& file, const Bun
 
 // Reads one volume. `manifest` is set as soon as the signature (and the manifest's expiry and
 // rows) have vouched for it, so the caller can account for what a damaged volume still delivered.
-void read_volume(const fs::path& file, const std::vector<PublicKey>& trusted, const VerifyOptions& options,
+void read_volume(const VolumeSource& source, const std::vector<PublicKey>& trusted, const VerifyOptions& options,
                  ObjectSink& sink, VolumeReport& report, std::optional<BundleManifest>& manifest) {
+  const fs::path& file = source.file;
   report.file = file;
-  OpenVolume volume = open_volume(file);
+  report.rebuilt = source.rebuilt;
+  OpenVolume volume = open_volume(source);
   detail::ArchiveReader& reader = *volume.reader;
   manifest = read_header(reader, file, trusted, options, report);
   report.bundle_id = manifest->bundle_id;
@@ -734,6 +739,7 @@ void audit_import(cache::Store& store, const std::vector<fs::path>& files, const
                        {"already_present", v.objects_present},
                        {"missing", v.missing_objects.size()},
                        {"expired_at", v.expired_at},
+                       {"rebuilt_from_parity", v.rebuilt},
                        {"error", v.error}});
   }
   store.audit("bundle-import", files.empty() ? "" : files.front().string(),
@@ -743,42 +749,65 @@ void audit_import(cache::Store& store, const std::vector<fs::path>& files, const
                {"missing_volumes", report.missing_volumes},
                {"waiting_rows", report.waiting_rows.size()},
                {"selection_held", report.held},
+               {"parity", report.parity},
+               {"lost_volumes", report.lost},
                {"ok", report.ok()}});
 }
 
-}  // namespace
+enum class LostBundles { refuse, read_anyway };
 
-bool ImportReport::ok() const {
-  return missing_volumes.empty() && waiting_rows.empty() && held.empty() &&
-         std::all_of(volumes.begin(), volumes.end(), [](const VolumeReport& v) { return v.error.empty(); });
+std::string parity_finding(const ParityOutcome& outcome) {
+  std::string finding;
+  for (const auto& name : outcome.damaged) finding += (finding.empty() ? "" : ", ") + name + " damaged";
+  for (const auto& name : outcome.missing) finding += (finding.empty() ? "" : ", ") + name + " missing";
+  return finding;
 }
 
-ImportReport verify_bundle(const std::vector<fs::path>& files, const VerifyOptions& options) {
-  std::vector<PublicKey> trusted = load_trusted(options);
-  ImportReport report;
-  for (const auto& file : files) {
-    VolumeReport volume;
-    std::optional<BundleManifest> manifest;
-    HashingSink sink;
-    try {
-      read_volume(file, trusted, options, sink, volume, manifest);
-    } catch (const Error& e) {
-      volume.error = e.what();
+// What par2 found, as the report's `parity:` and `lost:` lines, and the volumes to read. A
+// bundle whose lost volumes parity cannot rebuild is refused whole by an import (none of its
+// volumes is read, so nothing of it enters the store); verify still reads what it can.
+std::vector<VolumeSource> take_parity_findings(PreparedVolumes& prepared, ImportReport& report, LostBundles lost_bundles) {
+  for (auto& note : prepared.notes) report.notes.push_back(std::move(note));
+  std::vector<VolumeSource> sources = std::move(prepared.sources);
+  for (const auto& outcome : prepared.outcomes) {
+    const std::string bundle = "bundle " + outcome.set.bundle + ": ";
+    const std::string covered = std::to_string(outcome.set.volumes.size()) + " volume(s) covered by " +
+                                std::to_string(outcome.set.files.size()) + " parity file(s)";
+    if (outcome.damaged.empty() && outcome.missing.empty()) {
+      report.parity.push_back(bundle + covered + ", all whole (each of the size and MD5 the parity set describes)");
+    } else if (outcome.repaired) {
+      report.parity.push_back(bundle + parity_finding(outcome) +
+                              (lost_bundles == LostBundles::refuse
+                                   ? ": repaired from parity (rebuilt by par2, then imported like any volume)"
+                                   : ": repairable from parity (rebuilt by par2 into a scratch dir and verified below)"));
     }
-    if (manifest)
-      for (const auto& object : manifest->objects)
-        if (!sink.verified.count(object.digest)) volume.missing_objects.push_back(object.digest);
-    report.volumes.push_back(std::move(volume));
+    if (outcome.lost.empty()) continue;
+    std::string finding = parity_finding(outcome);
+    report.parity.push_back(bundle + (finding.empty() ? std::string("volumes lost") : finding) +
+                            ": NOT repairable from parity (" + outcome.why_lost + ")" +
+                            (lost_bundles == LostBundles::refuse ? "; none of its volumes is imported" : ""));
+    for (const auto& name : outcome.lost) {
+      const bool damaged = std::find(outcome.damaged.begin(), outcome.damaged.end(), name) != outcome.damaged.end();
+      report.lost.push_back(name + (damaged ? " (damaged)" : " (missing)"));
+    }
+    if (lost_bundles == LostBundles::read_anyway) continue;
+    for (const auto& file : outcome.given) {
+      std::erase_if(sources, [&](const VolumeSource& source) { return source.file == file; });
+      VolumeReport refused;
+      refused.file = file;
+      refused.error = "not imported: bundle " + outcome.set.bundle + " has lost volumes that parity cannot rebuild (" +
+                      std::to_string(outcome.lost.size()) + " lost, listed below)";
+      report.volumes.push_back(std::move(refused));
+    }
   }
-  find_missing_volumes(report, nullptr);
-  return report;
+  return sources;
 }
 
-ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& files, const VerifyOptions& options) {
+void import_sources(cache::Store& store, const std::vector<VolumeSource>& sources, const std::vector<fs::path>& files,
+                    const VerifyOptions& options, ImportReport& report) {
   if (store.read_only()) throw Error("cannot import into the read-only store at " + store.root().string());
   std::vector<PublicKey> trusted = load_trusted(options);
   const auto cosign_policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);
-  ImportReport report;
   std::vector<ImportedManifest> manifests;
   const std::string identity = store.identity();
   // The newest bundle of each signer before this run: a bundle older than that is a replay.
@@ -787,12 +816,12 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
   // leaves this mark, and the store's next open writes the views.
   cache::ViewsPending views_pending = store.views_pending();
 
-  for (const auto& file : files) {
+  for (const auto& source : sources) {
     VolumeReport volume;
     std::optional<BundleManifest> manifest;
     StoreSink sink(store);
     try {
-      read_volume(file, trusted, options, sink, volume, manifest);
+      read_volume(source, trusted, options, sink, volume, manifest);
     } catch (const Error& e) {
       volume.error = e.what();
     }
@@ -826,42 +855,95 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
   }
   views_pending.done();
   audit_import(store, files, report);
+}
+
+}  // namespace
+
+bool ImportReport::ok() const {
+  return missing_volumes.empty() && waiting_rows.empty() && held.empty() && lost.empty() &&
+         std::all_of(volumes.begin(), volumes.end(), [](const VolumeReport& v) { return v.error.empty(); });
+}
+
+ImportReport verify_bundle(const std::vector<fs::path>& files, const VerifyOptions& options) {
+  std::vector<PublicKey> trusted = load_trusted(options);
+  ImportReport report;
+  PreparedVolumes prepared = prepare_volumes(files, options.parity);
+  for (const auto& source : take_parity_findings(prepared, report, LostBundles::read_anyway)) {
+    VolumeReport volume;
+    std::optional<BundleManifest> manifest;
+    HashingSink sink;
+    try {
+      read_volume(source, trusted, options, sink, volume, manifest);
+    } catch (const Error& e) {
+      volume.error = e.what();
+    }
+    if (manifest)
+      for (const auto& object : manifest->objects)
+        if (!sink.verified.count(object.digest)) volume.missing_objects.push_back(object.digest);
+    report.volumes.push_back(std::move(volume));
+  }
+  find_missing_volumes(report, nullptr);
+  return report;
+}
+
+ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& files, const VerifyOptions& options) {
+  if (store.read_only()) throw Error("cannot import into the read-only store at " + store.root().string());
+  ImportReport report;
+  PreparedVolumes prepared = prepare_volumes(files, options.parity);
+  const std::vector<VolumeSource> sources = take_parity_findings(prepared, report, LostBundles::refuse);
+  import_sources(store, sources, files, options, report);
   return report;
 }
 
 ImportReport import_bundle(const fs::path& deps_root, const std::vector<fs::path>& files, const VerifyOptions& options) {
+  std::vector<PublicKey> trusted = load_trusted(options);
+  (void)cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);  // a bad key or policy stops it before a store exists
+  // Parity first, before any store is opened: a bundle parity cannot make whole is refused
+  // with the store as it was.
+  ImportReport report;
+  PreparedVolumes prepared = prepare_volumes(files, options.parity);
+  const std::vector<VolumeSource> sources = take_parity_findings(prepared, report, LostBundles::refuse);
+  if (sources.empty()) return report;
   // A refused import leaves no trace: when no volume can be imported (missing, unsigned,
   // untrusted, forged, expired, bad rows), the report says why and no store is created.
   // An existing store has nothing to leave behind, so its import reads each header once.
-  if (fs::exists(cache::layout::index_db(deps_root))) {
-    auto store = cache::Store::open(deps_root, cache::Store::Access::read_write);
-    return import_bundle(store, files, options);
-  }
-  std::vector<PublicKey> trusted = load_trusted(options);
-  (void)cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);  // a bad key or policy stops it before a store exists
-  ImportReport preflight;
-  bool any = false;
-  for (const auto& file : files) {
-    VolumeReport volume;
-    volume.file = file;
-    try {
-      OpenVolume open = open_volume(file);
-      auto manifest = read_header(*open.reader, file, trusted, options, volume);
-      volume.bundle_id = manifest.bundle_id;
-      volume.volume_index = manifest.volume_index;
-      volume.volume_count = manifest.volume_count;
-      any = true;
-    } catch (const Error& e) {
-      volume.error = e.what();
+  if (!fs::exists(cache::layout::index_db(deps_root))) {
+    ImportReport preflight = report;
+    bool any = false;
+    for (const auto& source : sources) {
+      VolumeReport volume;
+      volume.file = source.file;
+      volume.rebuilt = source.rebuilt;
+      try {
+        OpenVolume open = open_volume(source);
+        auto manifest = read_header(*open.reader, source.file, trusted, options, volume);
+        volume.bundle_id = manifest.bundle_id;
+        volume.volume_index = manifest.volume_index;
+        volume.volume_count = manifest.volume_count;
+        any = true;
+      } catch (const Error& e) {
+        volume.error = e.what();
+      }
+      preflight.volumes.push_back(std::move(volume));
     }
-    preflight.volumes.push_back(std::move(volume));
-  }
-  if (!any) {
-    for (auto& volume : preflight.volumes) volume.bundle_id.clear();
-    return preflight;
+    if (!any) {
+      for (auto& volume : preflight.volumes) volume.bundle_id.clear();
+      return preflight;
+    }
   }
   auto store = cache::Store::open(deps_root, cache::Store::Access::read_write);
-  return import_bundle(store, files, options);
+  import_sources(store, sources, files, options, report);
+  return report;
+}
+
+VolumeHeader read_volume_header(const fs::path& file, const VerifyOptions& options) {
+  std::vector<PublicKey> trusted = load_trusted(options);
+  VolumeReport report;
+  report.file = file;
+  OpenVolume open = open_volume(VolumeSource{file, file, ""});
+  VolumeHeader header{read_header(*open.reader, file, trusted, options, report), report.signer, report.trusted_signer,
+                      !report.expired_at.empty()};
+  return header;
 }
 
 }  // namespace podplane::bundle

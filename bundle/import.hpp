@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "bundle/manifest.hpp"
+#include "bundle/parity.hpp"
 #include "cache/store.hpp"
 
 namespace podplane::bundle {
@@ -36,10 +38,14 @@ struct VerifyOptions {
   // of that volume's rows is recorded.
   std::vector<std::filesystem::path> cosign_keys;
   std::optional<std::filesystem::path> cosign_policy;  // import --cosign-policy: keys per registry/repository
+  // Parity files beside the volumes (bundle create --parity): par2 checks the volumes first and
+  // rebuilds a damaged or missing one; ParityFiles::ignore reads the volumes as they are.
+  ParityFiles parity = ParityFiles::use;
 };
 
 struct VolumeReport {
   std::filesystem::path file;
+  std::string rebuilt;       // "damaged" or "missing" when read from the volume par2 rebuilt
   std::string bundle_id;     // empty when the manifest could not be trusted
   int volume_index = 0;
   int volume_count = 0;
@@ -64,21 +70,38 @@ struct ImportReport {
   std::vector<std::string> waiting_rows;     // rows still lacking objects after this run
   std::vector<std::string> notes;            // tf selection, foreign deltas, …
   std::vector<std::string> held;             // why the tf selection was not applied (a replay, a downgrade)
-  bool ok() const;                           // every volume complete, none missing, the selection not held
+  std::vector<std::string> parity;           // per bundle with parity files: what par2 found and rebuilt
+  std::vector<std::string> lost;             // volumes damaged or missing that parity cannot rebuild
+  bool ok() const;                           // every volume complete, none missing or lost, the selection not held
 };
 
-// Reads every volume through, checking signature, structure and every object's digest.
-// Needs no store. Never throws for a bad volume: the problem is in its report.
+// Reads every volume through, checking signature, structure and every object's digest; with
+// parity files, par2 first says which volumes are damaged or missing and rebuilds them, and the
+// rebuilt ones are read in their place. Needs no store. Never throws for a bad volume: the
+// problem is in its report (a bad parity file is an Error).
 ImportReport verify_bundle(const std::vector<std::filesystem::path>& files, const VerifyOptions& options);
 
 // Imports the volumes into `store`, then rebuilds the views and records an audit row. The
 // selection moves only forward unless Downgrades::allow; the newest bundle of each signer is
-// recorded for that (Store::record_bundle_signer).
+// recorded for that (Store::record_bundle_signer). A bundle with parity files is checked by par2
+// first: its damaged and missing volumes are rebuilt and imported in their place, and a bundle
+// whose lost volumes parity cannot rebuild is not imported at all (nothing of it is read).
 ImportReport import_bundle(cache::Store& store, const std::vector<std::filesystem::path>& files,
                            const VerifyOptions& options);
 // The same into the store at `deps_root`, which is opened (created) only when at least one
 // volume passes its signature, expiry and row checks: a refused import leaves nothing behind.
 ImportReport import_bundle(const std::filesystem::path& deps_root, const std::vector<std::filesystem::path>& files,
                            const VerifyOptions& options);
+
+// A volume's signed header: what `bundle show` lists without reading objects.
+struct VolumeHeader {
+  BundleManifest manifest;
+  std::string signer;  // "sha256:<key id>" or "unsigned"
+  bool trusted_signer = false;
+  bool expired = false;
+};
+// Reads only the manifest and its signature, checked as import checks them (a signature that
+// does not verify is an Error whatever the options; trust and expiry as `options` say).
+VolumeHeader read_volume_header(const std::filesystem::path& file, const VerifyOptions& options);
 
 }  // namespace podplane::bundle

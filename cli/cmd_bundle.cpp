@@ -1,12 +1,15 @@
-// podplane bundle keygen|create|inventory|verify|import: parse, call bundle/, print.
+// podplane bundle keygen|create|inventory|verify|import|show: parse, call bundle/, print.
 #include <cstdio>
 #include <limits>
 #include <iostream>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/human_bytes.hpp"
+#include "bundle/contents.hpp"
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
 #include "bundle/signing.hpp"
@@ -31,6 +34,7 @@ struct CreateArgs {
   std::string sign;
   std::string volume_size;
   std::string expires_in;
+  std::string parity;
 };
 
 struct ReadArgs {
@@ -38,6 +42,7 @@ struct ReadArgs {
   std::vector<std::string> trust;
   bool allow_unsigned = false;
   bool allow_expired = false;
+  bool no_parity = false;
   bool allow_downgrade = false;  // import only
   std::vector<std::string> cosign_keys;  // import only
   std::string cosign_policy;             // import only
@@ -49,6 +54,7 @@ bundle::VerifyOptions verify_options(const ReadArgs& args) {
   options.unsigned_bundles = args.allow_unsigned ? bundle::UnsignedBundles::allow : bundle::UnsignedBundles::refuse;
   options.expired = args.allow_expired ? bundle::ExpiredBundles::allow : bundle::ExpiredBundles::refuse;
   options.downgrades = args.allow_downgrade ? bundle::Downgrades::allow : bundle::Downgrades::refuse;
+  options.parity = args.no_parity ? bundle::ParityFiles::ignore : bundle::ParityFiles::use;
   options.cosign_keys.assign(args.cosign_keys.begin(), args.cosign_keys.end());
   if (!args.cosign_policy.empty()) options.cosign_policy = args.cosign_policy;
   return options;
@@ -58,8 +64,9 @@ std::vector<fs::path> paths(const std::vector<std::string>& files) { return {fil
 
 // Prints the report; throws (exit 1) when anything is incomplete.
 void print_report(const bundle::ImportReport& report, const char* verb) {
+  for (const auto& p : report.parity) std::cout << "parity: " << p << "\n";
   for (const auto& v : report.volumes) {
-    std::cout << v.file.string() << ": ";
+    std::cout << v.file.string() << (v.rebuilt.empty() ? "" : " (" + v.rebuilt + ", rebuilt from parity)") << ": ";
     if (v.bundle_id.empty()) {
       std::cout << "REFUSED\n";
     } else {
@@ -79,6 +86,7 @@ void print_report(const bundle::ImportReport& report, const char* verb) {
     if (!v.error.empty()) std::cout << "  error: " << v.error << "\n";
   }
   for (const auto& m : report.missing_volumes) std::cout << "missing: " << m << "\n";
+  for (const auto& l : report.lost) std::cout << "lost: " << l << "\n";
   for (const auto& w : report.waiting_rows) std::cout << "waiting for objects: " << w << "\n";
   for (const auto& n : report.notes) std::cout << "note: " << n << "\n";
   for (const auto& h : report.held) std::cout << "held: " << h << "\n";
@@ -88,11 +96,89 @@ void print_report(const bundle::ImportReport& report, const char* verb) {
     std::string message = std::string("bundle ") + (std::string(verb) == "imported" ? "import" : "verification") + " incomplete: " +
                           std::to_string(bad) + " volume(s) refused or damaged, " + std::to_string(report.missing_volumes.size()) +
                           " volume(s) missing, " + std::to_string(report.waiting_rows.size()) + " row(s) waiting for objects";
+    if (!report.lost.empty())
+      message += "; " + std::to_string(report.lost.size()) + " volume(s) lost that parity cannot rebuild";
     if (!report.held.empty()) {
       message += "; the tf selection was held (it would move backwards: rerun with --allow-downgrade to apply it)";
     }
     throw Error(message);
   }
+}
+
+std::string joined(const std::vector<std::string>& items, const std::string& empty) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text.empty() ? empty : text;
+}
+
+void print_rows(const bundle::BundleContents& c) {
+  std::cout << "  rows (what import adds to a store that lacks them): " << c.artifacts.size() << " artifacts, "
+            << c.module_trees.size() << " module trees\n";
+  for (const auto& [kind, count] : c.rows_by_kind()) {
+    std::cout << "    " << kind << " (" << count << ")\n";
+    for (const auto& t : c.artifacts) {
+      const cache::Artifact& a = t.artifact;
+      if (cache::to_string(a.kind) != kind) continue;
+      std::cout << "      " << a.address << " " << a.version << (a.platform.empty() ? "" : " " + a.platform) << "  "
+                << a.filename << "  " << human_bytes(static_cast<std::uint64_t>(a.size)) << "  sha256:" << a.digest
+                << (c.carried.count(a.digest) ? "" : "  (object not in the volumes given)") << "\n";
+    }
+    if (kind != "module_tree") continue;
+    for (const auto& tree : c.module_trees)
+      std::cout << "      " << tree.address << " " << tree.version << "  " << tree.files.size() << " files  " << tree.h1 << "\n";
+  }
+}
+
+void print_contents(const bundle::BundleContents& c) {
+  std::cout << "bundle " << c.name << "  " << c.bundle_id << "\n";
+  std::cout << "  created " << c.created_at << ", "
+            << (c.expires_at ? "expires " + *c.expires_at + (c.expired ? " (EXPIRED)" : "") : std::string("never expires"))
+            << "\n";
+  std::cout << "  signer: "
+            << (c.signer == "unsigned" ? std::string("unsigned")
+                                       : c.signer + " (signature verified; trust is decided by verify and import --trust)")
+            << "\n";
+  std::cout << "  contents: "
+            << (c.since ? "a delta against inventory " + c.since->inventory_digest.substr(0, 12) + " of store " + c.since->store_id
+                        : std::string("the whole store"))
+            << "; platforms: " << joined(c.platforms, "all") << "\n";
+  std::cout << "  volumes: " << c.volumes.size() << " of " << c.volume_count << " given\n";
+  for (const auto& v : c.volumes)
+    std::cout << "    " << v.file.string() << ": volume " << v.index << " of " << c.volume_count << ", " << v.objects
+              << " objects (" << human_bytes(v.object_bytes) << "), " << v.file_bytes << " bytes\n";
+  for (int index : c.missing_volumes())
+    std::cout << "    volume " << index << " of " << c.volume_count << ": not given (the rows it brings are not listed)\n";
+  std::cout << "  objects: " << c.total_objects << " (" << human_bytes(c.total_bytes) << "), " << c.carried.size()
+            << " in the volumes given\n";
+  print_rows(c);
+  if (c.tf_selection) {
+    std::vector<std::string> providers;
+    for (const auto& p : c.tf_selection->providers) providers.push_back(p.address + " " + p.version);
+    std::cout << "  tf selection: " << joined(providers, "no providers") << "; module " << c.tf_selection->module_address << " "
+              << c.tf_selection->module_version << "; engine " << c.tf_selection->engine << "\n";
+  }
+  if (!c.parity) {
+    std::cout << "  parity: none\n";
+    return;
+  }
+  const auto& p = *c.parity;
+  std::cout << "  parity: " << p.files.size() << " PAR2 file(s), " << human_bytes(p.bytes) << ", " << p.recovery_blocks
+            << " recovery blocks for " << p.source_blocks << " source blocks, covering " << p.volumes.size()
+            << " volume(s)\n";
+  for (const auto& f : p.files) std::cout << "    " << f.string() << "\n";
+}
+
+void show(const std::vector<std::string>& files, bool json) {
+  auto shown = bundle::show_bundles(paths(files));
+  if (json) {
+    std::cout << bundle::to_json(shown).dump(2) << "\n";
+  } else {
+    for (const auto& c : shown.bundles) print_contents(c);
+    for (const auto& u : shown.unreadable) std::cout << "unreadable: " << u << "\n";
+    for (const auto& n : shown.notes) std::cout << "note: " << n << "\n";
+  }
+  if (!shown.unreadable.empty())
+    throw Error(std::to_string(shown.unreadable.size()) + " volume(s) could not be read (listed above)");
 }
 
 }  // namespace
@@ -125,6 +211,10 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   create->add_option("--sign", c->sign, "Ed25519 private key (from 'bundle keygen') to sign the manifests");
   create->add_option("--volume-size", c->volume_size, "Cut into volumes of at most SIZE (e.g. 700M, 4095M, 25G)")
       ->check(size_in_bytes(1, std::numeric_limits<std::uint64_t>::max()));
+  create->add_option("--parity", c->parity,
+                     "Write PAR2 recovery files of PERCENT redundancy beside the volumes (needs par2), so that import can "
+                     "rebuild a damaged or missing volume")
+      ->transform(whole_number(1, 100));
   create->add_option("--expires-in", c->expires_in,
                      "Sign an expiry into the manifest: import refuses the bundle DURATION after now (e.g. 30d, 12h)")
       ->check(duration());
@@ -135,6 +225,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
     if (!c->sign.empty()) options.signing_key = c->sign;
     if (!c->volume_size.empty()) options.volume_size = bundle::parse_size(c->volume_size);
     if (!c->expires_in.empty()) options.expires_in = bundle::parse_duration(c->expires_in);
+    if (!c->parity.empty()) options.parity_percent = std::stoi(c->parity);
     auto store = cache::Store::open(cache::default_deps_root(), cache::Store::Access::read_write);
     if (!c->for_roots.empty()) {
       options.only.emplace();
@@ -160,11 +251,16 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
                                                        : "")
                 << "\n";
     }
+    if (options.parity_percent)
+      std::cout << "parity: " << *options.parity_percent << "% in PAR2 files beside the volumes (par2 create)\n";
     std::cout.flush();
-    bundle::write_bundle(store, plan, options, [&](const std::string& line) {
+    auto written = bundle::write_bundle(store, plan, options, [&](const std::string& line) {
       if (!global.quiet) std::cerr << line << "\n";
     });
     std::cout << "bundle id: " << plan.volumes.front().manifest.bundle_id << "\n";
+    for (const auto& f : written.parity.files) std::cout << "parity file: " << f.string() << "\n";
+    std::cout << "transfer report: " << written.report.cyclonedx.string() << " (CycloneDX 1.6), "
+              << written.report.html.string() << "\n";
   });
 
   auto* inventory = group.add_subcommand("inventory", "Describe what this store holds, to cut a delta on the online side");
@@ -191,6 +287,8 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
         ->allow_extra_args(false);
     app->add_flag("--allow-unsigned", a->allow_unsigned, "Accept unsigned bundles or untrusted signers (integrity still checked)");
     app->add_flag("--allow-expired", a->allow_expired, "Accept a bundle past its signed expiry (bundle create --expires-in)");
+    app->add_flag("--no-parity", a->no_parity,
+                  "Read the volumes as they are: no par2 check or repair from the parity files beside them");
   };
   auto* verify = group.add_subcommand("verify", "Check signature, structure and every object of bundle volumes");
   auto v = std::make_shared<ReadArgs>();
@@ -208,6 +306,15 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
     // The store is created only when a volume passes its checks: a refused import leaves nothing.
     print_report(bundle::import_bundle(cache::default_deps_root(), paths(i->files), verify_options(*i)), "imported");
   });
+
+  auto* show_command = group.add_subcommand(
+      "show", "List what bundle volumes carry (rows by kind, objects, volumes, signer, expiry, parity) without a store");
+  auto shown_files = std::make_shared<std::vector<std::string>>();
+  auto show_json = std::make_shared<bool>(false);
+  show_command->add_option("FILE", *shown_files, "Bundle volumes (parity files and reports among them are recognised)")
+      ->required();
+  show_command->add_flag("--json", *show_json, "Print JSON");
+  show_command->callback([shown_files, show_json] { show(*shown_files, *show_json); });
 }
 
 }  // namespace podplane::cli

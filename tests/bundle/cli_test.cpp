@@ -269,10 +269,14 @@ TEST_F(BundleCli, VolumesThroughTheBinary) {
   auto create = run_podplane({"bundle", "create", bundle, "--sign", key(), "--volume-size", "40K"}, at(online()));
   ASSERT_EQ(create.exit_code, 0) << show(create);
   std::vector<std::string> volumes;
-  for (const auto& entry : fs::directory_iterator(dir.path()))
-    if (entry.path().filename().string().rfind("v.bundle.", 0) == 0) volumes.push_back(entry.path().string());
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    const std::string name = entry.path().filename().string();
+    // v.bundle.NNN-of-NNN; beside them the transfer report, v.bundle.cdx.json and .report.html
+    if (name.starts_with("v.bundle.") && name.find("-of-") != std::string::npos) volumes.push_back(entry.path().string());
+  }
   std::sort(volumes.begin(), volumes.end());
   ASSERT_GE(volumes.size(), 3u);
+  EXPECT_TRUE(fs::exists(dir / "v.bundle.cdx.json"));
   EXPECT_NE(volumes[0].find(".001-of-"), std::string::npos);
   // All but the first: the report names the missing volume and exits 1.
   std::vector<std::string> args = {"bundle", "import", "--trust", pub()};

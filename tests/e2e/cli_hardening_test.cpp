@@ -60,7 +60,7 @@ TEST(CliHardening, UnknownCommandNamesItselfAndTheClosestMatch) {
 
   auto far = run_podplane({"bundle", "frobnicate", "x"}, in(dir));
   EXPECT_EQ(far.exit_code, 2) << show(far);
-  EXPECT_NE(far.err.find("unknown command 'frobnicate' (podplane bundle has: keygen, create, inventory, verify, import)"),
+  EXPECT_NE(far.err.find("unknown command 'frobnicate' (podplane bundle has: keygen, create, inventory, verify, import, show)"),
             std::string::npos)
       << far.err;
   EXPECT_FALSE(fs::exists(dir / "deps")) << "a usage error must not create a store";

@@ -1,0 +1,295 @@
+// The transfer report and `bundle show`, through the binary on real multi-volume bundles: the
+// CycloneDX document passes the CycloneDX library's strict validator for spec 1.6 (node,
+// tests/tools/cyclonedx) and lists every row of the manifests, read back from the volumes
+// with tar; the HTML page shows every object's digest, escaped, with no script; and `bundle
+// show` lists what an import into an empty store then adds, without a store of its own.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "base/digest.hpp"
+#include "cache/store.hpp"
+#include "tests/bundle/bundle_fixture.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace podplane::bundle {
+namespace {
+
+using nlohmann::json;
+using podplane::test::ProcessResult;
+using podplane::test::run;
+using podplane::test::run_podplane;
+using podplane::test::TempDir;
+namespace fs = std::filesystem;
+
+std::string show(const ProcessResult& r) { return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
+
+const std::string kHostileUrl = "https://example.invalid/kernel <script>alert(\"x\")</script>&q='1'";
+
+// Rows of more kinds than the fixture's: images (index, manifest, layer), a seed snapshot with
+// its sha512, and a vmconfig artifact whose origin URL is hostile text.
+void add_rows_of_every_kind(cache::Store& store) {
+  auto artifact = [&](cache::ArtifactKind kind, const std::string& address, const std::string& version,
+                      const std::string& platform, const std::string& bytes) {
+    cache::Artifact a;
+    a.kind = kind;
+    a.address = address;
+    a.version = version;
+    a.platform = platform;
+    a.digest = store.add_bytes(bytes);
+    a.size = static_cast<std::int64_t>(bytes.size());
+    a.filename = "sha256:" + a.digest;
+    a.upstream_digest = a.filename;
+    a.trust = cache::Trust::checksum;
+    a.added_at = "2026-11-04T08:00:00Z";
+    return a;
+  };
+  auto layer = artifact(cache::ArtifactKind::image_blob, "registry.k8s.io/pause", "", "", test::synthetic_bytes("layer", 9000));
+  auto manifest = artifact(cache::ArtifactKind::image_manifest, "registry.k8s.io/pause", "3.10", "linux_amd64",
+                           "{\"layers\":[\"sha256:" + layer.digest + "\"]}");
+  layer.version = "sha256:" + manifest.digest;
+  auto index = artifact(cache::ArtifactKind::image_index, "registry.k8s.io/pause", "3.10", "",
+                        "{\"manifests\":[\"sha256:" + manifest.digest + "\"]}");
+  for (const auto& a : {index, manifest, layer}) store.add_artifact(a);
+
+  const std::string snapshot = test::synthetic_bytes("snapshot", 7000);
+  auto seed = artifact(cache::ArtifactKind::seed_snapshot, "netsy", "1.0.0", "", snapshot);
+  seed.filename = "netsy.netsy";
+  Hasher sha512(DigestAlgorithm::sha512);
+  sha512.update(snapshot);
+  seed.upstream_digest = "sha512:" + sha512.finish_hex();
+  seed.upstream_url = "https://seeds.example.invalid/netsy.netsy";
+  store.add_artifact(seed);
+
+  auto kernel = artifact(cache::ArtifactKind::vmconfig_artifact, "initrd", "6.12.1", "", test::synthetic_bytes("initrd", 5000));
+  kernel.filename = "initrd-6.12.1.img";
+  kernel.upstream_digest = "sha256:" + kernel.digest;
+  kernel.upstream_url = kHostileUrl;
+  store.add_artifact(kernel);
+}
+
+// An engine release zip, bare: its signed SHA256SUMS is not there, so an import refuses it,
+// but a report lists it all the same.
+void add_engine_release(cache::Store& store) {
+  const std::string bytes = "PK\x03\x04" + test::synthetic_bytes("tofu", 6000);
+  cache::Artifact tool;
+  tool.kind = cache::ArtifactKind::tool_archive;
+  tool.address = "tofu";
+  tool.version = "1.9.0";
+  tool.platform = "linux_amd64";
+  tool.filename = "tofu_1.9.0_linux_amd64.zip";
+  tool.digest = store.add_bytes(bytes);
+  tool.size = static_cast<std::int64_t>(bytes.size());
+  tool.upstream_url = "https://github.com/opentofu/opentofu/releases/download/v1.9.0/tofu_1.9.0_linux_amd64.zip";
+  tool.trust = cache::Trust::signed_upstream;
+  tool.added_at = "2026-11-04T08:00:00Z";
+  store.add_artifact(tool);
+}
+
+// (kind, name, version, platform, filename, sha256) of a manifest row or a report component.
+using RowKey = std::tuple<std::string, std::string, std::string, std::string, std::string, std::string>;
+
+std::string property(const json& component, const std::string& name) {
+  for (const auto& p : component.value("properties", json::array()))
+    if (p["name"] == "podplane:" + name) return p["value"];
+  return "";
+}
+
+std::string hash(const json& component, const std::string& alg) {
+  for (const auto& h : component.value("hashes", json::array()))
+    if (h["alg"] == alg) return h["content"];
+  return "";
+}
+
+class TransferReport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = cache::Store::open(online());
+    test::fill_store(store);
+    add_rows_of_every_kind(store);
+    auto keygen = run_podplane({"bundle", "keygen", (dir / "site").string()});
+    ASSERT_EQ(keygen.exit_code, 0) << show(keygen);
+    key_id = keygen.out.substr(keygen.out.find("(sha256:") + 1, 71);
+  }
+  fs::path online() const { return dir / "online"; }
+
+  // The store cut into 48 KiB volumes in `media`, signed, with 25% parity.
+  std::vector<std::string> create(const fs::path& media) {
+    fs::create_directories(media);
+    auto created = run_podplane({"bundle", "create", (media / "deps.bundle").string(), "--sign", (dir / "site.key").string(),
+                                 "--volume-size", "48K", "--parity", "25"},
+                                podplane::test::with_deps_root(online()));
+    EXPECT_EQ(created.exit_code, 0) << show(created);
+    EXPECT_NE(created.out.find("transfer report: " + (media / "deps.bundle.cdx.json").string()), std::string::npos)
+        << show(created);
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(media)) files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+    return files;
+  }
+
+  std::vector<std::string> volumes_of(const std::vector<std::string>& files) {
+    std::vector<std::string> volumes;
+    for (const auto& f : files)
+      if (f.find("-of-") != std::string::npos && !f.ends_with(".par2")) volumes.push_back(f);
+    return volumes;
+  }
+
+  TempDir dir;
+  std::string key_id;
+};
+
+TEST_F(TransferReport, ValidatesAgainstCycloneDx16AndListsEveryRowOfTheManifests) {
+  {
+    auto store = cache::Store::open(online());
+    add_engine_release(store);
+  }
+  const fs::path validator = podplane::test::source_dir() / "tests" / "tools" / "cyclonedx" / "validate.js";
+  ASSERT_TRUE(fs::exists(validator.parent_path() / "node_modules" / "@cyclonedx" / "cyclonedx-library"))
+      << "the CycloneDX library is not installed: run scripts/setup";
+  const auto files = create(dir / "media");
+  const auto volumes = volumes_of(files);
+  ASSERT_GE(volumes.size(), 3u);
+  const fs::path cdx = dir / "media" / "deps.bundle.cdx.json";
+
+  auto valid = run({"node", validator.string(), cdx.string()});
+  EXPECT_EQ(valid.exit_code, 0) << show(valid);
+  EXPECT_EQ(valid.out, "valid\n") << show(valid);
+  // The validator is strict: one property the schema does not know fails it.
+  json broken = json::parse(podplane::test::read_file(cdx));
+  broken["components"][0]["checksum"] = "x";
+  podplane::test::write_file(dir / "broken.cdx.json", broken.dump());
+  EXPECT_EQ(run({"node", validator.string(), (dir / "broken.cdx.json").string()}).exit_code, 1);
+
+  // Every row of every volume's manifest, read back with tar.
+  std::set<RowKey> manifest_rows;
+  std::set<std::tuple<std::string, std::string, std::string>> manifest_trees;
+  std::string bundle_id;
+  for (const auto& volume : volumes) {
+    auto tar = run({"tar", "-xOf", volume, "manifest.json"});
+    ASSERT_EQ(tar.exit_code, 0) << show(tar);
+    json manifest = json::parse(tar.out);
+    bundle_id = manifest["bundle_id"];
+    for (const auto& a : manifest["artifacts"])
+      manifest_rows.emplace(a["kind"], a["address"], a["version"], a["platform"], a["filename"], a["digest"]);
+    for (const auto& t : manifest["module_trees"]) manifest_trees.emplace(t["address"], t["version"], t["h1"]);
+  }
+  ASSERT_EQ(manifest_rows.size(), cache::Store::open(online()).artifacts().size());
+
+  json report = json::parse(podplane::test::read_file(cdx));
+  EXPECT_EQ(report["bomFormat"], "CycloneDX");
+  EXPECT_EQ(report["specVersion"], "1.6");
+  std::set<RowKey> component_rows;
+  std::set<std::tuple<std::string, std::string, std::string>> component_trees;
+  for (const auto& c : report["components"]) {
+    const std::string kind = property(c, "kind");
+    if (kind == "module_tree") {
+      component_trees.emplace(c["name"], c["version"], property(c, "h1"));
+      EXPECT_EQ(c["components"].size(), 4u) << c.dump();
+      continue;
+    }
+    component_rows.emplace(kind, c["name"], c["version"], property(c, "platform"), property(c, "filename"), hash(c, "SHA-256"));
+    if (kind == "provider_package") {
+      EXPECT_EQ(property(c, "signer"), "34365D9472D7468F") << c.dump();
+    }
+    if (kind == "image_index") {
+      EXPECT_EQ(c["type"], "container");
+      EXPECT_EQ(c["purl"], "pkg:oci/pause@sha256%3A" + hash(c, "SHA-256") + "?repository_url=registry.k8s.io/pause&tag=3.10");
+    }
+    if (kind == "seed_snapshot") {
+      EXPECT_EQ(hash(c, "SHA-512").size(), 128u) << c.dump();
+    }
+    if (kind == "vmconfig_artifact" && c["name"] == "initrd") {
+      EXPECT_EQ(c["externalReferences"][0]["url"],
+                "https://example.invalid/kernel%20%3Cscript%3Ealert(%22x%22)%3C/script%3E&q='1'");
+    }
+  }
+  EXPECT_EQ(component_rows, manifest_rows);
+  EXPECT_EQ(component_trees, manifest_trees);
+  std::string properties = report["metadata"]["properties"].dump();
+  EXPECT_NE(properties.find("{\"name\":\"podplane:bundle_id\",\"value\":\"" + bundle_id + "\"}"), std::string::npos) << properties;
+  EXPECT_NE(properties.find("{\"name\":\"podplane:signer\",\"value\":\"" + key_id + "\"}"), std::string::npos) << properties;
+  EXPECT_NE(properties.find("{\"name\":\"podplane:parity\",\"value\":\"25%: "), std::string::npos) << properties;
+
+  // The page: every object's digest, the hostile URL escaped, nothing that runs or loads.
+  const std::string page = podplane::test::read_file(dir / "media" / "deps.bundle.report.html");
+  for (const auto& row : manifest_rows) EXPECT_NE(page.find(std::get<5>(row)), std::string::npos) << std::get<4>(row);
+  EXPECT_NE(page.find("kernel &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;q=&#39;1&#39;"), std::string::npos);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("src="), std::string::npos);
+  EXPECT_NE(page.find("Content-Security-Policy\" content=\"default-src 'none'"), std::string::npos);
+  EXPECT_NE(page.find(key_id), std::string::npos);
+
+  // The same store and options give the same report, byte for byte.
+  create(dir / "again");
+  EXPECT_EQ(podplane::test::read_file(dir / "again" / "deps.bundle.cdx.json"), podplane::test::read_file(cdx));
+  EXPECT_EQ(podplane::test::read_file(dir / "again" / "deps.bundle.report.html"),
+            podplane::test::read_file(dir / "media" / "deps.bundle.report.html"));
+}
+
+// `bundle show` needs no store and opens none; its rows are those an import into an empty store
+// adds; a volume left out is named.
+TEST_F(TransferReport, ShowListsWhatImportAddsWithoutAStore) {
+  const auto files = create(dir / "media");
+  const auto volumes = volumes_of(files);
+  ASSERT_GE(volumes.size(), 3u);
+  std::vector<std::string> args{"bundle", "show", "--json"};
+  args.insert(args.end(), files.begin(), files.end());  // deps.bundle*: parity files and the report too
+  auto shown = run_podplane(args, podplane::test::with_deps_root(dir / "no-store"));
+  ASSERT_EQ(shown.exit_code, 0) << show(shown);
+  EXPECT_FALSE(fs::exists(dir / "no-store"));
+  json out = json::parse(shown.out);
+  ASSERT_EQ(out["bundles"].size(), 1u) << shown.out;
+  const json& bundle = out["bundles"][0];
+  EXPECT_EQ(bundle["volume_count"], volumes.size());
+  EXPECT_EQ(bundle["volumes"].size(), volumes.size());
+  EXPECT_EQ(bundle["signer"], key_id);
+  EXPECT_TRUE(bundle["missing_volumes"].empty());
+  ASSERT_TRUE(bundle["parity"].is_object()) << bundle.dump(2);
+  EXPECT_EQ(bundle["parity"]["volumes"].size(), volumes.size());
+  EXPECT_GT(bundle["parity"]["recovery_blocks"].get<int>(), 0);
+
+  std::vector<std::string> import{"bundle", "import", "--trust", (dir / "site.pub").string()};
+  import.insert(import.end(), files.begin(), files.end());
+  auto imported = run_podplane(import, podplane::test::with_deps_root(dir / "offline"));
+  ASSERT_EQ(imported.exit_code, 0) << show(imported);
+  auto store = cache::Store::open(dir / "offline");
+  std::set<RowKey> added, listed;
+  for (const auto& a : store.artifacts())
+    added.emplace(cache::to_string(a.kind), a.address, a.version, a.platform, a.filename, a.digest);
+  for (const auto& a : bundle["artifacts"]) listed.emplace(a["kind"], a["address"], a["version"], a["platform"], a["filename"], a["digest"]);
+  EXPECT_EQ(listed, added);
+  std::set<std::pair<std::string, std::string>> trees, listed_trees;
+  for (const auto& t : store.module_trees()) trees.emplace(t.address, t.version);
+  for (const auto& t : bundle["module_trees"]) listed_trees.emplace(t["address"], t["version"]);
+  EXPECT_EQ(listed_trees, trees);
+
+  std::vector<std::string> text_args{"bundle", "show"};
+  text_args.insert(text_args.end(), files.begin(), files.end());
+  auto text = run_podplane(text_args, podplane::test::with_deps_root(dir / "no-store"));
+  ASSERT_EQ(text.exit_code, 0) << show(text);
+  EXPECT_NE(text.out.find("rows (what import adds to a store that lacks them): " + std::to_string(added.size()) +
+                          " artifacts, " + std::to_string(trees.size()) + " module trees"),
+            std::string::npos)
+      << text.out;
+  for (const auto& row : added) EXPECT_NE(text.out.find("sha256:" + std::get<5>(row)), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("signer: " + key_id + " (signature verified"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("note: " + (dir / "media" / "deps.bundle.cdx.json").string() + " is a bundle's transfer report"),
+            std::string::npos)
+      << text.out;
+
+  std::vector<std::string> without_second{"bundle", "show"};
+  for (const auto& f : files)
+    if (f != volumes[1]) without_second.push_back(f);
+  auto partial = run_podplane(without_second, podplane::test::with_deps_root(dir / "no-store"));
+  ASSERT_EQ(partial.exit_code, 0) << show(partial);
+  EXPECT_NE(partial.out.find("volume 2 of " + std::to_string(volumes.size()) + ": not given"), std::string::npos) << partial.out;
+  EXPECT_FALSE(fs::exists(dir / "no-store"));
+}
+
+}  // namespace
+}  // namespace podplane::bundle
