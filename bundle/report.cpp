@@ -14,6 +14,7 @@
 #include "base/hex.hpp"
 #include "base/human_bytes.hpp"
 #include "base/terminal_text.hpp"
+#include "cache/kinds.hpp"
 
 namespace podplane::bundle {
 
@@ -22,36 +23,23 @@ using ordered_json = nlohmann::ordered_json;
 
 namespace {
 
-struct KindWords {
-  cache::ArtifactKind kind;
-  const char* component_type;  // CycloneDX component type
-  const char* title;           // a section of the HTML page
-};
+// The CycloneDX component type of a row, as the table of kinds decides it.
+const char* component_type(cache::Reported reported) {
+  switch (reported) {
+    case cache::Reported::application: return "application";
+    case cache::Reported::library: return "library";
+    case cache::Reported::container: return "container";
+    case cache::Reported::data: return "data";
+    case cache::Reported::file: return "file";
+    case cache::Reported::unset: break;
+  }
+  throw Error("internal error: the table of kinds leaves a row's report type unset");
+}
 
-// Executables are applications, images containers, seed snapshots data, the rest files.
-constexpr KindWords kKindWords[] = {
-    {cache::ArtifactKind::provider_package, "application", "Provider packages"},
-    {cache::ArtifactKind::provider_shasums, "file", "Provider SHA256SUMS documents"},
-    {cache::ArtifactKind::provider_signature, "file", "Provider signatures"},
-    {cache::ArtifactKind::provider_keys, "file", "Provider signing keys"},
-    {cache::ArtifactKind::vmconfig_manifest, "file", "vmconfig manifests"},
-    {cache::ArtifactKind::vmconfig_artifact, "file", "vmconfig artifacts"},
-    {cache::ArtifactKind::vmconfig_boot_file, "file", "Boot files read out of os images"},
-    {cache::ArtifactKind::image_index, "container", "Image indexes"},
-    {cache::ArtifactKind::image_manifest, "container", "Image manifests"},
-    {cache::ArtifactKind::image_attachment, "file", "Image signatures and attachments"},
-    {cache::ArtifactKind::image_blob, "file", "Image configs and layers"},
-    {cache::ArtifactKind::seed_manifest, "file", "Seed manifests"},
-    {cache::ArtifactKind::seed_snapshot, "data", "Seed snapshots"},
-    {cache::ArtifactKind::tool_archive, "application", "Engine releases (tofu, terraform)"},
-    {cache::ArtifactKind::tool_shasums, "file", "Engine SHA256SUMS documents"},
-    {cache::ArtifactKind::tool_signature, "file", "Engine signatures"},
-};
-
-const KindWords& words_of(cache::ArtifactKind kind) {
-  for (const auto& words : kKindWords)
-    if (words.kind == kind) return words;
-  throw Error("internal error: no report words for artifact kind " + std::string(cache::to_string(kind)));
+// A section id of the HTML page per row of the table: the kind's name, an address variant's
+// with its address ("tool_archive-podplane").
+std::string section_id(const cache::KindInfo& info) {
+  return std::string(info.name) + (info.address.empty() ? "" : "-" + std::string(info.address));
 }
 
 // ---- CycloneDX -------------------------------------------------------------------------------
@@ -124,7 +112,7 @@ ordered_json distribution(const std::string& url) {
 ordered_json artifact_component(const TravellingArtifact& travelling, const std::set<std::string>& carried) {
   const cache::Artifact& a = travelling.artifact;
   ordered_json c;
-  c["type"] = words_of(a.kind).component_type;
+  c["type"] = component_type(cache::kind_info(a).reported);
   c["bom-ref"] = "row-" + row_id(a, travelling.provenance);
   c["name"] = a.address;
   c["version"] = a.version;
@@ -172,7 +160,7 @@ ordered_json module_component(const cache::ModuleTree& tree, const std::set<std:
                                                          {{"name", "podplane:size"}, {"value", std::to_string(f.size)}}})}});
   }
   ordered_json c;
-  c["type"] = "library";
+  c["type"] = component_type(cache::kModuleTrees.reported);
   c["bom-ref"] = ref;
   c["name"] = tree.address;
   c["version"] = tree.version;
@@ -297,18 +285,26 @@ void facts_section(std::string& page, const BundleContents& c) {
             std::to_string(c.volume_count) + "</td><td>" + std::to_string(v.objects) + "</td><td>" +
             size_cell(static_cast<std::int64_t>(v.file_bytes)) + "</td></tr>\n";
   page += "</table>\n<h2>Items by kind</h2>\n<table>\n<tr><th>Kind</th><th>Rows</th></tr>\n";
-  for (const auto& [kind, count] : c.rows_by_kind())
-    page += "<tr><td><a href=\"#" + html(kind) + "\">" + html(kind) + "</a></td><td>" + std::to_string(count) + "</td></tr>\n";
+  for (const auto& info : cache::kinds()) {
+    const auto count = std::count_if(c.artifacts.begin(), c.artifacts.end(),
+                                     [&](const TravellingArtifact& t) { return &cache::kind_info(t.artifact) == &info; });
+    if (count > 0)
+      page += "<tr><td><a href=\"#" + html(section_id(info)) + "\">" + html(info.report_title) + "</a></td><td>" +
+              std::to_string(count) + "</td></tr>\n";
+  }
+  if (!c.module_trees.empty())
+    page += "<tr><td><a href=\"#module_tree\">" + html(cache::kModuleTrees.report_title) + "</a></td><td>" +
+            std::to_string(c.module_trees.size()) + "</td></tr>\n";
   page += "</table>\n";
 }
 
 void artifact_sections(std::string& page, const BundleContents& c) {
-  for (const auto& words : kKindWords) {
+  for (const auto& info : cache::kinds()) {
     std::vector<const TravellingArtifact*> rows;
     for (const auto& t : c.artifacts)
-      if (t.artifact.kind == words.kind) rows.push_back(&t);
+      if (&cache::kind_info(t.artifact) == &info) rows.push_back(&t);
     if (rows.empty()) continue;
-    page += "<h2 id=\"" + html(cache::to_string(words.kind)) + "\">" + html(words.title) + " (" + std::to_string(rows.size()) +
+    page += "<h2 id=\"" + html(section_id(info)) + "\">" + html(info.report_title) + " (" + std::to_string(rows.size()) +
             ")</h2>\n<table class=\"items\">\n<tr><th>Name</th><th>Version</th><th>Platform</th><th>File</th><th>Size</th>"
             "<th>SHA-256</th><th>Origin</th><th>Trust and signer</th></tr>\n";
     for (const auto* t : rows) {
@@ -324,7 +320,7 @@ void artifact_sections(std::string& page, const BundleContents& c) {
 
 void module_section(std::string& page, const BundleContents& c) {
   if (c.module_trees.empty()) return;
-  page += "<h2 id=\"module_tree\">Module packages (" + std::to_string(c.module_trees.size()) +
+  page += "<h2 id=\"module_tree\">" + html(cache::kModuleTrees.report_title) + " (" + std::to_string(c.module_trees.size()) +
           ")</h2>\n<table class=\"items\">\n<tr><th>Name</th><th>Version</th><th>h1</th><th>Origin</th><th>Files</th></tr>\n";
   for (const auto& tree : c.module_trees) {
     page += "<tr><td>" + html(tree.address) + "</td><td>" + html(tree.version) + "</td><td class=\"digest\">" + code(tree.h1) +

@@ -178,6 +178,17 @@ enum class Signer : std::uint8_t {
   bundle_signature,       // none of its own: it came in under a bundle's signature
 };
 
+// What the transfer report (bundle/report.hpp) makes of it: the CycloneDX component type; its
+// HTML page has a section per row of the table, titled by KindInfo::report_title.
+enum class Reported : std::uint8_t {
+  unset,
+  application,  // a program: provider plugins, engine and podplane releases
+  library,      // module packages (module trees)
+  container,    // an image's index or manifest
+  data,         // seed snapshots
+  file,         // every other file: documents, artifacts, blobs, signatures
+};
+
 // Rules a row must meet beyond every row's (cache/row_rules.hpp): throws "<row>: <what is wrong>".
 using RowLayoutCheck = void (*)(const std::string& row, const Artifact& artifact);
 
@@ -206,6 +217,9 @@ struct KindInfo {
   Pushed pushed = Pushed::unset;
   Listed listed = Listed::unset;
   Signer signer = Signer::unset;
+
+  Reported reported = Reported::unset;
+  std::string_view report_title;  // the transfer report's section of its rows
 };
 
 // Every row: one per ArtifactKind in enum order, then the address variants.
@@ -237,6 +251,8 @@ inline constexpr KindInfo kModuleTrees{
     .pushed = Pushed::module_package,
     .listed = Listed::modules,
     .signer = Signer::none,
+    .reported = Reported::library,
+    .report_title = "Module packages",
 };
 
 // The row's zh: where the kind's zh is the zh: hash of its object (provider zips) and the row

@@ -46,6 +46,8 @@ std::vector<std::string> undecided(const KindInfo& k, bool artifact_row) {
   if (k.pushed == Pushed::unset) fields.push_back("pushed");
   if (k.listed == Listed::unset) fields.push_back("listed");
   if (k.signer == Signer::unset) fields.push_back("signer");
+  if (k.reported == Reported::unset) fields.push_back("reported");
+  if (k.report_title.empty()) fields.push_back("report_title");
   return fields;
 }
 
