@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/error.hpp"
@@ -32,6 +33,16 @@ std::vector<std::string> environment_without(const std::vector<std::string_view>
     if (!dropped) env.emplace_back(text);
   }
   return env;
+}
+
+void restore_host_loader_environment() {
+  for (const char* name : {"LD_PRELOAD", "LD_AUDIT"}) {
+    const std::string moved = std::string("PODPLANE_HOST_") + name;
+    if (const char* value = std::getenv(moved.c_str()); value != nullptr) {
+      ::setenv(name, value, 1);
+      ::unsetenv(moved.c_str());
+    }
+  }
 }
 
 int wait_exit_code(pid_t pid, std::string_view what) {

@@ -206,7 +206,15 @@ std::optional<RootNeeds> check_root(const RootCheckSource& source, const fs::pat
   if (!fs::is_directory(root_dir, error)) throw Error(root_dir.string() + " is not a directory (a root to check)");
   if (source.mirror_url.empty() && source.store == nullptr) throw Error("a root is checked against a store or a mirror");
   const fs::path root = fs::absolute(root_dir).lexically_normal();
-  const fs::path lock_path = root / ".terraform.lock.hcl";
+  fs::path lock_path = root / ".terraform.lock.hcl";
+  try {
+    lock_path = lockfile::root_lock_file(root, fetch::module_boundary(root, options.repo_root));
+  } catch (const Error& e) {
+    out.fail("-", "lock " + lock_path.string(), "REFUSED: " + e.message(),
+             "remove the link " + lock_path.string() + ", then podplane deps tf --stack " + root.string() +
+                 repo_root_flag(options) + " --write-lock (online) writes the root's own lock");
+    return std::nullopt;
+  }
   if (!fs::exists(lock_path, error)) {
     out.fail("-", "lock " + lock_path.string(), "MISSING: the root has no lock, so `init -lockfile=readonly` fails",
              "podplane deps tf --stack " + root.string() + repo_root_flag(options) +

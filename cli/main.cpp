@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "base/remove_on_signal.hpp"
 #include "base/terminal_text.hpp"
@@ -160,6 +161,8 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // What the launcher of the tarball kept from the carried loader, back for the programs we run.
+  podplane::restore_host_loader_environment();
   // Temp dirs (deps tf and download scratch, export staging, bundle volumes being written) go
   // when SIGINT, SIGTERM or SIGHUP ends a command.
   podplane::install_remove_on_signal_handlers();

@@ -29,6 +29,7 @@
 #include "fetch/tf_package_job.hpp"
 #include "fetch/tf_requirements.hpp"
 #include "fetch/tf_resolution.hpp"
+#include "lockfile/tf_config.hpp"
 
 namespace podplane::fetch {
 namespace {
@@ -172,11 +173,12 @@ class TfRun {
     if (platforms.empty()) platforms = run_platforms;
     for (std::size_t i = 0; i < roots.size(); ++i) {
       const fs::path dir = options_.stacks[i];
+      const fs::path file = lockfile::root_lock_file(dir, module_boundary(dir, options_.repo_root));
       std::optional<lockfile::LockFile> committed;
-      if (fs::exists(dir / ".terraform.lock.hcl")) committed = lockfile::read_lock_file(dir / ".terraform.lock.hcl");
+      if (fs::exists(file)) committed = lockfile::read_lock_file(file);
       auto lock = root_lock(store_, selections[i], platforms, committed);
-      bool changed = write_root_lock(dir, lock, options_.engine);
-      out_ << "lock " << (dir / ".terraform.lock.hcl").string() << (changed ? " written" : " unchanged") << "\n";
+      bool changed = write_root_lock(file, lock, options_.engine);
+      out_ << "lock " << file.string() << (changed ? " written" : " unchanged") << "\n";
     }
   }
 

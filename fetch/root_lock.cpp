@@ -24,8 +24,7 @@ lockfile::LockFile root_lock(const cache::Store& store, const std::vector<cache:
   return lock;
 }
 
-bool write_root_lock(const fs::path& dir, const lockfile::LockFile& lock, lockfile::Engine engine) {
-  const fs::path file = dir / ".terraform.lock.hcl";
+bool write_root_lock(const fs::path& file, const lockfile::LockFile& lock, lockfile::Engine engine) {
   const std::string text = lockfile::render_lock_file(lock, engine);
   if (file_holds(file, text)) return false;
   write_file_durably(file, text);

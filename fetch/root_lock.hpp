@@ -23,9 +23,9 @@ namespace podplane::fetch {
                                            const std::vector<std::string>& platforms,
                                            const std::optional<lockfile::LockFile>& committed);
 
-// Writes `lock` as `engine` writes it to DIR/.terraform.lock.hcl: a temp file beside it,
-// synced, renamed over it, the directory synced; a crash leaves the old lock or the new one.
-// Returns whether the bytes changed.
-bool write_root_lock(const std::filesystem::path& dir, const lockfile::LockFile& lock, lockfile::Engine engine);
+// Writes `lock` as `engine` writes it to a root's lock `file` (lockfile::root_lock_file: where
+// its links lead, inside the repository): a temp file beside it, synced, renamed over it, the
+// directory synced; a crash leaves the old lock or the new one. Returns whether the bytes changed.
+bool write_root_lock(const std::filesystem::path& file, const lockfile::LockFile& lock, lockfile::Engine engine);
 
 }  // namespace podplane::fetch

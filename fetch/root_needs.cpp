@@ -173,7 +173,7 @@ RootNeeds root_needs(const fs::path& root_dir, const fs::path& boundary, ModuleL
   RootNeeds needs;
   needs.root = fs::absolute(root_dir).lexically_normal();
   needs.boundary = boundary;
-  const fs::path lock_path = needs.root / ".terraform.lock.hcl";
+  const fs::path lock_path = lockfile::root_lock_file(needs.root, boundary);
   if (fs::exists(lock_path)) {
     needs.lock = lockfile::read_lock_file(lock_path);
     needs.engine = lock_engine(*needs.lock);

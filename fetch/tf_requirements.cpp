@@ -59,13 +59,14 @@ RootRequirements read_root(const fs::path& dir, const std::string& registry_host
   RootRequirements root;
   root.name = dir.string();
   std::map<std::string, Version> pins;
-  const auto lock_path = dir / ".terraform.lock.hcl";
+  const fs::path within = boundary.empty() ? lockfile::repository_of(dir) : boundary;
+  const auto lock_path = lockfile::root_lock_file(dir, within);
   if (fs::exists(lock_path)) {
     for (const auto& entry : lockfile::read_lock_file(lock_path).providers) {
       pins.emplace(entry.address, Version::parse(entry.version));
     }
   }
-  read_module_dir(root, dir, boundary.empty() ? lockfile::repository_of(dir) : boundary, 0, registry_host, packages);
+  read_module_dir(root, dir, within, 0, registry_host, packages);
   for (const auto& [address, version] : pins) {
     auto it = root.providers.find(address);
     if (it == root.providers.end()) continue;  // a lock entry no module asks for: the engines drop it too

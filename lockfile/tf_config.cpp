@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "lockfile/hcl.hpp"
@@ -230,6 +231,20 @@ ModuleRequirements read_module_requirements(const std::filesystem::path& dir, co
   if (ec) throw Error("cannot read module directory " + within.string() + ": " + ec.message());
   read_directory(dir, requirements, walk);
   return requirements;
+}
+
+std::filesystem::path root_lock_file(const std::filesystem::path& dir, const std::filesystem::path& boundary) {
+  const fs::path lock = dir / ".terraform.lock.hcl";
+  std::error_code ec;
+  if (!fs::is_symlink(lock, ec)) return lock;
+  const fs::path target = fs::weakly_canonical(write_target(lock), ec);
+  const fs::path top = fs::weakly_canonical(boundary, ec);
+  const fs::path inside = target.lexically_relative(top);
+  if (ec || inside.empty() || *inside.begin() == "..")
+    throw Error(lock.string() + " is a link that leads outside " + top.string() +
+                ": a root's lock is read and written only inside its repository (pass --repo-root to widen it), so "
+                "this one is neither read nor written");
+  return lock;
 }
 
 std::filesystem::path repository_of(const std::filesystem::path& dir) {

@@ -55,6 +55,13 @@ class LocalModuleOutside : public Error {
 // (`../modules/vpc` of a monorepo), never outside it.
 [[nodiscard]] ModuleRequirements read_module_requirements(const std::filesystem::path& dir);
 
+// Where the lock of the root at `dir` (its .terraform.lock.hcl) is read and written: through
+// links, as the engines follow them (a lock linked to a shared one), but only while they stay
+// inside `boundary` (the root's repository). A link that leads outside it (to /etc/shadow, to
+// a token file), or a dangling one that would make a write create a file there, is an Error
+// before a byte is read or written, so no message can quote what it points at.
+[[nodiscard]] std::filesystem::path root_lock_file(const std::filesystem::path& dir, const std::filesystem::path& boundary);
+
 // The nearest directory at or above `dir` that holds `.git`, else `dir` itself (canonical).
 [[nodiscard]] std::filesystem::path repository_of(const std::filesystem::path& dir);
 

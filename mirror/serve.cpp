@@ -20,6 +20,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "base/ascii.hpp"
 #include "base/clock.hpp"
 #include "base/error.hpp"
 #include "cache/layout.hpp"
@@ -45,8 +46,7 @@ bool hostile_target(const std::string& target) {
   if (path.size() > 2048 || path.empty() || path.front() != '/') return true;
   for (std::size_t i = 0; i + 2 < path.size(); ++i) {
     if (path[i] != '%') continue;
-    std::string code = path.substr(i + 1, 2);
-    std::transform(code.begin(), code.end(), code.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::string code = ascii_lower(path.substr(i + 1, 2));
     if (code == "2f" || code == "5c" || code == "00") return true;
   }
   return false;
@@ -94,6 +94,11 @@ class HttpAnswers final : public httplib::Server {
 // Whether handle() answered the request this worker thread is processing (rather than
 // cpp-httplib refusing it before routing).
 thread_local bool answered_by_handler = false;
+
+// The client address of the request this thread answers. cpp-httplib sets the request's
+// remote_addr only once the request line and headers parsed, so a request it refuses before
+// (a bad line, headers too long) would be logged without it.
+thread_local std::string answering_peer;
 
 // Set while this thread makes an answer at once (Impl::answer_at_once): the access-log line
 // goes there instead of the log, and handle() sets `needs_worker` for an answer it cannot make
@@ -319,6 +324,8 @@ struct MirrorServer::Impl final : RequestHandler {
   }
 
   bool answer(httplib::Stream& stream, bool last, bool& client_closes) override {
+    int peer_port = 0;
+    stream.get_remote_ip_and_port(answering_peer, peer_port);
     request_started = request_head_completed_at();
     answered_by_handler = false;
     close_after_answer = false;
@@ -331,6 +338,7 @@ struct MirrorServer::Impl final : RequestHandler {
   // document. Anything else: answer_with_httplib(), whose answer to a plain request of a
   // document prepares the head for the next ones.
   std::optional<PreparedAnswer> answer_at_once(const RequestHead& head) override {
+    answering_peer = head.peer_address;
     auto plain = parse_plain_request(head.bytes);
     if (!plain) return answer_with_httplib(head);
     const bool close = plain->close || head.last;
@@ -718,7 +726,8 @@ struct MirrorServer::Impl final : RequestHandler {
     end = "}";
   }
   void access_log_line(const httplib::Request& req, const httplib::Response& res, std::string& line, std::string& end) const {
-    access_log_line(LoggedRequest{req.remote_addr, req.method, req.target, req.version, res.status}, line, end);
+    const std::string_view remote = req.remote_addr.empty() ? std::string_view(answering_peer) : req.remote_addr;
+    access_log_line(LoggedRequest{remote, req.method, req.target, req.version, res.status}, line, end);
   }
 
   void access_log(const httplib::Request& req, const httplib::Response& res) {

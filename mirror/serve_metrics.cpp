@@ -77,6 +77,7 @@ Route route_of(std::string_view path) {
     return Route::vmconfig;
   if (starts_with(path, site_paths::registry_api) || path == "/v2") return Route::images;
   if (starts_with(path, site_paths::seeds)) return Route::seeds;
+  if (path == site_paths::tools || starts_with(path, std::string(site_paths::tools) + "/")) return Route::tools;
   if (path == "/" || starts_with(path, site_paths::catalogue) || path == site_paths::catalogue_json) return Route::catalogue;
   if (path == site_paths::healthz) return Route::health;
   if (path == site_paths::metrics) return Route::metrics;
@@ -91,6 +92,7 @@ std::string_view route_name(Route route) {
     case Route::vmconfig: return "vmconfig";
     case Route::images: return "images";
     case Route::seeds: return "seeds";
+    case Route::tools: return "tools";
     case Route::catalogue: return "catalogue";
     case Route::health: return "health";
     case Route::metrics: return "metrics";

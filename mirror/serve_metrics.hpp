@@ -26,6 +26,7 @@ enum class Route : std::uint8_t {
   vmconfig,        // /vmconfig/, /arch/, /manifests/
   images,          // /v2/
   seeds,           // /seeds/
+  tools,           // /tools/: engine and podplane releases
   catalogue,       // /, /catalogue/, /catalogue.json
   health,          // /healthz
   metrics,         // /metrics

@@ -79,6 +79,20 @@ void use_host_ca_bundle() {
   ::setenv("CURL_CA_BUNDLE", kRhelCaBundle, 1);
 }
 
+// The carried loader would load the host's LD_PRELOAD and LD_AUDIT libraries into podplane,
+// built against another glibc than the carried one. They are moved aside for podplane alone,
+// which puts them back for the host programs it runs (restore_host_loader_environment in
+// base/child_process). /etc/ld.so.preload is read by every glibc loader, the carried one too,
+// and cannot be turned off (docs/packaging.md).
+void keep_host_libraries_out() {
+  for (const char* name : {"LD_PRELOAD", "LD_AUDIT"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) continue;
+    ::setenv((std::string("PODPLANE_HOST_") + name).c_str(), value, 1);
+    ::unsetenv(name);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,6 +106,7 @@ int main(int argc, char** argv) {
   std::string loader = lib + "/" + kLoaderName;
   std::string program = lib + "/podplane";
   use_host_ca_bundle();
+  keep_host_libraries_out();
 
   // The loader's --argv0 (glibc 2.33 and later) keeps argv[0] as the user typed it, so help
   // and error messages name `podplane`, not the loader.

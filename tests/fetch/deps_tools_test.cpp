@@ -7,8 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <functional>
 #include <regex>
+#include <sstream>
 
 #include "base/digest.hpp"
 #include "cache/store.hpp"
@@ -24,18 +28,26 @@ namespace {
 constexpr const char* kRealTerraform = "/usr/local/bin/terraform";
 
 // Zips `binary` (a file) as the release's one entry, stored as the projects ship it (mode 0755).
-void zip_binary(const fs::path& zip, const std::string& entry, const fs::path& binary) {
+// The program zipped as its project ships it; with `zeros`, the entry is that many zero bytes
+// instead, streamed (a zip bomb: a few hundred KiB that expand to what `zeros` says).
+void zip_binary(const fs::path& zip, const std::string& entry, const fs::path& binary, std::uint64_t zeros = 0) {
   const char* script = R"PY(
 import sys, zipfile
-zip, name, binary = sys.argv[1:4]
+zip, name, binary, zeros = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 info = zipfile.ZipInfo(name, date_time=(2024, 1, 2, 3, 4, 6))
 info.external_attr = 0o100755 << 16
 info.create_system = 3
 info.compress_type = zipfile.ZIP_DEFLATED
-with open(binary, "rb") as f, zipfile.ZipFile(zip, "w") as z:
-    z.writestr(info, f.read(), compresslevel=1)
+with zipfile.ZipFile(zip, "w", compresslevel=9) as z, z.open(info, "w", force_zip64=True) as out:
+    if zeros:
+        block = bytes(1 << 20)
+        for _ in range(zeros >> 20):
+            out.write(block)
+    else:
+        with open(binary, "rb") as f:
+            out.write(f.read())
 )PY";
-  auto result = run({"python3", "-c", script, zip.string(), entry, binary.string()});
+  auto result = run({"python3", "-c", script, zip.string(), entry, binary.string(), std::to_string(zeros)});
   if (result.exit_code != 0) throw std::runtime_error("python3 zipfile failed: " + result.err);
 }
 
@@ -57,6 +69,7 @@ class ReleaseHost {
     std::vector<std::string> platforms = {"linux_amd64"};
     std::string signer = "rsa";
     fs::path binary{};                 // the program in every zip; a small script when empty
+    std::uint64_t program_zeros = 0;   // else: a program of this many zero bytes (a zip bomb)
     std::string listed_wrong{};        // a zip whose SHA256SUMS line names other bytes
     std::string truncated{};           // a zip served cut short (SHA256SUMS names the whole)
   };
@@ -80,7 +93,7 @@ class ReleaseHost {
     std::map<std::string, std::string> digests;
     for (const auto& platform : r.platforms) {
       const std::string name = r.engine + "_" + r.version + "_" + platform + ".zip";
-      zip_binary(dir / name, r.engine, binary);
+      zip_binary(dir / name, r.engine, binary, r.program_zeros);
       std::string bytes = read_file(dir / name);
       digests[platform] = sha256_hex(bytes);
       sums += (name == r.listed_wrong ? sha256_hex("other bytes") : digests[platform]) + "  " + name + "\n";
@@ -441,6 +454,81 @@ TEST(ToolsInstall, WritesTheProgramFromTheStoreOnlyAfterItsDigestChecks) {
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.err.find("hash mismatch for terraform_1.9.8_linux_amd64.zip in the store"), std::string::npos) << refused.err;
   EXPECT_FALSE(fs::exists(damaged / "terraform"));
+}
+
+// What stands where the program goes and is not a regular file is refused, never written
+// through: a symbolic link (to a file elsewhere, left as it was), a FIFO (a write would hang)
+// and, as root, a device node.
+TEST(ToolsInstall, RefusesWhatIsNotARegularFileWhereTheProgramGoes) {
+  ReleaseHost host;
+  host.publish({});
+  ASSERT_EQ(host.podplane({"deps", "tools", "--engine", "terraform", "--version", "1.9.8"}).exit_code, 0);
+  const fs::path bin = host.dir() / "bin";
+  fs::create_directories(bin);
+  write_file(host.dir() / "elsewhere", "not to be overwritten\n");
+  ProcessOptions options;
+  options.env = host.env();
+  auto install = [&] {
+    // timeout: the old code opened a FIFO for writing and waited there for a reader forever.
+    return run({"timeout", "30", podplane_binary().string(), "tools", "install", "terraform", "1.9.8", "--to", bin.string(),
+                "--platform", "linux_amd64"},
+               options);
+  };
+  std::vector<std::pair<std::string, std::function<void()>>> plants = {
+      {"a symbolic link", [&] { fs::create_symlink(host.dir() / "elsewhere", bin / "terraform"); }},
+      {"a FIFO", [&] { ASSERT_EQ(::mkfifo((bin / "terraform").c_str(), 0600), 0); }}};
+  if (::geteuid() == 0)
+    plants.push_back({"a device", [&] { ASSERT_EQ(::mknod((bin / "terraform").c_str(), S_IFCHR | 0600, ::makedev(1, 3)), 0); }});
+  for (const auto& [what, plant] : plants) {
+    plant();
+    auto refused = install();
+    EXPECT_EQ(refused.exit_code, 1) << what << "\n" << refused.out << refused.err;
+    EXPECT_NE(refused.err.find("it is " + what + ", and tools install replaces only a regular file there"), std::string::npos)
+        << refused.err;
+    struct stat st {};
+    ASSERT_EQ(::lstat((bin / "terraform").c_str(), &st), 0) << what;
+    EXPECT_FALSE(S_ISREG(st.st_mode)) << what << " was replaced";
+    fs::remove(bin / "terraform");
+  }
+  EXPECT_EQ(read_file(host.dir() / "elsewhere"), "not to be overwritten\n");
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(bin)) left.push_back(entry.path().filename().string());
+  EXPECT_TRUE(left.empty()) << "a temp file was left in " << bin << ": " << left.front();
+  auto installed = install();
+  EXPECT_EQ(installed.exit_code, 0) << installed.err;
+  EXPECT_EQ(run({(bin / "terraform").string()}).out, "terraform v1.9.8\n");
+}
+
+// A release zip whose program expands to 600 MiB (a zip bomb of about 600 KiB): refused, with
+// the memory of the install flat (the old install held the whole program in memory) and no
+// program written.
+TEST(ToolsInstall, AZipBombIsRefusedWithFlatMemory) {
+  ReleaseHost host;
+  host.publish({.program_zeros = std::uint64_t{600} << 20});
+  ASSERT_EQ(host.podplane({"deps", "tools", "--engine", "terraform", "--version", "1.9.8"}).exit_code, 0);
+  const fs::path bin = host.dir() / "bin";
+  ProcessOptions options;
+  options.env = host.env();
+  // Python runs the install as its only child, so RUSAGE_CHILDREN is that install's peak RSS.
+  auto measured = run({"python3", "-c",
+                       "import resource, subprocess, sys\n"
+                       "code = subprocess.run(sys.argv[1:]).returncode\n"
+                       "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n",
+                       podplane_binary().string(), "tools", "install", "terraform", "1.9.8", "--to", bin.string(),
+                       "--platform", "linux_amd64"},
+                      options);
+  std::istringstream words(measured.out);
+  int code = -1;
+  long peak_kib = 0;
+  words >> code >> peak_kib;
+  EXPECT_EQ(code, 1) << measured.out << measured.err;
+  EXPECT_NE(measured.err.find("terraform expands to more than 512 MiB, which no release of it does; refused"), std::string::npos)
+      << measured.err;
+  EXPECT_GT(peak_kib, 0) << measured.out;
+  EXPECT_LT(peak_kib, 100 * 1024) << "peak RSS of the install: " << peak_kib << " KiB";
+  EXPECT_FALSE(fs::exists(bin / "terraform"));
+  if (fs::exists(bin))
+    for (const auto& entry : fs::directory_iterator(bin)) ADD_FAILURE() << "left behind: " << entry.path();
 }
 
 // The real engine crosses the air gap: fetched from the fixture release host, installed from

@@ -173,6 +173,43 @@ TEST_F(RootNeeds, ABundleForARootCarriesWhatItsCheckNeeds) {
   EXPECT_TRUE(std::regex_search(check.out, kEngineProved)) << check.out;
 }
 
+// A root's lock that is a link out of its repository (to a secret, to a token file) is neither
+// read nor written: no message quotes what it points at, and a dangling one does not make
+// --write-lock create a file out there.
+TEST_F(RootNeeds, ALockLinkedOutOfTheRepositoryIsNeitherReadNorWritten) {
+  fill({"pinned"});
+  const fs::path secret = dir / "secret.hcl";
+  write_file(secret, "provider \"registry.terraform.io/hashicorp/random\" {\n  version = \"TOPSECRET-9f8e7d\"\n}\n");
+  const fs::path lock = repo() / "pinned/.terraform.lock.hcl";
+  fs::remove(lock);
+  fs::create_symlink(secret, lock);
+  auto check = stack_check("pinned", {"--without-engine"});
+  EXPECT_EQ(check.exit_code, 1) << show(check);
+  EXPECT_NE(check.out.find("is a link that leads outside " + repo().string()), std::string::npos) << check.out;
+  EXPECT_EQ((check.out + check.err).find("TOPSECRET"), std::string::npos) << show(check);
+  const std::vector<std::string> write_lock{"--quiet", "deps", "tf", "--engine", "terraform", "--write-lock",
+                                            "--platform", "linux_amd64", "--stack", (repo() / "pinned").string()};
+  auto written = podplane(write_lock);
+  EXPECT_EQ(written.exit_code, 1) << show(written);
+  EXPECT_EQ((written.out + written.err).find("TOPSECRET"), std::string::npos) << show(written);
+  EXPECT_EQ(read_file(secret), "provider \"registry.terraform.io/hashicorp/random\" {\n  version = \"TOPSECRET-9f8e7d\"\n}\n");
+
+  const fs::path outside = dir / "created-outside.hcl";
+  fs::remove(lock);
+  fs::create_symlink(outside, lock);
+  auto dangling = podplane(write_lock);
+  EXPECT_EQ(dangling.exit_code, 1) << show(dangling);
+  EXPECT_FALSE(fs::exists(outside)) << "--write-lock wrote through a dangling link out of the repository";
+
+  // A link to a lock inside the repository (a shared one) is followed, as the engines follow it.
+  fs::remove(lock);
+  fs::create_symlink(repo() / "shared.lock.hcl", lock);
+  auto shared = podplane(write_lock);
+  EXPECT_EQ(shared.exit_code, 0) << show(shared);
+  EXPECT_TRUE(fs::is_symlink(lock));
+  EXPECT_NE(read_file(repo() / "shared.lock.hcl").find("registry.terraform.io/hashicorp/random"), std::string::npos);
+}
+
 // A tree that is not a git checkout (a tarball of a repo, a CI workspace without .git): a
 // root's `../modules` call leaves the root, and every command names the flag that sets the
 // boundary; the printed command, run as printed, passes.

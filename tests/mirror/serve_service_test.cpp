@@ -207,12 +207,16 @@ TEST_F(MetricsTest, CountersMoveWithRequestsAndStoreFiguresAreDepsDus) {
   ASSERT_EQ(listing.status, 200);
   ASSERT_EQ(package.status, 200);
   EXPECT_EQ(http_.fetch(server_->url() + "/no/such/path", request_).status, 404);
+  // Engine and podplane releases are a route of their own, not "other".
+  EXPECT_EQ(http_.fetch(server_->url() + "/tools/terraform/9.9.9/terraform_9.9.9_linux_amd64.zip", request_).status, 404);
   {
     CurlSession other;  // a second connection: a second handshake
     EXPECT_EQ(other.fetch(server_->url() + "/healthz", request_).status, 200);
   }
 
   auto after = scrape_until("podplane_mirror_requests_total{route=\"other\",code=\"404\"}", 1);
+  after = scrape_until("podplane_mirror_requests_total{route=\"tools\",code=\"404\"}", 1);
+  EXPECT_EQ(sample_value(after, "podplane_mirror_requests_total{route=\"other\",code=\"404\"}"), 1) << after;
   after = scrape_until("podplane_mirror_requests_total" + ok, requests_before + 2);
   EXPECT_EQ(sample_value(after, "podplane_mirror_requests_total" + ok), requests_before + 2) << after;
   EXPECT_EQ(sample_value(after, "podplane_mirror_response_body_bytes_total{route=\"network_mirror\"}"),
@@ -317,6 +321,8 @@ TEST(ServeAccessLog, JsonLinesHoldTheFieldsOfTheTextLines) {
       head.method = "HEAD";
       (void)http.fetch(server.url() + paths[0], head);
       raw_request(port_of(server.url()), "GET /odd\"quote\\back\x01slash HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      // Refused by cpp-httplib (400) before it read the client's address: a version it does not speak.
+      raw_request(port_of(server.url()), "GET /refused HTTP/9.9\r\nHost: x\r\nConnection: close\r\n\r\n");
       EXPECT_EQ(server.stop(), 0);
     }
     std::string log = podplane::test::read_file(temp / (format + ".err"));
@@ -329,7 +335,10 @@ TEST(ServeAccessLog, JsonLinesHoldTheFieldsOfTheTextLines) {
     for (auto& request : requests) by_request[format][request.method + " " + request.target] = request;
   auto& text = by_request["text"];
   auto& json_log = by_request["json"];
-  ASSERT_EQ(logged["text"].size(), paths.size() + 2);
+  ASSERT_EQ(logged["text"].size(), paths.size() + 3);
+  // Every line names its client, the refused request's too.
+  for (auto& [format, requests] : logged)
+    for (auto& request : requests) EXPECT_EQ(request.remote_addr, "127.0.0.1") << format << " " << request.method << " " << request.target;
   ASSERT_EQ(logged["json"].size(), logged["text"].size());
   ASSERT_EQ(text.size(), logged["text"].size());
   const std::regex timestamp(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
