@@ -158,6 +158,25 @@ constexpr KindInfo kKinds[] = {
      .view = View::none, .served = Served::tool_release_file, .pushed = Pushed::none,
      .listed = Listed::not_listed, .signer = Signer::none,
      .reported = Reported::file, .report_title = "Engine signatures"},
+    // ---- git module sources (deps tf --stack): the objects beside the module tree ----------
+    // Rows of the module item of the same address and version: kept, pruned and bundled with
+    // the tree; served as one repository per address at /git/, written out by mirror export.
+    {.kind = ArtifactKind::git_pack, .address = "", .name = "git_pack", .since_schema = 9,
+     .check_layout = check_git_pack_layout, .protocols = Protocols::none, .content = ContentCheck::object,
+     .fetch_check = FetchCheck::git_object_ids, .recheck = Recheck::none, .refetch = Refetch::deps_tf_module,
+     .family = ItemFamily::module, .prune_role = PruneRole::item,
+     .bundle_rank = 16, .bundle_platforms = BundlePlatforms::every_platform,
+     .view = View::none, .served = Served::git_repository, .pushed = Pushed::none,
+     .listed = Listed::git_repositories, .signer = Signer::none,
+     .reported = Reported::file, .report_title = "Git packs of module sources"},
+    {.kind = ArtifactKind::git_refs, .address = "", .name = "git_refs", .since_schema = 9,
+     .check_layout = check_git_refs_layout, .protocols = Protocols::none, .content = ContentCheck::object,
+     .fetch_check = FetchCheck::git_object_ids, .recheck = Recheck::none, .refetch = Refetch::deps_tf_module,
+     .family = ItemFamily::module, .prune_role = PruneRole::item,
+     .bundle_rank = 15, .bundle_platforms = BundlePlatforms::every_platform,
+     .view = View::none, .served = Served::git_repository, .pushed = Pushed::none,
+     .listed = Listed::not_listed, .signer = Signer::none,
+     .reported = Reported::file, .report_title = "Git refs of module sources"},
     // ---- address variants: podplane's own releases (deps tools --podplane-release) ----------
     // tool_archive/tool_shasums rows of the address "podplane": stored names never change
     // (SQLite, bundle manifests, inventory row ids), so a variant, not a kind of its own.

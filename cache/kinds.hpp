@@ -52,6 +52,7 @@ enum class FetchCheck : std::uint8_t {
   store_written_sums,      // podplane's own: listed in the SHA256SUMS the store writes for its release
   format_only,             // its format, nothing upstream signs (trust "unverified")
   tree_h1,                 // module trees: the h1 of the tree
+  git_object_ids,          // a git clone: git checks every object against its id; the refs document names the commit
   refused,                 // no such row is ever stored: the row rules refuse it
 };
 
@@ -138,6 +139,7 @@ enum class Served : std::uint8_t {
   oci_attachment,        // /v2/: by digest, at its tag, and in its subject's referrers
   oci_blob,              // /v2/: blobs
   module_package,        // /v1/modules/…/package.tar.gz (module trees)
+  git_repository,        // /git/<host>/<path>: the repository rebuilt from its snapshots, git's smart HTTP (mirror/git_repositories.hpp)
 };
 
 // What `mirror push` makes of it (mirror/push.cpp), in the order push sends them.
@@ -165,6 +167,7 @@ enum class Listed : std::uint8_t {
   seeds,
   engines,
   podplane_releases,
+  git_repositories,  // the repositories served at /git/, each ref and commit
 };
 
 // Whose key the catalogue names for it (mirror/catalogue.cpp).

@@ -400,6 +400,28 @@ void refuse_podplane_signature(const std::string& row, const Artifact& a) {
   refuse(row, "a podplane release has no upstream signature to store");
 }
 
+namespace {
+
+// A git snapshot belongs to the module tree of its address and version: the same rules, and a
+// file name of the commit's full id (40 or 64 lower-case hex digits) and the given suffix.
+void check_git_snapshot_layout(const std::string& row, const Artifact& a, std::string_view suffix) {
+  if (auto problem = relative_path_problem(a.address)) refuse(row, "address is not a relative path (" + *problem + ")");
+  if (a.address.size() > kMaxModuleAddress) refuse(row, "address is longer than " + std::to_string(kMaxModuleAddress) + " bytes");
+  require_segment(row, "version", a.version);
+  if (!a.platform.empty()) refuse(row, "a git snapshot has no platform");
+  const std::string id = a.filename.size() > suffix.size() && a.filename.ends_with(suffix)
+                             ? a.filename.substr(0, a.filename.size() - suffix.size())
+                             : "";
+  if ((id.size() != 40 && id.size() != 64) || id.find_first_not_of("0123456789abcdef") != std::string::npos)
+    refuse(row, "file name '" + a.filename + "' is not <commit id>" + std::string(suffix));
+  require_text(row, "upstream URL", a.upstream_url);
+}
+
+}  // namespace
+
+void check_git_pack_layout(const std::string& row, const Artifact& a) { check_git_snapshot_layout(row, a, ".pack"); }
+void check_git_refs_layout(const std::string& row, const Artifact& a) { check_git_snapshot_layout(row, a, ".refs.json"); }
+
 void check_module_tree_layout(const ModuleTree& tree) {
   const std::string row = describe(tree);
   if (auto problem = relative_path_problem(tree.address)) refuse(row, "address is not a relative path (" + *problem + ")");

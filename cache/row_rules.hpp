@@ -93,6 +93,9 @@ void check_engine_shasums_layout(const std::string& row, const Artifact& artifac
 void check_engine_signature_layout(const std::string& row, const Artifact& artifact);
 void check_podplane_archive_layout(const std::string& row, const Artifact& artifact);
 void check_podplane_shasums_layout(const std::string& row, const Artifact& artifact);
+// A git snapshot's pack or refs document: a module tree's address and version, "<commit><suffix>".
+void check_git_pack_layout(const std::string& row, const Artifact& artifact);
+void check_git_refs_layout(const std::string& row, const Artifact& artifact);
 void refuse_podplane_signature(const std::string& row, const Artifact& artifact);  // none is stored
 // Also refuses a tree that has both a file `x` and files below `x/`.
 void check_module_tree_layout(const ModuleTree& tree);

@@ -38,6 +38,11 @@ enum class ArtifactKind {
   tool_archive,        // <engine>_<ver>_<os>_<arch>.zip; platform = os_arch
   tool_shasums,        // <engine>_<ver>_SHA256SUMS; platform ''
   tool_signature,      // its detached OpenPGP signature (.sig, or tofu's .gpgsig); platform ''
+  // A git module source's objects (docs/ci.md "Git sources"), kept beside the module tree of
+  // the same address and version (the source's store address and ref): what lets the site serve
+  // the repository with upstream's commit ids. filename = "<commit>.pack" / "<commit>.refs.json".
+  git_pack,            // every object of the clone, one pack file
+  git_refs,            // which ref of the repository it was (cache/git_refs.hpp), its commit and shallow boundary
   // Not a kind: the number of kinds. A kind added above it without a row in cache/kinds.cpp's
   // table does not compile (docs/architecture.md "Adding an artifact kind").
   count_,

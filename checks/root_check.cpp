@@ -51,6 +51,9 @@ std::string fill_command(const fs::path& root, lockfile::Engine engine, const st
          " (online), or import a bundle that has " + what;
 }
 
+// Where a mirror serves git repositories (mirror/site_paths.hpp, which checks/ does not see).
+constexpr std::string_view mirror_git_path = "/git/";
+
 // A running mirror's module registry as a ModuleLookup: registry modules by their version
 // lists; nested calls are not followed (the mirror hands out packages, not trees to read here).
 class MirrorModuleLookup : public fetch::ModuleLookup {
@@ -64,7 +67,12 @@ class MirrorModuleLookup : public fetch::ModuleLookup {
     if (response.status != 200) throw Error(redact_url(url) + ": " + response.status_text());
     return parse_module_versions(response.body, url);
   }
-  bool holds(const ModulePackage&) override { return false; }
+  // A direct source is held when the mirror serves its repository (git's smart HTTP at /git/);
+  // that the ref is in it, the engine's run proves. An archive's package is never served.
+  bool holds(const ModulePackage& package) override {
+    const std::string url = source_.mirror_url + std::string(mirror_git_path) + package.address + ".git/info/refs?service=git-upload-pack";
+    return http_.get(url).status == 200;
+  }
   std::optional<fs::path> files(const ModulePackage&, const fs::path&) override { return std::nullopt; }
   std::string where() const override { return source_.mirror_url; }
 

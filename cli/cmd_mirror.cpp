@@ -138,7 +138,8 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
     auto stats = mirror::export_site(cache::default_deps_root(), export_args->dir, options);
     if (!global.quiet)
       std::cerr << "podplane: exported " << stats.files << " files (" << stats.linked << " hard-linked, " << stats.bytes
-                << " bytes) to " << export_args->dir << "\n";
+                << " bytes)" << (stats.git_repositories ? " and " + std::to_string(stats.git_repositories) + " git repositories" : "")
+                << " to " << export_args->dir << "\n";
   });
 
   auto push_args = std::make_shared<PushArgs>();

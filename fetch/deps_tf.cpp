@@ -354,6 +354,7 @@ class TfRun {
       }
     }
     std::vector<cache::ModuleTree> trees;
+    std::vector<cache::Artifact> git_rows;
     for (const auto& [key, module] : modules_.packages()) {
       if (module.in_store) {
         ++summary.modules_present;
@@ -361,6 +362,10 @@ class TfRun {
       }
       trees.push_back(
           ingest_module_tree(store_, module.root, module.package.address, module.package.version, module.upstream_url));
+      if (module.git) {
+        auto rows = git_snapshot_rows(store_, module.package.address, module.package.version, module.upstream_url, *module.git);
+        git_rows.insert(git_rows.end(), rows.begin(), rows.end());
+      }
       ++summary.modules_fetched;
     }
 
@@ -402,6 +407,7 @@ class TfRun {
       }
       learn_protocols();
       for (const auto& tree : trees) (void)store_.add_module_tree(tree);
+      for (const auto& row : git_rows) (void)store_.add_artifact(row);
       store_.set_tf_selection(sorted);
       store_.audit("fetch", "deps tf",
                    json{{"packages_fetched", summary.packages_fetched},

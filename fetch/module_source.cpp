@@ -24,6 +24,7 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/input_limits.hpp"
+#include "base/run_tool.hpp"
 #include "base/unique_fd.hpp"
 #include "base/url.hpp"
 #include "fetch/module_archive.hpp"
@@ -246,6 +247,53 @@ bool is_commit_id(std::string_view ref) {
   return ref.size() >= 7 && ref.size() <= 40 && is_hex(ref);
 }
 
+// git's output of one local command in the clone (no network: run_tool is enough).
+std::string git_in(const fs::path& checkout, std::vector<std::string> args, std::string_view what) {
+  args.insert(args.begin(), {"git", "-C", checkout.string()});
+  auto run = run_tool(args);
+  if (run.exit_code != 0) throw Error("git " + args[3] + " failed for " + std::string(what) + ": " + run.err);
+  while (!run.out.empty() && std::isspace(static_cast<unsigned char>(run.out.back()))) run.out.pop_back();
+  return run.out;
+}
+
+// Every object of the clone in one pack, moved out of the clone before its .git goes, and which
+// ref of the repository it is: the ref as the source wrote it ("" is the default branch).
+ModuleFetcher::GitSnapshot snapshot_clone(const fs::path& checkout, const std::string& ref, const fs::path& into,
+                                          std::string_view what) {
+  (void)git_in(checkout, {"repack", "-a", "-d", "-q"}, what);
+  ModuleFetcher::GitSnapshot snapshot;
+  for (const auto& entry : fs::directory_iterator(checkout / ".git" / "objects" / "pack")) {
+    if (entry.path().extension() != ".pack") continue;
+    if (!snapshot.pack.empty()) throw Error("git repack left more than one pack for " + std::string(what));
+    snapshot.pack = into / "objects.pack";
+    fs::rename(entry.path(), snapshot.pack);
+  }
+  if (snapshot.pack.empty()) throw Error("git repack left no pack for " + std::string(what));
+  cache::GitRef& stored = snapshot.ref;
+  stored.commit = git_in(checkout, {"rev-parse", "HEAD"}, what);
+  stored.object_format = git_in(checkout, {"rev-parse", "--show-object-format"}, what);
+  if (ref.empty()) {
+    stored.kind = cache::GitRef::Kind::branch;
+    stored.name = git_in(checkout, {"symbolic-ref", "--short", "HEAD"}, what);
+  } else if (is_commit_id(ref)) {
+    stored.kind = cache::GitRef::Kind::commit;
+    stored.name = ref;
+  } else {
+    // `clone --branch` leaves HEAD on the branch it names, and detached at a tag.
+    const bool tag = run_tool({"git", "-C", checkout.string(), "symbolic-ref", "-q", "HEAD"}).exit_code != 0;
+    stored.kind = tag ? cache::GitRef::Kind::tag : cache::GitRef::Kind::branch;
+    stored.name = ref;
+  }
+  if (auto shallow = read_file_if_present_within_limits(checkout / ".git" / "shallow", "git's shallow file")) {
+    std::istringstream lines(*shallow);
+    for (std::string id; std::getline(lines, id);)
+      if (!id.empty()) stored.shallow.push_back(id);
+  }
+  // What the store keeps must read back as it is written (ids, names).
+  (void)cache::parse_git_refs_document(cache::git_refs_document(stored), std::string(what));
+  return snapshot;
+}
+
 }  // namespace
 
 std::string join_subdir(std::string_view first, std::string_view second) {
@@ -290,7 +338,9 @@ ModuleSource ModuleSource::parse(std::string_view text_in, std::string_view defa
     source.kind = Kind::git;
     split_subdir(text, source.subdir);
     source.ref = take_query_param(text, "ref");
-    (void)take_query_param(text, "depth");  // we always clone shallow when the ref allows it
+    // The whole history is kept whatever depth= says: the site then serves any depth, and a
+    // site git server takes the repository (a shallow one it refuses).
+    (void)take_query_param(text, "depth");
     source.url = text;
     return source;
   }
@@ -440,7 +490,7 @@ ModuleFetcher::Package ModuleFetcher::fetch_git(const ModuleSource& source, cons
   fs::create_directories(into);
   const GitLogin login = split_git_login(source.url);
   if (source.ref.empty() || !is_commit_id(source.ref)) {
-    std::vector<std::string> args{"-c", "advice.detachedHead=false", "clone", "--quiet", "--depth", "1"};
+    std::vector<std::string> args{"-c", "advice.detachedHead=false", "clone", "--quiet"};
     if (!source.ref.empty()) args.insert(args.end(), {"--branch", source.ref});
     args.insert(args.end(), {"--", login.url, checkout.string()});
     run_git(args, log, what, http_.options(), login);
@@ -449,8 +499,18 @@ ModuleFetcher::Package ModuleFetcher::fetch_git(const ModuleSource& source, cons
     run_git({"-c", "advice.detachedHead=false", "-C", checkout.string(), "checkout", "--quiet", source.ref}, log, what,
             http_.options(), GitLogin{});
   }
+  auto snapshot = snapshot_clone(checkout, source.ref, into, what);
   fs::remove_all(checkout / ".git");
-  return Package{resolve_subdir(checkout, source.subdir), source.package_address()};
+  return Package{resolve_subdir(checkout, source.subdir), source.package_address(), std::move(snapshot)};
+}
+
+std::vector<cache::Artifact> git_snapshot_rows(cache::Store& store, const std::string& address, const std::string& version,
+                                              const std::string& upstream_url, const ModuleFetcher::GitSnapshot& snapshot) {
+  const std::string document = cache::git_refs_document(snapshot.ref);
+  const std::string& commit = snapshot.ref.commit;
+  auto pack = cache::git_snapshot_row(cache::ArtifactKind::git_pack, address, version, commit, store.add_file(snapshot.pack), upstream_url);
+  auto refs = cache::git_snapshot_row(cache::ArtifactKind::git_refs, address, version, commit, store.add_bytes(document), upstream_url);
+  return {pack, refs};
 }
 
 ModuleFetcher::Package ModuleFetcher::fetch_archive(const ModuleSource& source, const fs::path& into) {
@@ -463,7 +523,7 @@ ModuleFetcher::Package ModuleFetcher::fetch_archive(const ModuleSource& source, 
   fs::path tree = into / "tree";
   extract_archive(archive, tree, "module package " + net::redact_url(source.url));
   fs::remove(archive);
-  return Package{resolve_subdir(tree, source.subdir), source.package_address()};
+  return Package{resolve_subdir(tree, source.subdir), source.package_address(), std::nullopt};
 }
 
 }  // namespace podplane::fetch

@@ -6,9 +6,12 @@
 // (globs such as "//*" included) picks a directory inside the package.
 // Not thread-safe. Errors are podplane::Error; URLs in messages never show user:password.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "cache/git_refs.hpp"
+#include "cache/store.hpp"
 #include "net/download.hpp"
 #include "net/http.hpp"
 #include "fetch/registry.hpp"
@@ -53,9 +56,16 @@ class ModuleFetcher {
   // `work_dir` receives one fresh directory per fetch; the caller removes it.
   ModuleFetcher(net::HttpClient& http, net::Downloader& downloader, std::filesystem::path work_dir);
 
+  // A git source's objects as the clone held them (cache/git_refs.hpp): one pack, and which ref
+  // of the repository it was, so that the site can serve the repository with the same commit ids.
+  struct GitSnapshot {
+    std::filesystem::path pack;  // in the fetch's work dir
+    cache::GitRef ref;
+  };
   struct Package {
     std::filesystem::path root;   // the package with the location's own //subdir applied
     std::string upstream_url;     // redacted
+    std::optional<GitSnapshot> git;  // a git source's snapshot
   };
   // Fetches a git, archive or http source. Kind::registry and Kind::local are an Error
   // (resolve them first).
@@ -70,5 +80,12 @@ class ModuleFetcher {
   std::filesystem::path work_dir_;
   int counter_ = 0;
 };
+
+// Adds a git snapshot's pack and refs document to the store as objects and returns their rows
+// (git_pack, git_refs) for the module tree of `address` and `version`; the caller indexes them
+// with the tree.
+[[nodiscard]] std::vector<cache::Artifact> git_snapshot_rows(cache::Store& store, const std::string& address,
+                                                             const std::string& version, const std::string& upstream_url,
+                                                             const ModuleFetcher::GitSnapshot& snapshot);
 
 }  // namespace podplane::fetch

@@ -28,7 +28,13 @@ ModulePackages::Called ModuleResolver::call(const RemoteModuleCall& call) {
 
   Resolved resolved;
   resolved.package = package;
-  if (auto stored = store_.find_module_tree(package.address, package.version)) {
+  auto stored = store_.find_module_tree(package.address, package.version);
+  // A git source's tree stored before its objects were (an older podplane) is fetched again for
+  // them: without them the site cannot serve the repository the source names.
+  if (stored && source.kind == ModuleSource::Kind::git &&
+      store_.artifacts({.kind = cache::ArtifactKind::git_refs, .address = package.address, .version = package.version}).empty())
+    stored.reset();
+  if (stored) {
     resolved.in_store = true;
     resolved.upstream_url = stored->upstream_url;
     resolved.root = write_out_of_store(*stored);
@@ -49,6 +55,7 @@ ModulePackages::Called ModuleResolver::call(const RemoteModuleCall& call) {
     auto fetched = fetcher_.fetch(location);
     resolved.root = fetched.root;
     resolved.upstream_url = fetched.upstream_url;
+    if (!from_registry) resolved.git = std::move(fetched.git);
   }
   auto root = resolved.root;
   packages_.emplace(key, std::move(resolved));

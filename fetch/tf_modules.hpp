@@ -32,6 +32,9 @@ class ModuleResolver : public ModulePackages {
     std::string upstream_url;    // redacted
     std::filesystem::path root;  // the package tree on disk
     bool in_store = false;       // already indexed: nothing to add
+    // A direct git source's objects, stored beside its tree (a registry module whose location
+    // is a git repository is served by the registry protocol, not as a repository).
+    std::optional<ModuleFetcher::GitSnapshot> git;
   };
   // Every package resolved so far, by "address version".
   [[nodiscard]] const std::map<std::string, Resolved>& packages() const { return packages_; }

@@ -268,7 +268,8 @@ struct Listing {
         case cache::Listed::image_attachments:
         case cache::Listed::seeds:
         case cache::Listed::engines:
-        case cache::Listed::podplane_releases: rows[where].push_back(&a); break;
+        case cache::Listed::podplane_releases:
+        case cache::Listed::git_repositories: rows[where].push_back(&a); break;
       }
     }
     for (auto& [where, listed] : rows) {
@@ -602,6 +603,35 @@ CatalogueSection seeds_section(const Listing& listing, Catalogue&) {
   return section;
 }
 
+// The git repositories served at /git/ (docs/ci.md "Git sources"): one row per stored snapshot,
+// its ref and commit, and the URL a client clones once git's insteadOf sends the host here.
+// Also collects the hosts for the git snippet.
+CatalogueSection git_section(const Listing& listing, Catalogue& catalogue) {
+  CatalogueSection section;
+  section.id = "git";
+  section.title = "Git repositories";
+  section.summary = "The git module sources stored with their objects, served with git's smart HTTP at <mirror>/git/<host>/<path>, "
+                    "each ref with upstream's commit id.";
+  section.empty = "No git repositories are stored (deps tf --stack keeps them for roots that call git:: modules).";
+  section.columns = {"Repository", "Ref", "Commit", "Clone URL", "Pack size", "Added"};
+  std::set<std::string> hosts;
+  for (const auto* pack : listing.of(cache::Listed::git_repositories)) {
+    hosts.insert(pack->address.substr(0, pack->address.find('/')));
+    const std::string commit = pack->filename.substr(0, pack->filename.find('.'));
+    add_flat_row(section, RowFields()
+                              .code("repository", pack->address)
+                              .code("ref", pack->version)
+                              .hash("commit", commit)
+                              .code("clone_url", "<mirror>" + std::string(site_paths::git) + pack->address + ".git")
+                              .bytes("size", pack->size)
+                              .text("added_at", pack->added_at)
+                              .data("upstream_url", pack->upstream_url)
+                              .data("sha256", pack->digest));
+  }
+  catalogue.git_hosts.assign(hosts.begin(), hosts.end());
+  return section;
+}
+
 // Engine releases (docs/tools.md), at /tools/<engine>/<version>/ beside their SHA256SUMS and
 // signature, with the line that installs one on a machine that reaches this mirror.
 CatalogueSection tools_section(const Listing& listing, Catalogue&) {
@@ -783,9 +813,8 @@ CatalogueSection usage_section(const Listing& listing, Catalogue&) {
 // containerd snippet names each registry whose images are served.
 using SectionBuilder = CatalogueSection (*)(const Listing&, Catalogue&);
 constexpr SectionBuilder kSections[] = {
-    providers_section, modules_section, vmconfig_manifests_section, vmconfig_artifacts_section,
-    images_section,    seeds_section,   bundles_section,            signers_section,
-    usage_section,
+    providers_section, modules_section, git_section,     vmconfig_manifests_section, vmconfig_artifacts_section,
+    images_section,    seeds_section,   bundles_section, signers_section,            usage_section,
 };
 
 }  // namespace

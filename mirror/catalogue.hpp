@@ -98,6 +98,9 @@ struct Catalogue {
   // Upstream registries of the images served (registry.k8s.io, docker.io, a host:port), sorted:
   // the containerd snippet gives each its hosts.toml.
   std::vector<std::string> image_registries;
+  // Hosts (host[:port]) of the git repositories served at /git/, sorted: the git snippet gives
+  // each its url.<mirror>/git/<host>/.insteadOf line.
+  std::vector<std::string> git_hosts;
   std::vector<CatalogueSection> sections;
 
   const CatalogueSection* section(std::string_view id) const;

@@ -251,7 +251,31 @@ class Page {
     }
 
     containerd_hosts(url, https);
+    git_insteadof(url, https);
     out_ += "</details>\n</section>\n";
+  }
+
+  // git's own setting sends each stored git host here (docs/ci.md "Git sources"): roots keep
+  // their git:: sources, and terraform and tofu, which run git, clone from this mirror.
+  void git_insteadof(const std::string& url, bool https) {
+    out_ += "<h3>git</h3>\n";
+    std::vector<std::string> hosts = catalogue_.git_hosts;
+    if (hosts.empty()) {
+      out_ += "<p class=\"note\">Needs git repositories in this mirror: it holds none yet (<code>podplane deps tf --stack"
+              "</code> keeps them for roots that call <code>git::</code> modules). Each host then gets a line of this "
+              "shape:</p>\n";
+      hosts.push_back("<host>");
+    } else {
+      out_ += "<p>Roots keep their <code>git::</code> sources; git (which terraform and tofu run) clones them from "
+              "here. In the runner's git configuration:</p>\n";
+    }
+    std::string lines;
+    for (const auto& host : hosts)
+      lines += "git config --global url.\"" + url + html_escape(std::string(site_paths::git) + host) +
+               "/\".insteadOf \"https://" + html_escape(host) + "/\"\n";
+    // The CA file of the SSL_CERT_FILE line above: git's libcurl reads its own setting, not that variable.
+    if (https) lines += "git config --global http.sslCAInfo \"$SSL_CERT_FILE\"\n";
+    out_ += "<pre><code>" + lines + "</code></pre>\n";
   }
 
   // One hosts.toml per upstream registry whose images are served (docs/images.md): containerd

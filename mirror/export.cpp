@@ -160,6 +160,12 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
     stats.files += write_oci_layout(image, staging.path() / "registry" / image.repository, place) + 2;
     ++stats.images;
   }
+  // Git repositories: each a bare repository under git/<host>/<path>.git, with the files a
+  // static web server needs (git update-server-info), for a site git server to take (docs/ci.md).
+  if (!site.git()->empty()) {
+    site.git()->write_bare_repositories(staging.path() / "git");
+    stats.git_repositories = site.git()->repositories().size();
+  }
   write_file_durably(staging.path() / kExportMarker, "podplane mirror export\n");
   // Exported trees are world-readable like any web root, whatever the umask says.
   for (auto it = fs::recursive_directory_iterator(staging.path()); it != fs::recursive_directory_iterator(); ++it)

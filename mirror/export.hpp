@@ -20,6 +20,7 @@ struct ExportStats {
   std::uint64_t bytes = 0;
   std::size_t skipped_rows = 0;  // index rows the site left out (see MirrorSite::skipped)
   std::size_t images = 0;        // OCI image layouts written under registry/
+  std::size_t git_repositories = 0;  // bare repositories written under git/
 };
 
 // The marker file that identifies an export (so that re-export may replace the dir).

@@ -413,6 +413,41 @@ struct MirrorServer::Impl final : RequestHandler {
     metrics.record(answer.sample, body_bytes, std::chrono::steady_clock::now());
   }
 
+  // A git smart-HTTP request (mirror/git_repositories.hpp): git http-backend answers it, on a
+  // worker (it runs a program).
+  void answer_git(const httplib::Request& req, httplib::Response& res) {
+    if (preparing != nullptr) {
+      needs_worker = true;
+      return;
+    }
+    const auto question = req.target.find('?');
+    GitRequest request{req.method,
+                       req.path.substr(site_paths::git.size()),
+                       question == std::string::npos ? "" : req.target.substr(question + 1),
+                       req.get_header_value("Content-Type"),
+                       "",
+                       req.get_header_value("Git-Protocol"),
+                       req.remote_addr,
+                       req.body};
+    // cpp-httplib inflates a gzip request body itself; one it left as it came is passed on.
+    if (ascii_iequals(req.get_header_value("Content-Encoding"), "gzip") && request.body.rfind("\x1f\x8b", 0) == 0)
+      request.content_encoding = "gzip";
+    try {
+      auto answer = current()->git()->answer(request);
+      res.status = answer.status;
+      std::string content_type = "application/octet-stream";
+      for (auto& [name, value] : answer.headers) {
+        if (ascii_iequals(name, "Content-Type")) content_type = value;
+        else res.set_header(name, value);
+      }
+      res.set_content(std::move(answer.body), content_type);
+    } catch (const Error& error) {
+      write_log("podplane: mirror serve: " + error.message());
+      res.status = 500;
+      res.set_content("the git repository cannot be served: " + error.message() + "\n", "text/plain");
+    }
+  }
+
   // The Prometheus exposition (serve_metrics.hpp), made per scrape from the counters.
   void answer_metrics(httplib::Response& res) {
     res.set_header("Cache-Control", "no-store");
@@ -589,6 +624,7 @@ struct MirrorServer::Impl final : RequestHandler {
     if (registry) res.set_header("Docker-Distribution-API-Version", "registry/2.0");
     if (hostile_target(req.target)) return registry ? registry_not_found(req, res) : not_found(res);
     if (req.path == site_paths::metrics) return answer_metrics(res);
+    if (req.path.rfind(site_paths::git, 0) == 0) return answer_git(req, res);
     auto snapshot = current();
     const SiteResource* resource = site_resource(*snapshot, req.path);
     if (resource == nullptr && registry) resource = no_referrers(*snapshot, req.path);
@@ -768,14 +804,18 @@ MirrorServer::MirrorServer(const fs::path& deps_root, ServeOptions options, std:
   auto& http = impl.http;
   http.set_keep_alive_max_count(o.limits.keep_alive_requests);
   http.set_keep_alive_timeout(o.limits.idle_timeout.count());
-  http.set_payload_max_length(64 * 1024);  // read-only: no request carries a body we want
+  // Read-only: no request carries a body we keep. git's upload-pack requests (POST /git/…) carry
+  // the refs a client wants and has: a few KiB for a module's repository.
+  http.set_payload_max_length(1024 * 1024);
   // Every answer, errors included: a browser never guesses a type from the bytes (a stored
   // document that looks like HTML stays what its Content-Type says).
   http.set_default_headers({{"X-Content-Type-Options", "nosniff"}});
   Impl* self = impl_.get();
   http.Get(".*", [self](const httplib::Request& req, httplib::Response& res) { self->handle(req, res); });
+  http.Post("/git/.*", [self](const httplib::Request& req, httplib::Response& res) { self->handle(req, res); });
   http.set_pre_routing_handler([self](const httplib::Request& req, httplib::Response& res) {
     if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+    if (req.method == "POST" && req.path.rfind(site_paths::git, 0) == 0) return httplib::Server::HandlerResponse::Unhandled;
     self->method_not_allowed(req, res);
     return httplib::Server::HandlerResponse::Handled;
   });

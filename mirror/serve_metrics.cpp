@@ -78,6 +78,7 @@ Route route_of(std::string_view path) {
   if (starts_with(path, site_paths::registry_api) || path == "/v2") return Route::images;
   if (starts_with(path, site_paths::seeds)) return Route::seeds;
   if (path == site_paths::tools || starts_with(path, std::string(site_paths::tools) + "/")) return Route::tools;
+  if (starts_with(path, site_paths::git)) return Route::git;
   if (path == "/" || starts_with(path, site_paths::catalogue) || path == site_paths::catalogue_json) return Route::catalogue;
   if (path == site_paths::healthz) return Route::health;
   if (path == site_paths::metrics) return Route::metrics;
@@ -93,6 +94,7 @@ std::string_view route_name(Route route) {
     case Route::images: return "images";
     case Route::seeds: return "seeds";
     case Route::tools: return "tools";
+    case Route::git: return "git";
     case Route::catalogue: return "catalogue";
     case Route::health: return "health";
     case Route::metrics: return "metrics";

@@ -27,6 +27,7 @@ enum class Route : std::uint8_t {
   images,          // /v2/
   seeds,           // /seeds/
   tools,           // /tools/: engine and podplane releases
+  git,             // /git/: git's smart HTTP
   catalogue,       // /, /catalogue/, /catalogue.json
   health,          // /healthz
   metrics,         // /metrics

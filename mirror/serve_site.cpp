@@ -14,6 +14,7 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/split.hpp"
+#include "cache/git_refs.hpp"
 #include "cache/kinds.hpp"
 #include "cache/provider_documents.hpp"
 #include "cache/views.hpp"
@@ -299,6 +300,7 @@ void add_provider(SiteWriter& site, const std::string& address, const ProviderVe
 struct ServedRows {
   std::vector<cache::Artifact> provider_packages, provider_shasums, provider_signatures, provider_keys;
   std::vector<cache::Artifact> vmconfig_manifests, vmconfig_files, seeds_manifests, seed_snapshots, tool_files;
+  std::vector<cache::Artifact> git;  // git snapshots' packs and refs documents
   ImageRows images;
 };
 
@@ -324,6 +326,7 @@ ServedRows served_rows(const cache::Store& store) {
         case cache::Served::oci_manifest: rows.images.manifests.push_back(std::move(row)); break;
         case cache::Served::oci_attachment: rows.images.attachments.push_back(std::move(row)); break;
         case cache::Served::oci_blob: rows.images.blobs.push_back(std::move(row)); break;
+        case cache::Served::git_repository: rows.git.push_back(std::move(row)); break;
       }
     }
   }
@@ -521,6 +524,29 @@ void add_catalogue(SiteWriter& site, const std::shared_ptr<const Catalogue>& cat
 
 // One function per kind of content, each adding its paths for the rows the table serves that way
 // and skipping the rows it cannot serve.
+// The git snapshots: each refs document read and paired with its pack (same address, version
+// and commit); one that cannot be read or has no pack is skipped, saying why.
+std::vector<StoredGitSnapshot> git_snapshots(const cache::Store& store, const std::vector<cache::Artifact>& rows,
+                                             std::vector<std::string>& skipped) {
+  std::map<std::tuple<std::string, std::string, std::string>, const cache::Artifact*> packs;
+  for (const auto& row : rows)
+    if (row.kind == cache::ArtifactKind::git_pack) packs[{row.address, row.version, row.filename}] = &row;
+  std::vector<StoredGitSnapshot> snapshots;
+  for (const auto& row : rows) {
+    if (row.kind != cache::ArtifactKind::git_refs) continue;
+    const std::string what = "git snapshot " + row.address + " " + row.version;
+    try {
+      auto ref = cache::parse_git_refs_document(store.read_object(row.digest), what);
+      auto pack = packs.find({row.address, row.version, ref.commit + ".pack"});
+      if (pack == packs.end()) throw Error(what + ": its pack " + ref.commit + ".pack is not in the store");
+      snapshots.push_back({row.address, store.object_path(pack->second->digest), pack->second->digest, std::move(ref), row.id});
+    } catch (const Error& error) {
+      skipped.push_back(error.message());
+    }
+  }
+  return snapshots;
+}
+
 MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& options) {
   MirrorSite site;
   auto selection = store.tf_selection();
@@ -545,6 +571,7 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
   add_seeds(writer, rows);
   add_tools(writer, rows);
   add_image_resources(store, std::move(rows.images), site);
+  site.git_ = std::make_shared<GitRepositories>(git_snapshots(store, rows.git, site.skipped_));
   site.catalogue_ = std::make_shared<const Catalogue>(build_catalogue(gather_catalogue_source(store, site.primary_host(), served_digests(site))));
   add_catalogue(writer, site.catalogue_);
   return site;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cache/store.hpp"
+#include "mirror/git_repositories.hpp"
 #include "mirror/site_paths.hpp"
 
 namespace podplane::mirror {
@@ -122,6 +123,8 @@ class MirrorSite {
   const std::vector<std::string>& skipped() const { return skipped_; }
   const std::string& primary_host() const { return primary_host_; }
   const std::shared_ptr<const Catalogue>& catalogue() const { return catalogue_; }
+  // The git repositories of the store's git snapshots, served at /git/ (never null).
+  const std::shared_ptr<GitRepositories>& git() const { return git_; }
 
  private:
   std::map<std::string, SiteResource> resources_;
@@ -133,6 +136,7 @@ class MirrorSite {
   friend void add_image_resources(const cache::Store& store, ImageRows rows, MirrorSite& site);
   std::string primary_host_;
   std::shared_ptr<const Catalogue> catalogue_;
+  std::shared_ptr<GitRepositories> git_;
 };
 
 // A name that may appear as one path segment of the site: non-empty, at most 255 bytes,

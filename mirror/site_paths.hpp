@@ -21,6 +21,7 @@ inline constexpr std::string_view tools = "/tools";               // + /<engine>
 inline constexpr std::string_view catalogue = "/catalogue/";          // + <section>/ : one table alone
 inline constexpr std::string_view catalogue_json = "/catalogue.json";
 inline constexpr std::string_view registry_api = "/v2/";          // OCI distribution read API (docs/images.md)
+inline constexpr std::string_view git = "/git/";                  // + <host[:port]>/<path>: git's smart HTTP (docs/ci.md)
 inline constexpr std::string_view module_package_name = "package.tar.gz";
 }  // namespace site_paths
 

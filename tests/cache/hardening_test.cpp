@@ -316,7 +316,7 @@ TEST(Migration, AStoreOfSchemaVersionOneIsReadAsItIsAndMigratedByAWritableOpen) 
     EXPECT_EQ(store.bundle_signer("unsigned")->created_at, "2026-01-01T00:00:00Z") << "the mark only moves forward";
   }
   auto versions = test::run({"sqlite3", layout::index_db(healthy.root).string(), "SELECT group_concat(version) FROM schema_migrations"});
-  EXPECT_EQ(versions.out, "1,2,3,4,5,6,7,8\n");
+  EXPECT_EQ(versions.out, "1,2,3,4,5,6,7,8,9\n");
 }
 
 TEST(Migration, AStoreKeepsTheIdentityItsAuditLogHeldBeforeSchemaVersionThree) {

@@ -79,7 +79,7 @@ TEST(Kinds, AnUnknownNameIsRefusedNamingEveryKind) {
     EXPECT_STREQ(error.what(),
                  "unknown artifact kind 'provider_zip' (expected provider_package, provider_shasums, provider_signature, "
                  "provider_keys, vmconfig_manifest, vmconfig_artifact, vmconfig_boot_file, image_index, image_manifest, "
-                 "image_blob, image_attachment, seed_manifest, seed_snapshot, tool_archive, tool_shasums or tool_signature)");
+                 "image_blob, image_attachment, seed_manifest, seed_snapshot, tool_archive, tool_shasums, tool_signature, git_pack or git_refs)");
   }
 }
 

@@ -67,10 +67,10 @@ TEST(Store, OpenCreatesTheLayoutAndRecordsTheMigration) {
   sqlite3_stmt* stmt = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 8)
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 9)
       << "001_initial, 002_rollback_and_quarantine, 003_store_identity, 004_images_and_seeds, 005_provider_protocols, "
-         "006_image_attachments, 007_tool_releases and 008_podplane_releases, once each";
-  EXPECT_EQ(sqlite3_column_int(stmt, 1), 8);
+         "006_image_attachments, 007_tool_releases, 008_podplane_releases and 009_git_snapshots, once each";
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), 9);
   sqlite3_finalize(stmt);
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);

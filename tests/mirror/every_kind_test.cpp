@@ -80,6 +80,20 @@ TEST(EveryKind, MirrorServeAnswersEachServedKindWithItsBytesAndNoOther) {
       case cache::Served::oci_manifest:
       case cache::Served::oci_attachment:
       case cache::Served::oci_blob: EXPECT_THAT(paths, ::testing::Not(::testing::IsEmpty())) << label(kind); break;
+      case cache::Served::git_repository: {
+        // Not a file: the repository of its address, answered by git http-backend with its commit.
+        EXPECT_THAT(paths, ::testing::IsEmpty()) << label(kind);
+        EXPECT_THAT(site.git()->repositories(), ::testing::Contains(row.address)) << label(kind);
+        mirror::GitRequest request;
+        request.method = "GET";
+        request.path = row.address + ".git/info/refs";
+        request.query = "service=git-upload-pack";
+        const auto answer = site.git()->answer(request);
+        EXPECT_EQ(answer.status, 200) << label(kind) << answer.body;
+        EXPECT_THAT(answer.body, HasSubstr(row.filename.substr(0, row.filename.find('.')) + " refs/tags/" + row.version))
+            << label(kind);
+        break;
+      }
     }
     const bool api = std::any_of(paths.begin(), paths.end(), [](const std::string& p) { return p.rfind("/v2/", 0) == 0; });
     EXPECT_EQ(api, kind.served == cache::Served::oci_index || kind.served == cache::Served::oci_manifest ||
@@ -111,6 +125,11 @@ TEST(EveryKind, MirrorExportWritesEachServedKind) {
       case cache::Served::oci_blob:
         ASSERT_TRUE(exported) << label(kind);
         EXPECT_THAT(files[row.digest], HasSubstr("/registry/mirror/registry.example.invalid/team/app/blobs/sha256/")) << label(kind);
+        break;
+      case cache::Served::git_repository:
+        // A bare repository of its address, which holds its objects (the pack as stored).
+        EXPECT_TRUE(fs::is_directory(out / "site" / "git" / (row.address + ".git") / "objects")) << label(kind);
+        EXPECT_TRUE(fs::exists(out / "site" / "git" / (row.address + ".git") / "info" / "refs")) << label(kind);
         break;
       default: EXPECT_TRUE(exported) << label(kind); break;
     }
@@ -166,6 +185,7 @@ TEST(EveryKind, TheCatalogueListsEachListedKindWithItsSigner) {
       case cache::Listed::seeds: id = "seeds"; break;
       case cache::Listed::engines: id = "tools"; break;
       case cache::Listed::podplane_releases: id = "podplane"; break;
+      case cache::Listed::git_repositories: id = "git"; break;
     }
     if (kind.listed == cache::Listed::image_attachments) {
       // A cosign signature is not a row: it is the Signature of the image it signs.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/digest.hpp"
+#include "cache/git_refs.hpp"
 #include "cache/podplane_releases.hpp"
 #include "cache/row_rules.hpp"
 #include "cache/tool_releases.hpp"
@@ -46,6 +47,7 @@ struct Objects {
   std::string vmconfig_manifest, vmconfig_artifact, boot_file, seeds, snapshot, snapshot_sha512;
   std::string engine_zip, engine_sums, engine_signature;
   std::string podplane_tarball, podplane_sums;
+  std::string git_pack, git_refs, git_commit;
 };
 
 constexpr const char* kImage = "registry.example.invalid/team/app";
@@ -56,10 +58,37 @@ constexpr const char* kImageVersion = "13.1";
 constexpr const char* kBootFile = "vmlinuz-6.12.86+deb13-cloud-amd64";
 constexpr const char* kArtifactUrl = "https://example.invalid/containerd/containerd-1.7.0-linux-amd64.tar.gz";
 constexpr const char* kPodplaneVersion = "0.1.0";
+constexpr const char* kGitRepository = "git.example.invalid/acme/terraform-network";
+constexpr const char* kGitTag = "v1.0.0";
 
 std::string add_zip(cache::Store& store, const std::filesystem::path& zip, const std::vector<ZipEntry>& entries) {
   make_zip(zip, entries);
   return store.add_file(zip);
+}
+
+// A git source's snapshot as deps tf keeps it: a real repository's one commit, tagged, packed
+// whole by git, and the refs document naming the tag.
+void add_git_snapshot(cache::Store& store, const std::filesystem::path& dir, Objects& o) {
+  auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-C", dir.string(), "-c", "user.name=test", "-c", "user.email=test@example.invalid"});
+    auto result = run(args);
+    if (result.exit_code != 0) throw std::runtime_error("git " + args[7] + " failed: " + result.err);
+    return result.out.substr(0, result.out.find('\n'));
+  };
+  write_file(dir / "main.tf", "variable \"cidr\" {}\n");
+  (void)run({"git", "init", "-q", "-b", "main", dir.string()});
+  git({"add", "-A"});
+  git({"commit", "-q", "--no-gpg-sign", "-m", "v1.0.0"});
+  git({"tag", kGitTag});
+  git({"repack", "-a", "-d", "-q"});
+  o.git_commit = git({"rev-parse", "HEAD"});
+  for (const auto& entry : std::filesystem::directory_iterator(dir / ".git" / "objects" / "pack"))
+    if (entry.path().extension() == ".pack") o.git_pack = store.add_file(entry.path());
+  cache::GitRef ref;
+  ref.name = kGitTag;
+  ref.kind = cache::GitRef::Kind::tag;
+  ref.commit = o.git_commit;
+  o.git_refs = store.add_bytes(cache::git_refs_document(ref));
 }
 
 Objects add_objects(cache::Store& store, const std::filesystem::path& work, std::filesystem::path& keyring) {
@@ -128,6 +157,7 @@ Objects add_objects(cache::Store& store, const std::filesystem::path& work, std:
   const std::string tarball = cache::podplane_tarball_name(kPodplaneVersion, "linux_amd64");
   o.podplane_tarball = store.add_bytes("podplane " + std::string(kPodplaneVersion) + " for linux/amd64\n");
   o.podplane_sums = store.add_bytes(cache::podplane_shasums_document({{tarball, o.podplane_tarball}}));
+  add_git_snapshot(store, work / "git", o);
   return o;
 }
 
@@ -171,6 +201,11 @@ std::optional<Artifact> example_row(const cache::KindInfo& kind, const Objects& 
     case ArtifactKind::tool_signature:
       if (podplane) return std::nullopt;  // the row rules refuse it: a podplane release has no upstream signature
       return engine_release_row(*kind.kind, o.engine_signature);
+    case ArtifactKind::git_pack:
+    case ArtifactKind::git_refs:
+      return cache::git_snapshot_row(*kind.kind, kGitRepository, kGitTag, o.git_commit,
+                                     *kind.kind == ArtifactKind::git_pack ? o.git_pack : o.git_refs,
+                                     "https://" + std::string(kGitRepository) + ".git");
     case ArtifactKind::count_: break;
   }
   throw std::logic_error("no example of " + std::string(kind.name));

@@ -1,0 +1,4 @@
+-- Git module sources' objects (docs/ci.md "Git sources"): git_pack and git_refs rows beside the
+-- module tree of the same address and version, so that mirror serve can serve the repository
+-- with upstream's commit ids. This version marks a store that may hold them, so that an older
+-- podplane refuses it rather than failing on an unknown kind; the tables are as they were.

@@ -1,0 +1,231 @@
+// Git module sources offline, their sources unchanged, with the real terraform and the real git
+// as the judges: `deps tf --stack` keeps each git source's objects, `stack check` proves the
+// engine clones them from a mirror of the store, a bundle carries them, `mirror serve` hands
+// them to git with upstream's commit ids through the catalogue's own insteadOf lines, and
+// `mirror export` writes them as bare repositories a site git server takes. The upstream is
+// stopped before anything is checked: nothing but the store can answer.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include "tests/support/background.hpp"
+#include "tests/support/test_support.hpp"
+#include "tests/support/tls.hpp"
+#include "tests/support/upstream.hpp"
+
+namespace podplane::test {
+namespace {
+
+std::string show(const ProcessResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+const std::regex kEngineProved(R"(terraform init -lockfile=readonly \(offline\) +ok \(\S*terraform, through https://127\.0\.0\.1:\d+ alone\))");
+
+// What a VM or a CI runner has: git's and terraform's settings in a HOME of its own, none of
+// this machine's proxies or caches.
+ProcessOptions client_options(const fs::path& home) {
+  ProcessOptions options;
+  fs::create_directories(home);
+  options.env = {{"HOME", home.string()}, {"GIT_CONFIG_NOSYSTEM", "1"}, {"CHECKPOINT_DISABLE", "1"},
+                 {"GIT_TERMINAL_PROMPT", "0"}};
+  options.unset_env = {"TF_PLUGIN_CACHE_DIR", "TF_CLI_CONFIG_FILE", "http_proxy", "https_proxy", "HTTPS_PROXY",
+                       "ALL_PROXY",           "GIT_SSL_CAINFO",     "SSL_CERT_FILE"};
+  return options;
+}
+
+// The text of the first <pre><code> block after the catalogue's heading `heading` (an <h3>),
+// its markup taken out and its entities read, as a person copying it gets it.
+std::string catalogue_snippet(const std::string& html, const std::string& heading) {
+  const auto at = html.find("<h3>" + heading + "</h3>");
+  if (at == std::string::npos) return "";
+  const auto open = html.find("<pre><code>", at);
+  const auto close = html.find("</code></pre>", open);
+  if (open == std::string::npos || close == std::string::npos) return "";
+  std::string code = std::regex_replace(html.substr(open + 11, close - open - 11), std::regex("<[^>]*>"), "");
+  for (const auto& [entity, text] : std::map<std::string, std::string>{{"&quot;", "\""}, {"&lt;", "<"}, {"&gt;", ">"},
+                                                                       {"&#39;", "'"}, {"&amp;", "&"}})
+    for (auto p = code.find(entity); p != std::string::npos; p = code.find(entity, p)) code.replace(p, entity.size(), text);
+  return code;
+}
+
+class GitSources : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_program("terraform")) GTEST_SKIP() << "no terraform on PATH: the machine image provides it, Debian does not";
+    ASSERT_TRUE(have_program("git"));
+    upstream.emplace();
+    upstream->write_cli_config(dir / "cli.tfrc");
+    options.env = upstream->env(dir / "deps", dir / "cli.tfrc");
+    options.unset_env = {"TF_TOKEN_registry_opentofu_org", "http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+    repository_url = upstream->base_url() + upstream->fixture()["modules"][0]["git_path"].get<std::string>();
+    for (const auto& version : upstream->fixture()["modules"][0]["versions"])
+      commits[version["version"].get<std::string>()] = version["git_commit"].get<std::string>();
+    ASSERT_EQ(commits.count("2.0.1"), 1u);
+    ASSERT_EQ(run({"git", "init", "-q", repo().string()}).exit_code, 0);
+    // Every way a root names a ref: a tag, a branch, a full commit id, a tag with depth=.
+    write_file(repo() / "gitroot/main.tf",
+               "terraform {\n  required_providers {\n    random = {\n      source  = \"hashicorp/random\"\n"
+               "      version = \"~> 3.6\"\n    }\n  }\n}\n" +
+                   call("by_tag", "?ref=v2.0.1") + call("by_branch", "?ref=main") +
+                   call("by_commit", "?ref=" + commits["2.0.1"]) + call("shallow", "?ref=v2.0.1&depth=1"));
+  }
+
+  std::string call(const std::string& name, const std::string& query) const {
+    return "module \"" + name + "\" {\n  source = \"git::" + repository_url + "//modules/network" + query + "\"\n}\n";
+  }
+  fs::path repo() const { return dir / "repo"; }
+  ProcessResult podplane(const std::vector<std::string>& args) const { return run_podplane(args, options); }
+
+  void fill() {
+    auto filled = podplane({"--quiet", "deps", "tf", "--engine", "terraform", "--write-lock", "--platform", "linux_amd64",
+                            "--stack", (repo() / "gitroot").string()});
+    ASSERT_EQ(filled.exit_code, 0) << show(filled);
+  }
+
+  // The refs upstream serves (`git ls-remote`), read before it goes away.
+  std::string upstream_refs() const {
+    ProcessOptions git = options;
+    git.env["GIT_SSL_CAINFO"] = options.env.at("SSL_CERT_FILE");
+    auto listed = run({"git", "ls-remote", repository_url}, git);
+    EXPECT_EQ(listed.exit_code, 0) << show(listed);
+    return listed.out;
+  }
+
+  void go_offline() { upstream.reset(); }
+
+  TempDir dir;
+  std::optional<FixtureUpstream> upstream;
+  ProcessOptions options;
+  std::string repository_url;
+  std::map<std::string, std::string> commits;  // module version → the commit its tag names
+};
+
+// Each ref shape inits offline from the store alone, then again after a bundle carried the
+// store into an empty one; a prune keeping the root keeps the git objects its calls need.
+TEST_F(GitSources, StackCheckClonesEveryRefFromTheStoreAloneAndAcrossABundle) {
+  fill();
+  go_offline();
+  auto check = podplane({"stack", "check", (repo() / "gitroot").string()});
+  ASSERT_EQ(check.exit_code, 0) << show(check);
+  EXPECT_TRUE(std::regex_search(check.out, kEngineProved)) << check.out;
+  EXPECT_NE(check.out.find("All checks passed"), std::string::npos) << check.out;
+
+  auto pruned = podplane({"deps", "prune", "--keep", "1", "--keep-root", (repo() / "gitroot").string()});
+  ASSERT_EQ(pruned.exit_code, 0) << show(pruned);
+  EXPECT_EQ(pruned.out.find("removed module"), std::string::npos) << pruned.out;
+
+  ASSERT_EQ(podplane({"bundle", "keygen", (dir / "site").string()}).exit_code, 0);
+  auto created = podplane({"bundle", "create", (dir / "git.bundle").string(), "--sign", (dir / "site.key").string()});
+  ASSERT_EQ(created.exit_code, 0) << show(created);
+  options.env["PODPLANE_DEPS_CACHE_DIR"] = (dir / "site-deps").string();
+  auto imported = podplane({"bundle", "import", (dir / "git.bundle").string(), "--trust", (dir / "site.pub").string()});
+  ASSERT_EQ(imported.exit_code, 0) << show(imported);
+  auto on_site = podplane({"stack", "check", (repo() / "gitroot").string()});
+  EXPECT_EQ(on_site.exit_code, 0) << show(on_site);
+  EXPECT_TRUE(std::regex_search(on_site.out, kEngineProved)) << on_site.out;
+  auto verified = podplane({"deps", "verify"});
+  EXPECT_EQ(verified.exit_code, 0) << show(verified);
+}
+
+// The catalogue's lines, run as printed by a client that never saw upstream: git's insteadOf
+// sends the upstream URL to the mirror, the clone has upstream's commit ids and refs, and
+// terraform (the catalogue's host blocks and SSL_CERT_FILE) inits the root through the mirror.
+TEST_F(GitSources, MirrorServeHandsGitTheSameCommitsThroughTheCataloguesLines) {
+  fill();
+  const std::string refs_upstream = upstream_refs();
+  ASSERT_NE(refs_upstream.find(commits["2.0.1"] + "\trefs/tags/v2.0.1"), std::string::npos) << refs_upstream;
+  go_offline();
+
+  write_test_tls(dir.path());
+  Background serve({podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--tls-cert",
+                    (dir / "cert.pem").string(), "--tls-key", (dir / "key.pem").string()},
+                   {{"PODPLANE_DEPS_CACHE_DIR", (dir / "deps").string()}}, dir / "serve.err");
+  std::string base = serve.first_line();
+  ASSERT_FALSE(base.empty()) << read_file(dir / "serve.err");
+  if (base.back() != '/') base += '/';
+
+  const fs::path home = dir / "client-home";
+  ProcessOptions client = client_options(home);
+  auto page = run({"curl", "-sSf", "--cacert", (dir / "cert.pem").string(), base}, client);
+  ASSERT_EQ(page.exit_code, 0) << show(page);
+  // Where the site installs its CA (the catalogue names /etc/ssl/certs/podplane-mirror-ca.pem):
+  // here the test's certificate file, the only change to what is printed.
+  const std::string ca_line = catalogue_snippet(page.out, "Trust the mirror's certificate");
+  ASSERT_NE(ca_line.find("export SSL_CERT_FILE="), std::string::npos) << page.out;
+  const std::string git_lines = catalogue_snippet(page.out, "git");
+  ASSERT_NE(git_lines.find(".insteadOf"), std::string::npos) << page.out;
+  const std::string host_blocks = catalogue_snippet(page.out, "tofu / terraform: registry protocol");
+  ASSERT_NE(host_blocks.find("registry.terraform.io"), std::string::npos) << page.out;
+
+  const std::string ca = std::regex_replace(ca_line, std::regex("/etc/ssl/certs/podplane-mirror-ca\\.pem"),
+                                            (dir / "cert.pem").string());
+  write_file(dir / "client.sh", ca + git_lines);
+  auto configured = run({"bash", "-e", (dir / "client.sh").string()}, client);
+  ASSERT_EQ(configured.exit_code, 0) << show(configured) << "\n" << read_file(dir / "client.sh");
+
+  // git, with the upstream URL as the root wrote it.
+  auto listed = run({"git", "ls-remote", repository_url}, client);
+  ASSERT_EQ(listed.exit_code, 0) << show(listed) << "\nserver log:\n" << read_file(dir / "serve.err");
+  EXPECT_NE(listed.out.find(commits["2.0.1"] + "\trefs/tags/v2.0.1"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("\trefs/heads/main"), std::string::npos) << listed.out;
+  auto cloned = run({"git", "clone", "-q", "--branch", "v2.0.1", repository_url, (dir / "clone").string()}, client);
+  ASSERT_EQ(cloned.exit_code, 0) << show(cloned);
+  auto head = run({"git", "-C", (dir / "clone").string(), "rev-parse", "HEAD"}, client);
+  EXPECT_EQ(trimmed(head.out), commits["2.0.1"]);
+  auto fsck = run({"git", "-C", (dir / "clone").string(), "fsck", "--strict"}, client);
+  EXPECT_EQ(fsck.exit_code, 0) << show(fsck);
+
+  // terraform, through the catalogue's host blocks, SSL_CERT_FILE and git's insteadOf.
+  write_file(home / ".terraformrc", host_blocks);
+  client.cwd = repo() / "gitroot";
+  client.env["SSL_CERT_FILE"] = (dir / "cert.pem").string();
+  client.env["TF_DATA_DIR"] = (dir / "tf-data").string();
+  auto init = run({"terraform", "init", "-backend=false", "-lockfile=readonly", "-input=false", "-no-color"}, client);
+  EXPECT_EQ(init.exit_code, 0) << show(init) << "\nserver log:\n" << read_file(dir / "serve.err");
+  EXPECT_NE(read_file(dir / "serve.err").find("/git/"), std::string::npos) << "terraform's git did not come here";
+}
+
+// `mirror export` writes each repository bare, with upstream's refs; a site git server takes it
+// with `git push --mirror`, and clones from there have the same commits.
+TEST_F(GitSources, ExportWritesBareRepositoriesASiteGitServerTakes) {
+  fill();
+  const std::string refs_upstream = upstream_refs();
+  go_offline();
+  auto exported = podplane({"mirror", "export", (dir / "export").string()});
+  ASSERT_EQ(exported.exit_code, 0) << show(exported);
+  EXPECT_NE(exported.err.find("1 git repositories"), std::string::npos) << exported.err;
+
+  // <export>/git/<host:port>/<path>.git, as served at /git/.
+  const std::string rest = repository_url.substr(repository_url.find("://") + 3);
+  const fs::path bare = dir / "export" / "git" / rest;
+  ASSERT_TRUE(fs::is_directory(bare)) << bare;
+  EXPECT_TRUE(fs::exists(bare / "info" / "refs")) << "no update-server-info: a static web server cannot serve it";
+
+  ASSERT_EQ(run({"git", "init", "-q", "--bare", (dir / "site-server.git").string()}).exit_code, 0);
+  auto pushed = run({"git", "-C", bare.string(), "push", "-q", "--mirror", (dir / "site-server.git").string()});
+  ASSERT_EQ(pushed.exit_code, 0) << show(pushed);
+  auto listed = run({"git", "ls-remote", (dir / "site-server.git").string()});
+  ASSERT_EQ(listed.exit_code, 0) << show(listed);
+  // Every tag and branch the roots named, with upstream's ids.
+  for (const std::string ref : {"refs/tags/v2.0.1", "refs/heads/main"}) {
+    std::smatch up;
+    ASSERT_TRUE(std::regex_search(refs_upstream, up, std::regex("([0-9a-f]{40})\t" + ref + "\n"))) << refs_upstream;
+    EXPECT_NE(listed.out.find(up[1].str() + "\t" + ref), std::string::npos) << ref << "\n" << listed.out;
+  }
+  auto cloned = run({"git", "clone", "-q", (dir / "site-server.git").string(), (dir / "from-site").string()});
+  ASSERT_EQ(cloned.exit_code, 0) << show(cloned);
+  auto tag = run({"git", "-C", (dir / "from-site").string(), "rev-parse", "v2.0.1^{commit}"});
+  EXPECT_EQ(trimmed(tag.out), commits["2.0.1"]);
+}
+
+}  // namespace
+}  // namespace podplane::test
