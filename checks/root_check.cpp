@@ -17,6 +17,7 @@
 #include "fetch/tf_requirements.hpp"
 #include "lockfile/tf_config.hpp"
 #include "fetch/tf_resolution.hpp"
+#include "fetch/vendor_modules.hpp"
 
 namespace podplane::checks {
 
@@ -243,7 +244,13 @@ std::optional<RootNeeds> check_root(const RootCheckSource& source, const fs::pat
   if (!needs) return std::nullopt;
   check_lock_covers(*needs, options, out);
   for (const auto& selection : needs->modules) {
-    if (selection.package)
+    if (selection.package && fetch::fetched_only_from_its_host(selection.source))
+      out.fail("-", selection.item,
+               "CANNOT REDIRECT: the engine fetches an archive URL from its own host, which no mirror setting changes; " +
+                   selection.context,
+               "podplane stack vendor " + root.string() + repo_root_flag(options) +
+                   " (offline), then commit the root's vendor/modules/ and its changed sources");
+    else if (selection.package)
       out.ok("-", selection.item, "ok: " + selection.package->version + " from " +
                                       (source.mirror_url.empty() ? "the store" : source.mirror_url));
     else

@@ -6,6 +6,8 @@
 
 #include "base/error.hpp"
 #include "checks/stack_check.hpp"
+#include "fetch/root_needs.hpp"
+#include "fetch/vendor_modules.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
 #include "mirror/loopback_mirror.hpp"
@@ -80,9 +82,40 @@ void run_stack_check(const StackCheckFlags& flags) {
   throw Error(message);
 }
 
+// `stack vendor ROOT`: the archive URL calls a check cannot redirect, written into the root.
+void register_vendor(CLI::App& group, const GlobalOptions& global) {
+  struct VendorFlags {
+    std::string root, repo_root;
+  };
+  auto flags = std::make_shared<VendorFlags>();
+  auto* vendor = group.add_subcommand(
+      "vendor", "Write the stored packages of a root's archive-URL module calls into ROOT/vendor/modules/ and point the "
+                "calls there (offline)");
+  vendor->add_option("DIR", flags->root, "Root module directory")->required()->check(CLI::ExistingDirectory);
+  vendor->add_option("--repo-root", flags->repo_root,
+                     "The directory local module calls may lead into (default: the root's git repository, else the root)")
+      ->check(CLI::ExistingDirectory);
+  vendor->callback([flags, &global] {
+    auto store = open_existing_store();
+    std::optional<fs::path> repo_root;
+    if (!flags->repo_root.empty()) repo_root = fs::absolute(flags->repo_root).lexically_normal();
+    const auto result = fetch::vendor_archive_modules(store, flags->root, fetch::module_boundary(fs::absolute(flags->root), repo_root));
+    for (const auto& call : result.vendored)
+      std::cout << call.file.string() << ": source \"" << call.old_source << "\" -> \"" << call.new_source << "\"\n";
+    if (!global.quiet && result.vendored.empty() && result.left.empty())
+      std::cerr << "podplane: no module call of " << flags->root << " is by archive URL: nothing to vendor\n";
+    if (!result.left.empty()) {
+      std::string message = std::to_string(result.left.size()) + " archive call(s) left as they were:";
+      for (const auto& left : result.left) message += "\n  " + left;
+      throw Error(message);
+    }
+  });
+}
+
 }  // namespace
 
-void register_stack_commands(CLI::App& group, const GlobalOptions& /*global*/) {
+void register_stack_commands(CLI::App& group, const GlobalOptions& global) {
+  register_vendor(group, global);
   auto options = std::make_shared<StackCheckFlags>();
   auto* check = group.add_subcommand(
       "check", "Prove that `init` of any OpenTofu/Terraform root needs nothing beyond the store (or a mirror), per platform");

@@ -37,7 +37,7 @@ class Selector : public ModulePackages {
     if (source.kind == ModuleSource::Kind::registry) needs_.registry_hosts.insert(source.registry.host);
     if (source.kind == ModuleSource::Kind::git) needs_.git_hosts.insert(git_host(source.url));
     ModuleSelection selection{"module " + source.store_address() + (call.constraints.empty() ? "" : " " + call.constraints),
-                              call.context, source, std::nullopt, ""};
+                              call.context, source, std::nullopt, "", call.declared_in};
     try {
       selection.package = select(call, selection.problem);
     } catch (const Error& error) {

@@ -65,6 +65,7 @@ struct ModuleSelection {
   ModuleSource source;
   std::optional<ModulePackage> package;  // what the call selects; nullopt when nothing is held
   std::string problem;                   // when no package: "MISSING: …" or "UNREADABLE: …"
+  std::string declared_in;               // the file that holds the call
 };
 
 struct RootNeeds {

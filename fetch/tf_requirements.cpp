@@ -35,7 +35,7 @@ void read_module_dir(RootRequirements& root, const fs::path& dir, const fs::path
     }
     auto source = ModuleSource::parse(call.source, host);
     if (source.kind == ModuleSource::Kind::local) continue;  // followed by read_module_requirements
-    auto called = packages.call({std::move(source), call.version, context});
+    auto called = packages.call({std::move(source), call.version, context, call.declared_in});
     read_module_dir(root, called.dir, called.root.empty() ? called.dir : called.root, depth + 1, host, packages);
   }
 }
@@ -85,7 +85,7 @@ RootRequirements read_podplane_stack(const cache::PodplaneStack& stack, const st
   }
   if (stack.module_package.empty()) return root;  // proxmox: providers only
   auto called = packages.call({ModuleSource::parse(stack.module_package, registry_host), stack.module_constraints,
-                               root.name + ": module " + stack.module_package});
+                               root.name + ": module " + stack.module_package, ""});
   root.stack_module = called.package;
   for (const char* name : cache::kStackSubmodules) {
     auto dir = called.dir / "modules" / name;

@@ -35,6 +35,7 @@ struct RemoteModuleCall {
   ModuleSource source;
   std::string constraints;  // the call's version = "…"; "" when none
   std::string context;      // `<file>: module "name"`, for messages
+  std::string declared_in;  // the file that holds the call (a root's own, or a package's on disk)
 };
 
 // A module package as resolution chose it: how the store indexes it.

@@ -32,7 +32,7 @@ std::string show(const ProcessResult& r) {
 }
 
 // The podplane commands a check's output names as fixes, each once, in order: a remedy that
-// starts with the command ends before " (online" or ", or "; else the first `podplane …` quoted
+// starts with the command ends before " (online", " (offline" or ", or "; else the first `podplane …` quoted
 // in backticks.
 std::vector<std::string> printed_fixes(const std::string& text) {
   std::vector<std::string> commands;
@@ -44,7 +44,7 @@ std::vector<std::string> printed_fixes(const std::string& text) {
     std::string command;
     if (remedy.starts_with("podplane ")) {
       command = remedy;
-      for (const char* end : {" (online", ", or ", ", then "})
+      for (const char* end : {" (online", " (offline", ", or ", ", then "})
         if (auto at = command.find(end); at != std::string::npos) command.resize(at);
     } else if (std::smatch match; std::regex_search(remedy, match, quoted)) {
       command = match[1];

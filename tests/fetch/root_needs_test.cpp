@@ -86,7 +86,8 @@ TEST_F(RootNeeds, StackCheckRunsTheEngineThroughAMirrorOfTheStore) {
 }
 
 // What the engine refuses fails the check, whatever podplane's own reading says: an archive
-// URL module is in the store, but nothing can send the engine's fetch of it to the mirror.
+// URL module is in the store, but nothing can send the engine's fetch of it to the mirror. The
+// printed fix, run as printed, vendors the package into the root, and the engine then inits it.
 TEST_F(RootNeeds, WhatTheEngineRefusesFailsTheCheck) {
   write_file(repo() / "archived/main.tf", required_random() + "module \"network\" {\n  source = \"" +
                                                upstream->url(upstream->fixture()["modules"][0]["versions"][1]["archive_path"]) +
@@ -97,6 +98,27 @@ TEST_F(RootNeeds, WhatTheEngineRefusesFailsTheCheck) {
   EXPECT_EQ(check.exit_code, 1) << show(check);
   EXPECT_TRUE(std::regex_search(check.out, std::regex(R"(terraform init -lockfile=readonly \(offline\) +FAILED)"))) << check.out;
   EXPECT_EQ(check.out.find("All checks passed"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("CANNOT REDIRECT: the engine fetches an archive URL from its own host"), std::string::npos)
+      << check.out;
+
+  std::smatch printed;
+  ASSERT_TRUE(std::regex_search(check.err, printed, std::regex("(podplane stack vendor \\S+) \\(offline\\)"))) << check.err;
+  std::vector<std::string> argv;
+  std::istringstream words(printed[1].str());
+  for (std::string word; words >> word;) argv.push_back(word);
+  argv.erase(argv.begin());
+  auto vendored = podplane(argv);
+  ASSERT_EQ(vendored.exit_code, 0) << show(vendored);
+  EXPECT_NE(read_file(repo() / "archived/main.tf").find("source = \"./vendor/modules/"), std::string::npos)
+      << read_file(repo() / "archived/main.tf");
+  auto again = stack_check("archived");
+  EXPECT_EQ(again.exit_code, 0) << show(again);
+  EXPECT_TRUE(std::regex_search(again.out, kEngineProved)) << again.out;
+  // A second run finds nothing left to do and changes nothing.
+  const std::string before = read_file(repo() / "archived/main.tf");
+  auto twice = podplane(argv);
+  EXPECT_EQ(twice.exit_code, 0) << show(twice);
+  EXPECT_EQ(read_file(repo() / "archived/main.tf"), before);
 }
 
 // No engine on PATH: the row did not run, so the check is not passed; the printed

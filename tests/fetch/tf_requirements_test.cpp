@@ -259,7 +259,7 @@ TEST(TfResolution, EachRootResolvesOnItsOwn) {
 }
 
 TEST(TfResolution, ModulePackages) {
-  RemoteModuleCall registry{ModuleSource::parse("acme/net/aws//modules/vpc", kHost), "~> 1.0", "main.tf: module \"net\""};
+  RemoteModuleCall registry{ModuleSource::parse("acme/net/aws//modules/vpc", kHost), "~> 1.0", "main.tf: module \"net\"", "main.tf"};
   auto chosen = choose_module_version(registry, {Version::parse("1.0.0"), Version::parse("1.4.0"), Version::parse("2.0.0")});
   EXPECT_EQ(chosen.address, kHost + "/acme/net/aws");
   EXPECT_EQ(chosen.version, "1.4.0");
@@ -269,11 +269,11 @@ TEST(TfResolution, ModulePackages) {
       << none;
 
   RemoteModuleCall git{ModuleSource::parse("git::https://git.test/org/repo.git//sub?ref=release/v1", kHost), "",
-                       "main.tf: module \"g\""};
+                       "main.tf: module \"g\"", "main.tf"};
   auto package = direct_module_package(git);
   EXPECT_EQ(package.address, "git.test/org/repo");
   EXPECT_EQ(package.version, "release_v1");
-  RemoteModuleCall archive{ModuleSource::parse("https://files.test/m.tar.gz", kHost), "", "main.tf: module \"a\""};
+  RemoteModuleCall archive{ModuleSource::parse("https://files.test/m.tar.gz", kHost), "", "main.tf: module \"a\"", "main.tf"};
   EXPECT_EQ(direct_module_package(archive).version, "unversioned");
   archive.constraints = "1.0.0";
   EXPECT_NE(error_of([&] { (void)direct_module_package(archive); }).find("a version constraint needs a registry module source"),
