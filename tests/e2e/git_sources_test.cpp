@@ -165,6 +165,8 @@ TEST_F(GitSources, MirrorServeHandsGitTheSameCommitsThroughTheCataloguesLines) {
   ASSERT_NE(git_lines.find(".insteadOf"), std::string::npos) << page.out;
   const std::string host_blocks = catalogue_snippet(page.out, "tofu / terraform: registry protocol");
   ASSERT_NE(host_blocks.find("registry.terraform.io"), std::string::npos) << page.out;
+  const std::string network_mirror = catalogue_snippet(page.out, "tofu / terraform: network mirror");
+  ASSERT_NE(network_mirror.find("network_mirror"), std::string::npos) << page.out;
 
   const std::string ca = std::regex_replace(ca_line, std::regex("/etc/ssl/certs/podplane-mirror-ca\\.pem"),
                                             (dir / "cert.pem").string());
@@ -192,6 +194,13 @@ TEST_F(GitSources, MirrorServeHandsGitTheSameCommitsThroughTheCataloguesLines) {
   auto init = run({"terraform", "init", "-backend=false", "-lockfile=readonly", "-input=false", "-no-color"}, client);
   EXPECT_EQ(init.exit_code, 0) << show(init) << "\nserver log:\n" << read_file(dir / "serve.err");
   EXPECT_NE(read_file(dir / "serve.err").find("/git/"), std::string::npos) << "terraform's git did not come here";
+
+  // The other way to take providers: the catalogue's network mirror block alone.
+  write_file(home / ".terraformrc", network_mirror);
+  client.env["TF_DATA_DIR"] = (dir / "tf-data-network-mirror").string();
+  auto mirrored = run({"terraform", "init", "-backend=false", "-lockfile=readonly", "-input=false", "-no-color"}, client);
+  EXPECT_EQ(mirrored.exit_code, 0) << show(mirrored) << "\nserver log:\n" << read_file(dir / "serve.err");
+  EXPECT_NE(read_file(dir / "serve.err").find("/v1/mirror/"), std::string::npos) << "terraform did not use the network mirror";
 }
 
 // `mirror export` writes each repository bare, with upstream's refs; a site git server takes it
