@@ -12,6 +12,7 @@
 #include <string_view>
 #include <thread>
 
+#include "base/ascii.hpp"
 #include "base/digest.hpp"
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
@@ -29,9 +30,7 @@ namespace {
 // ---- names -------------------------------------------------------------------------------
 
 bool ends_with_nocase(std::string_view text, std::string_view suffix) {
-  if (text.size() < suffix.size()) return false;
-  return std::equal(suffix.begin(), suffix.end(), text.end() - static_cast<std::ptrdiff_t>(suffix.size()),
-                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b)); });
+  return text.size() >= suffix.size() && ascii_iequals(text.substr(text.size() - suffix.size()), suffix);
 }
 
 bool is_parity_name(std::string_view name) { return ends_with_nocase(name, ".par2"); }

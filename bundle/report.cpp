@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/ascii.hpp"
 #include "base/digest.hpp"
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
@@ -88,8 +89,7 @@ std::string percent_encoded(std::string_view text, std::string_view keep) {
 std::optional<std::string> oci_purl(const cache::Artifact& a) {
   if (a.kind != cache::ArtifactKind::image_index && a.kind != cache::ArtifactKind::image_manifest) return std::nullopt;
   if (!a.filename.starts_with("sha256:")) return std::nullopt;
-  std::string name = a.address.substr(a.address.rfind('/') + 1);
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string name = ascii_lower(a.address.substr(a.address.rfind('/') + 1));
   if (name.empty()) return std::nullopt;
   std::string purl = "pkg:oci/" + percent_encoded(name, "") + "@sha256%3A" + a.filename.substr(7) + "?";
   if (a.kind == cache::ArtifactKind::image_manifest && !a.platform.empty()) {

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/ascii.hpp"
 #include "base/clock.hpp"
 #include "base/digest.hpp"
 #include "base/durable_write.hpp"
@@ -294,8 +295,7 @@ std::string ObjectWriter::Impl::seal(std::optional<std::string_view> expected_sh
   if (finished) throw Error("committing a finished object writer");
   std::string digest = !written_digest.empty() ? written_digest : hashed_at_seal ? digest_of_written() : hasher.finish_hex();
   if (expected_sha256) {
-    std::string expected(*expected_sha256);
-    std::transform(expected.begin(), expected.end(), expected.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::string expected = ascii_lower(*expected_sha256);
     if (expected != digest) {
       discard();
       throw Error(mismatch_message("hash mismatch for " + label + " (nothing was added to the store)",

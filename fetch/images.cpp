@@ -15,6 +15,7 @@
 #include "cache/views.hpp"
 #include "base/error.hpp"
 #include "base/digest.hpp"
+#include "net/oci_reference.hpp"
 
 namespace podplane::fetch {
 
@@ -88,8 +89,7 @@ void check_manifest_type(const FetchedManifest& manifest, const std::string& wha
 bool is_artifact(const json& manifest) {
   if (manifest.contains("artifactType")) return true;
   auto config = text_field(manifest.value("config", json::object()), "mediaType");
-  return !config.empty() && config != "application/vnd.oci.image.config.v1+json" &&
-         config != "application/vnd.docker.container.image.v1+json";
+  return !config.empty() && config != net::image_media::oci_config && config != net::image_media::docker_config;
 }
 
 json parse_manifest(const FetchedManifest& manifest, const std::string& what) {

@@ -128,7 +128,7 @@ struct GitLogin {
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
-  c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  c = ascii_lower(c);
   return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "base/ascii.hpp"
 #include "base/error.hpp"
 #include "base/human_bytes.hpp"
 #include "base/split.hpp"
@@ -22,12 +23,6 @@ namespace podplane::mirror {
 using nlohmann::json;
 
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Newest first where both parse as versions; text order otherwise (never throws: a row we
 // cannot order is still shown).
@@ -133,8 +128,8 @@ class RowFields {
 void add_row(CatalogueSection& section, const RowFields& fields) {
   CatalogueRow row{fields.cells(), {}};
   for (const auto& cell : row.cells) {
-    row.search_text += lower(cell.text) + " ";
-    for (const auto& line : cell.more) row.search_text += lower(line) + " ";
+    row.search_text += ascii_lower(cell.text) + " ";
+    for (const auto& line : cell.more) row.search_text += ascii_lower(line) + " ";
   }
   section.rows.push_back(std::move(row));
 }
@@ -229,9 +224,9 @@ class SignerLookup {
     std::vector<std::string> out;
     auto it = source_.keys.find(provenance.keys_digest);
     if (it == source_.keys.end() || provenance.key_fingerprint.empty()) return out;
-    auto wanted = lower(provenance.key_fingerprint);
+    auto wanted = ascii_lower(provenance.key_fingerprint);
     for (const auto& key : it->second) {
-      auto fingerprint = lower(key.fingerprint);
+      auto fingerprint = ascii_lower(key.fingerprint);
       if (fingerprint.size() >= wanted.size() && fingerprint.compare(fingerprint.size() - wanted.size(), wanted.size(), wanted) == 0)
         out.insert(out.end(), key.user_ids.begin(), key.user_ids.end());
     }

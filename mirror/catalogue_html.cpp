@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/ascii.hpp"
 #include "base/digest.hpp"
 #include "base/hex.hpp"
 #include "mirror/catalogue.hpp"
@@ -104,16 +105,10 @@ std::string page_policy() {
   return policy;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::vector<std::string> terms_of(std::string_view query) {
   std::vector<std::string> terms;
   std::string current;
-  for (char c : lower(query.substr(0, 256))) {
+  for (char c : ascii_lower(query.substr(0, 256))) {
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '+') {
       if (!current.empty()) terms.push_back(std::move(current));
       current.clear();

@@ -7,6 +7,7 @@
 
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
+#include "net/oci_reference.hpp"
 
 namespace podplane::mirror {
 
@@ -34,7 +35,7 @@ std::size_t write_oci_layout(const PublishedImage& image, const fs::path& dir, c
   }
   write_file_durably(dir / "oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   write_file_durably(dir / "index.json",
-             json{{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"}, {"manifests", manifests}}.dump());
+             json{{"schemaVersion", 2}, {"mediaType", net::image_media::oci_index}, {"manifests", manifests}}.dump());
   return placed.size();
 }
 

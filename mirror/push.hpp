@@ -22,10 +22,10 @@
 namespace podplane::mirror {
 
 namespace oci_media {
-// The OCI index and manifest types are the ones the image side names (net/oci_reference.hpp).
+// The OCI index, manifest and empty types are the ones the image side names (net/oci_reference.hpp).
 inline constexpr const char* index = net::image_media::oci_index;
 inline constexpr const char* manifest = net::image_media::oci_manifest;
-inline constexpr const char* empty_config = "application/vnd.oci.empty.v1+json";
+inline constexpr const char* empty_config = net::image_media::oci_empty;
 inline constexpr const char* provider = "application/vnd.opentofu.provider";
 inline constexpr const char* provider_target = "application/vnd.opentofu.provider-target";
 inline constexpr const char* module_package = "application/vnd.opentofu.modulepkg";

@@ -5,6 +5,8 @@
 #include <optional>
 #include <random>
 
+#include "base/ascii.hpp"
+
 namespace podplane::mirror {
 
 namespace {
@@ -13,12 +15,6 @@ std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   return text;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 // Decimal digits only; a value beyond 64 bits saturates (it lies past any size anyway).
@@ -45,7 +41,7 @@ RangePlan plan_ranges(std::string_view header, std::uint64_t size) {
   header = trim(header);
   auto equals = header.find('=');
   // A unit we do not know must be ignored (RFC 9110 §14.2); an empty representation has no ranges.
-  if (!iequals(trim(header.substr(0, equals)), "bytes") || size == 0) return whole;
+  if (!ascii_iequals(trim(header.substr(0, equals)), "bytes") || size == 0) return whole;
   if (equals == std::string_view::npos) return unsatisfiable;  // "bytes" alone: invalid
 
   RangePlan plan{RangeOutcome::partial, {}};

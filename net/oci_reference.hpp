@@ -13,6 +13,11 @@ inline constexpr const char* oci_index = "application/vnd.oci.image.index.v1+jso
 inline constexpr const char* oci_manifest = "application/vnd.oci.image.manifest.v1+json";
 inline constexpr const char* docker_list = "application/vnd.docker.distribution.manifest.list.v2+json";
 inline constexpr const char* docker_manifest = "application/vnd.docker.distribution.manifest.v2+json";
+// An image's config (a runnable image's; any other config type makes an OCI artifact) and the
+// empty descriptor of OCI 1.1.
+inline constexpr const char* oci_config = "application/vnd.oci.image.config.v1+json";
+inline constexpr const char* docker_config = "application/vnd.docker.container.image.v1+json";
+inline constexpr const char* oci_empty = "application/vnd.oci.empty.v1+json";
 // Every manifest type we accept, for the Accept header.
 inline constexpr const char* accept_all =
     "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
