@@ -1002,6 +1002,32 @@ std::int64_t Store::index_generation() const {
   return statement.step() ? statement.integer(0) : 0;
 }
 
+std::string Store::content_generation() const {
+  // One line per row, fields separated by a byte no field holds (names are checked safe and
+  // digests are hex), sorted by SQLite's BINARY collation: the same bytes on every host.
+  Hasher hasher;
+  auto hash_rows = [&](std::string_view tag, int columns, const std::string& sql) {
+    sqlite::Statement select(impl_->db, sql);
+    while (select.step()) {
+      hasher.update(tag);
+      for (int column = 0; column < columns; ++column) {
+        hasher.update("\x1f", 1);
+        hasher.update(select.text(column));
+      }
+      hasher.update("\n", 1);
+    }
+  };
+  const std::string protocols = impl_->schema_version >= 5 ? "protocols" : "''";
+  hash_rows("artifact", 7, "SELECT kind, address, version, platform, filename, digest, " + protocols +
+                            " FROM artifacts ORDER BY kind, address, version, platform, filename");
+  hash_rows("module", 5, "SELECT t.address, t.version, f.path, f.mode, f.digest FROM module_trees t"
+                      " JOIN module_files f ON f.tree_id = t.id ORDER BY t.address, t.version, f.path");
+  hash_rows("selection", 3, "SELECT module_address, module_version, engine FROM tf_selection");
+  hash_rows("selected_provider", 3, "SELECT address, version, constraints FROM tf_selection_providers ORDER BY address");
+  hash_rows("selected_platform", 1, "SELECT platform FROM tf_selection_platforms ORDER BY platform");
+  return hasher.finish_hex();
+}
+
 void Store::write(const std::function<void()>& body) {
   const bool outermost = impl_->transaction_depth == 0;
   impl_->transact([&] {

@@ -186,6 +186,14 @@ class Store {
   // commit in between; the value itself means nothing.
   [[nodiscard]] std::int64_t index_generation() const;
 
+  // An id of exactly what the index holds (sha256 hex over the identities of its rows, sorted:
+  // each artifact's key, digest and protocols, each module tree's files, the tf selection), so
+  // two stores holding the same rows have the same id whatever order they were filled or
+  // imported in, and any fill, import, prune or repair that changes a row changes it. Times
+  // (added_at, the audit log) are not part of it. Read it inside read_snapshot() to pair it
+  // with other queries of the same commit.
+  [[nodiscard]] std::string content_generation() const;
+
   struct Impl;
  private:
   friend struct StoreInternals;  // cache/ internals: verify, gc, views (cache/store_impl.hpp)

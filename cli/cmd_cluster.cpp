@@ -41,7 +41,8 @@ struct ClusterOptions {
   std::string provider = "aws";
   std::string id = gen::InitOptions{}.id;
   std::string arch;  // cluster init: the pools' arch (empty: the provider's default)
-  std::string deps_mirror_url;  // cluster init: the site's `mirror serve` (empty: a commented example)
+  // cluster init: the site's `mirror serve` URLs, primary first (none: a commented example)
+  std::vector<std::string> deps_mirror_urls;
   bool without_engine = false;  // cluster check: accept podplane's own reading when the engine is absent
 };
 
@@ -197,7 +198,10 @@ void run_init(const ClusterOptions& options) {
   init.provider = provider_kind(options.provider);
   init.id = options.id;
   init.arch = options.arch;
-  init.deps_mirror_url = options.deps_mirror_url;
+  if (!options.deps_mirror_urls.empty()) {
+    init.deps_mirror_url = options.deps_mirror_urls.front();
+    init.deps_mirror_fallback_urls.assign(options.deps_mirror_urls.begin() + 1, options.deps_mirror_urls.end());
+  }
   std::string text = gen::starter_config(init);
   (void)gen::parse_cluster_config(text, config_file.filename().string());  // --id must be valid
   if (fs::exists(config_file)) throw Error(config_file.string() + " already exists; not overwritten");
@@ -239,8 +243,11 @@ void register_cluster_commands(CLI::App& group, const GlobalOptions& global) {
                    "The pools' VM architecture (default: amd64 for proxmox, whose nodes run VMs of their own arch; "
                    "arm64 otherwise)")
       ->check(CLI::IsMember({"amd64", "arm64"}));
-  init->add_option("--deps-mirror-url", options->deps_mirror_url,
-                   "Where the VMs fetch vmconfig artifacts: the site's `podplane mirror serve` URL (cluster.deps_mirror_url)");
+  init->add_option("--deps-mirror-url", options->deps_mirror_urls,
+                   "Where the VMs fetch vmconfig artifacts: the site's `podplane mirror serve` URL (cluster.deps_mirror_url); "
+                   "repeatable: the first is the primary, the others (cluster.deps_mirror_fallback_urls) are tried in turn "
+                   "by the Proxmox node-init script when one fails")
+      ->take_all();
   init->add_option("-f,--cluster-config", options->config, "Config file to write")->capture_default_str();
   init->callback([options] { run_init(*options); });
 

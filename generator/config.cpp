@@ -246,6 +246,10 @@ ClusterConfig parse_cluster_config(std::string_view text, std::string_view sourc
   config.name = str(c, "name", config.id);
   config.deps_mirror_url = str(c, "deps_mirror_url");
   while (!config.deps_mirror_url.empty() && config.deps_mirror_url.back() == '/') config.deps_mirror_url.pop_back();
+  for (auto url : strings(c, "deps_mirror_fallback_urls")) {
+    while (!url.empty() && url.back() == '/') url.pop_back();
+    config.deps_mirror_fallback_urls.push_back(std::move(url));
+  }
   config.ssh_authorized_keys = strings(c, "ssh_authorized_keys");
   config.immutable_ssh_authorized_keys = strings(c, "immutable_ssh_authorized_keys");
   read_oidc(c["oidc"], config);
@@ -338,6 +342,10 @@ std::string starter_config(const InitOptions& options) {
   out += "    // Without it, $PODPLANE_DEPS_URL (else https://deps.podplane.dev) is used.\n";
   if (options.deps_mirror_url.empty()) out += "    // \"deps_mirror_url\": \"http://mirror.internal:8080\",\n";
   else out += "    \"deps_mirror_url\": " + nlohmann::json(options.deps_mirror_url).dump() + ",\n";
+  if (!options.deps_mirror_fallback_urls.empty()) {
+    out += "    // Tried in turn when deps_mirror_url fails (what can list several mirrors: docs/operations.md).\n";
+    out += "    \"deps_mirror_fallback_urls\": " + nlohmann::json(options.deps_mirror_fallback_urls).dump() + ",\n";
+  }
   out += "    \"oidc\": { \"issuer_url\": \"" + issuer + "\" },\n";
   out += "    // control-plane runs knc VMs; every other pool runs knd VMs.\n";
   out += "    \"pools\": {\n";

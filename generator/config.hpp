@@ -84,6 +84,9 @@ struct ClusterConfig {
   std::string id;
   std::string name;
   std::string deps_mirror_url;  // from the config; empty → $PODPLANE_DEPS_URL → default
+  // Further site mirrors, tried in order when deps_mirror_url fails (by what can list several:
+  // the Proxmox node-init script; docs/operations.md "Client failover"). No trailing '/'.
+  std::vector<std::string> deps_mirror_fallback_urls;
   std::vector<std::string> ssh_authorized_keys;
   std::vector<std::string> immutable_ssh_authorized_keys;
   struct {
@@ -123,6 +126,7 @@ struct InitOptions {
   std::string api_hostname;  // empty → k8s.example.com
   std::string issuer_url;    // empty → https://auth.example.com
   std::string deps_mirror_url;  // empty → a commented example (VMs then use $PODPLANE_DEPS_URL)
+  std::vector<std::string> deps_mirror_fallback_urls;  // cluster.deps_mirror_fallback_urls
 };
 
 // What a starter config of `provider` holds where InitOptions leaves a field empty: the one

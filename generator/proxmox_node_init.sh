@@ -5,19 +5,23 @@
 # Run it as root on every Proxmox VE node of the cluster. It:
 #   1. downloads the Debian cloud image and nstance-server of this node's arch from the site
 #      mirror's base of that arch and checks each against the digest written below, before
-#      anything uses them;
+#      anything uses them; a download that fails is resumed where it stopped (HTTP Range), from
+#      the next mirror of MIRROR_URLS when the cluster lists several, for a few rounds;
 #   2. keeps the VM template of that image when one with the same image digest exists, else
 #      creates it (qm create, qm importdisk, qm set, qm template), replacing an older one;
 #   3. installs nstance-server as the systemd unit nstance-server.service.
-# Nothing comes from the internet: only from MIRROR_URL (cluster.deps_mirror_url).
+# Nothing comes from the internet: only from MIRROR_URLS (cluster.deps_mirror_url, then
+# cluster.deps_mirror_fallback_urls).
 #
 # Usage: podplane.cluster.proxmox.node-init.sh [options]
 #   --shard NAME        The Nstance shard (zone) of this node; needed when the cluster has several.
-#   --mirror-url URL    Fetch from this mirror instead of @MIRROR_URL_TEXT@.
+#   --mirror-url URL    Fetch from this mirror instead of @MIRROR_URL_TEXT@
+#                       (repeatable: tried in the order given).
 #   --work-dir DIR      Where downloads are kept (default /var/lib/podplane/node-init).
 #   --install-dir DIR   Where nstance-server is installed (default /usr/local/bin).
 #   --unit-dir DIR      Where the systemd unit is written (default /etc/systemd/system).
 #   --config-dir DIR    nstance-server's configuration directory (default /etc/nstance).
+#   --download-only     Download and check the image and nstance-server, then stop (no qm, no install).
 #   --dry-run           Say what would be done; change nothing (no download, no qm, no install).
 #   --help              Show this help.
 #
@@ -26,7 +30,7 @@
 # (32 bytes, the same on every node); the service starts once server.env exists.
 set -euo pipefail
 
-MIRROR_URL=@MIRROR_URL@
+MIRROR_URLS=(@MIRROR_URLS@)
 readonly CLUSTER_ID=@CLUSTER_ID_Q@
 readonly STORAGE=@STORAGE@
 readonly BRIDGE=@BRIDGE@
@@ -45,6 +49,8 @@ INSTALL_DIR=/usr/local/bin
 UNIT_DIR=/etc/systemd/system
 CONFIG_DIR=/etc/nstance
 DRY_RUN=false
+DOWNLOAD_ONLY=false
+mirrors_given=false
 
 log() { printf '[podplane node-init] %s\n' "$*"; }
 fatal() { printf '[podplane node-init] error: %s\n' "$*" >&2; exit 1; }
@@ -53,12 +59,16 @@ usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}/
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --shard) [[ $# -ge 2 ]] || fatal "--shard needs a value"; SHARD="$2"; shift 2 ;;
-    --mirror-url) [[ $# -ge 2 ]] || fatal "--mirror-url needs a value"; MIRROR_URL="${2%/}"; shift 2 ;;
+    --mirror-url)
+      [[ $# -ge 2 ]] || fatal "--mirror-url needs a value"
+      [[ "${mirrors_given}" == true ]] || MIRROR_URLS=()
+      mirrors_given=true; MIRROR_URLS+=("${2%/}"); shift 2 ;;
     --work-dir) [[ $# -ge 2 ]] || fatal "--work-dir needs a value"; WORK_DIR="$2"; shift 2 ;;
     --install-dir) [[ $# -ge 2 ]] || fatal "--install-dir needs a value"; INSTALL_DIR="$2"; shift 2 ;;
     --unit-dir) [[ $# -ge 2 ]] || fatal "--unit-dir needs a value"; UNIT_DIR="$2"; shift 2 ;;
     --config-dir) [[ $# -ge 2 ]] || fatal "--config-dir needs a value"; CONFIG_DIR="$2"; shift 2 ;;
     --dry-run) DRY_RUN=true; shift ;;
+    --download-only) DOWNLOAD_ONLY=true; shift ;;
     --help|-h) usage; exit 0 ;;
     *) fatal "unknown option: $1 (see --help)" ;;
   esac
@@ -86,7 +96,9 @@ case "${ARCH}" in
   *) fatal "this cluster's pools use no ${ARCH} VMs; nothing for this node to do" ;;
 esac
 
-for tool in curl sha256sum sha512sum qm pvesh systemctl; do
+tools=(curl sha256sum sha512sum)
+[[ "${DOWNLOAD_ONLY}" == true ]] || tools+=(qm pvesh systemctl)
+for tool in "${tools[@]}"; do
   command -v "${tool}" >/dev/null 2>&1 || fatal "${tool} not found: run this on a Proxmox VE node"
 done
 
@@ -102,32 +114,58 @@ digest_ok() {
   [[ "${got%% *}" == "${want}" ]]
 }
 
-# fetch PATH DIGEST FILE: FILE under WORK_DIR with DIGEST, downloaded from the mirror unless a
-# checked copy is there. A download that does not match is removed and refused.
+# --- fetch: the downloads (tests/mirror/fleet_test.cpp replays these functions as they are) ---
+# The attempts of one download: rounds over the mirrors, each attempt resuming the partial file.
+readonly FETCH_ROUNDS=4
+
+# fetch PATH DIGEST FILE: FILE under WORK_DIR with DIGEST, downloaded from the mirrors unless a
+# checked copy is there. A failed attempt (a mirror down, a connection cut mid-file) keeps what
+# arrived and the next attempt asks the next mirror for the rest (HTTP Range); a file that is
+# complete but does not match is removed and refused.
 fetch() {
-  local path="$1" digest="$2" target="${WORK_DIR}/$3"
+  local path="$1" digest="$2" target="${WORK_DIR}/$3" round mirror code status
   if digest_ok "${target}" "${digest}"; then
     log "have ${3} (${digest%%:*} checked)"
     return 0
   fi
   if [[ "${DRY_RUN}" == true ]]; then
-    log "(dry-run) would download ${MIRROR_URL}/${path} and check ${digest%%:*}"
+    log "(dry-run) would download ${MIRROR_URLS[0]}/${path} and check ${digest%%:*}"
     return 0
   fi
   mkdir -p -- "${WORK_DIR}"
-  log "downloading ${MIRROR_URL}/${path}"
-  curl --fail --silent --show-error --location --proto '=http,https,file' --retry 3 \
-    --output "${target}.part" -- "${MIRROR_URL}/${path}" || { rm -f -- "${target}.part"; fatal "cannot download ${MIRROR_URL}/${path}"; }
-  if ! digest_ok "${target}.part" "${digest}"; then
-    rm -f -- "${target}.part"
-    fatal "${path} from ${MIRROR_URL} does not have the expected ${digest}; refusing to use it"
-  fi
-  mv -f -- "${target}.part" "${target}"
-  log "downloaded ${3} (${digest%%:*} checked)"
+  for ((round = 1; round <= FETCH_ROUNDS; round++)); do
+    for mirror in "${MIRROR_URLS[@]}"; do
+      log "downloading ${mirror}/${path}"
+      code=0
+      status="$(curl --fail --silent --show-error --location --proto '=http,https,file' --connect-timeout 10 \
+        --continue-at - --write-out '%{http_code}' --output "${target}.part" -- "${mirror}/${path}")" || code=$?
+      # A range the file cannot continue (416, or a server without ranges): start it again.
+      if [[ "${status}" == 416 || ${code} -eq 33 ]]; then rm -f -- "${target}.part"; fi
+      if [[ ${code} -ne 0 ]]; then
+        log "download from ${mirror} failed (curl exit ${code}); trying the next mirror"
+        continue
+      fi
+      if ! digest_ok "${target}.part" "${digest}"; then
+        rm -f -- "${target}.part"
+        fatal "${path} from ${mirror} does not have the expected ${digest}; refusing to use it"
+      fi
+      mv -f -- "${target}.part" "${target}"
+      log "downloaded ${3} (${digest%%:*} checked)"
+      return 0
+    done
+    [[ ${round} -eq ${FETCH_ROUNDS} ]] || sleep "${round}"
+  done
+  rm -f -- "${target}.part"
+  fatal "cannot download ${path} from any mirror (${MIRROR_URLS[*]})"
 }
+# --- end of fetch ---
 
 fetch "${IMAGE_PATH}" "${IMAGE_DIGEST}" "${IMAGE_FILE}"
 fetch "${SERVER_PATH}" "${SERVER_DIGEST}" "${SERVER_FILE}"
+if [[ "${DOWNLOAD_ONLY}" == true ]]; then
+  log "downloaded and checked; --download-only: nothing else done"
+  exit 0
+fi
 
 # The VM template: recognised by name on this node, kept when its description records the
 # same image digest.

@@ -124,7 +124,7 @@ std::string arch_case(const ClusterConfig& config, const ArchArtifacts& a) {
   return out;
 }
 
-std::string node_init_script(const ClusterConfig& config, const std::string& deps_url,
+std::string node_init_script(const ClusterConfig& config, const std::vector<std::string>& mirror_urls,
                              const std::vector<ArchArtifacts>& archs) {
   const ProxmoxConfig& p = config.provider.proxmox;
   std::string shards;
@@ -134,8 +134,13 @@ std::string node_init_script(const ClusterConfig& config, const std::string& dep
   std::string script(embedded::proxmox_node_init);
   replace_all(script, std::string(arch_cases_line), cases);
   replace_all(script, "@SHARDS@", shards);
-  replace_all(script, "@MIRROR_URL_TEXT@", deps_url);
-  replace_all(script, "@MIRROR_URL@", shell_quote(deps_url));
+  std::string listed, quoted;
+  for (const auto& url : mirror_urls) {
+    listed += (listed.empty() ? "" : " then ") + url;
+    quoted += (quoted.empty() ? "" : " ") + shell_quote(url);
+  }
+  replace_all(script, "@MIRROR_URL_TEXT@", listed);
+  replace_all(script, "@MIRROR_URLS@", quoted);
   replace_all(script, "@CLUSTER_ID_Q@", shell_quote(config.id));
   replace_all(script, "@CLUSTER_ID@", config.id);
   replace_all(script, "@STORAGE@", shell_quote(p.storage));
@@ -280,7 +285,9 @@ std::map<std::string, std::string> render_proxmox_stack(const cache::Store& stor
   std::vector<ArchArtifacts> artifacts;
   for (const auto& arch : archs) artifacts.push_back(arch_artifacts(store, inputs, arch));
   std::map<std::string, std::string> files;
-  files[proxmox_node_init_file] = node_init_script(config, inputs.deps_url, artifacts);
+  std::vector<std::string> mirror_urls{inputs.deps_url};
+  mirror_urls.insert(mirror_urls.end(), inputs.fallback_urls.begin(), inputs.fallback_urls.end());
+  files[proxmox_node_init_file] = node_init_script(config, mirror_urls, artifacts);
   for (const auto& zone : config.provider.zones)
     files["podplane.cluster.proxmox.shard." + zone.name + ".jsonc"] = shard_config(config, zone);
   if (config.provider.proxmox.manage_api_token) files[proxmox_root_file] = proxmox_root(config);

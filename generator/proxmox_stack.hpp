@@ -15,6 +15,7 @@
 // Errors are podplane::Error naming what is missing and the command that fetches it.
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cache/store.hpp"
 #include "generator/config.hpp"
@@ -32,6 +33,7 @@ std::string proxmox_template_name(const ClusterConfig& config, const std::string
 struct ProxmoxInputs {
   const ClusterConfig* config = nullptr;
   std::string deps_url;                          // the site mirror the nodes fetch from
+  std::vector<std::string> fallback_urls;        // further mirrors, tried in order when it fails
   std::map<std::string, std::string> manifests;  // "vmconfig_knc_debian-13_amd64" → its JSON
 };
 

@@ -677,7 +677,7 @@ StackPlan plan_proxmox_stack(const cache::Store& store, const ClusterConfig& con
   result.stack_dir = now.dir;
   result.tfrc = cache::layout::tfrc_file(fs::absolute(store.root()));
   result.new_stack = !now.state_text.has_value();
-  ProxmoxInputs inputs{&config, site_mirror_url(config, options, result.warnings), {}};
+  ProxmoxInputs inputs{&config, site_mirror_url(config, options, result.warnings), config.deps_mirror_fallback_urls, {}};
   plan.desired[schema_json] = cluster_schema_file_content();
   add_manifests(store, config, now, options.command, plan.desired);
   for (const auto& [kind, arch] : config.vm_flavours()) {

@@ -278,6 +278,8 @@ struct MirrorServer::Impl final : RequestHandler {
     figures.paths = fresh->resources().size();
     figures.skipped_rows = fresh->skipped().size();
     figures.loaded_at = static_cast<std::int64_t>(std::time(nullptr));
+    figures.generation = fresh->generation();
+    if (auto imported = parse_utc_timestamp(fresh->last_import())) figures.last_import = static_cast<std::int64_t>(*imported);
     if (fresh->catalogue()) add_store_figures(*fresh->catalogue(), figures);
     {
       std::lock_guard lock(site_mutex);
@@ -461,6 +463,18 @@ struct MirrorServer::Impl final : RequestHandler {
            resource.kind == ResourceKind::module_download;
   }
 
+  // /healthz?generation=G of a replica that holds another generation: 503, so that a load
+  // balancer checking for the fleet's generation takes this replica out until it has it
+  // (docs/operations.md "Replicas"). The body says which generation it holds.
+  void other_generation(const httplib::Request& req, httplib::Response& res, const MirrorSite& served) {
+    auto document = nlohmann::json::parse(health_document(served));
+    document["status"] = "other_generation";
+    document["expected"] = req.get_param_value("generation").substr(0, 128);
+    res.status = 503;
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(document.dump(2) + "\n", "application/json");
+  }
+
   void not_found(httplib::Response& res) {
     res.status = 404;
     // Said on GET and HEAD alike (cpp-httplib adds "bytes" to a HEAD answer that names none).
@@ -629,6 +643,9 @@ struct MirrorServer::Impl final : RequestHandler {
     const SiteResource* resource = site_resource(*snapshot, req.path);
     if (resource == nullptr && registry) resource = no_referrers(*snapshot, req.path);
     if (resource == nullptr) return registry ? registry_not_found(req, res) : not_found(res);
+    if (req.path == site_paths::healthz && !req.get_param_value("generation").empty() &&
+        req.get_param_value("generation") != snapshot->generation())
+      return other_generation(req, res, *snapshot);
     if (preparing != nullptr && !made_at_once(*resource)) {
       needs_worker = true;
       return;

@@ -206,6 +206,16 @@ std::string ServeMetrics::render(const ConnectionCounters& connections) const {
   }
   out.family("podplane_mirror_site_loaded_timestamp_seconds", "gauge", "When the site served now was built (Unix time).");
   out.sample("podplane_mirror_site_loaded_timestamp_seconds", "", std::to_string(site.loaded_at));
+  out.family("podplane_mirror_store_generation", "gauge",
+             "Always 1; its label is the generation of the store the site serves (/healthz): replicas with "
+             "equal labels serve the same content.");
+  out.sample("podplane_mirror_store_generation", "generation=\"" + label_value(site.generation) + "\"", std::string("1"));
+  // Absent until the store records a bundle import: a zero would read as an import in 1970.
+  if (site.last_import > 0) {
+    out.family("podplane_mirror_last_import_timestamp_seconds", "gauge",
+               "When the store's newest successful bundle import was recorded (Unix time).");
+    out.sample("podplane_mirror_last_import_timestamp_seconds", "", std::to_string(site.last_import));
+  }
   out.family("podplane_mirror_site_paths", "gauge", "URL paths the site serves.");
   out.sample("podplane_mirror_site_paths", "", site.paths);
   out.family("podplane_mirror_site_skipped_rows", "gauge", "Index rows left out of the site (unsafe names, missing objects).");

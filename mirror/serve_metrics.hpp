@@ -60,6 +60,8 @@ struct SiteFigures {
   std::size_t paths = 0;
   std::size_t skipped_rows = 0;
   std::int64_t loaded_at = 0;  // Unix seconds
+  std::string generation;      // MirrorSite::generation of the site
+  std::int64_t last_import = 0;  // Unix seconds of its newest successful bundle import; 0: none
   // The store's size, cache::usage_of's figures (the catalogue's store-usage section).
   bool usage_known = false;
   std::uint64_t objects = 0, object_bytes = 0;

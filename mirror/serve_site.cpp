@@ -520,7 +520,24 @@ void add_catalogue(SiteWriter& site, const std::shared_ptr<const Catalogue>& cat
   site.add(std::string(site_paths::catalogue_json), std::move(data));
 }
 
+// The time of the newest bundle import the audit log records as ok; "" when there is none.
+std::string newest_import(const cache::Store& store) {
+  std::string newest;
+  for (const auto& entry : store.audit_log()) {
+    if (entry.action != "bundle-import" || entry.at <= newest) continue;
+    auto detail = json::parse(entry.detail, nullptr, false);
+    if (detail.is_object() && detail.contains("ok") && detail["ok"].is_boolean() && detail["ok"].get<bool>()) newest = entry.at;
+  }
+  return newest;
+}
+
 }  // namespace
+
+std::string health_document(const MirrorSite& site) {
+  json document{{"status", "ok"}, {"generation", site.generation()}, {"last_import", nullptr}};
+  if (!site.last_import().empty()) document["last_import"] = site.last_import();
+  return dump(document);
+}
 
 // One function per kind of content, each adding its paths for the rows the table serves that way
 // and skipping the rows it cannot serve.
@@ -555,12 +572,9 @@ MirrorSite MirrorSite::build(const cache::Store& store, const SiteOptions& optio
     site.primary_host_ = selection && selection->engine == "terraform" ? "registry.terraform.io" : "registry.opentofu.org";
 
   SiteWriter writer{store, site.resources_, site.skipped_};
-  {
-    SiteResource health;
-    health.content_type = "text/plain";
-    health.body = "ok\n";
-    writer.add(std::string(site_paths::healthz), std::move(health));
-  }
+  site.generation_ = store.content_generation();
+  site.last_import_ = newest_import(store);
+  writer.add(std::string(site_paths::healthz), json_document(health_document(site)));
   writer.add(std::string(site_paths::well_known),
              json_document({{"providers.v1", std::string(site_paths::providers) + site.primary_host_ + "/"},
                             {"modules.v1", std::string(site_paths::modules) + site.primary_host_ + "/"}}));

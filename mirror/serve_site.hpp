@@ -125,6 +125,11 @@ class MirrorSite {
   const std::shared_ptr<const Catalogue>& catalogue() const { return catalogue_; }
   // The git repositories of the store's git snapshots, served at /git/ (never null).
   const std::shared_ptr<GitRepositories>& git() const { return git_; }
+  // What /healthz says of the store the site was built from (docs/operations.md "Replicas"):
+  // its Store::content_generation in the same snapshot, and the time ("2026-…Z") of its newest
+  // successful bundle import, "" when it has none.
+  const std::string& generation() const { return generation_; }
+  const std::string& last_import() const { return last_import_; }
 
  private:
   std::map<std::string, SiteResource> resources_;
@@ -137,7 +142,12 @@ class MirrorSite {
   std::string primary_host_;
   std::shared_ptr<const Catalogue> catalogue_;
   std::shared_ptr<GitRepositories> git_;
+  std::string generation_;
+  std::string last_import_;
 };
+
+// The /healthz document of a site: {"status": "ok", "generation": …, "last_import": … or null}.
+[[nodiscard]] std::string health_document(const MirrorSite& site);
 
 // A name that may appear as one path segment of the site: non-empty, at most 255 bytes,
 // not "." or "..", only [A-Za-z0-9._+~@=,-].

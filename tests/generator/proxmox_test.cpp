@@ -275,6 +275,58 @@ TEST_F(ProxmoxNodeInit, FirstRunChecksDownloadsMakesTheTemplateAndInstallsTheSer
   EXPECT_NE(unit.find("--bucket nstance-factory --shard hall-a"), std::string::npos) << unit;
 }
 
+// Client failover without a balancer (docs/operations.md "Client failover"): a config naming
+// a primary that is down (nothing listens on 127.0.0.1:9) and a fallback, as `cluster init
+// --deps-mirror-url A --deps-mirror-url B` writes it. The generated script lists both, the
+// primary first; run with the primary down it fetches from the fallback, and a download cut
+// short before (the partial file left in the work dir) is resumed with a Range request.
+TEST_F(ProxmoxNodeInit, FirstMirrorDownTheNextServesAndAPartialDownloadResumes) {
+  const std::string down = "http://127.0.0.1:9";
+  auto init = env_->cluster({"init", "--provider", "proxmox", "--id", "edge-site", "-f", (env_->dir / "init.jsonc").string(),
+                             "--deps-mirror-url", down, "--deps-mirror-url", base_ + "/"});
+  ASSERT_EQ(init.exit_code, 0) << describe(init);
+  std::string written = read_file(env_->dir / "init.jsonc");
+  EXPECT_NE(written.find("\"deps_mirror_url\": \"" + down + "\""), std::string::npos) << written;
+  EXPECT_NE(written.find("\"deps_mirror_fallback_urls\": [\"" + base_ + "/\"]"), std::string::npos) << written;
+
+  std::string config = read_file(env_->config());
+  const std::string primary = "\"deps_mirror_url\": \"" + base_ + "\"";
+  ASSERT_NE(config.find(primary), std::string::npos) << config;
+  config.replace(config.find(primary), primary.size(),
+                 "\"deps_mirror_url\": \"" + down + "\", \"deps_mirror_fallback_urls\": [\"" + base_ + "/\"]");
+  write_file(env_->config(), config);
+  auto create = env_->cluster({"create", "--no-apply"});
+  ASSERT_EQ(create.exit_code, 0) << describe(create);
+  std::string script = read_file(script_);
+  EXPECT_NE(script.find("MIRROR_URLS=('" + down + "' '" + base_ + "')"), std::string::npos) << script.substr(0, 2000);
+
+  // Half of the image arrived before the connection was cut.
+  fs::path work = env_->dir / "node" / "work";
+  const std::string image = stored("os-image");
+  ASSERT_GT(image.size(), 10u);
+  write_file(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2.part", image.substr(0, image.size() / 2));
+
+  auto result = node_init({});
+  ASSERT_EQ(result.exit_code, 0) << describe(result) << shim_log();
+  EXPECT_NE(result.out.find("download from " + down + " failed"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("downloading " + base_ + "/arch/amd64/vmconfig/artifacts/os-image/"), std::string::npos) << result.out;
+  EXPECT_EQ(read_file(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2"), image);
+  EXPECT_EQ(read_file(env_->dir / "node" / "bin" / "nstance-server"), stored("nstance-server"));
+  const std::string served = read_file(env_->dir / "serve.err");
+  EXPECT_NE(served.find("/os-image/20260512-2476/debian-13-genericcloud-amd64-20260512-2476.qcow2 HTTP/1.1\" 206 " +
+                        std::to_string(image.size() - image.size() / 2)),
+            std::string::npos)
+      << served;
+}
+
+// Every mirror down: the script says so after its rounds and stops before any qm call.
+TEST_F(ProxmoxNodeInit, EveryMirrorDownFailsBeforeAnyQmCall) {
+  auto result = node_init({"--mirror-url", "http://127.0.0.1:9", "--mirror-url", "http://127.0.0.1:9/"});
+  EXPECT_NE(result.exit_code, 0) << describe(result);
+  EXPECT_NE(result.err.find("cannot download arch/amd64/vmconfig/artifacts/os-image/"), std::string::npos) << result.err;
+  EXPECT_EQ(shim_log().find("qm "), std::string::npos) << shim_log();
+}
+
 TEST_F(ProxmoxNodeInit, SecondRunChangesNothing) {
   ASSERT_EQ(node_init({}).exit_code, 0) << shim_log();
   clear_log();

@@ -30,7 +30,7 @@ std::string nginx_config(const fs::path& prefix, const fs::path& root, int port)
          "  default_type application/octet-stream;\n  sendfile on;\n  tcp_nopush on;\n"
          "  server {\n    listen 127.0.0.1:" + std::to_string(port) + ";\n    root " + root.string() + ";\n" +
          R"(    location ~ /\.(?!well-known/) { return 404; }
-    location = /healthz { default_type text/plain; }
+    location = /healthz { default_type application/json; }
     # The module registry download: a 200 with {"location": …} for OpenTofu plus the header
     # Terraform reads (a static tree cannot answer 204).
     location ~ ^/v1/modules/.+/download$ {

@@ -87,7 +87,7 @@ TEST_F(IntegrityTest, ACorruptObjectIsRefusedNeverServedUnderItsEtag) {
   head.method = "HEAD";
   EXPECT_GE(http.fetch(url, head).status, 500);
   // Other objects are still served.
-  EXPECT_EQ(http.fetch(server.url() + "/healthz", tls()).body, "ok\n");
+  EXPECT_NE(http.fetch(server.url() + "/healthz", tls()).body.find("\"status\": \"ok\""), std::string::npos);
   auto zip = http.fetch(server.url() + "/v1/mirror/registry.opentofu.org/hashicorp/null/terraform-provider-null_3.2.4_linux_amd64.zip", tls());
   EXPECT_EQ(zip.status, 200);
 

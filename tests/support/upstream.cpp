@@ -31,6 +31,7 @@ std::vector<std::string> build_args_of(const FixtureOptions& options) {
   for (const auto& spec : options.add_provider) args.insert(args.end(), {"--add-provider", spec});
   for (const auto& spec : options.add_version) args.insert(args.end(), {"--add-version", spec});
   if (options.zip_size) args.insert(args.end(), {"--zip-size", std::to_string(*options.zip_size)});
+  if (options.os_image_mib) args.insert(args.end(), {"--os-image-mib", std::to_string(*options.os_image_mib)});
   if (options.runnable_plugin) args.insert(args.end(), {"--runnable-plugin", *options.runnable_plugin});
   if (!options.boot_fault.empty()) args.insert(args.end(), {"--boot-fault", options.boot_fault});
   return args;

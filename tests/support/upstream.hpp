@@ -27,6 +27,7 @@ struct FixtureOptions {
   std::vector<std::string> add_provider;      // "bpg/proxmox=0.66.0,0.70.0": a provider of any namespace
   std::vector<std::string> add_version;       // "aws=6.3.0", "module=2.2.0", "vmconfig=1.0.0"
   std::optional<std::uint64_t> zip_size;      // bytes per provider zip (default 16 KiB)
+  std::optional<int> os_image_mib;            // the os images padded to this many MiB (--os-image-mib)
   // "linux_amd64=PATH": that platform's zips of the providers the fixture plugin plays
   // (podplane, random, null, tls, cloudinit) carry the real plugin at PATH (tests/tools/tfplugin)
   std::optional<std::string> runnable_plugin;
