@@ -233,6 +233,11 @@ std::string S3Bucket::complete_multipart(const std::string& key, const std::stri
   return unquoted(first_text(response.body, "ETag"));
 }
 
+std::string S3Bucket::etag(const std::string& key) {
+  auto response = send(Method::head, key, "", {}, kEmptySha256, {}, "read the ETag of " + name(key));
+  return unquoted(response.header("etag"));
+}
+
 void S3Bucket::abort_multipart(const std::string& key, const std::string& upload_id) noexcept {
   try {
     (void)send(Method::delete_, key, "uploadId=" + s3_uri_encode(upload_id, false), {}, kEmptySha256, {},

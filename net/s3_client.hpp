@@ -49,6 +49,9 @@ class S3Bucket {
                                      const RequestBody& body, const std::string& sha256_hex);
   [[nodiscard]] std::string complete_multipart(const std::string& key, const std::string& upload_id,
                                                const std::vector<std::string>& part_etags);
+  // The ETag of the object now at `key` (HeadObject): where an answer lacks one (Ceph RGW 16
+  // answers CompleteMultipartUpload with an empty <ETag>).
+  [[nodiscard]] std::string etag(const std::string& key);
   // Best effort, for cleanup after a failed upload: never throws.
   void abort_multipart(const std::string& key, const std::string& upload_id) noexcept;
   void remove(const std::string& key);

@@ -24,7 +24,7 @@ TEST(ExportPlan, EveryDocumentComesAfterTheFilesItNames) {
   for (std::size_t i = 0; i < plan.files.size(); ++i) {
     const auto& file = plan.files[i];
     EXPECT_TRUE(position.emplace(file.path, i).second) << file.path << " is planned twice";
-    if (i > 0) EXPECT_LE(plan.files[i - 1].stage, file.stage) << file.path;
+    if (i > 0) { EXPECT_LE(plan.files[i - 1].stage, file.stage) << file.path; }
     EXPECT_FALSE(file.path.starts_with("/") || file.path.starts_with("v2/")) << file.path;
     EXPECT_FALSE(file.content_type.empty()) << file.path;
   }

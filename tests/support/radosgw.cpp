@@ -172,8 +172,10 @@ std::map<std::string, ListedObject> RadosGateway::list(const std::string& bucket
       token("<NextContinuationToken>([^<]*)</NextContinuationToken>");
   std::string next;
   for (;;) {
-    // The query as SigV4 signs it: sorted, values encoded (prefixes here are plain names).
-    std::string query = (next.empty() ? "" : "continuation-token=" + next + "&") + "list-type=2&prefix=" + prefix;
+    // The query as SigV4 signs it: sorted, values encoded (prefixes here are plain names and '/').
+    std::string encoded;
+    for (const char c : prefix) encoded += c == '/' ? std::string("%2F") : std::string(1, c);
+    std::string query = (next.empty() ? "" : "continuation-token=" + next + "&") + "list-type=2&prefix=" + encoded;
     std::string xml = curl({endpoint_ + "/" + bucket + "?" + query}, kEmptySha256);
     for (std::sregex_iterator it(xml.begin(), xml.end(), contents), end; it != end; ++it) {
       const std::string block = (*it)[1];
