@@ -140,7 +140,7 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
   });
 
   auto export_args = std::make_shared<ExportArgs>();
-  auto* exporter = group.add_subcommand("export", "Write the store as a static tree for any web server");
+  auto* exporter = group.add_subcommand("export", "Write the store as a static tree for any web server, or into an s3:// bucket");
   exporter->add_option("DIR", export_args->dir,
                        "Target directory (replaced atomically), or s3://BUCKET/PREFIX (updated in place: see docs/mirror.md)")
       ->required();

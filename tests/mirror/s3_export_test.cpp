@@ -388,6 +388,14 @@ TEST_F(S3Export, ASecondExportUploadsNothingAndAfterAnImportOnlyNewFilesAndChang
   uploaded.insert(changes.rewritten.begin(), changes.rewritten.end());
   expect_content_before_documents(after_third, uploaded, "sites/a/");
 
+  // A key the export no longer holds (a pruned release's file, here put by hand) is removed, last.
+  gateway_->put_object(kBucket, "sites/a/v1/mirror/registry.opentofu.org/hashicorp/null/terraform-provider-null_3.0.0_linux_amd64.zip", "old");
+  auto fourth = export_to(deps, target);
+  ASSERT_EQ(fourth.exit_code, 0) << show(fourth);
+  EXPECT_EQ(count_in(fourth.err, "uploaded"), 0u) << fourth.err;
+  EXPECT_EQ(count_in(fourth.err, "removed"), 1u) << fourth.err;
+  EXPECT_EQ(gateway_->list(kBucket, "sites/a/").size(), after_third.size());
+
   // Each object carries its media type, as a reader of the bucket gets it.
   EXPECT_EQ(gateway_->get(kBucket, null_dir + "3.2.9.json").second, "application/json");
   EXPECT_EQ(gateway_->get(kBucket, null_dir + "terraform-provider-null_3.2.9_linux_amd64.zip").second, "application/zip");
