@@ -73,7 +73,9 @@ void export_to_bucket(const ExportArgs& args, const mirror::SiteOptions& site, b
   options.part_size = args.part_size;
   auto stats = mirror::export_to_s3(cache::default_deps_root(), target, bucket, options);
   if (!quiet)
-    std::cerr << "podplane: exported " << stats.files << " files to " << args.dir << " at " << bucket.endpoint() << ": "
+    std::cerr << "podplane: exported " << stats.files << " files"
+              << (stats.git_repositories ? " (" + std::to_string(stats.git_repositories) + " git repositories)" : "") << " to "
+              << args.dir << " at " << bucket.endpoint() << ": "
               << stats.uploaded << " uploaded (" << stats.bytes_uploaded << " bytes), " << stats.unchanged
               << " unchanged, " << stats.removed << " removed\n";
 }

@@ -111,13 +111,6 @@ Fetched fetch(const fs::path& work, const std::string& url, const fs::path& ca) 
   return fetched;
 }
 
-void replace_once(std::string& text, const std::string& from, const std::string& to) {
-  auto at = text.find(from);
-  ASSERT_NE(at, std::string::npos) << "the shipped nginx config no longer has \"" << from << "\"";
-  ASSERT_EQ(text.find(from, at + 1), std::string::npos) << "\"" << from << "\" is there twice";
-  text.replace(at, from.size(), to);
-}
-
 // The podplane line that sums up an export: "… N uploaded (B bytes), M unchanged, R removed".
 std::size_t count_in(const std::string& err, const std::string& what) {
   const auto at = err.find(" " + what);
@@ -151,37 +144,8 @@ class S3Export : public ::testing::Test {
     return run_podplane(args, aws(deps, changes));
   }
 
-  // nginx with the shipped configuration, only its site values replaced; the URL it serves at.
-  std::string start_nginx(const std::string& prefix_path) {
-    const fs::path tls = temp_ / "tls";
-    (void)podplane::test::write_test_tls(tls);
-    std::string config = read_file(podplane::test::source_dir() / "docs" / "nginx" / "podplane-mirror-s3.conf");
-    const int port = free_port();
-    replace_once(config, "listen 8443 ssl;", "listen 127.0.0.1:" + std::to_string(port) + " ssl;");
-    replace_once(config, "/etc/podplane/mirror-tls.crt", (tls / "cert.pem").string());
-    replace_once(config, "/etc/podplane/mirror-tls.key", (tls / "key.pem").string());
-    replace_once(config, "http://rgw.site.internal:7480/podplane-mirror/site/",
-                 gateway_->endpoint() + "/" + kBucket + "/" + prefix_path);
-    const fs::path prefix = temp_ / "nginx";
-    fs::create_directories(prefix);
-    podplane::test::write_file(prefix / "podplane-mirror-s3.conf", config);
-    nginx_ = std::make_unique<Background>(
-        std::vector<std::string>{"/usr/sbin/nginx", "-e", (prefix / "startup.log").string(), "-p", prefix.string(), "-c",
-                                 (prefix / "podplane-mirror-s3.conf").string(), "-g", "daemon off; master_process off;"},
-        std::map<std::string, std::string>{}, prefix / "stderr.log");
-    if (!wait_for_port(port)) {
-      ADD_FAILURE() << "nginx did not start\n" << read_file(prefix / "stderr.log")
-                    << (fs::exists(prefix / "startup.log") ? read_file(prefix / "startup.log") : "");
-      return "";
-    }
-    return "https://127.0.0.1:" + std::to_string(port);
-  }
-
-  fs::path ca() const { return temp_ / "tls" / "cert.pem"; }
-
   TempDir temp_;
   std::unique_ptr<RadosGateway> gateway_;
-  std::unique_ptr<Background> nginx_;
 };
 
 // The stack of tests/data/generator/aws, its deps mirror URL replaced, created from the store.
@@ -242,12 +206,13 @@ TEST_F(S3Export, TerraformInitAndVmBootFetchesRunThroughNginxInFrontOfTheBucket)
 
   // nginx in front, the bucket readable by anyone under the prefix.
   gateway_->allow_public_read(kBucket, "site/");
-  const std::string base = start_nginx("site/");
-  ASSERT_FALSE(base.empty());
+  podplane::test::NginxInFront nginx(*gateway_, kBucket, "site/", temp_ / "nginx");
+  const std::string base = nginx.url();
+  const fs::path ca = nginx.ca_file();
   std::size_t downloads = 0;
   for (const auto& [path, file] : files) {
     if (path.starts_with(".")) continue;
-    auto got = fetch(temp_.path(), base + "/" + path, ca());
+    auto got = fetch(temp_.path(), base + "/" + path, ca);
     EXPECT_EQ(got.status, 200) << path;
     EXPECT_TRUE(got.body == read_file(file)) << path;
     if (path.ends_with(".json") || path.starts_with("v1/providers/")) { EXPECT_EQ(got.content_type, "application/json") << path; }
@@ -261,9 +226,9 @@ TEST_F(S3Export, TerraformInitAndVmBootFetchesRunThroughNginxInFrontOfTheBucket)
     }
   }
   EXPECT_GT(downloads, 0u);
-  EXPECT_EQ(fetch(temp_.path(), base + "/.podplane-export", ca()).status, 404);
-  EXPECT_EQ(fetch(temp_.path(), base + "/v1/mirror/no/such/file.json", ca()).status, 404);
-  const auto page = fetch(temp_.path(), base + "/catalogue/", ca());
+  EXPECT_EQ(fetch(temp_.path(), base + "/.podplane-export", ca).status, 404);
+  EXPECT_EQ(fetch(temp_.path(), base + "/v1/mirror/no/such/file.json", ca).status, 404);
+  const auto page = fetch(temp_.path(), base + "/catalogue/", ca);
   EXPECT_EQ(page.status, 200);
   EXPECT_EQ(page.body, read_file(temp_ / "dir-export" / "catalogue" / "index.html"));
 
@@ -285,7 +250,7 @@ module "account" {
   ProcessOptions tf;
   tf.cwd = temp_ / "tf";
   tf.env = {{"TF_CLI_CONFIG_FILE", (temp_ / "terraform.tfrc").string()},
-            {"SSL_CERT_FILE", ca().string()},
+            {"SSL_CERT_FILE", ca.string()},
             {"HOME", temp_.path().string()},
             {"CHECKPOINT_DISABLE", "1"},
             {"HTTPS_PROXY", "http://127.0.0.1:9"},
@@ -294,11 +259,11 @@ module "account" {
             {"no_proxy", "127.0.0.1"}};
   tf.unset_env = {"TF_PLUGIN_CACHE_DIR", "TF_DATA_DIR"};
   auto init = podplane::test::run({"terraform", "init", "-backend=false", "-input=false", "-no-color"}, tf);
-  ASSERT_EQ(init.exit_code, 0) << init.out << init.err << "\nnginx:\n" << read_file(temp_ / "nginx" / "error.log");
+  ASSERT_EQ(init.exit_code, 0) << init.out << init.err << "\nnginx:\n" << read_file(nginx.error_log());
   EXPECT_NE(init.out.find("Installed hashicorp/aws v6.2.0 (self-signed, key ID"), std::string::npos) << init.out;
   EXPECT_EQ(init.out.find("unauthenticated"), std::string::npos) << init.out;
   EXPECT_TRUE(fs::exists(temp_ / "tf" / ".terraform" / "modules" / "account")) << init.out;
-  const std::string access = read_file(temp_ / "nginx" / "access.log");
+  const std::string access = read_file(nginx.access_log());
   EXPECT_NE(access.find("/download HTTP/1.1\" 200"), std::string::npos) << access;
 
   // Each VM of the stack boots from the bucket: its artifacts fetched and checked as its userdata does.
@@ -308,7 +273,7 @@ module "account" {
     ASSERT_TRUE(userdata.mirror_url.starts_with(stack_mirror)) << userdata.mirror_url;
     json manifest = json::parse(read_file(stack / userdata.manifest_file));
     const std::string vm_base = base + userdata.mirror_url.substr(stack_mirror.size());
-    auto replay = podplane::test::replay_vm(manifest, "aws", vm_base, temp_ / "vm" / userdata.label, ca());
+    auto replay = podplane::test::replay_vm(manifest, "aws", vm_base, temp_ / "vm" / userdata.label, ca);
     EXPECT_GT(replay.items, 5u) << userdata.label;
     EXPECT_TRUE(replay.ok()) << userdata.label << " at " << vm_base << "\n" << replay.describe();
   }

@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -14,6 +16,7 @@
 
 #include "base/digest.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/tls.hpp"
 
 namespace podplane::test {
 
@@ -63,6 +66,21 @@ std::string tail_of(const fs::path& file, std::size_t bytes = 3000) {
   if (!fs::exists(file)) return "";
   std::string text = read_file(file);
   return text.size() > bytes ? text.substr(text.size() - bytes) : text;
+}
+
+// A key as SigV4 signs a path: every byte but A-Z a-z 0-9 - . _ ~ and '/' as %XX.
+std::string encoded_key(const std::string& key) {
+  std::string out;
+  char hex[4];
+  for (const char c : key) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += c;
+    } else {
+      std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+      out += hex;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -161,7 +179,7 @@ void RadosGateway::allow_public_read(const std::string& bucket, const std::strin
 void RadosGateway::put_object(const std::string& bucket, const std::string& key, const std::string& bytes) const {
   const fs::path file = dir_ / "upload.tmp";
   write_file(file, bytes);
-  (void)curl({"-T", file.string(), endpoint_ + "/" + bucket + "/" + key}, sha256_hex(bytes));
+  (void)curl({"-T", file.string(), endpoint_ + "/" + bucket + "/" + encoded_key(key)}, sha256_hex(bytes));
 }
 
 std::map<std::string, ListedObject> RadosGateway::list(const std::string& bucket, const std::string& prefix) const {
@@ -195,7 +213,7 @@ std::map<std::string, ListedObject> RadosGateway::list(const std::string& bucket
 
 std::pair<std::string, std::string> RadosGateway::get(const std::string& bucket, const std::string& key) const {
   const fs::path headers = dir_ / "get.headers";
-  std::string body = curl({"-D", headers.string(), endpoint_ + "/" + bucket + "/" + key}, kEmptySha256);
+  std::string body = curl({"-D", headers.string(), endpoint_ + "/" + bucket + "/" + encoded_key(key)}, kEmptySha256);
   static const std::regex type("\n[Cc]ontent-[Tt]ype: *([^\r\n]*)");
   std::string head = read_file(headers);
   std::smatch m;
@@ -207,6 +225,40 @@ std::string RadosGateway::logs() const {
   for (const char* name : {"mon.a.log", "osd.0.log", "client.rgw.log", "mon.stderr", "osd.stderr", "rgw.stderr"})
     text += "---- " + std::string(name) + "\n" + tail_of(dir_ / "log" / name);
   return text;
+}
+
+namespace {
+
+void replace_once(std::string& text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  if (at == std::string::npos || text.find(from, at + 1) != std::string::npos)
+    throw std::runtime_error("docs/nginx/podplane-mirror-s3.conf should hold \"" + from + "\" exactly once");
+  text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+NginxInFront::NginxInFront(const RadosGateway& gateway, const std::string& bucket, const std::string& prefix, const fs::path& dir)
+    : dir_(dir) {
+  fs::create_directories(dir_);
+  (void)write_test_tls(dir_ / "tls");
+  std::string config = read_file(source_dir() / "docs" / "nginx" / "podplane-mirror-s3.conf");
+  const int port = unused_port();
+  replace_once(config, "listen 8443 ssl;", "listen 127.0.0.1:" + std::to_string(port) + " ssl;");
+  replace_once(config, "/etc/podplane/mirror-tls.crt", (dir_ / "tls" / "cert.pem").string());
+  replace_once(config, "/etc/podplane/mirror-tls.key", (dir_ / "tls" / "key.pem").string());
+  replace_once(config, "http://rgw.site.internal:7480/podplane-mirror/site/", gateway.endpoint() + "/" + bucket + "/" + prefix);
+  write_file(dir_ / "podplane-mirror-s3.conf", config);
+  // In the foreground for the test (the file leaves daemon on, as a site starts it).
+  nginx_ = std::make_unique<Background>(
+      std::vector<std::string>{"/usr/sbin/nginx", "-e", (dir_ / "startup.log").string(), "-p", dir_.string(), "-c",
+                               (dir_ / "podplane-mirror-s3.conf").string(), "-g", "daemon off; master_process off;"},
+      std::map<std::string, std::string>{}, dir_ / "stderr.log");
+  url_ = "https://127.0.0.1:" + std::to_string(port);
+  const bool up = wait_until(std::chrono::seconds(30), [&] {
+    return run({"curl", "-s", "-o", "/dev/null", "--max-time", "2", "--cacert", ca_file().string(), url_ + "/healthz"}).exit_code == 0;
+  });
+  if (!up) throw std::runtime_error("nginx did not start on " + url_ + "\n" + tail_of(dir_ / "stderr.log") + tail_of(dir_ / "startup.log"));
 }
 
 }  // namespace podplane::test

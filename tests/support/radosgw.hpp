@@ -62,4 +62,23 @@ class RadosGateway {
   std::vector<std::unique_ptr<Background>> daemons_;  // mon, osd, radosgw: stopped in reverse
 };
 
+// nginx as docs/nginx/podplane-mirror-s3.conf ships it, in front of `prefix` (ending in '/')
+// of a bucket of the gateway, over TLS with a test certificate; only the file's site values (the
+// listen port, the certificate pair, the bucket URL) are replaced, as its own comment says.
+// Throws std::runtime_error when the file lacks one of them or nginx does not start.
+class NginxInFront {
+ public:
+  NginxInFront(const RadosGateway& gateway, const std::string& bucket, const std::string& prefix,
+               const std::filesystem::path& dir);
+  const std::string& url() const { return url_; }  // https://127.0.0.1:PORT, no trailing slash
+  std::filesystem::path ca_file() const { return dir_ / "tls" / "cert.pem"; }
+  std::filesystem::path access_log() const { return dir_ / "access.log"; }
+  std::filesystem::path error_log() const { return dir_ / "error.log"; }
+
+ private:
+  std::filesystem::path dir_;
+  std::string url_;
+  std::unique_ptr<Background> nginx_;
+};
+
 }  // namespace podplane::test
