@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/ascii.hpp"
 #include "tests/mirror/serve_fixture.hpp"
 #include "tests/support/radosgw.hpp"
 #include "tests/support/upstream.hpp"
@@ -104,7 +105,7 @@ Fetched fetch(const fs::path& work, const std::string& url, const fs::path& ca) 
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
     std::string name = line.substr(0, colon), value = line.substr(colon + 2);
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    name = ascii_lower(name);
     if (name == "content-type") fetched.content_type = value.substr(0, value.find(';'));
     if (name == "x-terraform-get") fetched.terraform_get = value;
   }
