@@ -12,8 +12,10 @@
 #include "base/error.hpp"
 #include "mirror/catalogue.hpp"
 #include "mirror/export.hpp"
+#include "mirror/s3_export.hpp"
 #include "mirror/push.hpp"
 #include "mirror/serve.hpp"
+#include "net/s3_client.hpp"
 
 namespace podplane::cli {
 
@@ -36,6 +38,7 @@ struct ExportArgs {
   std::string dir;
   std::string registry_host;
   std::string public_url;
+  std::uint64_t part_size = std::uint64_t{16} << 20;
 };
 
 struct PushArgs {
@@ -47,19 +50,34 @@ struct PushArgs {
   std::string creds_file;
 };
 
-// `mirror export` writes a directory; a "scheme://…" target (s3://, gs://, https://, …) is a
-// URL, which the path would silently turn into local directories ("s3:/bucket/x"). Refused
-// before anything is opened or written, until export can write anywhere but a local directory.
+// `mirror export` writes a directory or an s3:// bucket; any other "scheme://…" target (gs://,
+// https://, …) is a URL, which the path would silently turn into local directories
+// ("gs:/bucket/x"). Refused before anything is opened or written.
 void refuse_url_target(const std::string& dir) {
   const auto colon = dir.find("://");
   if (colon == std::string::npos || colon == 0) return;
   const std::string scheme = dir.substr(0, colon);
   auto scheme_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.'; };
   if (!std::isalpha(static_cast<unsigned char>(scheme[0])) || !std::all_of(scheme.begin(), scheme.end(), scheme_char)) return;
-  throw UsageError(mismatch_message("mirror export writes a local directory; " + scheme +
+  throw UsageError(mismatch_message("mirror export writes a local directory or an s3:// bucket; " + scheme +
                                         ":// targets are not supported (export to a directory, then copy it with your own "
                                         "tool, or serve it with `podplane mirror serve`)",
-                                    "DIR, a local directory path (e.g. /srv/podplane-mirror)", dir));
+                                    "DIR, a local directory path (e.g. /srv/podplane-mirror), or s3://BUCKET/PREFIX", dir));
+}
+
+void export_to_bucket(const ExportArgs& args, const mirror::SiteOptions& site, bool quiet) {
+  const auto target = mirror::parse_s3_target(args.dir);
+  net::S3Bucket bucket(net::S3Config::from_environment(), target.bucket);
+  mirror::S3ExportOptions options;
+  options.site = site;
+  options.part_size = args.part_size;
+  auto stats = mirror::export_to_s3(cache::default_deps_root(), target, bucket, options);
+  if (!quiet)
+    std::cerr << "podplane: exported " << stats.files << " files"
+              << (stats.git_repositories ? " (" + std::to_string(stats.git_repositories) + " git repositories)" : "") << " to "
+              << args.dir << " at " << bucket.endpoint() << ": "
+              << stats.uploaded << " uploaded (" << stats.bytes_uploaded << " bytes), " << stats.unchanged
+              << " unchanged, " << stats.removed << " removed\n";
 }
 
 }  // namespace
@@ -124,17 +142,27 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
   });
 
   auto export_args = std::make_shared<ExportArgs>();
-  auto* exporter = group.add_subcommand("export", "Write the store as a static tree for any web server");
-  exporter->add_option("DIR", export_args->dir, "Target directory (replaced atomically)")->required();
+  auto* exporter = group.add_subcommand("export", "Write the store as a static tree for any web server, or into an s3:// bucket");
+  exporter->add_option("DIR", export_args->dir,
+                       "Target directory (replaced atomically), or s3://BUCKET/PREFIX (updated in place: see docs/mirror.md)")
+      ->required();
   exporter->add_option("--registry-host", export_args->registry_host,
                        "Origin registry that .well-known/terraform.json answers for");
   exporter->add_option("--public-url", export_args->public_url,
                        "URL the export will be served at, for the catalogue's snippets (default: the page's own origin)");
+  exporter->add_option("--part-size", export_args->part_size,
+                       "s3:// only: files larger than SIZE go up as multipart uploads of SIZE parts (bytes, or with a K, M or G suffix)")
+      ->capture_default_str()
+      ->transform(size_in_bytes(std::uint64_t{5} << 20, std::uint64_t{5} << 30));
   exporter->callback([export_args, &global] {
-    refuse_url_target(export_args->dir);
     mirror::SiteOptions options;
     options.primary_host = export_args->registry_host;
     if (!export_args->public_url.empty()) options.public_url = mirror::checked_public_url(export_args->public_url);
+    if (mirror::is_s3_target(export_args->dir)) {
+      export_to_bucket(*export_args, options, global.quiet);
+      return;
+    }
+    refuse_url_target(export_args->dir);
     auto stats = mirror::export_site(cache::default_deps_root(), export_args->dir, options);
     if (!global.quiet)
       std::cerr << "podplane: exported " << stats.files << " files (" << stats.linked << " hard-linked, " << stats.bytes

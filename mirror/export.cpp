@@ -8,15 +8,12 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
-#include <set>
 
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/remove_on_signal.hpp"
 #include "base/unique_fd.hpp"
-#include "mirror/catalogue.hpp"
-#include "mirror/oci_layout.hpp"
-#include "mirror/serve_objects.hpp"
+#include "mirror/export_plan.hpp"
 
 namespace podplane::mirror {
 
@@ -61,7 +58,50 @@ bool replaceable(const fs::path& dir) {
 
 }  // namespace
 
-// Kept whole: every step fills the one staging tree that the last step swaps in, and shares its cleanup.
+namespace {
+
+// One file of the plan into the staging tree: store objects hard-linked (copied where links
+// fail: another file system), documents written durably, module packages built as they are written.
+void place_file(const ExportFile& planned, const fs::path& file, ObjectChecks& checks, ExportStats& stats) {
+  fs::create_directories(file.parent_path());
+  switch (planned.source) {
+    case FileSource::bytes:
+      write_file_durably(file, planned.bytes);
+      stats.bytes += planned.bytes.size();
+      return;
+    case FileSource::store_object:
+    case FileSource::generated_file: {
+      if (planned.source == FileSource::store_object) checks.check("/" + planned.path, planned.object, planned.sha256, planned.size);
+      std::error_code ec;
+      fs::create_hard_link(planned.object, file, ec);
+      if (!ec) {
+        ++stats.linked;
+      } else {
+        // Objects are immutable: a copy is as good as a link.
+        fs::copy_file(planned.object, file, ec);
+        if (ec) throw Error("cannot copy " + planned.object.string() + " to " + file.string() + ": " + ec.message());
+        fs::permissions(file, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+      }
+      stats.bytes += static_cast<std::uint64_t>(planned.size);
+      return;
+    }
+    case FileSource::module_package: {
+      checks.check_package("/" + planned.path, *planned.module);
+      // Written through a descriptor so that a failed write says why (a full disk: ENOSPC).
+      UniqueFd out(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+      if (!out) throw Error("cannot create " + file.string() + ": " + std::strerror(errno));
+      write_module_tar_gz(*planned.module, [&](const char* data, std::size_t size) {
+        write_all(out.get(), std::string_view(data, size), file);
+        stats.bytes += size;
+      });
+      out.close_checked(file.string());
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const SiteOptions& options) {
   if (dir_in.empty()) throw UsageError("mirror export needs a target DIR");
   fs::path dir = fs::absolute(dir_in).lexically_normal();
@@ -75,98 +115,20 @@ ExportStats export_site(const fs::path& deps_root, const fs::path& dir_in, const
   fs::create_directories(dir.parent_path());
 
   auto store = cache::Store::open(deps_root, cache::Store::Access::read_only);
-  auto site = MirrorSite::build(store, options);
-  for (const auto& reason : site.skipped()) std::cerr << "podplane: mirror export: skipped " << reason << "\n";
-
-  // Every object is hashed before it goes out, as mirror serve does: an export never carries
-  // bytes that do not match the digest they are published under. Each object once.
-  std::set<std::string> checked;
-  auto check = [&checked](const std::string& url_path, const fs::path& object, const std::string& digest, std::int64_t size) {
-    if (!checked.insert(digest).second) return;
-    if (auto problem = object_problem(object, digest, size); !problem.empty())
-      throw Error("not exporting " + url_path + ": " + problem);
-  };
+  auto plan = plan_export(store, options);
+  for (const auto& reason : plan.skipped) std::cerr << "podplane: mirror export: skipped " << reason << "\n";
 
   StagingDir staging(dir);
   ExportStats stats;
-  stats.skipped_rows = site.skipped().size();
-  auto place = [&](const fs::path& object, const std::string& digest, std::int64_t size, const fs::path& file) {
-    check(file.string(), object, digest, size);
-    std::error_code ec;
-    fs::create_hard_link(object, file, ec);
-    if (!ec) {
-      ++stats.linked;
-    } else {
-      fs::copy_file(object, file, ec);
-      if (ec) throw Error("cannot copy " + object.string() + " to " + file.string() + ": " + ec.message());
-      fs::permissions(file, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-    }
-    stats.bytes += static_cast<std::uint64_t>(size);
-  };
-  for (const auto& [url_path, resource] : site.resources()) {
-    // The registry API needs a registry: images go out as OCI layouts below (registry/).
-    if (resource.registry_api) continue;
-    // Keys are built from safe segments only (serve_site.cpp), so this stays inside staging.
-    fs::path file = staging.path() / url_path.substr(1);
-    if (url_path.back() == '/') file /= "index.html";  // a page: what web servers answer for a directory
-    fs::create_directories(file.parent_path());
-    switch (resource.kind) {
-      case ResourceKind::catalogue_page: {
-        // Rendered once, unfiltered: nginx ignores ?q=, and the page's script filters instead.
-        CataloguePage page{resource.catalogue_section, url_path, options.public_url, {}};
-        auto html = render_catalogue_html(*resource.catalogue, page);
-        write_file_durably(file, html);
-        stats.bytes += html.size();
-        break;
-      }
-      case ResourceKind::document:
-      case ResourceKind::module_download:  // the JSON 200 form; docs/mirror.md adds the header in nginx
-        write_file_durably(file, resource.body);
-        stats.bytes += resource.body.size();
-        break;
-      case ResourceKind::object: {
-        check(url_path, resource.object, resource.digest, resource.size);
-        std::error_code ec;
-        fs::create_hard_link(resource.object, file, ec);
-        if (!ec) {
-          ++stats.linked;
-        } else {
-          // Another file system, or links not allowed: copy (objects are immutable either way).
-          fs::copy_file(resource.object, file, ec);
-          if (ec) throw Error("cannot copy " + resource.object.string() + " to " + file.string() + ": " + ec.message());
-          fs::permissions(file, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-        }
-        stats.bytes += static_cast<std::uint64_t>(resource.size);
-        break;
-      }
-      case ResourceKind::module_package: {
-        for (const auto& entry : resource.module->entries)
-          if (!entry.object.empty()) check(url_path, entry.object, entry.digest, entry.size);
-        // Written through a descriptor so that a failed write says why (a full disk: ENOSPC).
-        UniqueFd out(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-        if (!out) throw Error("cannot create " + file.string() + ": " + std::strerror(errno));
-        write_module_tar_gz(*resource.module, [&](const char* data, std::size_t size) {
-          write_all(out.get(), std::string_view(data, size), file);
-          stats.bytes += size;
-        });
-        out.close_checked(file.string());
-        break;
-      }
-    }
-    ++stats.files;
+  stats.skipped_rows = plan.skipped.size();
+  stats.images = plan.images;
+  stats.git_repositories = plan.git_repositories;
+  ObjectChecks checks;
+  for (const auto& planned : plan.files) {
+    place_file(planned, staging.path() / planned.path, checks, stats);
+    if (planned.stage != PublishStage::marker && planned.source != FileSource::generated_file) ++stats.files;
   }
-  // Images: one OCI image layout per mirror name, as Podplane's registry cache lays them out.
-  for (const auto& image : site.images()) {
-    stats.files += write_oci_layout(image, staging.path() / "registry" / image.repository, place) + 2;
-    ++stats.images;
-  }
-  // Git repositories: each a bare repository under git/<host>/<path>.git, with the files a
-  // static web server needs (git update-server-info), for a site git server to take (docs/ci.md).
-  if (!site.git()->empty()) {
-    site.git()->write_bare_repositories(staging.path() / "git");
-    stats.git_repositories = site.git()->repositories().size();
-  }
-  write_file_durably(staging.path() / kExportMarker, "podplane mirror export\n");
+  for (const auto& directory : plan.directories) fs::create_directories(staging.path() / directory);
   // Exported trees are world-readable like any web root, whatever the umask says.
   for (auto it = fs::recursive_directory_iterator(staging.path()); it != fs::recursive_directory_iterator(); ++it)
     if (it->is_directory()) fs::permissions(it->path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);

@@ -1,6 +1,6 @@
 #pragma once
-// `podplane mirror export DIR`: the MirrorSite of a store written as a static tree that any
-// web server can host (docs/mirror.md has the nginx configuration). The tree is built in a
+// `podplane mirror export DIR`: the export plan of a store (mirror/export_plan.hpp) written as
+// a static tree that any web server can host (docs/mirror.md has the nginx configuration). The tree is built in a
 // sibling temp dir and swapped in with one rename, so readers see the old or the new tree,
 // never a mix. Only an empty dir or an earlier export is ever replaced. Every store object is
 // hashed on the way out; one that does not match its digest fails the export (nothing is
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "mirror/serve_site.hpp"
+#include "mirror/export_plan.hpp"
 
 namespace podplane::mirror {
 
@@ -22,9 +22,6 @@ struct ExportStats {
   std::size_t images = 0;        // OCI image layouts written under registry/
   std::size_t git_repositories = 0;  // bare repositories written under git/
 };
-
-// The marker file that identifies an export (so that re-export may replace the dir).
-inline constexpr const char* kExportMarker = ".podplane-export";
 
 [[nodiscard]] ExportStats export_site(const std::filesystem::path& deps_root, const std::filesystem::path& dir,
                                       const SiteOptions& options = {});

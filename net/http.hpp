@@ -22,7 +22,7 @@
 
 namespace podplane::net {
 
-enum class Method { get, head, post, put, patch };
+enum class Method { get, head, post, put, patch, delete_ };
 [[nodiscard]] const char* to_string(Method method);  // "GET", "HEAD", …
 
 // What a request sends: nothing, bytes that the caller keeps alive during the call, or a range
@@ -46,11 +46,22 @@ class RequestBody {
   std::uint64_t length_ = 0;
 };
 
+// AWS Signature Version 4, computed by libcurl (CURLOPT_AWS_SIGV4) on every attempt. libcurl
+// 7.88 signs the path and query as written (the caller encodes and sorts them) and takes the
+// payload hash from an "x-amz-content-sha256" header, which the caller must send.
+struct AwsSigV4 {
+  std::string region;   // "us-east-1"
+  std::string service;  // "s3"
+  std::string access_key_id;
+  std::string secret_access_key;  // never printed
+};
+
 struct HttpRequest {
   Method method = Method::get;
   std::string url;
   std::vector<std::string> headers;  // "Name: value"; never printed
   RequestBody body;
+  std::optional<AwsSigV4> aws_sigv4;  // signed when set
 };
 
 struct HttpResponse {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "tests/support/background.hpp"
+#include "tests/support/radosgw.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/tls.hpp"
 #include "tests/support/upstream.hpp"
@@ -233,6 +234,45 @@ TEST_F(GitSources, ExportWritesBareRepositoriesASiteGitServerTakes) {
   auto cloned = run({"git", "clone", "-q", (dir / "site-server.git").string(), (dir / "from-site").string()});
   ASSERT_EQ(cloned.exit_code, 0) << show(cloned);
   auto tag = run({"git", "-C", (dir / "from-site").string(), "rev-parse", "v2.0.1^{commit}"});
+  EXPECT_EQ(trimmed(tag.out), commits["2.0.1"]);
+}
+
+// `mirror export s3://` holds the same bare repositories, file for file, and the files fetched
+// back from the bucket are a repository git clones.
+TEST_F(GitSources, ExportToABucketHoldsTheSameBareRepositoriesThatGitClones) {
+  if (auto missing = RadosGateway::missing_programs(); !missing.empty()) GTEST_SKIP() << missing;
+  fill();
+  go_offline();
+  RadosGateway gateway(dir / "ceph");
+  gateway.create_bucket("site-mirror");
+  auto to_dir = podplane({"mirror", "export", (dir / "export").string()});
+  ASSERT_EQ(to_dir.exit_code, 0) << show(to_dir);
+  ProcessOptions aws = options;
+  for (const auto& [name, value] : gateway.aws_env()) aws.env[name] = value;
+  auto to_bucket = run_podplane({"mirror", "export", "s3://site-mirror/site"}, aws);
+  ASSERT_EQ(to_bucket.exit_code, 0) << show(to_bucket);
+  EXPECT_NE(to_bucket.err.find("(1 git repositories)"), std::string::npos) << to_bucket.err;
+
+  const auto listed = gateway.list("site-mirror", "site/git/");
+  std::size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir / "export" / "git")) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    const std::string key = "site/git/" + fs::relative(entry.path(), dir / "export" / "git").string();
+    ASSERT_TRUE(listed.contains(key)) << key;
+    EXPECT_EQ(listed.at(key).size, fs::file_size(entry.path())) << key;
+  }
+  EXPECT_EQ(listed.size(), files);
+  EXPECT_GT(files, 3u);
+
+  // What a site git server takes: the repository's objects fetched back from the bucket make a
+  // repository git clones, with upstream's commits.
+  const fs::path copy = dir / "bucket-copy";
+  for (const auto& [key, object] : listed) write_file(copy / key.substr(std::string("site/git/").size()), gateway.get("site-mirror", key).first);
+  const std::string rest = repository_url.substr(repository_url.find("://") + 3);
+  auto cloned = run({"git", "clone", "-q", (copy / rest).string(), (dir / "from-bucket").string()}, client_options(dir / "git-home"));
+  ASSERT_EQ(cloned.exit_code, 0) << show(cloned);
+  auto tag = run({"git", "-C", (dir / "from-bucket").string(), "rev-parse", "v2.0.1^{commit}"});
   EXPECT_EQ(trimmed(tag.out), commits["2.0.1"]);
 }
 

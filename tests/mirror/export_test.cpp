@@ -104,20 +104,21 @@ TEST_F(ExportTest, WritesTheSiteAndReplacesItAtomically) {
   EXPECT_EQ(read_file(foreign / "precious.txt"), "keep me");
 }
 
-// A URL is not a directory: s3://, gs:// and every other scheme:// target is a usage error
-// (exit 2) that says a local directory is what export writes, and nothing is written, neither
-// in the working directory (where "s3://bucket/x" would be the path s3:/bucket/x) nor the store.
+// A URL is not a directory: gs:// and every other scheme:// target but s3:// (object storage,
+// tests/mirror/s3_export_test.cpp) is a usage error (exit 2) that says a local directory or an
+// s3:// bucket is what export writes, and nothing is written, neither in the working directory
+// (where "gs://bucket/x" would be the path gs:/bucket/x) nor the store.
 TEST_F(ExportTest, AUrlTargetIsAUsageErrorAndWritesNothing) {
   const fs::path cwd = temp_ / "cwd";
   fs::create_directories(cwd);
   auto options = with_deps_root(temp_ / "deps");
   options.cwd = cwd;
   const auto index_before = read_file(temp_ / "deps" / "store" / "index.db");
-  for (const std::string target : {"s3://bucket/x", "gs://bucket/site", "https://mirror.site:8443/export", "file:///srv/x",
+  for (const std::string target : {"gs://bucket/site", "https://mirror.site:8443/export", "file:///srv/x",
                                    "S3://Bucket"}) {
     auto refused = run_podplane({"mirror", "export", target}, options);
     EXPECT_EQ(refused.exit_code, 2) << target << "\n" << refused.err;
-    EXPECT_NE(refused.err.find("a local directory"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("a local directory or an s3:// bucket"), std::string::npos) << refused.err;
     EXPECT_NE(refused.err.find(target), std::string::npos) << refused.err;
     EXPECT_NE(refused.err.find("Try 'podplane mirror export --help'"), std::string::npos) << refused.err;
     EXPECT_TRUE(fs::is_empty(cwd)) << target << ": export wrote into the working directory";

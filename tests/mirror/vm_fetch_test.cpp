@@ -9,11 +9,11 @@
 
 #include <functional>
 #include <iostream>
-#include <regex>
 #include <set>
 
 #include "tests/mirror/serve_fixture.hpp"
 #include "tests/support/upstream.hpp"
+#include "tests/support/vm_replay.hpp"
 
 namespace podplane::serve_test {
 namespace {
@@ -25,69 +25,11 @@ using podplane::test::ProcessResult;
 using podplane::test::read_file;
 using podplane::test::run_podplane;
 using podplane::test::TempDir;
+using podplane::test::replay_vm;
+using podplane::test::userdata_of;
 
 std::string show(const ProcessResult& r) {
   return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
-// One podplane_userdata data source of a generated main.tf, read with a plain regex (not the
-// product's HCL reader, so the replay does not share its reading of the stack).
-struct Userdata {
-  std::string label;          // knc_arm64
-  std::string manifest_file;  // podplane.cluster.vmconfig_knc_debian-13_arm64.json
-  std::string mirror_url;     // deps_mirror_url
-};
-
-std::vector<Userdata> userdata_of(const std::string& main_tf) {
-  static const std::regex block(
-      R"re(data "podplane_userdata" "([a-z0-9_]+)" \{\s*manifest_json\s*=\s*file\("\$\{path\.module\}/([^"]+)"\)\s*deps_mirror_url\s*=\s*"([^"]+)")re");
-  std::vector<Userdata> found;
-  for (std::sregex_iterator it(main_tf.begin(), main_tf.end(), block), end; it != end; ++it)
-    found.push_back({(*it)[1], (*it)[2], (*it)[3]});
-  return found;
-}
-
-// What the userdata script does with one manifest: the files it names on the VM, the URLs it
-// fetches, and the checksum lines it hands to sha256sum/sha512sum (any other prefix aborts).
-struct VmReplay {
-  std::size_t items = 0;
-  ProcessResult curl, sha256, sha512;
-  bool ok() const { return curl.exit_code == 0 && sha256.exit_code == 0 && sha512.exit_code == 0; }
-  std::string describe() const { return "curl: " + show(curl) + "\nsha256sum: " + show(sha256) + "\nsha512sum: " + show(sha512); }
-};
-
-VmReplay replay_vm(const json& manifest, const std::string& provider_kind, const std::string& base, const fs::path& dir) {
-  fs::create_directories(dir);
-  const json& vm = manifest.at("vmconfig");
-  std::vector<std::pair<std::string, json>> items{{"os-image", vm.at("os").at("image")}};
-  for (const auto& [name, item] : vm.at("dependencies").items()) items.push_back({name, item});
-  std::vector<std::string> curl{"curl", "-sfL", "--parallel", "--parallel-max", "10"};
-  std::string sums256, sums512;
-  VmReplay replay;
-  for (const auto& [name, item] : items) {
-    std::string url = item.at("url"), digest = item.at("digest");
-    if (url.empty() && digest.empty()) continue;
-    if (item.contains("providers")) {
-      auto providers = item["providers"].get<std::vector<std::string>>();
-      if (std::find(providers.begin(), providers.end(), provider_kind) == providers.end()) continue;
-    }
-    std::string type = item.at("type");
-    std::string file = name + (type == "deb" ? ".deb" : type == "tar.gz" ? ".tar.gz" : type == "qcow2" ? ".qcow2" : "");
-    std::string basename = url.substr(url.rfind('/') + 1);
-    curl.insert(curl.end(), {"-o", file, base + "/vmconfig/artifacts/" + name + "/" + item.at("version").get<std::string>() + "/" + basename});
-    std::string hex = digest.substr(digest.find(':') + 1);
-    (digest.rfind("sha256:", 0) == 0 ? sums256 : sums512) += hex + "  " + file + "\n";
-    ++replay.items;
-  }
-  podplane::test::write_file(dir / "sha256sums", sums256);
-  podplane::test::write_file(dir / "sha512sums", sums512);
-  ProcessOptions in_dir;
-  in_dir.cwd = dir;
-  in_dir.unset_env = {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"};
-  replay.curl = podplane::test::run(curl, in_dir);
-  replay.sha256 = podplane::test::run({"sha256sum", "-c", "--strict", "sha256sums"}, in_dir);
-  replay.sha512 = podplane::test::run({"sha512sum", "-c", "--strict", "sha512sums"}, in_dir);
-  return replay;
 }
 
 // nginx as a site runs it: a master with `worker_processes auto`, sendfile, keep-alive.
