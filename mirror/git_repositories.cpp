@@ -14,6 +14,7 @@
 #include "base/child_process.hpp"
 #include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/hex.hpp"
 #include "base/run_tool.hpp"
 #include "base/unique_fd.hpp"
 
@@ -102,6 +103,17 @@ std::string run_http_backend(const std::vector<std::string>& env, const fs::path
   return output;
 }
 
+// The checksum a pack file ends with (SHA-1, or SHA-256 in a sha256 repository), in hex.
+std::string pack_checksum_hex(const fs::path& pack, const std::string& object_format) {
+  const std::size_t size = object_format == "sha256" ? 32 : 20;
+  std::ifstream in(pack, std::ios::binary);
+  in.seekg(-static_cast<std::streamoff>(size), std::ios::end);
+  std::string checksum(size, '\0');
+  if (!in.read(checksum.data(), static_cast<std::streamsize>(size)))
+    throw Error("cannot read the checksum at the end of " + pack.string() + ": it is shorter than a pack");
+  return to_hex(checksum);
+}
+
 }  // namespace
 
 GitRepositories::GitRepositories(std::vector<StoredGitSnapshot> snapshots) {
@@ -139,10 +151,12 @@ void GitRepositories::build(const std::string& repository, const std::vector<Sto
   std::vector<const StoredGitSnapshot*> ordered;
   for (const auto& snapshot : snapshots) ordered.push_back(&snapshot);
   std::sort(ordered.begin(), ordered.end(), [](auto* a, auto* b) { return a->row_id < b->row_id; });
-  int n = 0;
   for (const auto* snapshot : ordered) {
-    const fs::path pack = dir / "objects" / "pack" / ("pack-podplane-" + std::to_string(n++) + ".pack");
-    fs::copy_file(snapshot->pack, pack, fs::copy_options::overwrite_existing);
+    // Named as git names a pack, by its trailing checksum: git's dumb HTTP protocol (a static
+    // web server or a bucket serving an export) fetches only packs so named.
+    const fs::path pack = dir / "objects" / "pack" / ("pack-" + pack_checksum_hex(snapshot->pack, snapshot->ref.object_format) + ".pack");
+    if (fs::exists(pack)) continue;  // the same pack as an earlier snapshot's
+    fs::copy_file(snapshot->pack, pack);
     fs::permissions(pack, fs::perms::owner_read | fs::perms::owner_write);
     // The store object is what its row says it is before git reads a byte of it (as every
     // object mirror serve hands out).

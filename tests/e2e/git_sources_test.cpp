@@ -220,6 +220,20 @@ TEST_F(GitSources, ExportWritesBareRepositoriesASiteGitServerTakes) {
   ASSERT_TRUE(fs::is_directory(bare)) << bare;
   EXPECT_TRUE(fs::exists(bare / "info" / "refs")) << "no update-server-info: a static web server cannot serve it";
 
+  // A static web server serves it to git as it is (git's dumb HTTP protocol).
+  Background web({"python3", "-u", "-m", "http.server", "--bind", "127.0.0.1", "0", "--directory",
+                  (dir / "export").string()},
+                 {}, dir / "web.err");
+  std::smatch port;
+  const std::string serving = web.first_line();
+  ASSERT_TRUE(std::regex_search(serving, port, std::regex("port (\\d+)"))) << serving << read_file(dir / "web.err");
+  auto over_http = run({"git", "clone", "-q", "http://127.0.0.1:" + port[1].str() + "/git/" + rest,
+                        (dir / "from-web").string()});
+  ASSERT_EQ(over_http.exit_code, 0) << show(over_http);
+  auto web_tag = run({"git", "-C", (dir / "from-web").string(), "rev-parse", "v2.0.1^{commit}"});
+  EXPECT_EQ(trimmed(web_tag.out), commits["2.0.1"]);
+  web.stop();
+
   ASSERT_EQ(run({"git", "init", "-q", "--bare", (dir / "site-server.git").string()}).exit_code, 0);
   auto pushed = run({"git", "-C", bare.string(), "push", "-q", "--mirror", (dir / "site-server.git").string()});
   ASSERT_EQ(pushed.exit_code, 0) << show(pushed);
