@@ -30,6 +30,13 @@ std::size_t HashLanes::begin() {
   }
   current_started_ = false;
   block_.clear();
+  if (block_.capacity() < kBlock) {
+    std::lock_guard lock(mutex_);
+    if (!spare_.empty()) {
+      block_ = std::move(spare_.back());
+      spare_.pop_back();
+    }
+  }
   block_.reserve(kBlock);
   return next_++;
 }
@@ -61,6 +68,10 @@ void HashLanes::hand_over(bool last) {
   current_lane_->queued += work.bytes.size();
   queued_ += work.bytes.size();
   current_lane_->queue.push_back(std::move(work));
+  if (!last && !spare_.empty()) {
+    block_ = std::move(spare_.back());
+    spare_.pop_back();
+  }
   lock.unlock();
   changed_.notify_all();
   if (!last) block_.reserve(kBlock);
@@ -87,6 +98,12 @@ void HashLanes::work(Lane& lane) {
     lock.lock();
     lane.queued -= work.bytes.size();
     queued_ -= work.bytes.size();
+    // Blocks are reused: a fresh 1 MiB block is a fresh mapping, and touching its pages costs
+    // more than hashing them on some virtual machines.
+    if (work.bytes.capacity() >= kBlock && spare_.size() < max_queued_ / kBlock) {
+      work.bytes.clear();
+      spare_.push_back(std::move(work.bytes));
+    }
     if (failure) failures_.emplace(work.object, failure);
     else if (work.last) digests_.emplace(work.object, std::move(digest));
     changed_.notify_all();

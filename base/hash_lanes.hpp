@@ -22,7 +22,7 @@ namespace podplane {
 
 class HashLanes {
  public:
-  explicit HashLanes(std::size_t lanes, std::size_t max_queued = std::size_t{64} << 20);
+  explicit HashLanes(std::size_t lanes, std::size_t max_queued = std::size_t{16} << 20);
   ~HashLanes();  // drops what is still queued
   HashLanes(const HashLanes&) = delete;
   HashLanes& operator=(const HashLanes&) = delete;
@@ -60,6 +60,7 @@ class HashLanes {
   bool stopping_ = false;
   std::map<std::size_t, std::string> digests_;  // hashed, not yet asked for
   std::map<std::size_t, std::exception_ptr> failures_;
+  std::vector<std::string> spare_;  // hashed blocks, emptied, for the caller to fill again
   // The caller's current object.
   std::size_t next_ = 0;
   Lane* current_lane_ = nullptr;
