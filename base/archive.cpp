@@ -4,10 +4,12 @@
 #include <archive_entry.h>
 #include <locale.h>
 
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/zip_inflate.hpp"
 
 namespace podplane::libarchive {
 namespace {
@@ -255,9 +257,11 @@ struct ZipReader::Impl {
   bool empty = false;
   archive_entry* entry = nullptr;
   std::string name;
+  // The bytes of plain entries, through libzip and ISA-L; null when the zip is read the old way.
+  std::unique_ptr<libzip::InflatingZip> inflating;
 };
 
-ZipReader::ZipReader(const std::filesystem::path& zip) : impl_(new Impl) {
+ZipReader::ZipReader(const std::filesystem::path& zip, Inflater inflater) : impl_(new Impl) {
   try {
     impl_->where = zip.string();
     archive* handle = impl_->reader.get();
@@ -268,6 +272,7 @@ ZipReader::ZipReader(const std::filesystem::path& zip) : impl_(new Impl) {
       if (!is_empty_zip(zip)) throw Error("cannot read zip " + impl_->where + ": " + why);
       impl_->empty = true;
     }
+    if (!impl_->empty && inflater == Inflater::isal) impl_->inflating = libzip::InflatingZip::open(zip);
   } catch (...) {
     delete impl_;
     throw;
@@ -298,6 +303,16 @@ void ZipReader::read(const std::function<void(const void* data, std::size_t size
     return;
   }
   const std::string doing = "cannot read \"" + impl_->name + "\" in zip " + impl_->where;
+  // A regular entry whose name and size libzip agrees on is inflated by ISA-L; libarchive has
+  // read and checked its headers (next()) all the same.
+  if (impl_->inflating != nullptr && archive_entry_filetype(impl_->entry) == AE_IFREG &&
+      archive_entry_size_is_set(impl_->entry) != 0 && archive_entry_size(impl_->entry) >= 0) {
+    const auto size = static_cast<std::uint64_t>(archive_entry_size(impl_->entry));
+    if (auto index = impl_->inflating->plain_entry(impl_->name, size)) {
+      impl_->inflating->read(*index, sink, doing);
+      return;
+    }
+  }
   while (auto block = impl_->reader.read_block(doing)) sink(block->data, block->size);
 }
 

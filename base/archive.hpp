@@ -142,9 +142,15 @@ void write_fixed_header(Archive& writer, const Entry& entry, const FixedHeader& 
 // the streaming one trusts local headers, which may disagree). Names flagged UTF-8 are read
 // as UTF-8 bytes whatever the process locale; '\' in names becomes '/'. A zip with no entries
 // reads as empty. Any warning (bad CRC, inconsistent headers) is an Error.
+// Entries are listed, and their headers read and checked, by libarchive. The bytes of a regular
+// entry, stored or deflated, are read by default through libzip and inflated by ISA-L
+// (zip_inflate.hpp), and checked against the central directory's CRC-32 and size; a zip libzip
+// refuses or whose names libarchive rewrites, and any other entry, is read by libarchive alone.
+// Inflater::libarchive reads every byte the old way (tests compare the two).
 class ZipReader {
  public:
-  explicit ZipReader(const std::filesystem::path& zip);
+  enum class Inflater { isal, libarchive };
+  explicit ZipReader(const std::filesystem::path& zip, Inflater inflater = Inflater::isal);
   ~ZipReader();
   ZipReader(const ZipReader&) = delete;
   ZipReader& operator=(const ZipReader&) = delete;

@@ -22,6 +22,9 @@ endmacro()
 
 podplane_pkg(CURL libcurl libcurl4-openssl-dev)
 podplane_pkg(LIBARCHIVE libarchive libarchive-dev)
+# The fast path of provider zips' h1: libzip hands out raw entries, ISA-L's igzip inflates them.
+podplane_pkg(LIBZIP libzip libzip-dev)
+podplane_pkg(ISAL libisal libisal-dev)
 podplane_pkg(OPENSSL openssl libssl-dev)
 podplane_pkg(SQLITE3 sqlite3 libsqlite3-dev)
 podplane_pkg(RNP librnp librnp-dev)

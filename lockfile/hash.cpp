@@ -49,8 +49,8 @@ std::string h1_hash(std::vector<std::pair<std::string, std::string>> name_and_sh
   return "h1:" + base64_encode(summary.finish_raw());
 }
 
-std::string h1_hash_of_zip(const std::filesystem::path& zip) {
-  libarchive::ZipReader reader(zip);
+std::string h1_hash_of_zip(const std::filesystem::path& zip, libarchive::ZipReader::Inflater inflater) {
+  libarchive::ZipReader reader(zip, inflater);
   // Every name counts, but a duplicate's content is that of the last entry with the name
   // (dirhash builds a name → entry map in central-directory order).
   std::vector<std::string> names;

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/archive.hpp"
+
 namespace podplane::lockfile {
 
 // "zh:<hex sha256 of the file>".
@@ -20,8 +22,10 @@ namespace podplane::lockfile {
 // a later duplicate name wins for content but each name still counts). Read through
 // base/archive.hpp's ZipReader, which turns '\' in names into '/' (Go does not; provider
 // zips never have one). A zip libarchive warns about (bad CRC, inconsistent headers) is an
-// Error, never a guessed hash.
-[[nodiscard]] std::string h1_hash_of_zip(const std::filesystem::path& zip);
+// Error, never a guessed hash. Contents are inflated by ISA-L where ZipReader can, or with
+// `inflater` as asked (the tests compare the two).
+[[nodiscard]] std::string h1_hash_of_zip(const std::filesystem::path& zip,
+                                         libarchive::ZipReader::Inflater inflater = libarchive::ZipReader::Inflater::isal);
 // dirhash.HashDir: regular files (symlinks followed to files) below dir, '/'-separated names.
 // The root is resolved first (Terraform's PackageHashV1); a symlink to a directory, a dangling
 // symlink or a special file is an Error, as reading it fails in Go.

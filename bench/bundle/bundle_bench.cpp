@@ -2,6 +2,7 @@
 // and against peers on the same data,
 //   create:  `podplane bundle create`  vs `tar -cf` over the same object files  (target >= 1.0x)
 //   import:  `podplane bundle import`  vs `sha256sum` over the same bundle bytes (target >= 1.0x)
+//   verify:  `podplane bundle verify`  vs `sha256sum` over the same bundle bytes (target >= 1.0x)
 //   delta:   bytes of a delta after one provider upgrade vs its new objects (<= 1.02x + 64 KiB)
 //   memory:  peak RSS (ru_maxrss) of every podplane child (< 100 MiB, the same at every size)
 // Beside each ratio it prints the physical floors of the same bytes: the CPU time of their
@@ -207,6 +208,18 @@ int main(int argc, char** argv) {
     import_rss = std::max(import_rss, imp.max_rss_kib);
   }
 
+  // verify vs sha256sum: best of two each, interleaved (verify writes nothing).
+  double verify_sum_best = 1e9, verify_best = 1e9, verify_cpu = 0;
+  long verify_rss = 0;
+  for (int round = 0; round < 2; ++round) {
+    drop_into_cache(bundle);
+    verify_sum_best = std::min(verify_sum_best, run({"sha256sum", bundle.string()}, online).seconds);
+    drop_into_cache(bundle);
+    auto ver = run({podplane, "bundle", "verify", bundle.string(), "--trust", (work / "site.pub").string()}, offline);
+    if (ver.seconds < verify_best) verify_best = ver.seconds, verify_cpu = ver.cpu_seconds;
+    verify_rss = std::max(verify_rss, ver.max_rss_kib);
+  }
+
   // delta after one provider upgrade.
   std::uint64_t new_bytes = 0;
   {
@@ -237,12 +250,19 @@ int main(int argc, char** argv) {
               import_ratio >= 1.0 ? "OK" : "MISSED", floors.hash.seconds(), floors.hash.cpu_seconds,
               mib(static_cast<double>(floors.hash.bytes)), floors.hash.cores, floors.read_seconds,
               floors.durable_write_seconds, import_floor, import_best / import_floor, mib_of_kib(import_rss));
+  const double verify_ratio = verify_sum_best / verify_best;
+  const double verify_floor = std::max(floors.hash.seconds(), floors.read_seconds);
+  std::printf("verify: %.2f s (CPU %.2f s, %.0f MiB/s) vs sha256sum %.2f s (%.0f MiB/s): ratio %.2f (target >= 1.00) %s; "
+              "floors: hash %.2f s, read %.2f s, larger %.2f s, verify at %.2fx it; peak RSS %.1f MiB\n",
+              verify_best, verify_cpu, mib(bundle_bytes) / verify_best, verify_sum_best, mib(bundle_bytes) / verify_sum_best,
+              verify_ratio, verify_ratio >= 1.0 ? "OK" : "MISSED", floors.hash.seconds(), floors.read_seconds, verify_floor,
+              verify_best / verify_floor, mib_of_kib(verify_rss));
   std::printf("delta: %.0f bytes for %llu new bytes: %.4fx (limit 1.02x + 64 KiB = %.0f) %s\n", delta_bytes,
               static_cast<unsigned long long>(new_bytes), delta_bytes / static_cast<double>(new_bytes), delta_limit,
               delta_bytes <= delta_limit ? "OK" : "MISSED");
-  const long peak_rss = std::max({create_rss, import_rss, inventory.max_rss_kib, delta.max_rss_kib});
-  std::printf("peak RSS: create %.1f MiB, import %.1f MiB, inventory %.1f MiB, delta create %.1f MiB (target < 100 MiB) %s\n",
-              mib_of_kib(create_rss), mib_of_kib(import_rss), mib_of_kib(inventory.max_rss_kib), mib_of_kib(delta.max_rss_kib),
+  const long peak_rss = std::max({create_rss, import_rss, verify_rss, inventory.max_rss_kib, delta.max_rss_kib});
+  std::printf("peak RSS: create %.1f MiB, import %.1f MiB, verify %.1f MiB, inventory %.1f MiB, delta create %.1f MiB (target < 100 MiB) %s\n",
+              mib_of_kib(create_rss), mib_of_kib(import_rss), mib_of_kib(verify_rss), mib_of_kib(inventory.max_rss_kib), mib_of_kib(delta.max_rss_kib),
               peak_rss < 100 * 1024 ? "OK" : "MISSED");
   std::printf("load at the end: %s\n", load_average().c_str());
 
