@@ -44,8 +44,7 @@ struct ReadArgs {
   bool allow_expired = false;
   bool no_parity = false;
   bool allow_downgrade = false;  // import only
-  std::vector<std::string> cosign_keys;  // import only
-  std::string cosign_policy;             // import only
+  CosignArgs cosign;  // import only
 };
 
 bundle::VerifyOptions verify_options(const ReadArgs& args) {
@@ -55,8 +54,7 @@ bundle::VerifyOptions verify_options(const ReadArgs& args) {
   options.expired = args.allow_expired ? bundle::ExpiredBundles::allow : bundle::ExpiredBundles::refuse;
   options.downgrades = args.allow_downgrade ? bundle::Downgrades::allow : bundle::Downgrades::refuse;
   options.parity = args.no_parity ? bundle::ParityFiles::ignore : bundle::ParityFiles::use;
-  options.cosign_keys.assign(args.cosign_keys.begin(), args.cosign_keys.end());
-  if (!args.cosign_policy.empty()) options.cosign_policy = args.cosign_policy;
+  args.cosign.apply(options.cosign_keys, options.cosign_policy, options.cosign_keyless);
   return options;
 }
 
@@ -301,7 +299,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   import->add_flag("--allow-downgrade", i->allow_downgrade,
                    "Let the tf selection move backwards (a bundle older than its signer's newest, lower versions, "
                    "fewer providers)");
-  add_cosign_options(*import, i->cosign_keys, i->cosign_policy);
+  add_cosign_options(*import, i->cosign);
   import->callback([i] {
     // The store is created only when a volume passes its checks: a refused import leaves nothing.
     print_report(bundle::import_bundle(cache::default_deps_root(), paths(i->files), verify_options(*i)), "imported");

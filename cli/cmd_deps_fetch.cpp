@@ -47,8 +47,7 @@ struct DownloadArgs {
   bool skip_seeds = false;
   int jobs = 8;
   std::string authfile;
-  std::vector<std::string> cosign_keys;
-  std::string cosign_policy;
+  CosignArgs cosign;
 };
 
 net::Progress progress_of(const GlobalOptions& global) {
@@ -85,8 +84,7 @@ fetch::DepsDownloadOptions download_options(const DownloadArgs& args, const Glob
   options.download.progress = progress_of(global);
   options.download.http = net::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
   if (!args.authfile.empty()) options.registry_auth.authfile = args.authfile;
-  options.cosign_keys.assign(args.cosign_keys.begin(), args.cosign_keys.end());
-  if (!args.cosign_policy.empty()) options.cosign_policy = args.cosign_policy;
+  args.cosign.apply(options.cosign_keys, options.cosign_policy, options.cosign_keyless);
   return options;
 }
 
@@ -175,7 +173,7 @@ void register_download(CLI::App& deps, const GlobalOptions& global) {
   download->add_flag("--skip-seeds", download_args->skip_seeds, "Skip the seeds manifest and snapshots");
   download->add_option("--jobs", download_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   add_authfile_option(*download, download_args->authfile);
-  add_cosign_options(*download, download_args->cosign_keys, download_args->cosign_policy);
+  add_cosign_options(*download, download_args->cosign);
   download->callback([download_args, &global] {
     auto options = download_options(*download_args, global);
     if (options.providers.empty()) std::tie(options.providers, options.providers_reason) = default_providers(*download_args);
@@ -190,8 +188,7 @@ void register_images(CLI::App& deps, const GlobalOptions& global) {
     std::vector<std::string> archs;
     int jobs = 8;
     std::string authfile;
-    std::vector<std::string> cosign_keys;
-    std::string cosign_policy;
+    CosignArgs cosign;
   };
   auto images_args = std::make_shared<ImagesArgs>();
   auto* images = deps.add_subcommand("images", "Fetch the container images of a list (application images) into the store");
@@ -202,7 +199,7 @@ void register_images(CLI::App& deps, const GlobalOptions& global) {
                      "Platforms of a multi-arch image: amd64,arm64, all, or os/arch[/variant] (default: $PODPLANE_ARCH or this machine)");
   images->add_option("--jobs", images_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   add_authfile_option(*images, images_args->authfile);
-  add_cosign_options(*images, images_args->cosign_keys, images_args->cosign_policy);
+  add_cosign_options(*images, images_args->cosign);
   images->callback([images_args, &global] {
     fetch::DepsImagesOptions options;
     // The list is read here, where "-" means this process's standard input.
@@ -218,8 +215,7 @@ void register_images(CLI::App& deps, const GlobalOptions& global) {
     options.download.progress = progress_of(global);
     options.download.http = net::HttpOptions::from_environment();
     if (!images_args->authfile.empty()) options.registry_auth.authfile = images_args->authfile;
-    options.cosign_keys.assign(images_args->cosign_keys.begin(), images_args->cosign_keys.end());
-    if (!images_args->cosign_policy.empty()) options.cosign_policy = images_args->cosign_policy;
+    images_args->cosign.apply(options.cosign_keys, options.cosign_policy, options.cosign_keyless);
     auto store = cache::Store::open(cache::default_deps_root());
     fetch::deps_images(store, options, std::cout, std::cerr);
   });
