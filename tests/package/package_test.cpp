@@ -163,6 +163,30 @@ TEST(PackageTarball, RunsInAnEmptyRootWithNoLibraryOfTheHost) {
   expect_runs_in_an_empty_root(dir, packages() / "first" / kTarball, kTarballDir);
 }
 
+// PODPLANE_TOOLS_KEYRING_FOR_TESTS replaces the pinned engine release keys in the binary the
+// tests run; the packaged binary is linked without it (cache/test_settings.hpp): an engine
+// release signed by a test key verifies with the one and is refused by the other.
+TEST(PackageTarball, IgnoresTheTestKeyringSetting) {
+  TempDir dir;
+  auto unpacked = run({"tar", "-xzf", (packages() / "first" / kTarball).string(), "-C", dir.path().string()});
+  ASSERT_EQ(unpacked.exit_code, 0) << show(unpacked);
+  const fs::path root = dir / "deps";
+  EveryKind every;
+  {
+    auto store = cache::Store::open(root);
+    every = add_every_kind(store, dir / "work");
+  }
+  ProcessOptions options = with_deps_root(root);
+  options.env["PODPLANE_TOOLS_KEYRING_FOR_TESTS"] = every.keyring.string();
+  auto tested = run({podplane_binary().string(), "deps", "verify"}, options);
+  EXPECT_EQ(tested.exit_code, 0) << "the tested binary takes the test keyring: " << show(tested);
+  auto shipped = run({(dir / kTarballDir / "bin" / "podplane").string(), "deps", "verify"}, options);
+  EXPECT_EQ(shipped.exit_code, 1) << show(shipped);
+  const std::string said = shipped.out + shipped.err;
+  EXPECT_NE(said.find("the pinned release key of"), std::string::npos) << show(shipped);
+  EXPECT_EQ(said.find("PODPLANE_TOOLS_KEYRING_FOR_TESTS"), std::string::npos) << show(shipped);
+}
+
 // ELF's e_machine of a file's bytes (EM_AARCH64 is 183); 0 when they are not ELF.
 int elf_machine(const std::string& bytes) {
   if (bytes.size() < 20 || bytes.compare(0, 4, "\x7f" "ELF") != 0) return 0;
