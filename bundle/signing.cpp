@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -17,6 +18,7 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/openssl.hpp"
+#include "base/pkcs11.hpp"
 #include "base/unique_fd.hpp"
 
 namespace podplane::bundle {
@@ -125,8 +127,9 @@ bool PublicKey::verifies(std::string_view message, std::string_view signature_he
 
 // ---------------------------------------------------------------------------------------
 struct SigningKey::Impl {
-  openssl::Key key;
+  openssl::Key key;  // a key file's; empty for a key in a token
   PublicKey public_key;
+  std::optional<pkcs11::Ed25519Key> token_key;
 };
 
 SigningKey::SigningKey(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -134,18 +137,31 @@ SigningKey::~SigningKey() = default;
 SigningKey::SigningKey(SigningKey&&) noexcept = default;
 SigningKey& SigningKey::operator=(SigningKey&&) noexcept = default;
 
-SigningKey SigningKey::load(const fs::path& pem_file) {
+SigningKey SigningKey::load(const fs::path& pem_file, const std::optional<fs::path>& pkcs11_module) {
+  if (pkcs11::is_uri(pem_file.string())) {
+    auto uri = pkcs11::Uri::parse(pem_file.string());
+    auto token_key = pkcs11::Ed25519Key::open(uri, pkcs11::module_of(uri, pkcs11_module));
+    auto public_key = PublicKey::from_raw_hex(to_hex(token_key.public_key_raw()));
+    return SigningKey(std::unique_ptr<Impl>(new Impl{openssl::Key(), std::move(public_key), std::move(token_key)}));
+  }
   openssl::Bio bio = read_bio(pem_file);
   openssl::Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (!key) throw Error("cannot read private key " + pem_file.string() + ": " + openssl::last_error());
   require_ed25519(key.get(), pem_file);
   auto public_key = PublicKey::from_raw_hex(raw_public_hex(key.get()));
-  return SigningKey(std::unique_ptr<Impl>(new Impl{std::move(key), std::move(public_key)}));
+  return SigningKey(std::unique_ptr<Impl>(new Impl{std::move(key), std::move(public_key), std::nullopt}));
 }
 
 const PublicKey& SigningKey::public_key() const { return impl_->public_key; }
 
 std::string SigningKey::sign_hex(std::string_view message) const {
+  if (impl_->token_key) {
+    std::string signature = impl_->token_key->sign(message);
+    // The token is trusted to sign, not to sign right: a wrong signature never leaves here.
+    if (!impl_->public_key.verifies(message, to_hex(signature)))
+      throw Error("the PKCS#11 token's Ed25519 signature does not verify with its own public key");
+    return to_hex(signature);
+  }
   openssl::MdContext ctx(EVP_MD_CTX_new());
   if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, impl_->key.get()) != 1)
     throw Error("cannot start Ed25519 signing: " + openssl::last_error());
@@ -185,6 +201,23 @@ KeyPairFiles generate_key_pair(const fs::path& prefix) {
     throw;
   }
   return files;
+}
+
+fs::path token_public_key(const std::string& uri_text, const std::optional<fs::path>& pkcs11_module, const fs::path& prefix,
+                          MakeInToken make) {
+  const fs::path public_file(prefix.string() + ".pub");
+  if (fs::exists(fs::symlink_status(public_file))) throw Error("refusing to overwrite existing key file " + public_file.string());
+  auto uri = pkcs11::Uri::parse(uri_text);
+  auto module = pkcs11::module_of(uri, pkcs11_module);
+  auto token_key = make == MakeInToken::yes ? pkcs11::Ed25519Key::generate(uri, module) : pkcs11::Ed25519Key::open(uri, module);
+  const std::string& raw = token_key.public_key_raw();
+  openssl::Key key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw.data()),
+                                               raw.size()));
+  openssl::Bio public_pem(BIO_new(BIO_s_mem()));
+  if (!key || !public_pem || PEM_write_bio_PUBKEY(public_pem.get(), key.get()) != 1)
+    throw Error("cannot encode the token's Ed25519 public key: " + openssl::last_error());
+  write_new_file(public_file, bio_contents(public_pem.get()), 0644);
+  return public_file;
 }
 
 }  // namespace podplane::bundle

@@ -1,9 +1,11 @@
 #pragma once
 // Ed25519 keys for bundle manifests (OpenSSL EVP). Private keys are PKCS#8 PEM files of mode
-// 0600, public keys SubjectPublicKeyInfo PEM. A key id is "sha256:" + hex(sha256(raw public
+// 0600, or keys in a PKCS#11 token named by a pkcs11: URI (base/pkcs11.hpp: the key never leaves
+// the token); public keys SubjectPublicKeyInfo PEM. A key id is "sha256:" + hex(sha256(raw public
 // key)). Every function throws podplane::Error naming the file on bad input.
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,6 +18,13 @@ struct KeyPairFiles {
 
 // Writes PREFIX.key (0600) and PREFIX.pub. Refuses to overwrite either file.
 KeyPairFiles generate_key_pair(const std::filesystem::path& prefix);
+
+// The key the pkcs11: URI names in its token, made there first when `make` is yes, and its public
+// key written to PREFIX.pub (the --trust file); nothing else is written. Refuses to overwrite
+// PREFIX.pub, and (make) to make a key whose name the token holds already.
+enum class MakeInToken { no, yes };
+std::filesystem::path token_public_key(const std::string& uri, const std::optional<std::filesystem::path>& pkcs11_module,
+                                       const std::filesystem::path& prefix, MakeInToken make);
 
 class PublicKey {
  public:
@@ -38,7 +47,10 @@ class PublicKey {
 
 class SigningKey {
  public:
-  static SigningKey load(const std::filesystem::path& pem_file);
+  // A PEM file, or a pkcs11: URI (the module: the URI's module-path, else `pkcs11_module`, else
+  // $PODPLANE_PKCS11_MODULE). Error before anything is signed: an unreadable file, a wrong PIN.
+  static SigningKey load(const std::filesystem::path& pem_file,
+                         const std::optional<std::filesystem::path>& pkcs11_module = std::nullopt);
   ~SigningKey();
   SigningKey(SigningKey&&) noexcept;
   SigningKey& operator=(SigningKey&&) noexcept;

@@ -12,6 +12,7 @@
 #include "bundle/contents.hpp"
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
+#include "base/pkcs11.hpp"
 #include "bundle/signing.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
@@ -32,6 +33,7 @@ struct CreateArgs {
   std::vector<std::string> for_roots;
   std::string repo_root;
   std::string sign;
+  std::string pkcs11_module;
   std::string volume_size;
   std::string expires_in;
   std::string parity;
@@ -183,10 +185,34 @@ void show(const std::vector<std::string>& files, bool json) {
 
 void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   auto* keygen = group.add_subcommand("keygen", "Make an Ed25519 key pair: PREFIX.key (mode 0600) and PREFIX.pub");
-  auto prefix = std::make_shared<std::string>();
-  keygen->add_option("PREFIX", *prefix, "Path prefix of the two key files")->required();
-  keygen->callback([prefix] {
-    auto files = bundle::generate_key_pair(*prefix);
+  struct KeygenArgs {
+    std::string prefix, pkcs11_uri, pkcs11_module;
+    bool export_only = false;
+  };
+  auto k = std::make_shared<KeygenArgs>();
+  keygen->add_option("PREFIX", k->prefix, "Path prefix of the key files")->required();
+  auto* in_token = keygen->add_option("--pkcs11", k->pkcs11_uri,
+                                      "Make the key in this PKCS#11 token instead (RFC 7512 URI: "
+                                      "'pkcs11:token=…;object=…?pin-value=…'); only PREFIX.pub is written");
+  keygen->add_option("--pkcs11-module", k->pkcs11_module,
+                     "The token's PKCS#11 module (default: $PODPLANE_PKCS11_MODULE); SoftHSM2's is "
+                     "/usr/lib/softhsm/libsofthsm2.so")
+      ->check(CLI::ExistingFile)
+      ->needs(in_token);
+  keygen->add_flag("--export", k->export_only,
+                   "With --pkcs11: write PREFIX.pub of a key the token holds already (made by pkcs11-tool) instead of "
+                   "making one")
+      ->needs(in_token);
+  keygen->callback([k] {
+    if (!k->pkcs11_uri.empty()) {
+      auto module = k->pkcs11_module.empty() ? std::nullopt : std::optional<std::filesystem::path>(k->pkcs11_module);
+      auto file = bundle::token_public_key(k->pkcs11_uri, module, k->prefix,
+                                           k->export_only ? bundle::MakeInToken::no : bundle::MakeInToken::yes);
+      std::cout << "private key: in the token, " << pkcs11::Uri::parse(k->pkcs11_uri).str() << " (it never leaves it)\n"
+                << "public key:  " << file.string() << " (" << bundle::PublicKey::load(file).key_id() << ")\n";
+      return;
+    }
+    auto files = bundle::generate_key_pair(k->prefix);
     auto key = bundle::PublicKey::load(files.public_key);
     std::cout << "private key: " << files.private_key.string() << " (keep it on the online side)\n"
               << "public key:  " << files.public_key.string() << " (" << key.key_id() << ")\n";
@@ -206,7 +232,12 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
                      "each root's git repository, else the root itself)")
       ->check(CLI::ExistingDirectory)
       ->needs("--for-root");
-  create->add_option("--sign", c->sign, "Ed25519 private key (from 'bundle keygen') to sign the manifests");
+  create->add_option("--sign", c->sign,
+                     "Ed25519 private key to sign the manifests: a file from 'bundle keygen', or a key in a PKCS#11 token "
+                     "(RFC 7512 URI: 'pkcs11:token=…;object=…?pin-value=…')");
+  create->add_option("--pkcs11-module", c->pkcs11_module,
+                     "The PKCS#11 module of --sign's token (default: the URI's module-path, else $PODPLANE_PKCS11_MODULE)")
+      ->check(CLI::ExistingFile);
   create->add_option("--volume-size", c->volume_size, "Cut into volumes of at most SIZE (e.g. 700M, 4095M, 25G)")
       ->check(size_in_bytes(1, std::numeric_limits<std::uint64_t>::max()));
   create->add_option("--parity", c->parity,
@@ -221,6 +252,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
     if (!c->since.empty()) options.since = c->since;
     options.platforms = c->platforms;
     if (!c->sign.empty()) options.signing_key = c->sign;
+    if (!c->pkcs11_module.empty()) options.pkcs11_module = c->pkcs11_module;
     if (!c->volume_size.empty()) options.volume_size = bundle::parse_size(c->volume_size);
     if (!c->expires_in.empty()) options.expires_in = bundle::parse_duration(c->expires_in);
     if (!c->parity.empty()) options.parity_percent = std::stoi(c->parity);
