@@ -22,9 +22,16 @@ using nlohmann::json;
 constexpr const char* kRepository = "podplane-fixture/pause";
 constexpr const char* kManifestType = "application/vnd.oci.image.manifest.v1+json";
 
+// Its own copy of the fixture tree: the tests write signatures into its registry.
+FixtureOptions private_tree() {
+  FixtureOptions options;
+  options.sharing = FixtureOptions::Sharing::private_copy;
+  return options;
+}
+
 class ImageSignaturesTest : public ::testing::Test {
  protected:
-  ImageSignaturesTest() : upstream_(FixtureOptions{.sharing = FixtureOptions::Sharing::private_copy}) {
+  ImageSignaturesTest() : upstream_(private_tree()) {
     upstream_.write_cli_config(dir_ / "cli.tfrc");
     host_ = upstream_.base_url().substr(upstream_.base_url().find("://") + 3);
     index_ = upstream_.fixture()["image"]["index"];
@@ -100,6 +107,36 @@ TEST_F(ImageSignaturesTest, AKeylessSignatureInTheSigLayoutIsVerifiedAndStoredWi
   EXPECT_EQ(provenance[0].keys_digest, sha256_hex(sigstore_.trusted_root_json()));
   EXPECT_TRUE(store.has_object(provenance[0].keys_digest)) << "the trusted root stays with the signature";
   EXPECT_NE(provenance[0].result.find("by ci@example.com (https://issuer.example)"), std::string::npos) << provenance[0].result;
+}
+
+// The bundle carries the signature, its certificate, chain and Rekor entry, and the trusted
+// root it was checked against (the provenance's object); import checks it again offline with
+// the identity the receiver names.
+TEST_F(ImageSignaturesTest, BundleImportChecksAKeylessSignatureAgainWithTheReceiversIdentity) {
+  sign_sig_layout();
+  ASSERT_EQ(deps_images(keyless_flags()).exit_code, 0);
+  ProcessOptions at_source = with_deps_root(root());
+  auto created = run_podplane({"bundle", "create", (dir_ / "images.bundle").string()}, at_source);
+  ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
+
+  auto import_into = [&](const std::string& name, const std::string& identity) {
+    std::vector<std::string> args{"bundle", "import", (dir_ / "images.bundle").string(), "--allow-unsigned"};
+    for (const auto& flag : keyless_flags(identity)) args.push_back(flag);
+    return run_podplane(args, with_deps_root(dir_ / name));
+  };
+  auto refused = import_into("other", "release@example.com");
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE((refused.out + refused.err).find("expected: identity release@example.com"), std::string::npos)
+      << refused.out << refused.err;
+
+  auto imported = import_into("site", "ci@example.com");
+  ASSERT_EQ(imported.exit_code, 0) << imported.out << imported.err;
+  auto store = cache::Store::open(dir_ / "site", cache::Store::Access::read_only);
+  auto attachments = store.artifacts({.kind = cache::ArtifactKind::image_attachment, .address = address()});
+  ASSERT_EQ(attachments.size(), 1u);
+  auto provenance = store.provenance_of(attachments[0].id);
+  ASSERT_EQ(provenance.size(), 1u);
+  EXPECT_TRUE(store.has_object(provenance[0].keys_digest)) << "the trusted root travelled with the signature";
 }
 
 TEST_F(ImageSignaturesTest, AKeylessSignatureOfAnotherIdentityIndexesNothing) {
