@@ -19,6 +19,7 @@
 #include "fetch/deps_download.hpp"
 #include "fetch/deps_tf.hpp"
 #include "fetch/images.hpp"
+#include "base/ed25519.hpp"
 #include "fetch/podplane_release.hpp"
 #include "fetch/tools.hpp"
 #include "lockfile/version.hpp"
@@ -230,6 +231,7 @@ void register_tools(CLI::App& deps, const GlobalOptions& global) {
     std::vector<std::string> platforms;
     int jobs = 4;
     std::string podplane_release;
+    std::string sign, pkcs11_module;
   };
   auto tools_args = std::make_shared<ToolsArgs>();
   auto* tools = deps.add_subcommand("tools", "Fetch terraform or tofu release zips, checked against their signed SHA256SUMS, into the store");
@@ -257,7 +259,24 @@ void register_tools(CLI::App& deps, const GlobalOptions& global) {
       "Also (or only) add podplane's own release files of one version from DIR (scripts/package's dist/: tarball, deb, "
       "OCI image), listed in a SHA256SUMS the store writes");
   podplane_option->type_name("DIR");
+  auto* sign_option =
+      tools->add_option("--sign", tools_args->sign,
+                        "Sign the podplane release's SHA256SUMS with this Ed25519 release key (a file from `bundle keygen`, or "
+                        "a pkcs11: URI), so that `tools install podplane --from` can check it with --trust")
+          ->needs(podplane_option);
+  tools->add_option("--pkcs11-module", tools_args->pkcs11_module, "The PKCS#11 module of --sign's token")
+      ->check(CLI::ExistingFile)
+      ->needs(sign_option);
   tools->callback([tools_args, engine_option, version_option, stack_option, config_option, podplane_option, &global] {
+    // The release key is opened (a token's PIN checked) before anything is fetched or added.
+    std::optional<ed25519::SigningKey> key;
+    if (!tools_args->sign.empty())
+      key = ed25519::SigningKey::load(tools_args->sign, tools_args->pkcs11_module.empty()
+                                                            ? std::nullopt
+                                                            : std::optional<std::filesystem::path>(tools_args->pkcs11_module));
+    auto add_release = [&](cache::Store& store) {
+      (void)fetch::add_podplane_release(store, tools_args->podplane_release, std::cout, key ? &*key : nullptr);
+    };
     // --podplane-release alone adds podplane's release and nothing else. Without it, or with
     // any option about an engine release, the engine run happens too, choosing its engine and
     // version as documented when they are not given.
@@ -265,7 +284,7 @@ void register_tools(CLI::App& deps, const GlobalOptions& global) {
                             stack_option->count() > 0 || config_option->count() > 0 || !tools_args->platforms.empty();
     if (!engine_run) {
       auto store = cache::Store::open(cache::default_deps_root());
-      (void)fetch::add_podplane_release(store, tools_args->podplane_release, std::cout);
+      add_release(store);
       return;
     }
     fetch::DepsToolsOptions options;
@@ -301,7 +320,7 @@ void register_tools(CLI::App& deps, const GlobalOptions& global) {
     options.releases = fetch::choose_tool_releases(engines, version, required, options.download.http, std::cout);
     auto store = cache::Store::open(cache::default_deps_root());
     (void)fetch::deps_tools(store, options, std::cout);
-    if (podplane_option->count() > 0) (void)fetch::add_podplane_release(store, tools_args->podplane_release, std::cout);
+    if (podplane_option->count() > 0) add_release(store);
   });
 }
 

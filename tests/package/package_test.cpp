@@ -286,7 +286,9 @@ TEST(PackageTarball, CrossesTheAirGapInABundleAndInstallsFromTheSiteMirror) {
   ASSERT_TRUE(have_program("curl"));
   TempDir dir;
   const fs::path dist = packages() / "first";
-  auto added = run_podplane({"deps", "tools", "--podplane-release", dist.string()}, with_deps_root(dir / "online"));
+  ASSERT_EQ(run_podplane({"bundle", "keygen", (dir / "release").string()}).exit_code, 0);
+  auto added = run_podplane({"deps", "tools", "--podplane-release", dist.string(), "--sign", (dir / "release.key").string()},
+                            with_deps_root(dir / "online"));
   ASSERT_EQ(added.exit_code, 0) << show(added);
   EXPECT_TRUE(contains(added.out, "added " + kTarball)) << added.out;
   ASSERT_EQ(run_podplane({"bundle", "keygen", (dir / "site").string()}).exit_code, 0);
@@ -303,7 +305,7 @@ TEST(PackageTarball, CrossesTheAirGapInABundleAndInstallsFromTheSiteMirror) {
   ASSERT_FALSE(base.empty()) << read_file(dir / "serve.err");
   if (base.back() == '/') base.pop_back();
   auto installed = run_podplane({"tools", "install", "podplane", kVersion, "--platform", "linux_amd64", "--to",
-                                 (dir / "opt").string(), "--from", base},
+                                 (dir / "opt").string(), "--from", base, "--trust", (dir / "release.pub").string()},
                                 with_deps_root(dir / "no-store"));
   ASSERT_EQ(installed.exit_code, 0) << show(installed);
   const fs::path program = dir / "opt" / kTarballDir / "bin" / "podplane";

@@ -1,4 +1,4 @@
-#include "bundle/signing.hpp"
+#include "base/ed25519.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 
+#include <nlohmann/json.hpp>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -21,7 +22,7 @@
 #include "base/pkcs11.hpp"
 #include "base/unique_fd.hpp"
 
-namespace podplane::bundle {
+namespace podplane::ed25519 {
 
 namespace fs = std::filesystem;
 
@@ -220,4 +221,33 @@ fs::path token_public_key(const std::string& uri_text, const std::optional<fs::p
   return public_file;
 }
 
-}  // namespace podplane::bundle
+DetachedSignature DetachedSignature::make(const SigningKey& key, std::string_view message) {
+  return {key.public_key().raw_hex(), key.public_key().key_id(), key.sign_hex(message)};
+}
+
+std::string DetachedSignature::serialize() const {
+  return nlohmann::json{{"algorithm", "ed25519"}, {"key_id", key_id}, {"public_key", public_key_hex}, {"signature", signature_hex}}
+             .dump() +
+         "\n";
+}
+
+DetachedSignature DetachedSignature::parse(std::string_view text, const std::string& what) {
+  auto document = nlohmann::json::parse(text, nullptr, false);
+  auto field = [&](const char* key) {
+    if (!document.is_object() || !document.contains(key) || !document[key].is_string())
+      throw Error(what + " is not an Ed25519 signature block (no \"" + key + "\")");
+    return document[key].get<std::string>();
+  };
+  if (field("algorithm") != "ed25519") throw Error(what + " is not an Ed25519 signature (algorithm " + field("algorithm") + ")");
+  DetachedSignature signature{field("public_key"), field("key_id"), field("signature")};
+  if (PublicKey::from_raw_hex(signature.public_key_hex).key_id() != signature.key_id)
+    throw Error(mismatch_message(what + " names another key id than its public key's",
+                                 PublicKey::from_raw_hex(signature.public_key_hex).key_id(), signature.key_id));
+  return signature;
+}
+
+bool DetachedSignature::verifies(std::string_view message) const {
+  return PublicKey::from_raw_hex(public_key_hex).verifies(message, signature_hex);
+}
+
+}  // namespace podplane::ed25519
