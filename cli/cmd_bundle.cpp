@@ -181,9 +181,8 @@ void show(const std::vector<std::string>& files, bool json) {
     throw Error(std::to_string(shown.unreadable.size()) + " volume(s) could not be read (listed above)");
 }
 
-}  // namespace
-
-void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
+// `bundle keygen PREFIX`: a key pair in files, or (--pkcs11) in a token, PREFIX.pub beside.
+void register_keygen(CLI::App& group) {
   auto* keygen = group.add_subcommand("keygen", "Make an Ed25519 key pair: PREFIX.key (mode 0600) and PREFIX.pub");
   struct KeygenArgs {
     std::string prefix, pkcs11_uri, pkcs11_module;
@@ -217,6 +216,12 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
     std::cout << "private key: " << files.private_key.string() << " (keep it on the online side)\n"
               << "public key:  " << files.public_key.string() << " (" << key.key_id() << ")\n";
   });
+}
+
+}  // namespace
+
+void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
+  register_keygen(group);
 
   auto* create = group.add_subcommand("create", "Write the store (or what an inventory lacks) as a bundle");
   auto c = std::make_shared<CreateArgs>();
