@@ -24,6 +24,10 @@ void Free::operator()(STACK_OF(SCT)* handle) const noexcept { SCT_LIST_free(hand
 void Free::operator()(GENERAL_NAMES* handle) const noexcept { GENERAL_NAMES_free(handle); }
 void Free::operator()(ASN1_STRING* handle) const noexcept { ASN1_STRING_free(handle); }
 void Free::operator()(ASN1_OBJECT* handle) const noexcept { ASN1_OBJECT_free(handle); }
+void Free::operator()(TS_RESP* handle) const noexcept { TS_RESP_free(handle); }
+void Free::operator()(TS_VERIFY_CTX* handle) const noexcept { TS_VERIFY_CTX_free(handle); }
+void Free::operator()(TS_REQ* handle) const noexcept { TS_REQ_free(handle); }
+void Free::operator()(TS_RESP_CTX* handle) const noexcept { TS_RESP_CTX_free(handle); }
 
 std::string last_error() {
   unsigned long last = 0;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <openssl/ct.h>
+#include <openssl/ts.h>
 #include <openssl/types.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -28,6 +29,10 @@ struct Free {
   void operator()(GENERAL_NAMES* handle) const noexcept;
   void operator()(ASN1_STRING* handle) const noexcept;
   void operator()(ASN1_OBJECT* handle) const noexcept;
+  void operator()(TS_RESP* handle) const noexcept;
+  void operator()(TS_VERIFY_CTX* handle) const noexcept;  // and the store, certificates and data set in it
+  void operator()(TS_REQ* handle) const noexcept;
+  void operator()(TS_RESP_CTX* handle) const noexcept;
 };
 
 using MdContext = std::unique_ptr<EVP_MD_CTX, Free>;
@@ -46,6 +51,10 @@ using SctList = std::unique_ptr<STACK_OF(SCT), Free>;
 using GeneralNames = std::unique_ptr<GENERAL_NAMES, Free>;
 using Asn1String = std::unique_ptr<ASN1_STRING, Free>;
 using Asn1Object = std::unique_ptr<ASN1_OBJECT, Free>;
+using TimestampResponse = std::unique_ptr<TS_RESP, Free>;
+using TimestampVerifyContext = std::unique_ptr<TS_VERIFY_CTX, Free>;
+using TimestampRequest = std::unique_ptr<TS_REQ, Free>;
+using TimestampResponseContext = std::unique_ptr<TS_RESP_CTX, Free>;
 
 // The reason of the most recent error queued on this thread ("no reason given" when none);
 // the queue is empty afterwards, so an old error never shows up in a later message.

@@ -178,6 +178,13 @@ KeylessEvidence evidence_of_layer(const json& layer, std::string payload, std::s
   } catch (const Error&) {
     throw Error(bundle_where + " Payload.logID is not hex");
   }
+  // {"SignedRFC3161Timestamp": base64 of a DER TimeStampResp over the signature}, where a TSA
+  // timestamped it.
+  if (auto timestamp = text_at(layer, {"annotations", cosign_media::timestamp_annotation}); !timestamp.empty()) {
+    auto document = json::parse(timestamp, nullptr, false);
+    evidence.rfc3161_timestamps.push_back(
+        base64_field(document, "SignedRFC3161Timestamp", where + " " + cosign_media::timestamp_annotation));
+  }
   evidence.signature = std::move(signature);
   evidence.signed_bytes = payload;
   evidence.payload = std::move(payload);
@@ -319,6 +326,12 @@ CosignVerified verify_sigstore_bundle(std::string_view image_digest, std::string
   const json& entries = material.value("tlogEntries", json::array());
   if (!entries.is_array() || entries.empty()) throw Error(where + " carries no Rekor entry");
   evidence.rekor = rekor_entry_of_bundle(entries[0], where + " verificationMaterial.tlogEntries[0]");
+  const json& timestamps =
+      material.value("timestampVerificationData", json::object()).value("rfc3161Timestamps", json::array());
+  for (std::size_t i = 0; timestamps.is_array() && i < timestamps.size(); ++i)
+    evidence.rfc3161_timestamps.push_back(base64_field(
+        timestamps[i], "signedTimestamp", where + " verificationMaterial.timestampVerificationData.rfc3161Timestamps[" +
+                                              std::to_string(i) + "]"));
   const json& envelope = bundle["dsseEnvelope"];
   const std::string payload_type = text_at(envelope, {"payloadType"});
   evidence.payload = base64_field(envelope, "payload", where + " dsseEnvelope");

@@ -29,6 +29,7 @@ inline constexpr const char* signature_annotation = "dev.cosignproject.cosign/si
 inline constexpr const char* certificate_annotation = "dev.sigstore.cosign/certificate";
 inline constexpr const char* chain_annotation = "dev.sigstore.cosign/chain";
 inline constexpr const char* bundle_annotation = "dev.sigstore.cosign/bundle";
+inline constexpr const char* timestamp_annotation = "dev.sigstore.cosign/rfc3161timestamp";
 // A sigstore bundle attached as an OCI referrer: the manifest's artifactType and its one layer.
 inline constexpr const char* sigstore_bundle = "application/vnd.dev.sigstore.bundle.v0.3+json";
 inline constexpr const char* in_toto = "application/vnd.in-toto+json";

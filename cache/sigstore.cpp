@@ -7,6 +7,7 @@
 #include <openssl/ct.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/ts.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -116,7 +117,7 @@ struct SigstoreTrustedRoot::Impl {
     std::vector<openssl::Certificate> chain;  // as listed: the issuing certificate first, the root last
     Validity valid;
   };
-  std::vector<CertificateAuthority> authorities;
+  std::vector<CertificateAuthority> authorities, timestamp_authorities;
   std::vector<Log> tlogs, ctlogs;
 };
 
@@ -141,6 +142,30 @@ std::vector<SigstoreTrustedRoot::Impl::Log> logs_of(const json& document, const 
   return logs;
 }
 
+// Fulcio's CAs and the TSAs: each a certificate chain (the issuing certificate first) and its
+// validity.
+std::vector<SigstoreTrustedRoot::Impl::CertificateAuthority> authorities_of(const json& document, const char* key,
+                                                                            const std::string& where) {
+  std::vector<SigstoreTrustedRoot::Impl::CertificateAuthority> authorities;
+  if (!document.contains(key) || !document[key].is_array()) return authorities;
+  const auto& list = document[key];
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string at = where + ": " + key + "[" + std::to_string(i) + "]";
+    SigstoreTrustedRoot::Impl::CertificateAuthority authority;
+    authority.uri = text_of(list[i], "uri");
+    authority.valid = validity_of(list[i], at);
+    const json& chain = list[i].is_object() ? list[i].value("certChain", json::object()) : json::object();
+    if (!chain.contains("certificates") || !chain["certificates"].is_array() || chain["certificates"].empty())
+      throw Error(at + " has no certChain.certificates");
+    for (std::size_t c = 0; c < chain["certificates"].size(); ++c) {
+      std::string cert_at = at + ".certChain.certificates[" + std::to_string(c) + "]";
+      authority.chain.push_back(certificate_of_der(decoded(chain["certificates"][c], "rawBytes", cert_at), cert_at));
+    }
+    authorities.push_back(std::move(authority));
+  }
+  return authorities;
+}
+
 }  // namespace
 
 std::shared_ptr<const SigstoreTrustedRoot> SigstoreTrustedRoot::load(const fs::path& file) {
@@ -157,23 +182,8 @@ std::shared_ptr<const SigstoreTrustedRoot> SigstoreTrustedRoot::parse(std::strin
   root->impl_ = std::make_unique<Impl>();
   auto& impl = *root->impl_;
   std::string at = "the sigstore trusted root " + where;
-  if (document.contains("certificateAuthorities") && document["certificateAuthorities"].is_array()) {
-    const auto& list = document["certificateAuthorities"];
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      std::string ca_at = at + ": certificateAuthorities[" + std::to_string(i) + "]";
-      Impl::CertificateAuthority authority;
-      authority.uri = text_of(list[i], "uri");
-      authority.valid = validity_of(list[i], ca_at);
-      const json& chain = list[i].is_object() ? list[i].value("certChain", json::object()) : json::object();
-      if (!chain.contains("certificates") || !chain["certificates"].is_array() || chain["certificates"].empty())
-        throw Error(ca_at + " has no certChain.certificates");
-      for (std::size_t c = 0; c < chain["certificates"].size(); ++c) {
-        std::string cert_at = ca_at + ".certChain.certificates[" + std::to_string(c) + "]";
-        authority.chain.push_back(certificate_of_der(decoded(chain["certificates"][c], "rawBytes", cert_at), cert_at));
-      }
-      impl.authorities.push_back(std::move(authority));
-    }
-  }
+  impl.authorities = authorities_of(document, "certificateAuthorities", at);
+  impl.timestamp_authorities = authorities_of(document, "timestampAuthorities", at);
   impl.tlogs = logs_of(document, "tlogs", at);
   impl.ctlogs = logs_of(document, "ctlogs", at);
   if (impl.authorities.empty() || impl.tlogs.empty() || impl.ctlogs.empty())
@@ -373,20 +383,32 @@ void check_rekor_body(const KeylessEvidence& evidence) {
 
 // The certificate's chain to one of the trusted root's CAs valid at `when`, checked at `when`.
 // Returns the certificate that issued it.
+// An authority's chain as OpenSSL verifies against it: its self-signed certificates trusted,
+// the others untrusted intermediates, every check made at `when`.
+struct AuthorityStore {
+  openssl::CertificateStore store;
+  openssl::CertificateStack untrusted;
+};
+
+AuthorityStore store_of(const SigstoreTrustedRoot::Impl::CertificateAuthority& authority, std::time_t when) {
+  AuthorityStore out{openssl::CertificateStore(X509_STORE_new()), openssl::CertificateStack(sk_X509_new_null())};
+  if (!out.store || !out.untrusted) throw Error("cannot make a certificate store: " + openssl::last_error());
+  for (const auto& certificate : authority.chain) {
+    bool self_signed = X509_check_issued(certificate.get(), certificate.get()) == X509_V_OK;
+    if (self_signed ? X509_STORE_add_cert(out.store.get(), certificate.get()) != 1
+                    : !sk_X509_push(out.untrusted.get(), X509_dup(certificate.get())))
+      throw Error("cannot add a certificate authority's certificate: " + openssl::last_error());
+  }
+  X509_VERIFY_PARAM_set_time(X509_STORE_get0_param(out.store.get()), when);
+  return out;
+}
+
 openssl::Certificate verify_chain(X509* leaf, const std::vector<std::string>& carried, const SigstoreTrustedRoot::Impl& root,
                                   std::time_t when) {
   std::string last_error = "no certificate authority of the trusted root was valid at " + rfc3339_utc(when);
   for (const auto& authority : root.authorities) {
     if (!authority.valid.covers(when)) continue;
-    openssl::CertificateStore store(X509_STORE_new());
-    openssl::CertificateStack untrusted(sk_X509_new_null());
-    if (!store || !untrusted) throw Error("cannot make a certificate store: " + openssl::last_error());
-    for (const auto& certificate : authority.chain) {
-      bool self_signed = X509_check_issued(certificate.get(), certificate.get()) == X509_V_OK;
-      if (self_signed ? X509_STORE_add_cert(store.get(), certificate.get()) != 1
-                      : !sk_X509_push(untrusted.get(), X509_dup(certificate.get())))
-        throw Error("cannot add a certificate authority's certificate: " + openssl::last_error());
-    }
+    auto [store, untrusted] = store_of(authority, when);
     for (const auto& der : carried)
       if (!sk_X509_push(untrusted.get(), certificate_of_der(der, "a certificate of the signature's chain").release()))
         throw Error("cannot add a certificate of the signature's chain: " + openssl::last_error());
@@ -406,6 +428,43 @@ openssl::Certificate verify_chain(X509* leaf, const std::vector<std::string>& ca
     (void)openssl::last_error();
   }
   throw Error("the signing certificate is not one Fulcio issued: " + last_error);
+}
+
+// RFC 3161: a timestamp authority of the trusted root signed, at its genTime, a message
+// imprint of `signature`; its certificate chain is checked at that time, as its `validFor`.
+// Returns the genTime.
+std::time_t verify_rfc3161_timestamp(std::string_view der, std::string_view signature, const SigstoreTrustedRoot::Impl& root,
+                                     std::size_t index) {
+  const std::string where = "the RFC 3161 timestamp #" + std::to_string(index + 1) + " of the signature";
+  const auto* in = reinterpret_cast<const unsigned char*>(der.data());
+  openssl::TimestampResponse response(d2i_TS_RESP(nullptr, &in, static_cast<long>(der.size())));
+  TS_TST_INFO* info = response ? TS_RESP_get_tst_info(response.get()) : nullptr;
+  std::tm parts{};
+  if (!info || ASN1_TIME_to_tm(TS_TST_INFO_get_time(info), &parts) != 1) {
+    (void)openssl::last_error();
+    throw Error(where + " is not a granted DER TimeStampResp with a time");
+  }
+  const std::time_t when = timegm(&parts);
+  std::string why = "no timestamp authority of the trusted root was valid at " + rfc3339_utc(when);
+  for (const auto& authority : root.timestamp_authorities) {
+    if (!authority.valid.covers(when)) continue;
+    auto [store, untrusted] = store_of(authority, when);
+    openssl::TimestampVerifyContext ctx(TS_VERIFY_CTX_new());
+    BIO* data = BIO_new_mem_buf(signature.data(), static_cast<int>(signature.size()));
+    if (!ctx || !data) {
+      BIO_free(data);
+      throw Error("cannot start a timestamp verification: " + openssl::last_error());
+    }
+    // The context owns what is set in it from here on.
+    TS_VERIFY_CTX_set_flags(ctx.get(), TS_VFY_VERSION | TS_VFY_SIGNATURE | TS_VFY_DATA);
+    TS_VERIFY_CTX_set_data(ctx.get(), data);
+    TS_VERIFY_CTX_set_store(ctx.get(), store.release());
+    TS_VERIFY_CTX_set_certs(ctx.get(), untrusted.release());
+    if (TS_RESP_verify_response(ctx.get(), response.get()) == 1) return when;
+    why = "it does not verify with the timestamp authority " + authority.uri + " at " + rfc3339_utc(when) + ": " +
+          openssl::last_error();
+  }
+  throw Error(where + " is not one a timestamp authority of the trusted root made: " + why);
 }
 
 void put_be(std::string& out, std::uint64_t value, int bytes) {
@@ -497,21 +556,33 @@ KeylessVerified verify_keyless(const KeylessEvidence& evidence, const SigstoreTr
                                const std::vector<KeylessIdentity>& identities) {
   const auto& root = trusted_root.impl();
   const auto& entry = evidence.rekor;
-  // The signing time is the one the Rekor key signed (the SET); Fulcio's certificates live ten
-  // minutes, so without a signed time an expired certificate would prove nothing.
-  if (entry.signed_entry_timestamp.empty())
-    throw Error("the signature carries no Rekor signed entry timestamp, so no signing time is proven");
-  const std::time_t when = static_cast<std::time_t>(entry.integrated_time);
-  const Log* tlog = log_by_id(root.tlogs, entry.log_id, when);
+  // Fulcio's certificates live ten minutes: without a signed time of the signature an expired
+  // certificate would prove nothing. The times are the SET's and each TSA timestamp's.
+  std::vector<std::time_t> signed_at;
+  for (std::size_t i = 0; i < evidence.rfc3161_timestamps.size(); ++i)
+    signed_at.push_back(verify_rfc3161_timestamp(evidence.rfc3161_timestamps[i], evidence.signature, root, i));
+  const bool has_set = !entry.signed_entry_timestamp.empty();
+  if (!has_set && signed_at.empty())
+    throw Error("the signature carries no Rekor signed entry timestamp and no RFC 3161 timestamp, so no signing time is proven");
+  if (!has_set && !entry.inclusion_proof)
+    throw Error("the Rekor entry carries neither a signed entry timestamp nor an inclusion proof, so nothing proves it was logged");
+  // Without a SET, the entry's integratedTime is the log's unsigned word: the log key is the one
+  // valid at the TSA's time.
+  const std::time_t log_time = has_set ? static_cast<std::time_t>(entry.integrated_time) : signed_at.front();
+  const Log* tlog = log_by_id(root.tlogs, entry.log_id, log_time);
   if (!tlog)
     throw Error("the Rekor entry is in the log " + to_hex(entry.log_id) + ", which the trusted root " + trusted_root.where() +
-                " does not list (valid at " + rfc3339_utc(when) + ")");
-  check_signed_entry_timestamp(entry, *tlog);
+                " does not list (valid at " + rfc3339_utc(log_time) + ")");
+  if (has_set) {
+    check_signed_entry_timestamp(entry, *tlog);
+    signed_at.insert(signed_at.begin(), log_time);
+  }
   if (entry.inclusion_proof) check_inclusion_proof(entry, *tlog);
   check_rekor_body(evidence);
 
   auto leaf = certificate_of_der(evidence.certificate_der, "the signing certificate");
-  auto issuer = verify_chain(leaf.get(), evidence.chain_der, root, when);
+  openssl::Certificate issuer;
+  for (std::time_t when : signed_at) issuer = verify_chain(leaf.get(), evidence.chain_der, root, when);
   if (!(X509_get_extended_key_usage(leaf.get()) & XKU_CODE_SIGN))
     throw Error("the signing certificate is not for code signing (no codeSigning extended key usage)");
   verify_embedded_sct(leaf.get(), issuer.get(), root);
@@ -524,7 +595,7 @@ KeylessVerified verify_keyless(const KeylessEvidence& evidence, const SigstoreTr
   verified.identity = subject_alternative_name(leaf.get());
   verified.issuer = extension_text(leaf.get(), kIssuerOidV2, true);
   if (verified.issuer.empty()) verified.issuer = extension_text(leaf.get(), kIssuerOidV1, false);
-  verified.signed_at = rfc3339_utc(when);
+  verified.signed_at = rfc3339_utc(signed_at.front());
   verified.certificate_fingerprint = "sha256:" + sha256_hex(evidence.certificate_der);
   for (const auto& identity : identities)
     if (identity.matches(verified.identity, verified.issuer)) return verified;

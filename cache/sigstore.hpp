@@ -1,8 +1,10 @@
 #pragma once
 // Keyless (Fulcio/Rekor) signatures, verified offline against a sigstore trusted root
 // (docs/images.md "Keyless signatures"): the certificate chains to a Fulcio CA of the root that
-// was valid when the signature was made, the time Rekor's signed entry timestamp (SET) proves;
-// the SET (and an inclusion proof, where one is given) verifies with a Rekor key of the root;
+// was valid when the signature was made, at every time that is proven: the one Rekor's signed
+// entry timestamp (SET) signs, and each RFC 3161 timestamp of the signature that a timestamp
+// authority (TSA) of the root signed; at least one time must be proven. The log entry is proven
+// by its SET or by an inclusion proof, each verifying with a Rekor key of the root;
 // an SCT embedded in the certificate verifies with a CT log key of the root; the log entry
 // names this signature and payload; the signature verifies with the certificate's key; and the
 // certificate's identity (SAN) and OIDC issuer (Fulcio's OIDs 1.3.6.1.4.1.57264.1.8, else .1.1)
@@ -25,7 +27,8 @@ namespace podplane::cache {
 class SigstoreTrustedRoot {
  public:
   // Error naming `file` unless it is a trusted root with at least one certificate authority,
-  // one transparency log and one CT log, every key and certificate readable.
+  // one transparency log and one CT log, every key and certificate readable (timestamp
+  // authorities are optional).
   [[nodiscard]] static std::shared_ptr<const SigstoreTrustedRoot> load(const std::filesystem::path& file);
   [[nodiscard]] static std::shared_ptr<const SigstoreTrustedRoot> parse(std::string_view text, const std::string& where);
   ~SigstoreTrustedRoot();
@@ -82,12 +85,15 @@ struct KeylessEvidence {
   std::string signed_bytes;            // what the signature is over: the payload, or DSSE's PAE
   std::string payload;                 // the payload the log entry's hash names
   RekorEntry rekor;
+  // DER RFC 3161 TimeStampResponses over `signature` (cosign's rfc3161timestamp annotation, a
+  // bundle's timestampVerificationData); may be empty.
+  std::vector<std::string> rfc3161_timestamps;
 };
 
 struct KeylessVerified {
   std::string identity;  // the certificate's SAN
   std::string issuer;    // its OIDC issuer
-  std::string signed_at;  // RFC 3339 UTC, from the SET
+  std::string signed_at;  // RFC 3339 UTC: the SET's time, else the first TSA timestamp's
   std::string certificate_fingerprint;  // "sha256:<hex of the DER certificate>"
 };
 

@@ -1,5 +1,5 @@
 // cache/sigstore.hpp and the keyless paths of cache/cosign.hpp: signatures made by a local
-// Fulcio, Rekor and CT log (tests/support/sigstore_fixture.hpp) in cosign's .sig layout and as
+// Fulcio, Rekor, CT log and TSA (tests/support/sigstore_fixture.hpp) in cosign's .sig layout and as
 // sigstore bundles, each check failing on its own; and sigstore-js (tests/tools/sigstore), the
 // oracle, verifying and refusing the same fixtures.
 #include <gtest/gtest.h>
@@ -168,6 +168,38 @@ TEST_F(KeylessTest, ASigstoreBundleOfAStatementNamingTheImageVerifies) {
   EXPECT_NE(error.find("inclusion proof (log index 2) does not lead to the checkpoint's root"), std::string::npos) << error;
 }
 
+// RFC 3161: a TSA's timestamp of the signature is a signing time beside the SET's, and in its
+// place where the Rekor entry is proven by its inclusion proof alone; the certificate must be
+// valid at every time proven.
+TEST_F(KeylessTest, ATimestampAuthoritysTimeIsCheckedBesideTheSetOrInItsPlace) {
+  Options timestamped{.timestamped = true};
+  EXPECT_EQ(error_of(sig_manifest(payload(), timestamped)), "(verified)");
+  Options other_tsa{.timestamped = true, .timestamp_by_other_tsa = true};
+  auto error = error_of(sig_manifest(payload(), other_tsa));
+  EXPECT_NE(error.find("the RFC 3161 timestamp #1 of the signature is not one a timestamp authority of the trusted root made"),
+            std::string::npos)
+      << error;
+
+  const std::string statement = test::SigstoreFixture::image_statement(kImage, kAddress);
+  const std::time_t at = std::time(nullptr) - 120;
+  auto verified = verify_sigstore_bundle(
+      kImage, kAddress,
+      fixture_.dsse_bundle(statement,
+                           {.signed_at = at + 60, .certificate_at = at - 60, .timestamped = true, .timestamp_at = at, .without_set = true}),
+      trust_);
+  ASSERT_TRUE(verified.keyless);
+  EXPECT_EQ(verified.keyless->signed_at, rfc3339_utc(at)) << "without a SET, the signing time is the TSA's";
+
+  error = bundle_error_of(fixture_.dsse_bundle(statement, {.without_set = true}));
+  EXPECT_NE(error.find("no Rekor signed entry timestamp and no RFC 3161 timestamp, so no signing time is proven"),
+            std::string::npos)
+      << error;
+  // The TSA says an hour after the ten minutes of the certificate: it had expired.
+  Options late{.signed_at = at, .timestamped = true, .timestamp_at = at + 3600};
+  error = bundle_error_of(fixture_.dsse_bundle(statement, late));
+  EXPECT_NE(error.find("certificate has expired"), std::string::npos) << error;
+}
+
 TEST_F(KeylessTest, APolicyFileNamesKeylessIdentitiesAndTheirTrustedRoot) {
   fs::path policy_file = dir_.path() / "policy.json";
   test::write_file(policy_file, R"({"images": {"registry.example/team": {"keyless": [
@@ -218,8 +250,18 @@ TEST_F(KeylessOracleTest, SigstoreJsVerifiesTheSigLayoutSignatureAndTheBundle) {
   EXPECT_EQ(dsse.exit_code, 0) << dsse.out << dsse.err;
 }
 
+TEST_F(KeylessOracleTest, SigstoreJsVerifiesABundleTimestampedByTheTsaWithoutASet) {
+  auto bundle = fixture_.dsse_bundle(test::SigstoreFixture::image_statement(kImage, kAddress),
+                                     {.timestamped = true, .without_set = true});
+  EXPECT_EQ(bundle_error_of(bundle), "(verified)");
+  auto result = oracle(bundle);
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+}
+
 TEST_F(KeylessOracleTest, SigstoreJsRefusesWhatPodplaneRefuses) {
   for (auto [name, options] : std::vector<std::pair<std::string, Options>>{
+           {"timestamp_by_other_tsa", Options{.timestamped = true, .timestamp_by_other_tsa = true, .without_set = true}},
+           {"without_set and no timestamp", Options{.without_set = true}},
            {"sct_by_other_log", Options{.sct_by_other_log = true}},
            {"set_by_other_key", Options{.set_by_other_key = true}},
            {"issued_by_other_ca", Options{.issued_by_other_ca = true}},

@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/ts.h>
 #include <openssl/x509v3.h>
 
 #include "base/digest.hpp"
@@ -160,6 +161,69 @@ Authority new_authority(const std::string& name, std::time_t from, std::time_t t
   return authority;
 }
 
+// A timestamp authority: a root and the TSA's own certificate (critical timeStamping
+// extended key usage, as RFC 3161 requires of the signer).
+struct TimestampAuthority {
+  openssl::Key root_key, key;
+  openssl::Certificate root, leaf;
+};
+
+TimestampAuthority new_timestamp_authority(const std::string& name, std::time_t from, std::time_t to) {
+  TimestampAuthority tsa;
+  tsa.root_key = new_key();
+  tsa.key = new_key();
+  tsa.root = new_certificate(name + "-root", nullptr, tsa.root_key.get(), tsa.root_key.get(), from, to, true);
+  sign_certificate(tsa.root.get(), tsa.root_key.get());
+  tsa.leaf = new_certificate(name, tsa.root.get(), tsa.key.get(), tsa.root_key.get(), from, to, false);
+  add_extension(tsa.leaf.get(), tsa.root.get(), NID_key_usage, "critical,digitalSignature");
+  add_extension(tsa.leaf.get(), tsa.root.get(), NID_ext_key_usage, "critical,timeStamping");
+  sign_certificate(tsa.leaf.get(), tsa.root_key.get());
+  return tsa;
+}
+
+int timestamp_time(TS_RESP_CTX*, void* data, long* seconds, long* microseconds) {
+  *seconds = static_cast<long>(*static_cast<const std::time_t*>(data));
+  *microseconds = 0;
+  return 1;
+}
+
+// The TSA's DER TimeStampResp over `signature` (a SHA-256 message imprint), made at `when`, the
+// TSA's certificate included.
+std::string rfc3161_timestamp(const TimestampAuthority& tsa, const std::string& signature, std::time_t when) {
+  openssl::TimestampRequest request(TS_REQ_new());
+  TS_MSG_IMPRINT* imprint = TS_MSG_IMPRINT_new();
+  X509_ALGOR* algorithm = X509_ALGOR_new();
+  const std::string digest = sha256_raw(signature);
+  must(request && imprint && algorithm && X509_ALGOR_set0(algorithm, OBJ_nid2obj(NID_sha256), V_ASN1_NULL, nullptr) == 1 &&
+           TS_MSG_IMPRINT_set_algo(imprint, algorithm) == 1 &&
+           TS_MSG_IMPRINT_set_msg(imprint, reinterpret_cast<unsigned char*>(const_cast<char*>(digest.data())),
+                                  static_cast<int>(digest.size())) == 1 &&
+           TS_REQ_set_version(request.get(), 1) == 1 && TS_REQ_set_msg_imprint(request.get(), imprint) == 1 &&
+           TS_REQ_set_cert_req(request.get(), 1) == 1,
+       "the timestamp request");
+  X509_ALGOR_free(algorithm);
+  TS_MSG_IMPRINT_free(imprint);
+  openssl::Bio request_bio(BIO_new(BIO_s_mem()));
+  must(request_bio && i2d_TS_REQ_bio(request_bio.get(), request.get()) == 1, "i2d_TS_REQ_bio");
+  openssl::TimestampResponseContext ctx(TS_RESP_CTX_new());
+  openssl::Asn1Object policy(OBJ_txt2obj("1.3.6.1.4.1.57264.99.1", 1));
+  must(ctx && policy && TS_RESP_CTX_set_signer_cert(ctx.get(), tsa.leaf.get()) == 1 &&
+           TS_RESP_CTX_set_signer_key(ctx.get(), tsa.key.get()) == 1 &&
+           TS_RESP_CTX_set_signer_digest(ctx.get(), EVP_sha256()) == 1 && TS_RESP_CTX_set_def_policy(ctx.get(), policy.get()) == 1 &&
+           TS_RESP_CTX_add_md(ctx.get(), EVP_sha256()) == 1,
+       "the timestamp authority");
+  TS_RESP_CTX_set_time_cb(ctx.get(), timestamp_time, &when);
+  openssl::TimestampResponse response(TS_RESP_create_response(ctx.get(), request_bio.get()));
+  must(response && ASN1_INTEGER_get(TS_STATUS_INFO_get0_status(TS_RESP_get_status_info(response.get()))) == TS_STATUS_GRANTED,
+       "TS_RESP_create_response");
+  int length = i2d_TS_RESP(response.get(), nullptr);
+  must(length > 0, "i2d_TS_RESP");
+  std::string der(static_cast<std::size_t>(length), '\0');
+  auto* out = reinterpret_cast<unsigned char*>(der.data());
+  must(i2d_TS_RESP(response.get(), &out) == length, "i2d_TS_RESP");
+  return der;
+}
+
 json log_entry_of(EVP_PKEY* key, const std::string& base_url, std::time_t from) {
   std::string der = spki_der(key);
   return {{"baseUrl", base_url},
@@ -180,6 +244,7 @@ struct SigstoreFixture::Keys {
   std::time_t created = 0;
   Authority fulcio, other_fulcio;
   openssl::Key rekor, other_rekor, ctlog, other_ctlog;
+  TimestampAuthority tsa, other_tsa;
   openssl::Key leaf;  // the last signature's key: Fulcio's are one-use
 };
 
@@ -192,6 +257,8 @@ SigstoreFixture::SigstoreFixture() : keys_(std::make_unique<Keys>()) {
   keys_->other_rekor = new_key();
   keys_->ctlog = new_key();
   keys_->other_ctlog = new_key();
+  keys_->tsa = new_timestamp_authority("tsa", from, to);
+  keys_->other_tsa = new_timestamp_authority("other-tsa", from, to);
 }
 
 SigstoreFixture::~SigstoreFixture() = default;
@@ -209,7 +276,13 @@ std::string SigstoreFixture::trusted_root_json() const {
                                                      {{"rawBytes", base64_encode(der_of(keys_->fulcio.root.get()))}}})}}},
                      {"validFor", {{"start", cache::rfc3339_utc(from)}}}}})},
       {"ctlogs", json::array({log_entry_of(keys_->ctlog.get(), "https://ctfe.local", from)})},
-      {"timestampAuthorities", json::array()}};
+      {"timestampAuthorities",
+       json::array({{{"subject", {{"organization", "podplane-test"}, {"commonName", "tsa"}}},
+                     {"uri", "https://tsa.local"},
+                     {"certChain",
+                      {{"certificates", json::array({{{"rawBytes", base64_encode(der_of(keys_->tsa.leaf.get()))}},
+                                                     {{"rawBytes", base64_encode(der_of(keys_->tsa.root.get()))}}})}}},
+                     {"validFor", {{"start", cache::rfc3339_utc(from)}}}}})}};
   return root.dump(2);
 }
 
@@ -285,11 +358,15 @@ json rekor_entry(SigstoreFixture::Keys& keys, const std::string& body, std::time
           {"checkpoint", checkpoint}};
 }
 
-json bundle_tlog_entry(const json& entry, const std::string& kind) {
+// The signature's RFC 3161 timestamps, as a bundle's timestampVerificationData lists them.
+json timestamps_of(SigstoreFixture::Keys& keys, const std::string& signature, std::time_t when,
+                   const SigstoreFixture::Options& options);
+
+json bundle_tlog_entry(const json& entry, const std::string& kind, bool with_set = true) {
   std::string body = entry["body"];
   json hashes = json::array();
   for (const auto& hash : entry["hashes"]) hashes.push_back(base64_encode(hash.get<std::string>()));
-  return {{"logIndex", std::to_string(entry["logIndex"].get<std::int64_t>())},
+  json out = {{"logIndex", std::to_string(entry["logIndex"].get<std::int64_t>())},
           {"logId", {{"keyId", base64_encode(entry["logId"].get<std::string>())}}},
           {"kindVersion", {{"kind", kind}, {"version", "0.0.1"}}},
           {"integratedTime", std::to_string(entry["integratedTime"].get<std::int64_t>())},
@@ -301,6 +378,20 @@ json bundle_tlog_entry(const json& entry, const std::string& kind) {
             {"hashes", hashes},
             {"checkpoint", {{"envelope", entry["checkpoint"]}}}}},
           {"canonicalizedBody", base64_encode(body)}};
+  if (!with_set) out.erase("inclusionPromise");
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+json timestamps_of(SigstoreFixture::Keys& keys, const std::string& signature, std::time_t when,
+                   const SigstoreFixture::Options& options) {
+  if (!options.timestamped) return json::array();
+  const auto& tsa = options.timestamp_by_other_tsa ? keys.other_tsa : keys.tsa;
+  const std::time_t at = options.timestamp_at ? options.timestamp_at : when;
+  return json::array({{{"signedTimestamp", base64_encode(rfc3161_timestamp(tsa, signature, at))}}});
 }
 
 }  // namespace
@@ -328,17 +419,23 @@ json SigstoreFixture::sig_layer_annotations(const std::string& payload, const Op
            {"signature", base64_encode(signature)},
            {"digest", base64_encode(sha256_raw(payload))}};
   last_["entry"].erase("inclusionProof");  // a v0.1 bundle has the SET only, as cosign's annotation
-  return {{"dev.cosignproject.cosign/signature", base64_encode(signature)},
-          {"dev.sigstore.cosign/certificate", certificate_pem},
-          {"dev.sigstore.cosign/chain", pem_of(ca.intermediate.get()) + pem_of(ca.root.get())},
-          {"dev.sigstore.cosign/bundle", rekor_bundle.dump()}};
+  last_["timestamps"] = timestamps_of(*keys_, signature, when, options);
+  json annotations = {{"dev.cosignproject.cosign/signature", base64_encode(signature)},
+                      {"dev.sigstore.cosign/certificate", certificate_pem},
+                      {"dev.sigstore.cosign/chain", pem_of(ca.intermediate.get()) + pem_of(ca.root.get())},
+                      {"dev.sigstore.cosign/bundle", rekor_bundle.dump()}};
+  if (!last_["timestamps"].empty())
+    annotations["dev.sigstore.cosign/rfc3161timestamp"] =
+        json{{"SignedRFC3161Timestamp", last_["timestamps"][0]["signedTimestamp"]}}.dump();
+  return annotations;
 }
 
 std::string SigstoreFixture::last_signature_as_bundle_v01() const {
   json bundle = {{"mediaType", "application/vnd.dev.sigstore.bundle+json;version=0.1"},
                  {"verificationMaterial",
                   {{"x509CertificateChain", {{"certificates", json::array({{{"rawBytes", last_["certificate"]}}})}}},
-                   {"tlogEntries", json::array({last_["entry"]})}}},
+                   {"tlogEntries", json::array({last_["entry"]})},
+                   {"timestampVerificationData", {{"rfc3161Timestamps", last_["timestamps"]}}}}},
                  {"messageSignature",
                   {{"messageDigest", {{"algorithm", "SHA2_256"}, {"digest", last_["digest"]}}}, {"signature", last_["signature"]}}}};
   return bundle.dump();
@@ -380,7 +477,8 @@ std::string SigstoreFixture::dsse_bundle(const std::string& statement, const Opt
   json bundle = {{"mediaType", "application/vnd.dev.sigstore.bundle.v0.3+json"},
                  {"verificationMaterial",
                   {{"certificate", {{"rawBytes", base64_encode(der_of(leaf.get()))}}},
-                   {"tlogEntries", json::array({bundle_tlog_entry(entry, "dsse")})}}},
+                   {"tlogEntries", json::array({bundle_tlog_entry(entry, "dsse", !options.without_set)})},
+                   {"timestampVerificationData", {{"rfc3161Timestamps", timestamps_of(*keys_, signature, when, options)}}}}},
                  {"dsseEnvelope", envelope}};
   return bundle.dump();
 }

@@ -1,6 +1,7 @@
 #pragma once
-// A local sigstore for tests: a Fulcio CA (root and intermediate), a Rekor key and a CT log key
-// (ECDSA P-256, made with OpenSSL EVP), the trusted_root.json naming them, and keyless
+// A local sigstore for tests: a Fulcio CA (root and intermediate), a Rekor key, a CT log key and
+// an RFC 3161 timestamp authority (ECDSA P-256, made with OpenSSL EVP; the timestamps made with
+// OpenSSL's TS code), the trusted_root.json naming them, and keyless
 // signatures made as Fulcio, Rekor and the CT log would make them: a short-lived leaf
 // certificate for an identity and issuer with an embedded SCT, the Rekor entry with its signed
 // entry timestamp (SET) and an inclusion proof under a signed checkpoint. Both of cosign's
@@ -33,6 +34,10 @@ class SigstoreFixture {
     bool set_by_other_key = false;  // the SET signed by a key the trusted root does not list
     bool issued_by_other_ca = false;  // the leaf issued by a CA the trusted root does not list
     bool proof_to_other_root = false;  // the inclusion proof leads to another root than the checkpoint's
+    bool timestamped = false;           // an RFC 3161 timestamp of the signature by the TSA
+    bool timestamp_by_other_tsa = false;  // ... by a TSA the trusted root does not list
+    std::time_t timestamp_at = 0;       // the timestamp's genTime; 0: signed_at
+    bool without_set = false;           // the bundle's Rekor entry has its inclusion proof only
   };
 
   // A keyless signature of `payload` as cosign's .sig layout carries it: the annotations of the
