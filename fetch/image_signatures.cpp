@@ -7,6 +7,24 @@
 
 namespace podplane::fetch {
 
+void check_referrer_limits(const nlohmann::json& listed, const SignatureLimits& limits, const std::string& where) {
+  if (listed.size() > limits.referrers)
+    throw Error(where + " are " + std::to_string(listed.size()) + " manifests, more than the limit of " +
+                std::to_string(limits.referrers) + " referrers of one image");
+  std::int64_t total = 0;
+  for (const auto& entry : listed) {
+    if (!entry.is_object() || !entry.contains("size") || !entry["size"].is_number_integer()) continue;
+    const std::int64_t size = entry["size"].get<std::int64_t>();
+    const std::string digest = entry.contains("digest") && entry["digest"].is_string() ? entry["digest"].get<std::string>() : "";
+    if (size > limits.referrer_bytes)
+      throw Error(where + ": the referrer " + digest + " has " + std::to_string(size) + " bytes, more than the limit of " +
+                  std::to_string(limits.referrer_bytes) + " bytes for one referrer manifest");
+    if (size > 0 && (total += size) > limits.referrers_total_bytes)
+      throw Error(where + " add up to more than the limit of " + std::to_string(limits.referrers_total_bytes) +
+                  " bytes for the referrer manifests of one image");
+  }
+}
+
 namespace {
 
 // The attachment's own bytes are only checked by digest; the signature it holds is what the
@@ -93,10 +111,7 @@ std::optional<FetchedSignature> verified_referrer(OciPuller& puller, const net::
   if (!document.is_object() || !document.contains("manifests") || !document["manifests"].is_array())
     throw Error(where + " are not an OCI image index");
   const auto& listed = document["manifests"];
-  if (listed.size() > limits.referrers)
-    throw Error(where + " are " + std::to_string(listed.size()) + " manifests, more than the limit of " +
-                std::to_string(limits.referrers) + " referrers of one image");
-  std::int64_t total = 0;
+  check_referrer_limits(listed, limits, where);
   for (const auto& entry : listed) {
     if (!entry.is_object() || !entry.contains("digest") || !entry["digest"].is_string() || !entry.contains("size") ||
         !entry["size"].is_number_integer())
@@ -105,10 +120,6 @@ std::optional<FetchedSignature> verified_referrer(OciPuller& puller, const net::
     if (!artifact_type.empty() && artifact_type.rfind("application/vnd.dev.sigstore.bundle", 0) != 0) continue;
     const std::string digest = entry["digest"].get<std::string>();
     const std::int64_t size = entry["size"].get<std::int64_t>();
-    if (size > limits.referrer_bytes || (total += size) > limits.referrers_total_bytes)
-      throw Error(where + ": the referrer " + digest + " of " + std::to_string(size) + " bytes is past the limit of " +
-                  std::to_string(size > limits.referrer_bytes ? limits.referrer_bytes : limits.referrers_total_bytes) +
-                  (size > limits.referrer_bytes ? " bytes for one referrer manifest" : " bytes for the referrer manifests of one image"));
     try {
       FetchedSignature signature;
       signature.image_digest = image_digest;
@@ -200,7 +211,6 @@ void record_image_signatures(cache::Store& store, const std::vector<ImageSignatu
     if (!row) throw Error("the signature row " + a.address + ":" + a.version + " was not indexed");
     auto provenance = record.provenance;
     provenance.artifact_id = row->id;
-
     store.add_provenance(provenance);
   }
 }

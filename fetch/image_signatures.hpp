@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "cache/cosign.hpp"
 #include "cache/store.hpp"
 #include "fetch/oci_registry.hpp"
@@ -40,6 +42,12 @@ struct SignatureLimits {
   std::int64_t referrers_total_bytes = 64 * 1024 * 1024;  // all the referrer manifests of one image
 };
 inline constexpr SignatureLimits kSignatureLimits{};
+
+// Refuses, before any referrer is fetched, a referrers index (its "manifests") past the limits
+// by what it lists: the count, each manifest's size, the sizes together (a tag-schema index is
+// anyone's to push). Each Error names `where` and the limit. Malformed entries are left to the
+// caller.
+void check_referrer_limits(const nlohmann::json& listed, const SignatureLimits& limits, const std::string& where);
 
 // Fetches the signature of `image_digest` beside `image` and verifies it with `trust`: the
 // .sig tag, and where `trust` names keyless identities and that does not verify, the image's

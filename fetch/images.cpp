@@ -129,22 +129,12 @@ std::vector<Referrer> fetch_referrers(OciPuller& puller, const net::ImageReferen
     throw Error(where + " (" + net::redact_url(index->url) + ") are not an OCI image index");
   // Each referrer is a request and stays in memory until the run ends: a list of thousands
   // (anyone may push to the tag schema's index) is refused before any is fetched.
-  const auto& limits = kSignatureLimits;
-  if (document["manifests"].size() > limits.referrers)
-    throw Error(where + " are " + std::to_string(document["manifests"].size()) + " manifests, more than the limit of " +
-                std::to_string(limits.referrers) + " referrers of one image");
-  std::int64_t total = 0;
+  check_referrer_limits(document["manifests"], kSignatureLimits, where);
   std::set<std::string> seen;
   for (const auto& entry : document["manifests"]) {
     auto descriptor = descriptor_of(entry, where);
     if (is_index(text_field(entry, "mediaType")) || !seen.insert(descriptor.digest).second) continue;
     std::string what = "the referrer " + descriptor.digest + " of " + image.address() + "@" + subject;
-    if (descriptor.size > limits.referrer_bytes)
-      throw Error(what + " has " + std::to_string(descriptor.size) + " bytes, more than the limit of " +
-                  std::to_string(limits.referrer_bytes) + " bytes for one referrer manifest");
-    if ((total += descriptor.size) > limits.referrers_total_bytes)
-      throw Error(where + " add up to more than the limit of " + std::to_string(limits.referrers_total_bytes) +
-                  " bytes for the referrer manifests of one image");
     Referrer referrer;
     referrer.manifest = puller.manifest(image, descriptor.digest);
     check_manifest_type(referrer.manifest, what);

@@ -208,5 +208,32 @@ TEST_F(ImageSignaturesTest, TooManyReferrersAreRefusedBeforeAnyIsFetched) {
   EXPECT_TRUE(stored(cache::ArtifactKind::image_index).empty());
 }
 
+// A referrer's size is the index's word for it: one past 4 MiB, or all of them past 64 MiB
+// together, is refused before any is asked for.
+TEST_F(ImageSignaturesTest, ReferrersTooLargeByTheirIndexAreRefusedBeforeAnyIsFetched) {
+  auto serve_referrers = [&](int count, std::int64_t size) {
+    json manifests = json::array();
+    for (int i = 0; i < count; ++i)
+      manifests.push_back(
+          {{"mediaType", kManifestType}, {"digest", "sha256:" + sha256_hex("referrer " + std::to_string(i))}, {"size", size}});
+    json referrers = {{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.index.v1+json"}, {"manifests", manifests}};
+    put("referrers/" + index_, referrers.dump(), "application/vnd.oci.image.index.v1+json");
+  };
+  serve_referrers(1, 4 * 1024 * 1024 + 1);
+  auto result = deps_images({});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("has 4194305 bytes, more than the limit of 4194304 bytes for one referrer manifest"), std::string::npos)
+      << result.err;
+
+  serve_referrers(17, 4 * 1024 * 1024);
+  result = deps_images({});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("add up to more than the limit of 67108864 bytes for the referrer manifests of one image"),
+            std::string::npos)
+      << result.err;
+  EXPECT_TRUE(upstream_.requests("/v2/.*/manifests/sha256:[0-9a-f]+$", 404).empty()) << "no listed referrer was asked for";
+  EXPECT_TRUE(stored(cache::ArtifactKind::image_index).empty());
+}
+
 }  // namespace
 }  // namespace podplane::test
