@@ -1,10 +1,13 @@
 // Bundle keys in a PKCS#11 token (base/pkcs11.hpp), with Debian's SoftHSM2 as the token: a
 // token of the test's own (SOFTHSM2_CONF names its directory), a key made by `bundle keygen
 // --pkcs11` or by pkcs11-tool, `bundle create --sign pkcs11:…` signing through the module (the
-// key is never extractable), the exported PEM trusted by `bundle verify --trust`, and a wrong
-// PIN failing clearly with nothing written.
+// key is never extractable), the exported PEM trusted by `bundle verify --trust`, the same key
+// signing a podplane release (`deps tools --sign pkcs11:…`), and a wrong PIN failing clearly
+// with nothing written.
 #include <gtest/gtest.h>
 
+#include "base/ed25519.hpp"
+#include "cache/podplane_releases.hpp"
 #include "cache/store.hpp"
 #include "tests/bundle/bundle_fixture.hpp"
 #include "tests/support/test_support.hpp"
@@ -105,6 +108,40 @@ TEST_F(Pkcs11BundleTest, AWrongPinFailsClearlyAndWritesNothing) {
   auto no_module = podplane({"bundle", "create", (dir_ / "out.bundle").string(), "--sign", std::string(kToken) + "?pin-value=1234"});
   EXPECT_EQ(no_module.exit_code, 2) << show(no_module);
   EXPECT_NE(no_module.err.find("PODPLANE_PKCS11_MODULE"), std::string::npos) << no_module.err;
+}
+
+// The same token key signs a podplane release's SHA256SUMS (`deps tools --podplane-release DIR
+// --sign pkcs11:…`); a wrong PIN adds nothing of the release.
+TEST_F(Pkcs11BundleTest, ATokenKeySignsAPodplaneReleaseAndAWrongPinAddsNothing) {
+  auto keygen = podplane({"bundle", "keygen", (dir_ / "release").string(), "--pkcs11", std::string(kToken) + "?pin-value=1234",
+                          "--pkcs11-module", kModule});
+  ASSERT_EQ(keygen.exit_code, 0) << show(keygen);
+  const std::string key_id = ed25519::PublicKey::load(dir_ / "release.pub").key_id();
+  podplane::test::write_file(dir_ / "dist" / "podplane_9.8.7_amd64.deb", "!<arch>\nstand-in for a deb\n");
+
+  auto refused = podplane({"deps", "tools", "--podplane-release", (dir_ / "dist").string(), "--sign",
+                           std::string(kToken) + "?pin-value=9999", "--pkcs11-module", kModule});
+  EXPECT_EQ(refused.exit_code, 1) << show(refused);
+  EXPECT_NE(refused.err.find("is wrong: the token answered CKR_PIN_INCORRECT"), std::string::npos) << refused.err;
+  {
+    auto store = cache::Store::open(dir_ / "deps", cache::Store::Access::read_only);
+    EXPECT_TRUE(store.artifacts({.address = std::string(cache::kPodplaneReleaseAddress)}).empty()) << "nothing of the release";
+  }
+
+  auto signed_release = podplane({"deps", "tools", "--podplane-release", (dir_ / "dist").string(), "--sign",
+                                  std::string(kToken) + "?pin-value=1234", "--pkcs11-module", kModule});
+  ASSERT_EQ(signed_release.exit_code, 0) << show(signed_release);
+  EXPECT_NE(signed_release.out.find("signed with " + key_id), std::string::npos) << signed_release.out;
+  auto store = cache::Store::open(dir_ / "deps", cache::Store::Access::read_only);
+  const std::string release(cache::kPodplaneReleaseAddress);
+  auto signatures = store.artifacts({.kind = cache::ArtifactKind::tool_signature, .address = release});
+  ASSERT_EQ(signatures.size(), 1u);
+  auto sums = store.artifacts({.kind = cache::ArtifactKind::tool_shasums, .address = release});
+  ASSERT_EQ(sums.size(), 1u);
+  auto signature = ed25519::DetachedSignature::parse(store.read_object(signatures[0].digest), "the stored signature");
+  EXPECT_EQ(signature.key_id, key_id);
+  EXPECT_TRUE(ed25519::PublicKey::load(dir_ / "release.pub").verifies(store.read_object(sums[0].digest), signature.signature_hex))
+      << "the exported public key verifies what the token signed";
 }
 
 }  // namespace
