@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "base/ed25519.hpp"
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
@@ -19,7 +20,6 @@
 #include "fetch/deps_download.hpp"
 #include "fetch/deps_tf.hpp"
 #include "fetch/images.hpp"
-#include "base/ed25519.hpp"
 #include "fetch/podplane_release.hpp"
 #include "fetch/tools.hpp"
 #include "lockfile/version.hpp"

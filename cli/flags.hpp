@@ -6,10 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cache/cosign_policy.hpp"
-
 #include "base/error.hpp"
 #include "bundle/create.hpp"
+#include "cache/cosign_policy.hpp"
 
 namespace podplane::cli {
 
