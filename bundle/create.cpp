@@ -99,7 +99,7 @@ class BundlePlanner {
       check_safe_name("platform", platform);
       platforms_.insert(platform);
     }
-    if (options_.signing_key) key_ = SigningKey::load(*options_.signing_key);
+    if (options_.signing_key) key_ = SigningKey::load(*options_.signing_key, options_.pkcs11_module);
     gather_rows();
     choose_rows();
     count_older_than_receiver();

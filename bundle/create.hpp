@@ -28,7 +28,8 @@ struct CreateOptions {
   // need, fetch/root_needs.hpp), each provider version with its SHA256SUMS, signature and keys;
   // nothing else travels, and the bundle carries no tf selection. nullopt: the whole store.
   std::optional<std::vector<cache::ItemPin>> only;
-  std::optional<std::filesystem::path> signing_key;   // Ed25519 PEM from `bundle keygen`
+  std::optional<std::filesystem::path> signing_key;   // Ed25519 PEM from `bundle keygen`, or a pkcs11: URI
+  std::optional<std::filesystem::path> pkcs11_module;  // --pkcs11-module: the token's module (else the URI's, $PODPLANE_PKCS11_MODULE)
   std::optional<std::uint64_t> volume_size;           // at most this many bytes per volume
   // `--parity PERCENT`: PAR2 recovery files of this much redundancy beside the volumes, made
   // by par2 (bundle/parity.hpp).

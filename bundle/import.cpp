@@ -838,7 +838,7 @@ void import_sources(cache::Store& store, const std::vector<VolumeSource>& source
                     const VerifyOptions& options, ImportReport& report) {
   if (store.read_only()) throw Error("cannot import into the read-only store at " + store.root().string());
   std::vector<PublicKey> trusted = load_trusted(options);
-  const auto cosign_policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);
+  const auto cosign_policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy, options.cosign_keyless);
   std::vector<ImportedManifest> manifests;
   const std::string identity = store.identity();
   // The newest bundle of each signer before this run: a bundle older than that is a replay.
@@ -928,7 +928,7 @@ ImportReport import_bundle(cache::Store& store, const std::vector<fs::path>& fil
 
 ImportReport import_bundle(const fs::path& deps_root, const std::vector<fs::path>& files, const VerifyOptions& options) {
   std::vector<PublicKey> trusted = load_trusted(options);
-  (void)cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);  // a bad key or policy stops it before a store exists
+  (void)cache::cosign_policy_of(options.cosign_keys, options.cosign_policy, options.cosign_keyless);  // a bad key or policy stops it before a store exists
   // Parity first, before any store is opened: a bundle parity cannot make whole is refused
   // with the store as it was.
   ImportReport report;

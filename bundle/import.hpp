@@ -15,6 +15,7 @@
 
 #include "bundle/manifest.hpp"
 #include "bundle/parity.hpp"
+#include "cache/cosign_policy.hpp"
 #include "cache/store.hpp"
 
 namespace podplane::bundle {
@@ -38,6 +39,7 @@ struct VerifyOptions {
   // of that volume's rows is recorded.
   std::vector<std::filesystem::path> cosign_keys;
   std::optional<std::filesystem::path> cosign_policy;  // import --cosign-policy: keys per registry/repository
+  cache::KeylessFlags cosign_keyless;  // --certificate-identity…, --trusted-root: keyless signatures
   // Parity files beside the volumes (bundle create --parity): par2 checks the volumes first and
   // rebuilds a damaged or missing one; ParityFiles::ignore reads the volumes as they are.
   ParityFiles parity = ParityFiles::use;

@@ -1,8 +1,12 @@
 #pragma once
-// Which cosign keys each image needs (docs/images.md "Signing policy"): every image the same
-// keys (--cosign-key), or per registry and repository from a policy file (--cosign-policy):
+// Which cosign keys or keyless identities each image needs (docs/images.md "Signing policy"):
+// every image the same (--cosign-key; --certificate-identity… with --trusted-root), or per
+// registry and repository from a policy file (--cosign-policy):
 //   {"default": "unsigned" | {"keys": ["a.pub"]},
-//    "images": {"registry.k8s.io": {"keys": ["k8s.pub"]}, "ghcr.io/acme/tool": "unsigned"}}
+//    "images": {"registry.k8s.io": {"keyless": [{"identity": "krel-trust@k8s-releng-prod.iam.gserviceaccount.com",
+//                                                "issuer": "https://accounts.google.com"}],
+//                                   "trusted_root": "trusted_root.json"},
+//               "ghcr.io/acme/tool": "unsigned"}}
 // An entry names a registry, or a registry and a repository path, and covers every repository
 // below it; the longest entry that covers an image wins, else "default" (itself "unsigned" when
 // absent). Key files are relative to the policy file. Immutable once loaded: thread-safe.
@@ -20,23 +24,36 @@ namespace podplane::cache {
 
 class CosignPolicy {
  public:
-  // Every image needs a signature by one of `keys`; none when `keys` is empty.
-  explicit CosignPolicy(std::vector<CosignKey> keys = {});
+  // Every image needs a signature `trust` accepts; none when it is empty.
+  explicit CosignPolicy(CosignTrust trust = {});
   [[nodiscard]] static CosignPolicy load(const std::filesystem::path& file);
 
-  // The keys the image at `address` (registry/repository) needs one of; empty: none needed.
-  [[nodiscard]] const std::vector<CosignKey>& keys_for(std::string_view address) const;
+  // Who may sign the image at `address` (registry/repository); empty: no signature needed.
+  [[nodiscard]] const CosignTrust& trust_for(std::string_view address) const;
   // Whether some image needs a signature.
   [[nodiscard]] bool requires_signatures() const;
 
  private:
-  std::vector<CosignKey> default_;
-  std::map<std::string, std::vector<CosignKey>, std::less<>> entries_;  // registry[/repository] → keys
+  CosignTrust default_;
+  std::map<std::string, CosignTrust, std::less<>> entries_;  // registry[/repository] → who signs
 };
 
-// The policy of --cosign-key FILE... or --cosign-policy FILE: UsageError when both are given.
+// --certificate-identity[-regexp], --certificate-oidc-issuer[-regexp] and --trusted-root.
+struct KeylessFlags {
+  KeylessIdentity identity;
+  std::optional<std::filesystem::path> trusted_root;
+  [[nodiscard]] bool given() const {
+    return trusted_root || !identity.identity.empty() || !identity.identity_regexp.empty() || !identity.issuer.empty() ||
+           !identity.issuer_regexp.empty();
+  }
+};
+
+// The policy of --cosign-key FILE... and the keyless flags (a signature either accepts will
+// do), or of --cosign-policy FILE. UsageError when the policy is combined with the others, or
+// the keyless flags are incomplete (an identity, an issuer and the trusted root, all three).
 [[nodiscard]] CosignPolicy cosign_policy_of(const std::vector<std::filesystem::path>& keys,
-                                            const std::optional<std::filesystem::path>& policy_file);
+                                            const std::optional<std::filesystem::path>& policy_file,
+                                            const KeylessFlags& keyless = {});
 
 // The images of `rows` (image_index rows, and image_manifest rows that no index of theirs in
 // `rows` or the store lists under the same tag) that `policy` wants signed, each checked as

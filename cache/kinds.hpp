@@ -50,6 +50,7 @@ enum class FetchCheck : std::uint8_t {
   seeds_digest,            // the sha512 seeds.json gives
   pinned_key_signed_sums,  // SHA256SUMS signed by the project's pinned release key lists it (deps tools)
   store_written_sums,      // podplane's own: listed in the SHA256SUMS the store writes for its release
+  release_key_signature,   // podplane's own: the site's release key signed that SHA256SUMS (deps tools --sign)
   format_only,             // its format, nothing upstream signs (trust "unverified")
   tree_h1,                 // module trees: the h1 of the tree
   git_object_ids,          // a git clone: git checks every object against its id; the refs document names the commit

@@ -79,6 +79,8 @@ std::string podplane_tarball_name(std::string_view version, std::string_view pla
 
 std::string podplane_shasums_name(std::string_view version) { return "podplane_" + std::string(version) + "_SHA256SUMS"; }
 
+std::string podplane_signature_name(std::string_view version) { return podplane_shasums_name(version) + ".sig"; }
+
 std::string podplane_shasums_document(const std::map<std::string, std::string>& digests) {
   std::string document;
   for (const auto& [filename, digest] : digests) document += digest + "  " + filename + "\n";

@@ -395,9 +395,11 @@ void check_podplane_shasums_layout(const std::string& row, const Artifact& a) {
     refuse(row, mismatch_message("filename is not the release's SHA256SUMS", podplane_shasums_name(a.version), a.filename));
 }
 
-void refuse_podplane_signature(const std::string& row, const Artifact& a) {
+void check_podplane_signature_layout(const std::string& row, const Artifact& a) {
   require_canonical_version(row, "version", a.version);
-  refuse(row, "a podplane release has no upstream signature to store");
+  if (!a.platform.empty()) refuse(row, "a podplane release's signature has no platform");
+  if (a.filename != podplane_signature_name(a.version))
+    refuse(row, mismatch_message("filename is not the release's signature", podplane_signature_name(a.version), a.filename));
 }
 
 namespace {

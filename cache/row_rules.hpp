@@ -96,7 +96,7 @@ void check_podplane_shasums_layout(const std::string& row, const Artifact& artif
 // A git snapshot's pack or refs document: a module tree's address and version, "<commit><suffix>".
 void check_git_pack_layout(const std::string& row, const Artifact& artifact);
 void check_git_refs_layout(const std::string& row, const Artifact& artifact);
-void refuse_podplane_signature(const std::string& row, const Artifact& artifact);  // none is stored
+void check_podplane_signature_layout(const std::string& row, const Artifact& artifact);
 // Also refuses a tree that has both a file `x` and files below `x/`.
 void check_module_tree_layout(const ModuleTree& tree);
 void check_selected_provider(const TfSelection::Provider& provider);

@@ -5,6 +5,7 @@
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "cache/openpgp.hpp"
+#include "cache/test_settings.hpp"
 #include "lockfile/provider_names.hpp"
 #include "lockfile/shasums.hpp"
 
@@ -226,9 +227,8 @@ std::string_view pinned_tool_key(lockfile::Engine engine) {
 }
 
 cache::SigningKeys tool_signing_keys(lockfile::Engine engine) {
-  const char* test_keyring = std::getenv(kTestKeyringVariable);
-  if (test_keyring != nullptr && *test_keyring != '\0') {
-    return {{read_file_within_limits(test_keyring, std::string(kTestKeyringVariable) + " (a test keyring)")},
+  if (auto test_keyring = tools_keyring_for_tests()) {
+    return {{read_file_within_limits(*test_keyring, std::string(kTestKeyringVariable) + " (a test keyring)")},
             "the keys of " + std::string(kTestKeyringVariable) + " (a test setting, in place of the pinned release key of " +
                 engine_text(engine) + ")"};
   }

@@ -9,6 +9,7 @@
 #include "base/durable_write.hpp"
 #include "base/error.hpp"
 #include "base/human_bytes.hpp"
+#include "base/pkcs11.hpp"
 #include "bundle/contents.hpp"
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
@@ -32,6 +33,7 @@ struct CreateArgs {
   std::vector<std::string> for_roots;
   std::string repo_root;
   std::string sign;
+  std::string pkcs11_module;
   std::string volume_size;
   std::string expires_in;
   std::string parity;
@@ -44,8 +46,7 @@ struct ReadArgs {
   bool allow_expired = false;
   bool no_parity = false;
   bool allow_downgrade = false;  // import only
-  std::vector<std::string> cosign_keys;  // import only
-  std::string cosign_policy;             // import only
+  CosignArgs cosign;  // import only
 };
 
 bundle::VerifyOptions verify_options(const ReadArgs& args) {
@@ -55,8 +56,7 @@ bundle::VerifyOptions verify_options(const ReadArgs& args) {
   options.expired = args.allow_expired ? bundle::ExpiredBundles::allow : bundle::ExpiredBundles::refuse;
   options.downgrades = args.allow_downgrade ? bundle::Downgrades::allow : bundle::Downgrades::refuse;
   options.parity = args.no_parity ? bundle::ParityFiles::ignore : bundle::ParityFiles::use;
-  options.cosign_keys.assign(args.cosign_keys.begin(), args.cosign_keys.end());
-  if (!args.cosign_policy.empty()) options.cosign_policy = args.cosign_policy;
+  args.cosign.apply(options.cosign_keys, options.cosign_policy, options.cosign_keyless);
   return options;
 }
 
@@ -181,18 +181,47 @@ void show(const std::vector<std::string>& files, bool json) {
     throw Error(std::to_string(shown.unreadable.size()) + " volume(s) could not be read (listed above)");
 }
 
-}  // namespace
-
-void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
+// `bundle keygen PREFIX`: a key pair in files, or (--pkcs11) in a token, PREFIX.pub beside.
+void register_keygen(CLI::App& group) {
   auto* keygen = group.add_subcommand("keygen", "Make an Ed25519 key pair: PREFIX.key (mode 0600) and PREFIX.pub");
-  auto prefix = std::make_shared<std::string>();
-  keygen->add_option("PREFIX", *prefix, "Path prefix of the two key files")->required();
-  keygen->callback([prefix] {
-    auto files = bundle::generate_key_pair(*prefix);
+  struct KeygenArgs {
+    std::string prefix, pkcs11_uri, pkcs11_module;
+    bool export_only = false;
+  };
+  auto k = std::make_shared<KeygenArgs>();
+  keygen->add_option("PREFIX", k->prefix, "Path prefix of the key files")->required();
+  auto* in_token = keygen->add_option("--pkcs11", k->pkcs11_uri,
+                                      "Make the key in this PKCS#11 token instead (RFC 7512 URI: "
+                                      "'pkcs11:token=…;object=…?pin-value=…'); only PREFIX.pub is written");
+  keygen->add_option("--pkcs11-module", k->pkcs11_module,
+                     "The token's PKCS#11 module (default: $PODPLANE_PKCS11_MODULE); SoftHSM2's is "
+                     "/usr/lib/softhsm/libsofthsm2.so")
+      ->check(CLI::ExistingFile)
+      ->needs(in_token);
+  keygen->add_flag("--export", k->export_only,
+                   "With --pkcs11: write PREFIX.pub of a key the token holds already (made by pkcs11-tool) instead of "
+                   "making one")
+      ->needs(in_token);
+  keygen->callback([k] {
+    if (!k->pkcs11_uri.empty()) {
+      auto module = k->pkcs11_module.empty() ? std::nullopt : std::optional<std::filesystem::path>(k->pkcs11_module);
+      auto file = bundle::token_public_key(k->pkcs11_uri, module, k->prefix,
+                                           k->export_only ? bundle::MakeInToken::no : bundle::MakeInToken::yes);
+      std::cout << "private key: in the token, " << pkcs11::Uri::parse(k->pkcs11_uri).str() << " (it never leaves it)\n"
+                << "public key:  " << file.string() << " (" << bundle::PublicKey::load(file).key_id() << ")\n";
+      return;
+    }
+    auto files = bundle::generate_key_pair(k->prefix);
     auto key = bundle::PublicKey::load(files.public_key);
     std::cout << "private key: " << files.private_key.string() << " (keep it on the online side)\n"
               << "public key:  " << files.public_key.string() << " (" << key.key_id() << ")\n";
   });
+}
+
+}  // namespace
+
+void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
+  register_keygen(group);
 
   auto* create = group.add_subcommand("create", "Write the store (or what an inventory lacks) as a bundle");
   auto c = std::make_shared<CreateArgs>();
@@ -208,7 +237,12 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
                      "each root's git repository, else the root itself)")
       ->check(CLI::ExistingDirectory)
       ->needs("--for-root");
-  create->add_option("--sign", c->sign, "Ed25519 private key (from 'bundle keygen') to sign the manifests");
+  create->add_option("--sign", c->sign,
+                     "Ed25519 private key to sign the manifests: a file from 'bundle keygen', or a key in a PKCS#11 token "
+                     "(RFC 7512 URI: 'pkcs11:token=…;object=…?pin-value=…')");
+  create->add_option("--pkcs11-module", c->pkcs11_module,
+                     "The PKCS#11 module of --sign's token (default: the URI's module-path, else $PODPLANE_PKCS11_MODULE)")
+      ->check(CLI::ExistingFile);
   create->add_option("--volume-size", c->volume_size, "Cut into volumes of at most SIZE (e.g. 700M, 4095M, 25G)")
       ->check(size_in_bytes(1, std::numeric_limits<std::uint64_t>::max()));
   create->add_option("--parity", c->parity,
@@ -223,6 +257,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
     if (!c->since.empty()) options.since = c->since;
     options.platforms = c->platforms;
     if (!c->sign.empty()) options.signing_key = c->sign;
+    if (!c->pkcs11_module.empty()) options.pkcs11_module = c->pkcs11_module;
     if (!c->volume_size.empty()) options.volume_size = bundle::parse_size(c->volume_size);
     if (!c->expires_in.empty()) options.expires_in = bundle::parse_duration(c->expires_in);
     if (!c->parity.empty()) options.parity_percent = std::stoi(c->parity);
@@ -301,7 +336,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
   import->add_flag("--allow-downgrade", i->allow_downgrade,
                    "Let the tf selection move backwards (a bundle older than its signer's newest, lower versions, "
                    "fewer providers)");
-  add_cosign_options(*import, i->cosign_keys, i->cosign_policy);
+  add_cosign_options(*import, i->cosign);
   import->callback([i] {
     // The store is created only when a volume passes its checks: a refused import leaves nothing.
     print_report(bundle::import_bundle(cache::default_deps_root(), paths(i->files), verify_options(*i)), "imported");

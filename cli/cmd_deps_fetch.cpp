@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "base/ed25519.hpp"
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
 #include "cache/layout.hpp"
@@ -47,8 +48,7 @@ struct DownloadArgs {
   bool skip_seeds = false;
   int jobs = 8;
   std::string authfile;
-  std::vector<std::string> cosign_keys;
-  std::string cosign_policy;
+  CosignArgs cosign;
 };
 
 net::Progress progress_of(const GlobalOptions& global) {
@@ -85,8 +85,7 @@ fetch::DepsDownloadOptions download_options(const DownloadArgs& args, const Glob
   options.download.progress = progress_of(global);
   options.download.http = net::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
   if (!args.authfile.empty()) options.registry_auth.authfile = args.authfile;
-  options.cosign_keys.assign(args.cosign_keys.begin(), args.cosign_keys.end());
-  if (!args.cosign_policy.empty()) options.cosign_policy = args.cosign_policy;
+  args.cosign.apply(options.cosign_keys, options.cosign_policy, options.cosign_keyless);
   return options;
 }
 
@@ -175,7 +174,7 @@ void register_download(CLI::App& deps, const GlobalOptions& global) {
   download->add_flag("--skip-seeds", download_args->skip_seeds, "Skip the seeds manifest and snapshots");
   download->add_option("--jobs", download_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   add_authfile_option(*download, download_args->authfile);
-  add_cosign_options(*download, download_args->cosign_keys, download_args->cosign_policy);
+  add_cosign_options(*download, download_args->cosign);
   download->callback([download_args, &global] {
     auto options = download_options(*download_args, global);
     if (options.providers.empty()) std::tie(options.providers, options.providers_reason) = default_providers(*download_args);
@@ -190,8 +189,7 @@ void register_images(CLI::App& deps, const GlobalOptions& global) {
     std::vector<std::string> archs;
     int jobs = 8;
     std::string authfile;
-    std::vector<std::string> cosign_keys;
-    std::string cosign_policy;
+    CosignArgs cosign;
   };
   auto images_args = std::make_shared<ImagesArgs>();
   auto* images = deps.add_subcommand("images", "Fetch the container images of a list (application images) into the store");
@@ -202,7 +200,7 @@ void register_images(CLI::App& deps, const GlobalOptions& global) {
                      "Platforms of a multi-arch image: amd64,arm64, all, or os/arch[/variant] (default: $PODPLANE_ARCH or this machine)");
   images->add_option("--jobs", images_args->jobs, "Parallel transfers")->transform(whole_number(1, 64));
   add_authfile_option(*images, images_args->authfile);
-  add_cosign_options(*images, images_args->cosign_keys, images_args->cosign_policy);
+  add_cosign_options(*images, images_args->cosign);
   images->callback([images_args, &global] {
     fetch::DepsImagesOptions options;
     // The list is read here, where "-" means this process's standard input.
@@ -218,8 +216,7 @@ void register_images(CLI::App& deps, const GlobalOptions& global) {
     options.download.progress = progress_of(global);
     options.download.http = net::HttpOptions::from_environment();
     if (!images_args->authfile.empty()) options.registry_auth.authfile = images_args->authfile;
-    options.cosign_keys.assign(images_args->cosign_keys.begin(), images_args->cosign_keys.end());
-    if (!images_args->cosign_policy.empty()) options.cosign_policy = images_args->cosign_policy;
+    images_args->cosign.apply(options.cosign_keys, options.cosign_policy, options.cosign_keyless);
     auto store = cache::Store::open(cache::default_deps_root());
     fetch::deps_images(store, options, std::cout, std::cerr);
   });
@@ -234,6 +231,7 @@ void register_tools(CLI::App& deps, const GlobalOptions& global) {
     std::vector<std::string> platforms;
     int jobs = 4;
     std::string podplane_release;
+    std::string sign, pkcs11_module;
   };
   auto tools_args = std::make_shared<ToolsArgs>();
   auto* tools = deps.add_subcommand("tools", "Fetch terraform or tofu release zips, checked against their signed SHA256SUMS, into the store");
@@ -261,7 +259,24 @@ void register_tools(CLI::App& deps, const GlobalOptions& global) {
       "Also (or only) add podplane's own release files of one version from DIR (scripts/package's dist/: tarball, deb, "
       "OCI image), listed in a SHA256SUMS the store writes");
   podplane_option->type_name("DIR");
+  auto* sign_option =
+      tools->add_option("--sign", tools_args->sign,
+                        "Sign the podplane release's SHA256SUMS with this Ed25519 release key (a file from `bundle keygen`, or "
+                        "a pkcs11: URI), so that `tools install podplane --from` can check it with --trust")
+          ->needs(podplane_option);
+  tools->add_option("--pkcs11-module", tools_args->pkcs11_module, "The PKCS#11 module of --sign's token")
+      ->check(CLI::ExistingFile)
+      ->needs(sign_option);
   tools->callback([tools_args, engine_option, version_option, stack_option, config_option, podplane_option, &global] {
+    // The release key is opened (a token's PIN checked) before anything is fetched or added.
+    std::optional<ed25519::SigningKey> key;
+    if (!tools_args->sign.empty())
+      key = ed25519::SigningKey::load(tools_args->sign, tools_args->pkcs11_module.empty()
+                                                            ? std::nullopt
+                                                            : std::optional<std::filesystem::path>(tools_args->pkcs11_module));
+    auto add_release = [&](cache::Store& store) {
+      (void)fetch::add_podplane_release(store, tools_args->podplane_release, std::cout, key ? &*key : nullptr);
+    };
     // --podplane-release alone adds podplane's release and nothing else. Without it, or with
     // any option about an engine release, the engine run happens too, choosing its engine and
     // version as documented when they are not given.
@@ -269,7 +284,7 @@ void register_tools(CLI::App& deps, const GlobalOptions& global) {
                             stack_option->count() > 0 || config_option->count() > 0 || !tools_args->platforms.empty();
     if (!engine_run) {
       auto store = cache::Store::open(cache::default_deps_root());
-      (void)fetch::add_podplane_release(store, tools_args->podplane_release, std::cout);
+      add_release(store);
       return;
     }
     fetch::DepsToolsOptions options;
@@ -305,7 +320,7 @@ void register_tools(CLI::App& deps, const GlobalOptions& global) {
     options.releases = fetch::choose_tool_releases(engines, version, required, options.download.http, std::cout);
     auto store = cache::Store::open(cache::default_deps_root());
     (void)fetch::deps_tools(store, options, std::cout);
-    if (podplane_option->count() > 0) (void)fetch::add_podplane_release(store, tools_args->podplane_release, std::cout);
+    if (podplane_option->count() > 0) add_release(store);
   });
 }
 

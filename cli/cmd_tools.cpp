@@ -23,6 +23,8 @@ struct InstallArgs {
   std::string to;
   std::string platform;
   std::string from;
+  std::vector<std::string> trust;  // podplane --from: release keys
+  bool allow_unsigned_release = false;
 };
 
 // podplane itself: its release tarball unpacked under --to (docs/tools.md).
@@ -37,6 +39,8 @@ void install_podplane_tree(const InstallArgs& args) {
   options.to = args.to;
   options.from_url = args.from;
   options.http = net::HttpOptions::from_environment();
+  options.trusted_keys.assign(args.trust.begin(), args.trust.end());
+  options.unsigned_releases = args.allow_unsigned_release ? fetch::UnsignedReleases::allow : fetch::UnsignedReleases::refuse;
   std::optional<cache::Store> store;
   if (options.from_url.empty()) store = open_for_reading(cache::default_deps_root());
   (void)fetch::install_podplane(store ? &*store : nullptr, options, std::cout);
@@ -62,7 +66,22 @@ void register_tools_commands(CLI::App& group, const GlobalOptions& /*global*/) {
   install->add_option("--platform", args->platform, "Release platform OS_ARCH (default: this machine's)");
   install->add_option("--from", args->from,
                       "Base URL of a site's `mirror serve` or `mirror export` to take the release from instead of the store");
+  auto* from = install->get_option("--from");
+  install
+      ->add_option("--trust", args->trust,
+                   "podplane --from: a release key's public key (PEM, from `bundle keygen`) one of which must have signed "
+                   "the release (`deps tools --podplane-release DIR --sign KEY`); repeatable")
+      ->check(CLI::ExistingFile)
+      ->needs(from);
+  install
+      ->add_flag("--allow-unsigned-release", args->allow_unsigned_release,
+                 "podplane --from: install a release that carries no signature (its SHA256SUMS is then only the "
+                 "server's word)")
+      ->needs(from);
   install->callback([args] {
+    if (args->engine != cache::kPodplaneReleaseAddress && (!args->trust.empty() || args->allow_unsigned_release))
+      throw UsageError("--trust and --allow-unsigned-release are for `tools install podplane`: an engine release is checked "
+                       "against its project's pinned key");
     if (args->engine == cache::kPodplaneReleaseAddress) {
       install_podplane_tree(*args);
       return;

@@ -8,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "bundle/create.hpp"
+#include "cache/cosign_policy.hpp"
 
 namespace podplane::cli {
 
@@ -72,20 +73,58 @@ inline CLI::Option* add_authfile_option(CLI::App& command, std::string& file) {
       ->check(CLI::ExistingFile);
 }
 
-// --cosign-key FILE (repeatable) or --cosign-policy FILE, where images are fetched or imported:
-// every image must carry a cosign signature that one of its keys verifies (docs/images.md
-// "Signed images").
-inline void add_cosign_options(CLI::App& command, std::vector<std::string>& keys, std::string& policy) {
+// --cosign-key FILE (repeatable) and the keyless flags, or --cosign-policy FILE, where images
+// are fetched or imported: every image must carry a cosign signature that one of its keys, or
+// keyless one of its identities, verifies (docs/images.md "Signed images", "Keyless signatures").
+struct CosignArgs {
+  std::vector<std::string> keys;
+  std::string policy;
+  std::string identity, identity_regexp, issuer, issuer_regexp, trusted_root;
+
+  // Into the options of the command that fetches or imports.
+  void apply(std::vector<std::filesystem::path>& cosign_keys, std::optional<std::filesystem::path>& cosign_policy,
+             cache::KeylessFlags& keyless) const {
+    cosign_keys.assign(keys.begin(), keys.end());
+    if (!policy.empty()) cosign_policy = policy;
+    keyless.identity = {identity, identity_regexp, issuer, issuer_regexp};
+    if (!trusted_root.empty()) keyless.trusted_root = trusted_root;
+  }
+};
+
+inline void add_cosign_options(CLI::App& command, CosignArgs& args) {
   auto* key = command
-                  .add_option("--cosign-key", keys,
+                  .add_option("--cosign-key", args.keys,
                               "Require every image to carry a cosign signature by this public key (PEM, ECDSA P-256, as "
                               "cosign.pub); repeatable: any one of the keys will do")
                   ->check(CLI::ExistingFile);
+  auto* identity = command.add_option("--certificate-identity", args.identity,
+                                      "Keyless: accept a signature whose Fulcio certificate names this identity (email or URI)");
+  auto* identity_regexp = command
+                              .add_option("--certificate-identity-regexp", args.identity_regexp,
+                                          "Keyless: the same, as a regular expression matched anywhere in the identity")
+                              ->excludes(identity);
+  auto* issuer = command.add_option("--certificate-oidc-issuer", args.issuer,
+                                    "Keyless: the OIDC issuer the certificate must name (https://accounts.google.com, …)");
+  auto* issuer_regexp = command
+                            .add_option("--certificate-oidc-issuer-regexp", args.issuer_regexp,
+                                        "Keyless: the same, as a regular expression matched anywhere in the issuer")
+                            ->excludes(issuer);
+  auto* trusted_root = command
+                           .add_option("--trusted-root", args.trusted_root,
+                                       "Keyless: the sigstore trusted_root.json (Fulcio CAs, Rekor and CT log keys) to check "
+                                       "certificates against, offline")
+                           ->check(CLI::ExistingFile);
   command
-      .add_option("--cosign-policy", policy,
-                  "Which cosign keys each registry or repository needs (JSON; docs/images.md \"Signing policy\")")
+      .add_option("--cosign-policy", args.policy,
+                  "Which cosign keys or keyless identities each registry or repository needs (JSON; docs/images.md "
+                  "\"Signing policy\")")
       ->check(CLI::ExistingFile)
-      ->excludes(key);
+      ->excludes(key)
+      ->excludes(identity)
+      ->excludes(identity_regexp)
+      ->excludes(issuer)
+      ->excludes(issuer_regexp)
+      ->excludes(trusted_root);
 }
 
 }  // namespace podplane::cli

@@ -29,6 +29,9 @@ podplane_pkg(OPENSSL openssl libssl-dev)
 podplane_pkg(SQLITE3 sqlite3 libsqlite3-dev)
 podplane_pkg(RNP librnp librnp-dev)
 podplane_pkg(HTTPLIB cpp-httplib libcpp-httplib-dev)
+# The PKCS#11 header only (p11-kit's pkcs11.h): a token's module is loaded with dlopen
+# (base/pkcs11.hpp), so nothing of p11-kit is linked.
+podplane_pkg(P11KIT p11-kit-1 libp11-kit-dev)
 podplane_cmake_pkg(nlohmann_json nlohmann-json3-dev)
 podplane_cmake_pkg(CLI11 libcli11-dev)
 find_package(Threads REQUIRED)

@@ -714,7 +714,7 @@ void deps_download(cache::Store& store, const DepsDownloadOptions& options, std:
   out << "Providers: " << (options.providers.empty() ? std::string("none (only the items every provider needs)") : join_list(options.providers))
       << (options.providers_reason.empty() ? "" : " (" + options.providers_reason + ")") << "\n";
   // A bad key or policy stops the run before it begins.
-  auto cosign_policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);
+  auto cosign_policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy, options.cosign_keyless);
   VmconfigRun(store, options, std::move(archs), std::move(base), std::move(cosign_policy), out, log).run();
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/cosign_policy.hpp"
 #include "cache/store.hpp"
 #include "net/download.hpp"
 #include "net/oci_auth.hpp"
@@ -38,6 +39,7 @@ struct DepsDownloadOptions {
   net::RegistryAuthOptions registry_auth;                 // logins for the registries of the images
   std::vector<std::filesystem::path> cosign_keys;    // --cosign-key: every image must be signed by one
   std::optional<std::filesystem::path> cosign_policy;  // --cosign-policy: keys per registry/repository
+  cache::KeylessFlags cosign_keyless;  // --certificate-identity…, --trusted-root: keyless signatures
 };
 
 // Fetches (or, in dry-run, lists) what is missing; then rebuilds the views.

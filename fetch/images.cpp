@@ -127,6 +127,9 @@ std::vector<Referrer> fetch_referrers(OciPuller& puller, const net::ImageReferen
   auto document = json::parse(index->bytes, nullptr, false);
   if (!document.is_object() || !document.contains("manifests") || !document["manifests"].is_array())
     throw Error(where + " (" + net::redact_url(index->url) + ") are not an OCI image index");
+  // Each referrer is a request and stays in memory until the run ends: a list of thousands
+  // (anyone may push to the tag schema's index) is refused before any is fetched.
+  check_referrer_limits(document["manifests"], kSignatureLimits, where);
   std::set<std::string> seen;
   for (const auto& entry : document["manifests"]) {
     auto descriptor = descriptor_of(entry, where);
@@ -245,10 +248,10 @@ bool image_stored(const cache::Store& store, const ImageRequest& request, const 
   if (blobs.empty()) return false;
   for (const auto& row : blobs)
     if (!store.has_object(row.digest)) return false;
-  if (const auto& cosign_keys = cosign_policy.keys_for(request.reference.address()); !cosign_keys.empty()) {
+  if (const auto& trust = cosign_policy.trust_for(request.reference.address()); !trust.empty()) {
     const std::string& top = request.pinned_index.empty() ? request.pinned_manifest : request.pinned_index;
     try {
-      (void)cache::verify_stored_cosign_signature(store, request.reference.address(), top, cosign_keys);
+      (void)cache::verify_stored_cosign_signature(store, request.reference.address(), top, trust);
     } catch (const Error&) {
       return false;  // fetched again, signature and all
     }
@@ -294,7 +297,7 @@ struct ImageFetcher::Impl {
   std::vector<std::string> top_errors;
   // require_signatures(): the policy, and what fetch_tops() made of each first request's signature.
   cache::CosignPolicy policy;
-  const std::vector<cache::CosignKey>& keys_for(std::size_t r) const { return policy.keys_for(requests[r].reference.address()); }
+  const cache::CosignTrust& trust_for(std::size_t r) const { return policy.trust_for(requests[r].reference.address()); }
   std::vector<std::optional<FetchedSignature>> signatures;
   std::vector<std::string> signature_errors;
   // take_referrers(): what fetch_tops() found of each first request's referrers.
@@ -553,9 +556,9 @@ void ImageFetcher::fetch_tops() {
                                   impl.collect_referrers(r, lookups);
                                 }).share();
     }
-    if (!impl.keys_for(r).empty()) {
+    if (!impl.trust_for(r).empty()) {
       try {
-        impl.signatures[r] = fetch_verified_signature(impl.pullers[r], image, subject, impl.keys_for(r));
+        impl.signatures[r] = fetch_verified_signature(impl.pullers[r], image, subject, impl.trust_for(r));
       } catch (const Error& error) {
         impl.signature_errors[r] = error.what();
       }
@@ -593,7 +596,7 @@ void ImageFetcher::resolve_tops() {
       const std::size_t f = impl.first[r];
       if (!tops[f]) throw Error(errors[f]);
       // Refused before anything of it is stored: resolve() stores a single-platform config.
-      if (!impl.keys_for(f).empty() && !impl.signatures[f]) throw Error(impl.signature_errors[f]);
+      if (!impl.trust_for(f).empty() && !impl.signatures[f]) throw Error(impl.signature_errors[f]);
       impl.resolve(r, *tops[f]);
     } catch (const Error& error) {
       impl.images[r].error = error.what();
@@ -652,6 +655,12 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
     tops.push_back(signature->manifest.bytes);
     for (const auto& [digest, bytes] : signature->bytes)
       if (top_digests.insert(digest).second) tops.push_back(bytes);
+    // A keyless signature's trusted root stays with it (its provenance's keys_digest), so that
+    // the check can be made again offline.
+    if (signature->verified.keyless) {
+      const auto& root = impl.trust_for(r).trusted_root;
+      if (top_digests.insert("sha256:" + root->digest()).second) tops.push_back(root->text());
+    }
   }
   // The referrers of the images that were not refused.
   for (std::size_t r = 0; r < impl.requests.size() && !impl.referrers.empty(); ++r) {
@@ -677,7 +686,7 @@ ImageFetch ImageFetcher::finish(std::ostream& log) {
       const auto& signature = *impl.signatures[impl.first[r]];
       auto rows = signature_rows(image, impl.puller(r), signature);
       result.rows.insert(result.rows.end(), rows.begin(), rows.end());
-      result.signatures.push_back(signature_record(image, signature));
+      result.signatures.push_back(signature_record(image, signature, impl.trust_for(r)));
     }
     if (!impl.referrers.empty() && state.top) {
       for (const auto& referrer : impl.referrers[impl.first[r]]) {
@@ -755,7 +764,7 @@ void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ost
       throw UsageError("unsupported arch \"" + arch + "\" (amd64, arm64, all, or an os/arch[/variant] platform)");
   auto requests = parse_image_list(options.list_text, options.list_name, image_platforms_of_archs(options.archs));
   if (requests.empty()) throw Error("the image list " + options.list_name + " names no image");
-  auto policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy);
+  auto policy = cache::cosign_policy_of(options.cosign_keys, options.cosign_policy, options.cosign_keyless);
   auto fetched = fetch_images(store, requests, options.download, net::RegistryCredentials::load(options.registry_auth), log, policy);
   if (!fetched.failures.empty()) {
     std::string message = "deps images failed; nothing was indexed:";
@@ -772,7 +781,7 @@ void deps_images(cache::Store& store, const DepsImagesOptions& options, std::ost
   out << "Stored " << requests.size() << " images: fetched " << fetched.blobs_fetched << " blobs (" << fetched.bytes
       << " bytes), " << fetched.blobs_present << " already stored.\n";
   if (policy.requires_signatures())
-    out << "Verified the cosign signatures of " << fetched.signatures.size() << " images with the keys given.\n";
+    out << "Verified the cosign signatures of " << fetched.signatures.size() << " images with the keys or identities given.\n";
 }
 
 }  // namespace podplane::fetch

@@ -115,6 +115,7 @@ struct DepsImagesOptions {
   net::RegistryAuthOptions registry_auth;   // --authfile (else the standard auth files)
   std::vector<std::filesystem::path> cosign_keys;  // --cosign-key: every image must be signed by one
   std::optional<std::filesystem::path> cosign_policy;  // --cosign-policy: keys per registry/repository
+  cache::KeylessFlags cosign_keyless;  // --certificate-identity…, --trusted-root: keyless signatures
 };
 
 // `podplane deps images -f images.txt`: fetches every listed image, indexes the rows in one

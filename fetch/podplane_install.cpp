@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/digest.hpp"
+#include "base/ed25519.hpp"
 #include "base/error.hpp"
 #include "base/scratch_dir.hpp"
 #include "cache/podplane_releases.hpp"
@@ -31,12 +32,51 @@ fs::path tarball_from_store(const cache::Store& store, const PodplaneInstallOpti
   return object;
 }
 
-// From a site mirror: the tarball checked against its line of the release's SHA256SUMS there.
-fs::path tarball_from_mirror(const PodplaneInstallOptions& options, const std::string& tarball, const fs::path& scratch) {
+// The release's SHA256SUMS from a mirror is only the mirror's word unless a release key the
+// user trusts signed it: checked before any release file is fetched.
+void check_release_signature(net::HttpClient& http, const PodplaneInstallOptions& options, const std::string& dir,
+                             const std::string& sums, std::ostream& out) {
+  const std::string name = cache::podplane_signature_name(options.version);
+  auto response = http.get(dir + name);
+  if (response.status == 404) {
+    if (options.unsigned_releases == UnsignedReleases::allow) {
+      out << "warning: podplane " << options.version << " from " << net::redact_url(options.from_url)
+          << " is not signed; installing it on --allow-unsigned-release (its SHA256SUMS is only that server's word)\n";
+      return;
+    }
+    throw Error("podplane " + options.version + " from " + net::redact_url(options.from_url) + " is not signed (no " + name +
+                "): sign its release online with `podplane deps tools --podplane-release DIR --sign KEY` and install with "
+                "--trust KEY.pub, or take it unsigned with --allow-unsigned-release");
+  }
+  if (response.status != 200)
+    throw Error("cannot fetch " + name + " from " + net::redact_url(dir + name) + ": " + response.status_text());
+  auto signature = ed25519::DetachedSignature::parse(response.body, name + " from " + net::redact_url(dir + name));
+  if (options.trusted_keys.empty())
+    throw UsageError("podplane " + options.version + " from " + net::redact_url(options.from_url) + " is signed by " +
+                     signature.key_id + ": give --trust with the release key's public key to check it");
+  std::string trusted;
+  for (const auto& file : options.trusted_keys) {
+    auto key = ed25519::PublicKey::load(file);
+    trusted += (trusted.empty() ? "" : ", ") + key.key_id() + " (" + file.string() + ")";
+    if (key.key_id() != signature.key_id) continue;
+    if (!key.verifies(sums, signature.signature_hex))
+      throw Error(name + " from " + net::redact_url(dir + name) + " does not verify with " + file.string() +
+                  ": the SHA256SUMS was changed after it was signed, or the signature was");
+    return;
+  }
+  throw Error(mismatch_message(name + " from " + net::redact_url(dir + name) + " is by a release key not given with --trust",
+                               trusted, signature.key_id));
+}
+
+// From a site mirror: the tarball checked against its line of the release's SHA256SUMS there,
+// that SHA256SUMS against the release key's signature.
+fs::path tarball_from_mirror(const PodplaneInstallOptions& options, const std::string& tarball, const fs::path& scratch,
+                             std::ostream& out) {
   const std::string dir = mirror_tool_dir(options.from_url, cache::kPodplaneReleaseAddress, options.version);
   const std::string sums_name = cache::podplane_shasums_name(options.version);
   net::HttpClient http(options.http);
   const std::string sums = fetch_tool_document(http, dir, sums_name);
+  check_release_signature(http, options, dir, sums, out);
   return fetch_tool_file(options.http, dir, tarball, cache::tool_listed_digest(sums, tarball, sums_name), scratch);
 }
 
@@ -81,7 +121,7 @@ fs::path install_podplane(const cache::Store* store, const PodplaneInstallOption
     if (store == nullptr) throw Error("no store to install " + tarball + " from; pass --from URL of a site mirror");
     checked = tarball_from_store(*store, options, tarball);
   } else {
-    checked = tarball_from_mirror(options, tarball, download.path());
+    checked = tarball_from_mirror(options, tarball, download.path(), out);
   }
 
   // Only checked bytes are unpacked, beside the target so that one rename puts the whole tree

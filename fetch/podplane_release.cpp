@@ -1,6 +1,7 @@
 #include "fetch/podplane_release.hpp"
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -74,9 +75,26 @@ cache::Artifact release_row(cache::ArtifactKind kind, const std::string& version
   return row;
 }
 
+// The release key's signature of `sums` as a row to index (its object added), or nullopt when
+// the store holds that key's signature already. Error: signed by another key already.
+std::optional<cache::Artifact> release_signature_row(cache::Store& store, const std::string& version, const std::string& sums,
+                                                     const ed25519::SigningKey& key) {
+  const std::string name = cache::podplane_signature_name(version);
+  const std::string address(cache::kPodplaneReleaseAddress);
+  if (auto stored = store.find_artifact(cache::ArtifactKind::tool_signature, address, version, "", name)) {
+    auto signature = ed25519::DetachedSignature::parse(store.read_object(stored->digest), "the stored " + name);
+    if (signature.key_id == key.public_key().key_id()) return std::nullopt;
+    throw Error(mismatch_message("podplane " + version + " is signed already by another release key; a release keeps its signature",
+                                 signature.key_id, key.public_key().key_id()));
+  }
+  const std::string block = ed25519::DetachedSignature::make(key, sums).serialize();
+  return release_row(cache::ArtifactKind::tool_signature, version, "", name, store.add_bytes(block), block.size());
+}
+
 }  // namespace
 
-PodplaneReleaseResult add_podplane_release(cache::Store& store, const fs::path& dir, std::ostream& out) {
+PodplaneReleaseResult add_podplane_release(cache::Store& store, const fs::path& dir, std::ostream& out,
+                                           const ed25519::SigningKey* release_key) {
   auto files = read_release_dir(dir);
   PodplaneReleaseResult result;
   result.version = files.begin()->second.release.version;
@@ -120,6 +138,14 @@ PodplaneReleaseResult add_podplane_release(cache::Store& store, const fs::path& 
     result.present = files.size();
     out << "podplane " << version << ": up to date (" << stored.size() << " file(s) stored"
         << (restored == 0 ? std::string() : ", " + std::to_string(restored) + " object(s) put back") << ")\n";
+    if (release_key) {
+      std::map<std::string, std::string> digests;
+      for (const auto& [filename, row] : stored) digests[filename] = row.digest;
+      if (auto signature = release_signature_row(store, version, cache::podplane_shasums_document(digests), *release_key)) {
+        store.in_transaction([&] { (void)store.add_artifact(*signature); });
+        out << "podplane " << version << ": signed " << sums_name << " with " << release_key->public_key().key_id() << "\n";
+      }
+    }
     return result;
   }
 
@@ -138,7 +164,9 @@ PodplaneReleaseResult add_podplane_release(cache::Store& store, const fs::path& 
   }
   const std::string sums = cache::podplane_shasums_document(digests);
   const std::string sums_digest = store.add_bytes(sums);
+  auto signature = release_key ? release_signature_row(store, version, sums, *release_key) : std::nullopt;
   store.in_transaction([&] {
+    if (signature) (void)store.add_artifact(*signature);
     (void)store.add_artifact(
         release_row(cache::ArtifactKind::tool_shasums, version, "", sums_name, sums_digest, sums.size()));
     for (const auto& [name, file] : files) {
@@ -153,7 +181,8 @@ PodplaneReleaseResult add_podplane_release(cache::Store& store, const fs::path& 
     out << "podplane " << version << " " << file.release.platform << ": added " << name << " (sha256:" << file.digest << ")\n";
     ++result.added;
   }
-  out << "podplane " << version << ": wrote " << sums_name << " listing " << files.size() << " file(s)\n";
+  out << "podplane " << version << ": wrote " << sums_name << " listing " << files.size() << " file(s)"
+      << (signature ? ", signed with " + release_key->public_key().key_id() : std::string()) << "\n";
   return result;
 }
 

@@ -65,7 +65,8 @@ class CosignTest : public ::testing::Test {
   }
 
   CosignVerified verify(const std::string& signature_manifest, const std::vector<CosignKey>& keys, const std::string& image = kImage) {
-    return verify_cosign_signature(image, signature_manifest, [&](const std::string& digest) { return blobs_.at(digest); }, keys);
+    return verify_cosign_signature(image, "registry.example/team/app", signature_manifest,
+                                   [&](const std::string& digest) { return blobs_.at(digest); }, CosignTrust{keys, {}, nullptr});
   }
 
   std::string error_of(const std::string& signature_manifest, const std::vector<CosignKey>& keys) {
@@ -143,7 +144,7 @@ TEST_F(CosignTest, APolicyGivesEachImageTheKeysOfItsMostSpecificEntry) {
   EXPECT_TRUE(policy.requires_signatures());
   auto fingerprints = [&](const std::string& address) {
     std::vector<std::string> out;
-    for (const auto& key : policy.keys_for(address)) out.push_back(key.fingerprint());
+    for (const auto& key : policy.trust_for(address).keys) out.push_back(key.fingerprint());
     return out;
   };
   using Keys = std::vector<std::string>;

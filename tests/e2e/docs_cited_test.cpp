@@ -139,7 +139,8 @@ std::size_t line_of(std::string_view text, std::size_t offset) {
 }
 
 // The text files of the source tree: product code, tests, scripts, docs, build files. Not the
-// VCS, build trees, golden data or fuzz corpora (bytes from outside), nor binary files.
+// VCS, build trees, golden data or fuzz corpora (bytes from outside), the npm packages the
+// test tools install (node_modules: other projects' documents), nor binary files.
 std::vector<fs::path> source_text_files() {
   const fs::path root = source_dir();
   std::vector<fs::path> out;
@@ -150,7 +151,7 @@ std::vector<fs::path> source_text_files() {
       const std::string rel = relative.generic_string();
       const bool top_level = !relative.has_parent_path();
       if ((name.starts_with(".") && name != ".ci") || (top_level && name.starts_with("build")) ||
-          rel == "tests/data" || rel == "tests/fuzz/corpus") {
+          rel == "tests/data" || rel == "tests/fuzz/corpus" || name == "node_modules") {
         it.disable_recursion_pending();
       }
       continue;

@@ -15,14 +15,18 @@
 // has run (the signature stored, the pushed image in the registry).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "base/digest.hpp"
 #include "cache/store.hpp"
 #include "net/oci_reference.hpp"
 #include "tests/mirror/registry_fixture.hpp"
+#include "tests/support/sigstore_fixture.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 
@@ -234,12 +238,70 @@ void sign_fixture_image(DocSetup& setup) {
         ASSERT_EQ(indexes.size(), 1u);
         EXPECT_EQ(indexes[0].filename, index);
         EXPECT_TRUE(store.has_object(indexes[0].digest));
-        auto attachments = store.artifacts({.kind = cache::ArtifactKind::image_attachment, .address = address});
+        // The image's other attachments are its referrers (the keyless signature below).
+        auto attachments = store.artifacts({.kind = cache::ArtifactKind::image_attachment,
+                                            .address = address,
+                                            .version = signature["tag"].get<std::string>()});
         ASSERT_EQ(attachments.size(), 1u) << "the image's signature was not stored";
-        EXPECT_EQ(attachments[0].version, signature["tag"].get<std::string>());
         EXPECT_EQ("sha256:" + attachments[0].digest, signature["manifest"].get<std::string>());
         EXPECT_TRUE(store.has_object(attachments[0].digest));
         EXPECT_EQ(store.provenance_of(attachments[0].id).size(), 1u) << "no key is recorded as having verified it";
+      };
+}
+
+// The keyless identity the document names signs the fixture image too: a sigstore bundle
+// referrer made by the test's own Fulcio, Rekor and CT log (tests/support/sigstore_fixture.hpp),
+// whose trusted root is the reader's `trusted_root.json`. The referrer is written into the
+// static registry as the image's are: the bundle blob, the manifest by digest, and the
+// referrers index of the image.
+void sign_fixture_image_keyless(DocSetup& setup) {
+  const std::string identity = "krel-trust@k8s-releng-prod.iam.gserviceaccount.com";
+  const std::string issuer = "https://accounts.google.com";
+  const std::string index = setup.upstream.fixture()["image"]["index"];
+  const std::string address = setup.registry + "/" + kFixtureImage;
+  SigstoreFixture sigstore;
+  write_file(setup.work / "trusted_root.json", sigstore.trusted_root_json());
+  const std::string bundle =
+      sigstore.dsse_bundle(SigstoreFixture::image_statement(index, address), {.identity = identity, .issuer = issuer});
+  const fs::path repository = setup.upstream.www() / "v2" / kFixtureImage;
+  const auto put = [&](const std::string& name, const std::string& bytes, const std::string& type) {
+    write_file(repository / name, bytes);
+    write_file((repository / name).string() + ".headers",
+               "Content-Type: " + type + "\nDocker-Content-Digest: sha256:" + sha256_hex(bytes) + "\n");
+    return "sha256:" + sha256_hex(bytes);
+  };
+  const std::string bundle_type = "application/vnd.dev.sigstore.bundle.v0.3+json";
+  const std::string manifest_type = "application/vnd.oci.image.manifest.v1+json";
+  const auto blob = [&](const std::string& bytes, const std::string& type) {
+    return nlohmann::json{{"mediaType", type},
+                          {"digest", put("blobs/sha256:" + sha256_hex(bytes), bytes, "application/octet-stream")},
+                          {"size", bytes.size()}};
+  };
+  nlohmann::json manifest = {{"schemaVersion", 2},
+                             {"mediaType", manifest_type},
+                             {"artifactType", bundle_type},
+                             {"config", blob("{}", "application/vnd.oci.empty.v1+json")},
+                             {"layers", nlohmann::json::array({blob(bundle, bundle_type)})},
+                             {"subject", {{"mediaType", "application/vnd.oci.image.index.v1+json"}, {"digest", index}, {"size", 1}}}};
+  const std::string bytes = manifest.dump();
+  const std::string digest = put("manifests/sha256:" + sha256_hex(bytes), bytes, manifest_type);
+  nlohmann::json listed = {{"mediaType", manifest_type}, {"digest", digest}, {"size", bytes.size()}, {"artifactType", bundle_type}};
+  nlohmann::json referrers = {{"schemaVersion", 2},
+                              {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                              {"manifests", nlohmann::json::array({listed})}};
+  (void)put("referrers/" + index, referrers.dump(), "application/vnd.oci.image.index.v1+json");
+  setup.checks["podplane deps images -f images.txt --arch amd64,arm64 --certificate-identity " + identity +
+               " --certificate-oidc-issuer " + issuer + " --trusted-root trusted_root.json"] =
+      [root = setup.online_root, address, digest, fingerprint = "keyless:" + identity + " " + issuer] {
+        auto store = cache::Store::open(root, cache::Store::Access::read_only);
+        auto attachments = store.artifacts({.kind = cache::ArtifactKind::image_attachment, .address = address});
+        const auto found =
+            std::find_if(attachments.begin(), attachments.end(), [&](const auto& row) { return row.filename == digest; });
+        ASSERT_NE(found, attachments.end()) << "the sigstore bundle referrer was not stored";
+        auto provenance = store.provenance_of(found->id);
+        ASSERT_EQ(provenance.size(), 1u);
+        EXPECT_EQ(provenance[0].key_fingerprint, fingerprint);
+        EXPECT_TRUE(store.has_object(provenance[0].keys_digest)) << "the trusted root is stored with the signature";
       };
 }
 
@@ -300,6 +362,7 @@ std::vector<Scenario> scenarios() {
                    write_tls(setup.work);
                    write_file(setup.work / "images.txt", setup.registry + "/podplane-fixture/pause:3.10.2\n");
                    sign_fixture_image(setup);
+                   sign_fixture_image_keyless(setup);
                    start_site_registry(setup);
                  },
                  {{"podplane bundle create deps.bundle", Side::online, "podplane bundle keygen site"},

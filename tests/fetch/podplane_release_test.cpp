@@ -143,7 +143,10 @@ TEST_F(PodplaneRelease, RefusesADirectoryOfTwoVersionsOrOfOtherFilesAndIndexesNo
 TEST_F(PodplaneRelease, CrossesInASignedBundleIsServedAndInstallsFromTheSiteMirror) {
   ASSERT_TRUE(have_program("curl"));
   const fs::path dist = make_dist(dir / "dist");
-  ASSERT_EQ(podplane(online(), {"deps", "tools", "--podplane-release", dist.string()}).exit_code, 0);
+  ASSERT_EQ(run_podplane({"bundle", "keygen", (dir / "release").string()}).exit_code, 0);
+  auto added = podplane(online(), {"deps", "tools", "--podplane-release", dist.string(), "--sign", (dir / "release.key").string()});
+  ASSERT_EQ(added.exit_code, 0) << added.out << added.err;
+  EXPECT_NE(added.out.find("wrote " + kSums + " listing 3 file(s), signed with sha256:"), std::string::npos) << added.out;
   ASSERT_EQ(run_podplane({"bundle", "keygen", (dir / "site").string()}).exit_code, 0);
   auto created = podplane(online(), {"bundle", "create", (dir / "deps.bundle").string(), "--sign", (dir / "site.key").string()});
   ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
@@ -184,7 +187,7 @@ TEST_F(PodplaneRelease, CrossesInASignedBundleIsServedAndInstallsFromTheSiteMirr
   // A machine with no store at all takes it from the mirror.
   const fs::path opt = dir / "opt";
   auto installed = run_podplane({"tools", "install", "podplane", "9.8.7", "--platform", "linux_amd64", "--to", opt.string(),
-                                 "--from", base},
+                                 "--from", base, "--trust", (dir / "release.pub").string()},
                                 with_deps_root(dir / "no-store"));
   ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
   const fs::path program = opt / kTree / "bin" / "podplane";
@@ -215,7 +218,7 @@ TEST_F(PodplaneRelease, CrossesInASignedBundleIsServedAndInstallsFromTheSiteMirr
 
   // Installed once; a second run refuses to overwrite it.
   auto twice = run_podplane({"tools", "install", "podplane", "9.8.7", "--platform", "linux_amd64", "--to", opt.string(),
-                             "--from", base});
+                             "--from", base, "--trust", (dir / "release.pub").string()});
   EXPECT_EQ(twice.exit_code, 1);
   EXPECT_NE(twice.err.find("exists already"), std::string::npos) << twice.err;
 }
@@ -283,6 +286,106 @@ TEST_F(PodplaneRelease, InstallsFromTheStoreAndRefusesAHostileTarballWritingNoth
     EXPECT_FALSE(fs::exists(dir / ("to-" + name))) << "nothing of the run is left, not even the directories it made";
     EXPECT_FALSE(fs::exists(dir / "escaped"));
   }
+}
+
+// `tools install podplane --from URL` takes nothing on the URL's word alone: the release's
+// SHA256SUMS must carry a signature by a key given with --trust (deps tools --sign), else the
+// install is refused with nothing written, unless --allow-unsigned-release says otherwise.
+class SignedPodplaneRelease : public PodplaneRelease {
+ protected:
+  // A store holding the release (signed with `key` unless empty), served by `mirror serve`.
+  std::string serve_release(const std::string& key) {
+    std::vector<std::string> args{"deps", "tools", "--podplane-release", make_dist(dir / "dist").string()};
+    if (!key.empty()) args.insert(args.end(), {"--sign", (dir / (key + ".key")).string()});
+    auto added = podplane(online(), args);
+    EXPECT_EQ(added.exit_code, 0) << added.out << added.err;
+    serve_ = std::make_unique<Background>(
+        std::vector<std::string>{podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0", "--plain-http"},
+        std::map<std::string, std::string>{{"PODPLANE_DEPS_CACHE_DIR", online().string()}}, dir / "serve.err");
+    std::string base = serve_->first_line();
+    EXPECT_FALSE(base.empty()) << read_file(dir / "serve.err");
+    if (!base.empty() && base.back() == '/') base.pop_back();
+    return base;
+  }
+  void keygen(const std::string& name) { ASSERT_EQ(run_podplane({"bundle", "keygen", (dir / name).string()}).exit_code, 0); }
+  ProcessResult install(const std::string& base, const std::vector<std::string>& flags) {
+    std::vector<std::string> args{"tools", "install", "podplane", kVersion, "--platform", "linux_amd64", "--to",
+                                  (dir / "opt").string(), "--from", base};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return run_podplane(args, with_deps_root(dir / "no-store"));
+  }
+  std::unique_ptr<Background> serve_;
+};
+
+TEST_F(SignedPodplaneRelease, AnUnsignedReleaseFromAUrlIsRefusedUnlessAllowed) {
+  const std::string base = serve_release("");
+  auto refused = install(base, {});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("podplane 9.8.7 from " + base + " is not signed (no podplane_9.8.7_SHA256SUMS.sig)"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("--allow-unsigned-release"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(dir / "opt")) << "nothing is written";
+  auto allowed = install(base, {"--allow-unsigned-release"});
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.out << allowed.err;
+  EXPECT_NE(allowed.out.find("is not signed; installing it on --allow-unsigned-release"), std::string::npos) << allowed.out;
+}
+
+TEST_F(SignedPodplaneRelease, AReleaseSignedByAKeyNotTrustedIsRefused) {
+  keygen("release");
+  keygen("other");
+  const std::string base = serve_release("release");
+  auto untrusted = install(base, {"--trust", (dir / "other.pub").string()});
+  EXPECT_EQ(untrusted.exit_code, 1) << untrusted.out << untrusted.err;
+  EXPECT_NE(untrusted.err.find("is by a release key not given with --trust"), std::string::npos) << untrusted.err;
+  EXPECT_FALSE(fs::exists(dir / "opt"));
+  auto no_trust = install(base, {});
+  EXPECT_EQ(no_trust.exit_code, 2) << no_trust.out << no_trust.err;
+  EXPECT_NE(no_trust.err.find("give --trust with the release key's public key"), std::string::npos) << no_trust.err;
+  auto trusted = install(base, {"--trust", (dir / "other.pub").string(), "--trust", (dir / "release.pub").string()});
+  EXPECT_EQ(trusted.exit_code, 0) << trusted.out << trusted.err;
+}
+
+// A server that changes the SHA256SUMS (and the tarball with it) after the release was signed:
+// `mirror export` of the signed release, altered, served by a plain web server.
+TEST_F(SignedPodplaneRelease, ASha256sumsAlteredAfterSigningIsRefused) {
+  ASSERT_TRUE(have_program("python3"));
+  keygen("release");
+  (void)serve_release("release");
+  ASSERT_EQ(podplane(online(), {"mirror", "export", (dir / "site").string()}).exit_code, 0);
+  const fs::path release = dir / "site" / "tools" / "podplane" / kVersion;
+  make_tarball(release / kTarball, "add('" + kTree + "/bin/extra', data=b'planted\\n', mode=0o755)\n");
+  write_file(release / kSums, sha256_hex(read_file(release / kTarball)) + "  " + kTarball + "\n");
+  Background web({"python3", "-u", "-c",
+                  "import http.server, functools, sys\n"
+                  "h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])\n"
+                  "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), h)\n"
+                  "print('http://127.0.0.1:%d' % s.server_address[1], flush=True)\n"
+                  "s.serve_forever()\n",
+                  (dir / "site").string()},
+                 {}, dir / "web.err");
+  const std::string base = web.first_line();
+  ASSERT_FALSE(base.empty()) << read_file(dir / "web.err");
+  auto refused = install(base, {"--trust", (dir / "release.pub").string()});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("does not verify with " + (dir / "release.pub").string()), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(dir / "opt"));
+}
+
+TEST_F(SignedPodplaneRelease, AStoredReleaseIsSignedOnceAndKeepsItsSignature) {
+  keygen("release");
+  keygen("other");
+  const fs::path dist = make_dist(dir / "dist");
+  ASSERT_EQ(podplane(online(), {"deps", "tools", "--podplane-release", dist.string()}).exit_code, 0);
+  auto signed_later = podplane(online(), {"deps", "tools", "--podplane-release", dist.string(), "--sign", (dir / "release.key").string()});
+  ASSERT_EQ(signed_later.exit_code, 0) << signed_later.out << signed_later.err;
+  EXPECT_NE(signed_later.out.find("signed " + kSums + " with sha256:"), std::string::npos) << signed_later.out;
+  EXPECT_EQ(rows(online(), cache::ArtifactKind::tool_signature).size(), 1u);
+  auto again = podplane(online(), {"deps", "tools", "--podplane-release", dist.string(), "--sign", (dir / "other.key").string()});
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  EXPECT_NE(again.err.find("is signed already by another release key"), std::string::npos) << again.err;
+  auto verify = podplane(online(), {"deps", "verify"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
 }  // namespace

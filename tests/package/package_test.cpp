@@ -163,6 +163,30 @@ TEST(PackageTarball, RunsInAnEmptyRootWithNoLibraryOfTheHost) {
   expect_runs_in_an_empty_root(dir, packages() / "first" / kTarball, kTarballDir);
 }
 
+// PODPLANE_TOOLS_KEYRING_FOR_TESTS replaces the pinned engine release keys in the binary the
+// tests run; the packaged binary is linked without it (cache/test_settings.hpp): an engine
+// release signed by a test key verifies with the one and is refused by the other.
+TEST(PackageTarball, IgnoresTheTestKeyringSetting) {
+  TempDir dir;
+  auto unpacked = run({"tar", "-xzf", (packages() / "first" / kTarball).string(), "-C", dir.path().string()});
+  ASSERT_EQ(unpacked.exit_code, 0) << show(unpacked);
+  const fs::path root = dir / "deps";
+  EveryKind every;
+  {
+    auto store = cache::Store::open(root);
+    every = add_every_kind(store, dir / "work");
+  }
+  ProcessOptions options = with_deps_root(root);
+  options.env["PODPLANE_TOOLS_KEYRING_FOR_TESTS"] = every.keyring.string();
+  auto tested = run({podplane_binary().string(), "deps", "verify"}, options);
+  EXPECT_EQ(tested.exit_code, 0) << "the tested binary takes the test keyring: " << show(tested);
+  auto shipped = run({(dir / kTarballDir / "bin" / "podplane").string(), "deps", "verify"}, options);
+  EXPECT_EQ(shipped.exit_code, 1) << show(shipped);
+  const std::string said = shipped.out + shipped.err;
+  EXPECT_NE(said.find("the pinned release key of"), std::string::npos) << show(shipped);
+  EXPECT_EQ(said.find("PODPLANE_TOOLS_KEYRING_FOR_TESTS"), std::string::npos) << show(shipped);
+}
+
 // ELF's e_machine of a file's bytes (EM_AARCH64 is 183); 0 when they are not ELF.
 int elf_machine(const std::string& bytes) {
   if (bytes.size() < 20 || bytes.compare(0, 4, "\x7f" "ELF") != 0) return 0;
@@ -262,7 +286,9 @@ TEST(PackageTarball, CrossesTheAirGapInABundleAndInstallsFromTheSiteMirror) {
   ASSERT_TRUE(have_program("curl"));
   TempDir dir;
   const fs::path dist = packages() / "first";
-  auto added = run_podplane({"deps", "tools", "--podplane-release", dist.string()}, with_deps_root(dir / "online"));
+  ASSERT_EQ(run_podplane({"bundle", "keygen", (dir / "release").string()}).exit_code, 0);
+  auto added = run_podplane({"deps", "tools", "--podplane-release", dist.string(), "--sign", (dir / "release.key").string()},
+                            with_deps_root(dir / "online"));
   ASSERT_EQ(added.exit_code, 0) << show(added);
   EXPECT_TRUE(contains(added.out, "added " + kTarball)) << added.out;
   ASSERT_EQ(run_podplane({"bundle", "keygen", (dir / "site").string()}).exit_code, 0);
@@ -279,7 +305,7 @@ TEST(PackageTarball, CrossesTheAirGapInABundleAndInstallsFromTheSiteMirror) {
   ASSERT_FALSE(base.empty()) << read_file(dir / "serve.err");
   if (base.back() == '/') base.pop_back();
   auto installed = run_podplane({"tools", "install", "podplane", kVersion, "--platform", "linux_amd64", "--to",
-                                 (dir / "opt").string(), "--from", base},
+                                 (dir / "opt").string(), "--from", base, "--trust", (dir / "release.pub").string()},
                                 with_deps_root(dir / "no-store"));
   ASSERT_EQ(installed.exit_code, 0) << show(installed);
   const fs::path program = dir / "opt" / kTarballDir / "bin" / "podplane";

@@ -46,7 +46,7 @@ struct Objects {
   std::string image_blob, image_manifest, image_index, image_signature;
   std::string vmconfig_manifest, vmconfig_artifact, boot_file, seeds, snapshot, snapshot_sha512;
   std::string engine_zip, engine_sums, engine_signature;
-  std::string podplane_tarball, podplane_sums;
+  std::string podplane_tarball, podplane_sums, podplane_signature;
   std::string git_pack, git_refs, git_commit;
 };
 
@@ -158,6 +158,7 @@ Objects add_objects(cache::Store& store, const std::filesystem::path& work, std:
   o.podplane_tarball = store.add_bytes("podplane " + std::string(kPodplaneVersion) + " for linux/amd64\n");
   o.podplane_sums = store.add_bytes(cache::podplane_shasums_document({{tarball, o.podplane_tarball}}));
   add_git_snapshot(store, work / "git", o);
+  o.podplane_signature = store.add_bytes(R"({"algorithm":"ed25519","key_id":"sha256:…","public_key":"…","signature":"…"})" "\n");
   return o;
 }
 
@@ -199,7 +200,7 @@ std::optional<Artifact> example_row(const cache::KindInfo& kind, const Objects& 
     case ArtifactKind::tool_shasums:
       return podplane ? podplane_release_row(*kind.kind, o.podplane_sums, kPodplaneVersion) : engine_release_row(*kind.kind, o.engine_sums);
     case ArtifactKind::tool_signature:
-      if (podplane) return std::nullopt;  // the row rules refuse it: a podplane release has no upstream signature
+      if (podplane) return podplane_release_row(*kind.kind, o.podplane_signature, kPodplaneVersion);
       return engine_release_row(*kind.kind, o.engine_signature);
     case ArtifactKind::git_pack:
     case ArtifactKind::git_refs:
@@ -367,7 +368,9 @@ cache::Artifact podplane_release_row(cache::ArtifactKind kind, const std::string
   a.address = std::string(cache::kPodplaneReleaseAddress);
   a.version = version;
   a.platform = platform;
-  a.filename = kind == ArtifactKind::tool_shasums ? cache::podplane_shasums_name(version) : filename;
+  a.filename = kind == ArtifactKind::tool_shasums     ? cache::podplane_shasums_name(version)
+               : kind == ArtifactKind::tool_signature ? cache::podplane_signature_name(version)
+                                                      : filename;
   a.digest = digest;
   a.trust = cache::Trust::unverified;
   return a;

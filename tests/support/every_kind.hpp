@@ -44,7 +44,8 @@ cache::Artifact seed_snapshot_row(const std::string& digest, const std::string& 
 // An engine release file of `engine` (tool_archive: the platform's zip; tool_shasums; tool_signature).
 cache::Artifact engine_release_row(cache::ArtifactKind kind, const std::string& digest, const std::string& engine = "terraform",
                                    const std::string& version = "1.9.8", const std::string& platform = "linux_amd64");
-// A podplane release file (tool_archive of the address "podplane", named `filename`) or its SHA256SUMS (tool_shasums).
+// A podplane release file (tool_archive of the address "podplane", named `filename`), its SHA256SUMS
+// (tool_shasums) or the release key's signature of it (tool_signature).
 cache::Artifact podplane_release_row(cache::ArtifactKind kind, const std::string& digest, const std::string& version,
                                      const std::string& filename = "", const std::string& platform = "");
 // Images: cache::image_row (cache/row_rules.hpp).
@@ -52,8 +53,8 @@ cache::Artifact podplane_release_row(cache::ArtifactKind kind, const std::string
 // ---- Every kind ----
 
 struct EveryKind {
-  // One stored row per row of the table that can be stored (not the refused podplane
-  // signature), by the table row's index in cache::kinds().
+  // One stored row per row of the table that can be stored, by the table row's index in
+  // cache::kinds().
   std::map<std::size_t, cache::Artifact> rows;
   cache::ModuleTree module;
   // The armored key that signed the provider and engine releases: a test that rechecks engine

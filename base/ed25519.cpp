@@ -1,4 +1,4 @@
-#include "bundle/signing.hpp"
+#include "base/ed25519.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
+#include <nlohmann/json.hpp>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -17,9 +19,10 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/openssl.hpp"
+#include "base/pkcs11.hpp"
 #include "base/unique_fd.hpp"
 
-namespace podplane::bundle {
+namespace podplane::ed25519 {
 
 namespace fs = std::filesystem;
 
@@ -125,8 +128,9 @@ bool PublicKey::verifies(std::string_view message, std::string_view signature_he
 
 // ---------------------------------------------------------------------------------------
 struct SigningKey::Impl {
-  openssl::Key key;
+  openssl::Key key;  // a key file's; empty for a key in a token
   PublicKey public_key;
+  std::optional<pkcs11::Ed25519Key> token_key;
 };
 
 SigningKey::SigningKey(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -134,18 +138,31 @@ SigningKey::~SigningKey() = default;
 SigningKey::SigningKey(SigningKey&&) noexcept = default;
 SigningKey& SigningKey::operator=(SigningKey&&) noexcept = default;
 
-SigningKey SigningKey::load(const fs::path& pem_file) {
+SigningKey SigningKey::load(const fs::path& pem_file, const std::optional<fs::path>& pkcs11_module) {
+  if (pkcs11::is_uri(pem_file.string())) {
+    auto uri = pkcs11::Uri::parse(pem_file.string());
+    auto token_key = pkcs11::Ed25519Key::open(uri, pkcs11::module_of(uri, pkcs11_module));
+    auto public_key = PublicKey::from_raw_hex(to_hex(token_key.public_key_raw()));
+    return SigningKey(std::unique_ptr<Impl>(new Impl{openssl::Key(), std::move(public_key), std::move(token_key)}));
+  }
   openssl::Bio bio = read_bio(pem_file);
   openssl::Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (!key) throw Error("cannot read private key " + pem_file.string() + ": " + openssl::last_error());
   require_ed25519(key.get(), pem_file);
   auto public_key = PublicKey::from_raw_hex(raw_public_hex(key.get()));
-  return SigningKey(std::unique_ptr<Impl>(new Impl{std::move(key), std::move(public_key)}));
+  return SigningKey(std::unique_ptr<Impl>(new Impl{std::move(key), std::move(public_key), std::nullopt}));
 }
 
 const PublicKey& SigningKey::public_key() const { return impl_->public_key; }
 
 std::string SigningKey::sign_hex(std::string_view message) const {
+  if (impl_->token_key) {
+    std::string signature = impl_->token_key->sign(message);
+    // The token is trusted to sign, not to sign right: a wrong signature never leaves here.
+    if (!impl_->public_key.verifies(message, to_hex(signature)))
+      throw Error("the PKCS#11 token's Ed25519 signature does not verify with its own public key");
+    return to_hex(signature);
+  }
   openssl::MdContext ctx(EVP_MD_CTX_new());
   if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, impl_->key.get()) != 1)
     throw Error("cannot start Ed25519 signing: " + openssl::last_error());
@@ -187,4 +204,50 @@ KeyPairFiles generate_key_pair(const fs::path& prefix) {
   return files;
 }
 
-}  // namespace podplane::bundle
+fs::path token_public_key(const std::string& uri_text, const std::optional<fs::path>& pkcs11_module, const fs::path& prefix,
+                          MakeInToken make) {
+  const fs::path public_file(prefix.string() + ".pub");
+  if (fs::exists(fs::symlink_status(public_file))) throw Error("refusing to overwrite existing key file " + public_file.string());
+  auto uri = pkcs11::Uri::parse(uri_text);
+  auto module = pkcs11::module_of(uri, pkcs11_module);
+  auto token_key = make == MakeInToken::yes ? pkcs11::Ed25519Key::generate(uri, module) : pkcs11::Ed25519Key::open(uri, module);
+  const std::string& raw = token_key.public_key_raw();
+  openssl::Key key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw.data()),
+                                               raw.size()));
+  openssl::Bio public_pem(BIO_new(BIO_s_mem()));
+  if (!key || !public_pem || PEM_write_bio_PUBKEY(public_pem.get(), key.get()) != 1)
+    throw Error("cannot encode the token's Ed25519 public key: " + openssl::last_error());
+  write_new_file(public_file, bio_contents(public_pem.get()), 0644);
+  return public_file;
+}
+
+DetachedSignature DetachedSignature::make(const SigningKey& key, std::string_view message) {
+  return {key.public_key().raw_hex(), key.public_key().key_id(), key.sign_hex(message)};
+}
+
+std::string DetachedSignature::serialize() const {
+  return nlohmann::json{{"algorithm", "ed25519"}, {"key_id", key_id}, {"public_key", public_key_hex}, {"signature", signature_hex}}
+             .dump() +
+         "\n";
+}
+
+DetachedSignature DetachedSignature::parse(std::string_view text, const std::string& what) {
+  auto document = nlohmann::json::parse(text, nullptr, false);
+  auto field = [&](const char* key) {
+    if (!document.is_object() || !document.contains(key) || !document[key].is_string())
+      throw Error(what + " is not an Ed25519 signature block (no \"" + key + "\")");
+    return document[key].get<std::string>();
+  };
+  if (field("algorithm") != "ed25519") throw Error(what + " is not an Ed25519 signature (algorithm " + field("algorithm") + ")");
+  DetachedSignature signature{field("public_key"), field("key_id"), field("signature")};
+  if (PublicKey::from_raw_hex(signature.public_key_hex).key_id() != signature.key_id)
+    throw Error(mismatch_message(what + " names another key id than its public key's",
+                                 PublicKey::from_raw_hex(signature.public_key_hex).key_id(), signature.key_id));
+  return signature;
+}
+
+bool DetachedSignature::verifies(std::string_view message) const {
+  return PublicKey::from_raw_hex(public_key_hex).verifies(message, signature_hex);
+}
+
+}  // namespace podplane::ed25519
