@@ -391,7 +391,7 @@ TEST(Flow, ProxmoxStackFromABundleOffline) {
   // The starter config's pools are amd64 (Proxmox VE nodes are x86-64): the script names the fixture's amd64 files by digest.
   std::string script = read_file(dir / "stack" / "podplane.cluster.proxmox.node-init.sh");
   EXPECT_NE(script.find("readonly SERVER_DIGEST='sha256:" + published["nstance-server amd64"] + "'"), std::string::npos);
-  EXPECT_NE(script.find("MIRROR_URL='http://mirror.site.internal:8080'"), std::string::npos);
+  EXPECT_NE(script.find("MIRROR_URLS=('http://mirror.site.internal:8080')"), std::string::npos) << script.substr(0, 2000);
   // From the amd64 base of the mirror, and check replays exactly that.
   EXPECT_NE(script.find("readonly IMAGE_PATH='arch/amd64/vmconfig/artifacts/os-image/"), std::string::npos) << script;
   std::smatch row;
