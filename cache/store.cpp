@@ -1002,6 +1002,16 @@ std::int64_t Store::index_generation() const {
   return statement.step() ? statement.integer(0) : 0;
 }
 
+void Store::write_module_files(const ModuleTree& tree, const fs::path& dir) const {
+  fs::create_directories(dir);
+  for (const auto& file : tree.files) {
+    const fs::path target = dir / file.path;
+    fs::create_directories(target.parent_path());
+    fs::copy_file(object_path(file.digest), target);
+    fs::permissions(target, fs::perms(0644));
+  }
+}
+
 std::string Store::content_generation() const {
   // One line per row, fields separated by a byte no field holds (names are checked safe and
   // digests are hex), sorted by SQLite's BINARY collation: the same bytes on every host.

@@ -106,6 +106,9 @@ class Store {
 
   // Objects.
   std::filesystem::path object_path(std::string_view digest) const;
+  // The files of a stored module tree written out below `dir` (created), each from its object,
+  // mode 0644: what reading a tree's .tf files or vendoring it needs.
+  void write_module_files(const ModuleTree& tree, const std::filesystem::path& dir) const;
   bool has_object(std::string_view digest) const;  // indexed and present on disk
   [[nodiscard]] ObjectWriter new_object();
   // `label` names the object in the writer's errors (e.g. "x.zip from https://…").

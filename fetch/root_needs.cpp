@@ -117,12 +117,7 @@ std::optional<fs::path> StoreModuleLookup::files(const ModulePackage& package, c
   auto tree = store_.find_module_tree(package.address, package.version);
   if (!tree) return std::nullopt;
   fs::path root = scratch / ("module-" + std::to_string(written_++));
-  fs::create_directories(root);
-  for (const auto& file : tree->files) {
-    auto target = root / file.path;
-    fs::create_directories(target.parent_path());
-    fs::copy_file(store_.object_path(file.digest), target);
-  }
+  store_.write_module_files(*tree, root);
   return root;
 }
 

@@ -65,13 +65,7 @@ ModulePackages::Called ModuleResolver::call(const RemoteModuleCall& call) {
 // Writes a stored module tree out of the objects so its .tf files can be read offline.
 fs::path ModuleResolver::write_out_of_store(const cache::ModuleTree& tree) {
   fs::path root = scratch_ / ("stored-" + std::to_string(++written_out_));
-  for (const auto& file : tree.files) {
-    auto target = root / file.path;
-    fs::create_directories(target.parent_path());
-    fs::copy_file(store_.object_path(file.digest), target);
-    fs::permissions(target, fs::perms(0644) | fs::perms::owner_write);
-  }
-  fs::create_directories(root);
+  store_.write_module_files(tree, root);
   return root;
 }
 

@@ -37,13 +37,7 @@ void write_package(const cache::Store& store, const cache::ModuleTree& tree, con
   }
   const fs::path staging = dir.parent_path() / ("." + dir.filename().string() + ".podplane-vendor");
   fs::remove_all(staging);
-  for (const auto& file : tree.files) {
-    const fs::path target = staging / file.path;
-    fs::create_directories(target.parent_path());
-    fs::copy_file(store.object_path(file.digest), target);
-    fs::permissions(target, fs::perms(0644));
-  }
-  fs::create_directories(staging);
+  store.write_module_files(tree, staging);
   fs::rename(staging, dir);
 }
 
