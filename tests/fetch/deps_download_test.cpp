@@ -572,7 +572,9 @@ std::vector<fs::path> scratch_dirs_in_store(const fs::path& root) {
 // run as printed, removes it.
 TEST(DepsDownload, AKilledRunsScratchInTheStoreIsGarbageThatGcRemoves) {
   ServeOptions serve;
-  serve.drip = {"2000:netsy_1\\.1\\.0_linux_amd64\\.tar\\.gz$"};  // a sha512 item: 16 KiB in 8 s
+  // A sha512 item: 16 KiB in about 55 s, so that a loaded machine's `deps verify` below still
+  // runs while the download lives (at 2000 bytes/s, 8 s, a busy CI runner saw the run finish).
+  serve.drip = {"300:netsy_1\\.1\\.0_linux_amd64\\.tar\\.gz$"};
   FixtureUpstream upstream({}, serve);
   TempDir dir;
   const fs::path root = dir / "deps";
@@ -581,6 +583,8 @@ TEST(DepsDownload, AKilledRunsScratchInTheStoreIsGarbageThatGcRemoves) {
   // Its scratch outside the store (seeds, boot files) stays in the test's dir, not in /tmp.
   options.env["TMPDIR"] = (dir / "tmp").string();
   options.unset_env = {"PODPLANE_ARCH"};
+  // Below the default 1024 bytes/s for 30 s the client abandons a download; the drip is slower.
+  options.env["PODPLANE_HTTP_LOW_SPEED_LIMIT"] = "1";
   fs::create_directories(dir / "tmp");
 
   const pid_t pid = start_podplane({"deps", "download", "--arch", "amd64", "--kind", "knc"}, options);
