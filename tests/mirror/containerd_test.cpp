@@ -5,15 +5,13 @@
 // its `ca` path replaced by the test CA). The upstream registry is stopped before the pull, so
 // only the mirror can answer; ctr's proxies point at a closed loopback port, so nothing it tries
 // leaves the machine.
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <regex>
-#include <sstream>
 
 #include "cache/store.hpp"
 #include "net/oci_reference.hpp"
+#include "tests/mirror/containerd_fixture.hpp"
 #include "tests/mirror/registry_fixture.hpp"
 #include "tests/mirror/serve_fixture.hpp"
 
@@ -27,98 +25,8 @@ using podplane::test::run_podplane;
 using podplane::test::TempDir;
 using podplane::test::write_file;
 
-// The text a person copies from a page: tags dropped, the entities html_escape() writes decoded.
-std::string text_of(std::string html) {
-  html = std::regex_replace(html, std::regex("<[^>]*>"), "");
-  for (const auto& [entity, character] : std::vector<std::pair<std::string, std::string>>{
-           {"&quot;", "\""}, {"&#39;", "'"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&amp;", "&"}}) {
-    for (auto at = html.find(entity); at != std::string::npos; at = html.find(entity, at + character.size()))
-      html.replace(at, entity.size(), character);
-  }
-  return html;
-}
-
-// The hosts.toml the catalogue page gives for `registry`: the code block after the paragraph
-// naming /etc/containerd/certs.d/<registry>/hosts.toml, or "" when the page names none.
-std::string hosts_toml_for(const std::string& page, const std::string& registry) {
-  const std::string path = "/etc/containerd/certs.d/" + registry + "/hosts.toml</code>";
-  auto named = page.find(path);
-  if (named == std::string::npos) return "";
-  auto start = page.find("<pre><code>", named);
-  auto end = page.find("</code></pre>", start);
-  if (start == std::string::npos || end == std::string::npos) return "";
-  start += std::string("<pre><code>").size();
-  return text_of(page.substr(start, end - start));
-}
-
-// Debian's containerd for one test: its own config, root, state and socket under `dir`.
-class Containerd {
- public:
-  explicit Containerd(const fs::path& dir) : dir_(dir), socket_(dir / "c.sock") {
-    fs::create_directories(dir);
-    // Only what a pull needs: content, metadata, images, leases, the native snapshotter and its
-    // differ. The CRI, the task runtimes (which want cgroups) and the opt plugin (which writes
-    // /opt/containerd) stay off.
-    write_file(dir / "config.toml",
-               "version = 2\nroot = \"" + (dir / "root").string() + "\"\nstate = \"" + (dir / "state").string() +
-                   "\"\ndisabled_plugins = [\"io.containerd.grpc.v1.cri\", \"io.containerd.internal.v1.opt\", "
-                   "\"io.containerd.snapshotter.v1.overlayfs\", \"io.containerd.snapshotter.v1.btrfs\", "
-                   "\"io.containerd.snapshotter.v1.zfs\", \"io.containerd.snapshotter.v1.devmapper\", "
-                   "\"io.containerd.snapshotter.v1.aufs\", \"io.containerd.runtime.v1.linux\", \"io.containerd.runtime.v2.task\", "
-                   "\"io.containerd.monitor.v1.cgroups\", \"io.containerd.internal.v1.restart\", "
-                   "\"io.containerd.service.v1.tasks-service\", \"io.containerd.grpc.v1.tasks\", "
-                   "\"io.containerd.tracing.processor.v1.otlp\", \"io.containerd.internal.v1.tracing\"]\n"
-                   "[grpc]\n  address = \"" + socket_.string() + "\"\n[ttrpc]\n  address = \"" + socket_.string() +
-                   ".ttrpc\"\n");
-    process_ = std::make_unique<Background>(std::vector<std::string>{"containerd", "--config", (dir / "config.toml").string()},
-                                            std::map<std::string, std::string>{}, dir / "containerd.log");
-    // Readiness probe, bounded: the daemon answers on its socket.
-    for (int attempt = 0; attempt < 300 && !ready_; ++attempt) {
-      ready_ = fs::exists(socket_) && ctr({"version"}).exit_code == 0;
-      if (!ready_) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  ~Containerd() { process_->stop(); }
-
-  bool ready() const { return ready_; }
-  std::string log() const { return read_file(dir_ / "containerd.log"); }
-
-  // ctr on this daemon. Its proxies are a closed loopback port: loopback (the mirror) is reached
-  // directly, anything else fails at once instead of leaving the machine.
-  ProcessResult ctr(std::vector<std::string> args) const {
-    args.insert(args.begin(), {"ctr", "--address", socket_.string()});
-    ProcessOptions options;
-    const std::string nowhere = "http://127.0.0.1:" + std::to_string(closed_port_);
-    for (const char* name : {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"}) options.env[name] = nowhere;
-    options.env["NO_PROXY"] = options.env["no_proxy"] = "127.0.0.1,localhost";
-    return podplane::test::run(args, options);
-  }
-
- private:
-  fs::path dir_;
-  fs::path socket_;
-  int closed_port_ = free_port();
-  std::unique_ptr<Background> process_;
-  bool ready_ = false;
-};
-
-// The DIGEST column of `ctr image ls` for `reference`, or "".
-std::string listed_digest(const ProcessResult& listed, const std::string& reference) {
-  std::istringstream lines(listed.out);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream fields(line);
-    std::string ref, type, digest;
-    if (fields >> ref >> type >> digest && ref == reference) return digest;
-  }
-  return "";
-}
-
 TEST(Containerd, PullsThroughTheMirrorWithTheHostsTomlTheCataloguePrints) {
-  for (const char* program : {"containerd", "ctr"})
-    if (!podplane::test::have_program(program))
-      GTEST_SKIP() << program << " is not installed (Debian's containerd package has both; scripts/setup installs it)";
-  if (::geteuid() != 0)
-    GTEST_SKIP() << "containerd runs as root only (it mounts and chowns snapshots); this test runs as uid " << ::geteuid();
+  if (auto why = containerd_unavailable(); !why.empty()) GTEST_SKIP() << why;
   for (const char* program : {"docker-registry", "skopeo", "python3", "openssl"})
     ASSERT_TRUE(podplane::test::have_program(program)) << program << " is needed (scripts/setup installs it)";
   TempDir temp;
