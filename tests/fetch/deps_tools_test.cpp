@@ -525,7 +525,12 @@ TEST(ToolsInstall, AZipBombIsRefusedWithFlatMemory) {
   EXPECT_NE(measured.err.find("terraform expands to more than 512 MiB, which no release of it does; refused"), std::string::npos)
       << measured.err;
   EXPECT_GT(peak_kib, 0) << measured.out;
+#if !defined(__SANITIZE_ADDRESS__)
+  // The plain build's bound. Under AddressSanitizer (scripts/test-sanitize) the allocator's
+  // quarantine keeps every freed inflate buffer up to 256 MiB, so the bound says nothing there;
+  // the refusal and the empty directory are still checked.
   EXPECT_LT(peak_kib, 100 * 1024) << "peak RSS of the install: " << peak_kib << " KiB";
+#endif
   EXPECT_FALSE(fs::exists(bin / "terraform"));
   if (fs::exists(bin))
     for (const auto& entry : fs::directory_iterator(bin)) ADD_FAILURE() << "left behind: " << entry.path();
