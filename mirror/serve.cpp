@@ -660,11 +660,11 @@ struct MirrorServer::Impl final : RequestHandler {
   // (serve_objects.hpp). Only a whole answer can be held back: a range could be complete
   // without its last bytes, and HEAD has no body.
   void answer_object(const httplib::Request& req, httplib::Response& res, const SiteResource& resource) {
-    auto opened = std::make_shared<OpenedObject>(objects.open(resource.object, resource.digest, resource.size));
     const auto size = static_cast<std::uint64_t>(resource.size);
-    const bool beside_check = opened->state == ObjectState::checking && req.method == "GET" && !req.has_header("Range") &&
-                              size >= kSmallestStreamedBesideCheck;
-    if (!beside_check) CheckedObjects::await(*opened);
+    const bool may_stream_beside = req.method == "GET" && !req.has_header("Range") && size >= kSmallestStreamedBesideCheck;
+    auto opened = std::make_shared<OpenedObject>(may_stream_beside ? objects.open(resource.object, resource.digest, resource.size)
+                                                                   : objects.open_checked(resource.object, resource.digest, resource.size));
+    const bool beside_check = opened->state == ObjectState::checking;
     if (opened->state == ObjectState::corrupt || opened->state == ObjectState::missing)
       return refuse(req, res, resource.digest, *opened);
     SliceWriter write_slice = [opened](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {

@@ -144,7 +144,35 @@ void CheckedObjects::hash_into(ObjectCheck& check, int fd, const fs::path& file,
   check.publish(std::move(found));
 }
 
+bool CheckedObjects::hash_beside(const std::shared_ptr<ObjectCheck>& check, int fd, const fs::path& file,
+                                 const std::string& digest, const Identity& identity) {
+  // The hashing reads its own descriptor: the caller's goes to the answer.
+  UniqueFd hashed(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!hashed) return false;
+  std::lock_guard lock(mutex_);
+  reap_finished();
+  // Each distinct object a client names starts a hashing: without a bound, requests for every
+  // object of a large store would start as many threads (each with a 1 MiB buffer) at once.
+  if (hashings_.size() >= kMostHashingsBeside) return false;
+  auto hashing = hashings_.emplace(hashings_.end());
+  try {
+    hashing->thread = std::thread([this, check, hashing, file, digest, identity, hashed = std::move(hashed)] {
+      hash_into(*check, hashed.get(), file, digest, identity);
+      std::lock_guard done(mutex_);
+      hashing->done = true;
+    });
+  } catch (const std::system_error&) {
+    hashings_.erase(hashing);  // no thread to be had: the caller hashes
+    return false;
+  }
+  return true;
+}
+
 OpenedObject CheckedObjects::open(const fs::path& file, const std::string& digest, std::int64_t size) {
+  return open_object(file, digest, size, true);
+}
+
+OpenedObject CheckedObjects::open_object(const fs::path& file, const std::string& digest, std::int64_t size, bool beside) {
   UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat info {};
   if (!fd || ::fstat(fd.get(), &info) != 0) return open_missing(file, digest);
@@ -170,23 +198,8 @@ OpenedObject CheckedObjects::open(const fs::path& file, const std::string& diges
     counters_.damaged.fetch_add(1, std::memory_order_relaxed);
     check->publish({ObjectState::corrupt, size_message(digest, file, size, info.st_size)});
   } else if (started) {
-    // The hashing reads its own descriptor: this one goes to the answer.
-    UniqueFd hashed(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
     bool on_a_thread = false;
-    if (hashed) {
-      std::lock_guard lock(mutex_);
-      auto hashing = hashings_.emplace(hashings_.end());
-      try {
-        hashing->thread = std::thread([this, check, hashing, file, digest, identity, hashed = std::move(hashed)] {
-          hash_into(*check, hashed.get(), file, digest, identity);
-          std::lock_guard done(mutex_);
-          hashing->done = true;
-        });
-        on_a_thread = true;
-      } catch (const std::system_error&) {
-        hashings_.erase(hashing);  // no thread to be had: hashed on this one, below
-      }
-    }
+    if (beside) on_a_thread = hash_beside(check, fd.get(), file, digest, identity);
     if (!on_a_thread) hash_into(*check, fd.get(), file, digest, identity);
   }
   result.state = ObjectState::checking;
@@ -211,7 +224,7 @@ void CheckedObjects::await(OpenedObject& object) {
 }
 
 OpenedObject CheckedObjects::open_checked(const fs::path& file, const std::string& digest, std::int64_t size) {
-  auto opened = open(file, digest, size);
+  auto opened = open_object(file, digest, size, false);
   await(opened);
   return opened;
 }

@@ -49,6 +49,10 @@ class CheckedObjects {
   CheckedObjects(const CheckedObjects&) = delete;
   CheckedObjects& operator=(const CheckedObjects&) = delete;
 
+  // At most this many hashings run beside their answers at once; past it, open() hashes on
+  // the calling thread, as open_checked() always does.
+  static constexpr std::size_t kMostHashingsBeside = 4;
+
   // Opens the object `file` that must hold `size` bytes hashing to sha256 `digest`, without
   // waiting for its check: a file with no verdict yet starts its hashing (on a thread of its
   // own) and comes back `checking`, always so for the call that started it. A file found
@@ -57,7 +61,7 @@ class CheckedObjects {
   // Waits for the check of an object that open() gave back `checking`; afterwards it is good,
   // corrupt or missing, and its fd is closed unless good. Other states are left as they are.
   static void await(OpenedObject& object);
-  // open() and await(): the verdict before any byte goes out.
+  // The verdict before any byte goes out: a hashing this call starts runs on the calling thread.
   [[nodiscard]] OpenedObject open_checked(const std::filesystem::path& file, const std::string& digest, std::int64_t size);
 
   // The verdicts reached so far, for /metrics; read from any thread.
@@ -80,6 +84,11 @@ class CheckedObjects {
     bool done = false;  // under mutex_: the thread has published its verdict and is leaving
   };
 
+  OpenedObject open_object(const std::filesystem::path& file, const std::string& digest, std::int64_t size, bool beside);
+  // Starts the hashing of `fd`'s file into `check` on a thread of its own; false when it did
+  // not (kMostHashingsBeside are running, or no thread or descriptor was to be had).
+  bool hash_beside(const std::shared_ptr<ObjectCheck>& check, int fd, const std::filesystem::path& file,
+                   const std::string& digest, const Identity& identity);
   OpenedObject open_missing(const std::filesystem::path& file, const std::string& digest);
   // Hashes `fd` into `check` on the calling thread, publishes the verdict and counts it.
   void hash_into(ObjectCheck& check, int fd, const std::filesystem::path& file, const std::string& digest,

@@ -13,6 +13,8 @@
 #include <regex>
 #include <thread>
 
+#include "base/digest.hpp"
+#include "mirror/serve_objects.hpp"
 #include "mirror/serve_site.hpp"
 #include "tests/mirror/serve_fixture.hpp"
 
@@ -21,6 +23,10 @@ namespace {
 
 using podplane::test::read_file;
 using podplane::test::TempDir;
+using podplane::test::write_file;
+using podplane::mirror::CheckedObjects;
+using podplane::mirror::ObjectState;
+using podplane::mirror::OpenedObject;
 
 // Overwrites `count` bytes in the middle of a read-only store object, keeping its size and
 // mtime: only the bytes (and the inode's ctime) change.
@@ -401,6 +407,36 @@ TEST_F(BesideCheckTest, ConcurrentFirstDownloadsOfACorruptObjectNeverComplete) {
     EXPECT_GE(cut, 1u) << "the first streams beside the check";
     EXPECT_EQ(sample_value(exposition, kFailed), static_cast<double>(cut));
   }
+}
+
+// Each distinct object a request names starts a hashing beside its answer, but never more than
+// CheckedObjects::kMostHashingsBeside at once: past the bound, open() hashes on the caller's
+// thread, so requests for every object of a large store cannot start a thread each.
+TEST(CheckedObjectsTest, NoMoreHashingsRunBesideTheirAnswersThanTheBound) {
+  TempDir dir;
+  constexpr int kObjects = 24;
+  std::string bytes(std::size_t{8} << 20, 'x');  // 8 MiB: a few milliseconds of hashing each
+  std::vector<std::pair<fs::path, std::string>> files;
+  for (int i = 0; i < kObjects; ++i) {
+    bytes.front() = static_cast<char>('a' + i);
+    files.emplace_back(dir / ("object" + std::to_string(i)), sha256_hex(bytes));
+    write_file(files.back().first, bytes);
+  }
+  auto threads_now = [] { return std::distance(fs::directory_iterator("/proc/self/task"), fs::directory_iterator{}); };
+  const auto before = threads_now();
+  std::ptrdiff_t most_beside = 0;
+  CheckedObjects checked;
+  std::vector<OpenedObject> opened;
+  for (const auto& [file, digest] : files) {
+    opened.push_back(checked.open(file, digest, static_cast<std::int64_t>(bytes.size())));
+    most_beside = std::max(most_beside, threads_now() - before);
+  }
+  for (auto& object : opened) {
+    CheckedObjects::await(object);
+    EXPECT_EQ(object.state, ObjectState::good) << object.problem;
+  }
+  EXPECT_GT(most_beside, 0) << "no hashing ran beside its answer";
+  EXPECT_LE(most_beside, static_cast<std::ptrdiff_t>(CheckedObjects::kMostHashingsBeside));
 }
 
 }  // namespace
