@@ -16,6 +16,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -117,6 +118,28 @@ thread_local std::chrono::steady_clock::time_point request_started{};
 // The largest document answered at once from the event loop; a bigger one goes to a worker so
 // that the loop never copies much for one request.
 constexpr std::size_t kMostAtOnce = 256 * 1024;
+
+// An object asked for whole while its check is still hashing streams beside the check when it
+// is at least this large (a smaller one waits: its hashing takes under a millisecond), and holds
+// back its last kHeldBack bytes until the check has passed: without them no answer is complete.
+constexpr std::uint64_t kSmallestStreamedBesideCheck = 1024 * 1024;
+constexpr std::uint64_t kHeldBack = 64 * 1024;
+
+// Writes `length` bytes of the object file `fd` from `offset` to `sink`; false when the client
+// went away or the file ended early.
+bool write_file_slice(int fd, std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {
+  static thread_local std::vector<char> buffer(1 << 18);
+  while (length > 0) {
+    auto want = static_cast<std::size_t>(std::min<std::uint64_t>(length, buffer.size()));
+    ssize_t got = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    if (!sink.write(buffer.data(), static_cast<size_t>(got))) return false;
+    offset += static_cast<std::uint64_t>(got);
+    length -= static_cast<std::uint64_t>(got);
+  }
+  return true;
+}
 
 // Prepared heads: cpp-httplib's status line and headers for a plain request (plain_request.hpp)
 // of one document, kept per site the first time cpp-httplib answers it, so that the event loop
@@ -453,7 +476,7 @@ struct MirrorServer::Impl final : RequestHandler {
   // The Prometheus exposition (serve_metrics.hpp), made per scrape from the counters.
   void answer_metrics(httplib::Response& res) {
     res.set_header("Cache-Control", "no-store");
-    res.set_content(metrics.render(connections->counters()), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(metrics.render(connections->counters(), objects.counters()), "text/plain; version=0.0.4; charset=utf-8");
   }
 
   // Whether the answer for `resource` is made from memory alone and small: what the event loop
@@ -632,6 +655,52 @@ struct MirrorServer::Impl final : RequestHandler {
     res.set_content(nlohmann::json{{"errors", {{{"code", code}, {"message", message}}}}}.dump() + "\n", "application/json");
   }
 
+  // A store object: its bytes once its check has passed, or, for a large object asked for whole
+  // whose check is still hashing, its bytes beside the check with the last ones held back for it
+  // (serve_objects.hpp). Only a whole answer can be held back: a range could be complete
+  // without its last bytes, and HEAD has no body.
+  void answer_object(const httplib::Request& req, httplib::Response& res, const SiteResource& resource) {
+    const auto size = static_cast<std::uint64_t>(resource.size);
+    const bool may_stream_beside = req.method == "GET" && !req.has_header("Range") && size >= kSmallestStreamedBesideCheck;
+    auto opened = std::make_shared<OpenedObject>(may_stream_beside ? objects.open(resource.object, resource.digest, resource.size)
+                                                                   : objects.open_checked(resource.object, resource.digest, resource.size));
+    const bool beside_check = opened->state == ObjectState::checking;
+    if (opened->state == ObjectState::corrupt || opened->state == ObjectState::missing)
+      return refuse(req, res, resource.digest, *opened);
+    SliceWriter write_slice = [opened](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {
+      return write_file_slice(opened->fd.get(), offset, length, sink);
+    };
+    if (beside_check) write_slice = held_back_for_check(opened, size, printable(req.method + " " + req.path));
+    answer_bytes(req, res, size, resource.content_type, "\"" + resource.digest + "\"", std::move(write_slice));
+  }
+
+  // Writes the slices of an object of `size` bytes whose check is still hashing: the last
+  // kHeldBack bytes only once it has passed. When it fails, the answer (`request`, for the log)
+  // is cut short there: the client gets fewer bytes than Content-Length says, never all of them.
+  SliceWriter held_back_for_check(std::shared_ptr<OpenedObject> opened, std::uint64_t size, std::string request) {
+    const std::uint64_t held_from = size - kHeldBack;
+    return [this, opened, size, held_from, request](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {
+      const std::uint64_t end = offset + length, free_end = std::min(end, held_from);
+      if (offset < free_end) {
+        if (!write_file_slice(opened->fd.get(), offset, free_end - offset, sink)) return false;
+        offset = free_end;
+      }
+      if (offset >= end) return true;
+      if (opened->state == ObjectState::checking) {
+        CheckedObjects::await(*opened);
+        metrics.held_back_for_check(opened->state == ObjectState::good);
+      }
+      if (opened->state != ObjectState::good) {
+        // One line per answer cut (only the first downloads that streamed beside the check are);
+        // the later requests are refused with a 500, and do not log the problem again.
+        write_log("podplane: mirror serve: cut " + request + " short after " + std::to_string(body_bytes_sent()) + " of " +
+                  std::to_string(size) + " bytes: " + opened->problem);
+        return false;
+      }
+      return write_file_slice(opened->fd.get(), offset, end - offset, sink);
+    };
+  }
+
   void handle(const httplib::Request& req, httplib::Response& res) {
     answered_by_handler = true;
     bool registry = req.path == "/v2" || req.path.rfind(site_paths::registry_api, 0) == 0;
@@ -675,32 +744,13 @@ struct MirrorServer::Impl final : RequestHandler {
         res.status = 204;
         res.set_header("X-Terraform-Get", resource->location);
         return;
-      case ResourceKind::object: {
-        auto opened = objects.open(resource->object, resource->digest, resource->size);
-        if (opened.state != ObjectState::good) return refuse(req, res, resource->digest, opened);
-        auto file = std::make_shared<UniqueFd>(std::move(opened.fd));
-        answer_bytes(req, res, static_cast<std::uint64_t>(resource->size), resource->content_type,
-                     "\"" + resource->digest + "\"",
-                     [file](std::uint64_t offset, std::uint64_t length, httplib::DataSink& sink) {
-                       static thread_local std::vector<char> buffer(1 << 18);
-                       while (length > 0) {
-                         auto want = static_cast<std::size_t>(std::min<std::uint64_t>(length, buffer.size()));
-                         ssize_t got = ::pread(file->get(), buffer.data(), want, static_cast<off_t>(offset));
-                         if (got < 0 && errno == EINTR) continue;
-                         if (got <= 0) return false;
-                         if (!sink.write(buffer.data(), static_cast<size_t>(got))) return false;
-                         offset += static_cast<std::uint64_t>(got);
-                         length -= static_cast<std::uint64_t>(got);
-                       }
-                       return true;
-                     });
-        return;
-      }
+      case ResourceKind::object:
+        return answer_object(req, res, *resource);
       case ResourceKind::module_package: {
         // Every file of the package is checked before the first byte of the archive goes out.
         for (const auto& entry : resource->module->entries) {
           if (entry.object.empty()) continue;
-          auto opened = objects.open(entry.object, entry.digest, entry.size);
+          auto opened = objects.open_checked(entry.object, entry.digest, entry.size);
           if (opened.state != ObjectState::good) return refuse(req, res, entry.digest, opened);
         }
         res.status = 200;

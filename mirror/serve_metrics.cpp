@@ -133,7 +133,11 @@ void ServeMetrics::reloaded(const SiteFigures& figures) {
 
 void ServeMetrics::reload_failed() { reload_failures_.fetch_add(1, std::memory_order_relaxed); }
 
-std::string ServeMetrics::render(const ConnectionCounters& connections) const {
+void ServeMetrics::held_back_for_check(bool passed) {
+  (passed ? held_back_passed_ : held_back_cut_).fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string ServeMetrics::render(const ConnectionCounters& connections, const ObjectCheckCounters& objects) const {
   Exposition out;
   auto load = [](const std::atomic<std::uint64_t>& counter) { return counter.load(std::memory_order_relaxed); };
   // A counter of one route summed over the shards.
@@ -198,6 +202,19 @@ std::string ServeMetrics::render(const ConnectionCounters& connections) const {
   out.sample("podplane_mirror_reloads_total", "", load(reloads_));
   out.family("podplane_mirror_reload_failures_total", "counter", "Site rebuilds that failed; the previous site kept being served.");
   out.sample("podplane_mirror_reload_failures_total", "", load(reload_failures_));
+
+  out.family("podplane_mirror_object_checks_total", "counter",
+             "Store objects checked against their digest (each file once per process), by verdict; damaged and "
+             "missing objects are never served whole.");
+  out.sample("podplane_mirror_object_checks_total", "result=\"good\"", load(objects.good));
+  out.sample("podplane_mirror_object_checks_total", "result=\"damaged\"", load(objects.damaged));
+  out.sample("podplane_mirror_object_checks_total", "result=\"missing\"", load(objects.missing));
+  out.sample("podplane_mirror_object_checks_total", "result=\"unreadable\"", load(objects.unreadable));
+  out.family("podplane_mirror_held_back_answers_total", "counter",
+             "Whole-object answers that streamed beside their object's first check and held back their last bytes "
+             "for it, by its result: passed (sent whole) or failed (cut short).");
+  out.sample("podplane_mirror_held_back_answers_total", "check=\"passed\"", load(held_back_passed_));
+  out.sample("podplane_mirror_held_back_answers_total", "check=\"failed\"", load(held_back_cut_));
 
   SiteFigures site;
   {

@@ -55,6 +55,15 @@ struct ConnectionCounters {
   std::atomic<std::uint64_t> tls_handshake_failures{0};
 };
 
+// Counters the object checks keep (serve_objects.hpp), read at scrape time: the verdicts
+// reached, one per object file checked (a missing file once until it comes back).
+struct ObjectCheckCounters {
+  std::atomic<std::uint64_t> good{0};
+  std::atomic<std::uint64_t> damaged{0};     // another size, or bytes that hash to another digest
+  std::atomic<std::uint64_t> missing{0};
+  std::atomic<std::uint64_t> unreadable{0};  // a read error: checked again at the next request
+};
+
 // What the current site holds, set at each (re)load.
 struct SiteFigures {
   std::size_t paths = 0;
@@ -83,11 +92,15 @@ class ServeMetrics {
   // One answered request: `body_bytes` are the body bytes that really left (the access log's).
   void record(const RequestSample& sample, std::uint64_t body_bytes, std::chrono::steady_clock::time_point done);
 
+  // A whole-object answer that streamed beside its object's check reached its held-back last
+  // bytes and waited for the check: `passed`, they went out; else the answer was cut short.
+  void held_back_for_check(bool passed);
+
   void reloaded(const SiteFigures& figures);  // the initial load too (it is not counted as a reload)
   void reload_failed();
 
-  // The exposition, with the connection layer's counters.
-  [[nodiscard]] std::string render(const ConnectionCounters& connections) const;
+  // The exposition, with the connection layer's and the object checks' counters.
+  [[nodiscard]] std::string render(const ConnectionCounters& connections, const ObjectCheckCounters& objects) const;
 
  private:
   // The statuses the server answers with, each its own series; any other is counted as "other".
@@ -110,6 +123,7 @@ class ServeMetrics {
   std::array<Shard, kShards> shards_{};
 
   std::atomic<std::uint64_t> reloads_{0}, reload_failures_{0};
+  std::atomic<std::uint64_t> held_back_passed_{0}, held_back_cut_{0};
   mutable std::mutex site_mutex_;
   SiteFigures site_;
   bool loaded_once_ = false;

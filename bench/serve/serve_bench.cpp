@@ -2,20 +2,25 @@
 // `podplane mirror export` of the same store, measured in the same run on loopback, plain HTTP
 // and HTTPS. The peer runs as sites run it (a master process, `worker_processes auto`, sendfile,
 // keep-alive, a shared TLS session cache) and the client is `wrk`, the standard HTTP load tool,
-// with keep-alive connections (32 by default). Workloads: a network-mirror <version>.json (many
+// with keep-alive connections (32 by default). Each server runs in a session of its own, as a
+// service does (as_service below). Workloads: a network-mirror <version>.json (many
 // small answers) and a 100 MiB provider zip. Prints req/s, MiB/s and wrk's p50/p99 latency per
 // server and the podplane/nginx ratio; the goal (issue "speed of the wire") is >= 1.0x.
-// mirror serve hashes each object once before its first byte goes out, so the first download
-// of the zip is timed on its own (it includes that check) and the wrk runs measure the steady
-// state.
+// mirror serve hashes each object once per process, beside its first download, so the first
+// download of the zip is timed on its own (with libcurl, from freshly started servers,
+// --first-runs times), then a later one from the same server (checked already), and the first
+// is printed beside its floors: the sha256 CPU time of the object here and nginx's time for the
+// same download. The wrk runs measure the steady state.
 // Beside each row: the load average when it started (the machine is shared), the CPU seconds
 // the server spent on it (nginx: master and workers) and that per request, in microseconds.
-//   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N] [--podplane PATH] [--only json]
-//                      [--nginx-access-log-off]
+//   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N] [--first-runs N] [--podplane PATH]
+//                      [--only json|first] [--nginx-access-log-off]
 // --podplane runs another podplane binary (e.g. a build of the previous commit) as the server.
 // --only json measures the JSON rows alone: to compare two builds on the request path in a
-// few minutes, before and after, several times over. nginx logs each request to a file, as
-// mirror serve does (to its stderr, a file here); --nginx-access-log-off measures it without.
+// few minutes, before and after, several times over; --only first the first downloads alone.
+// nginx logs each request to a file, as mirror serve does (to its stderr, a file here);
+// --nginx-access-log-off measures it without.
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,9 +28,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
+#include "base/digest.hpp"
 #include "bench/support/process_cpu.hpp"
 #include "tests/mirror/serve_fixture.hpp"
 
@@ -50,15 +58,18 @@ double load_average() {
 }
 
 // One request with libcurl: the first download, which for podplane includes the object's check.
-Result fetch_once(const std::string& url, const std::optional<fs::path>& ca) {
+// `server`'s CPU time during it (with its children: nginx's workers) goes in cpu_seconds.
+Result fetch_once(const std::string& url, const std::optional<fs::path>& ca, pid_t server, bool with_children) {
   ps::CurlSession http;
   ps::HttpRequest request;
   request.ca_file = ca;
-  auto start = Clock::now();
-  auto answer = http.fetch(url, request);
   Result result;
   result.load_average = load_average();
+  const double cpu = podplane::bench::process_cpu_seconds(server, with_children);
+  auto start = Clock::now();
+  auto answer = http.fetch(url, request);
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.cpu_seconds = podplane::bench::process_cpu_seconds(server, with_children) - cpu;
   result.requests = 1;
   result.errors = answer.status == 200 ? 0 : 1;
   result.bytes = answer.body.size();
@@ -144,148 +155,175 @@ std::string nginx_config(const fs::path& prefix, const fs::path& root, int port,
          "    root " + root.string() + ";\n  }\n}\n";
 }
 
-int main(int argc, char** argv) {
+struct Options {
   int clients = 32, seconds = 8, zip_mib = 100;
+  int first_runs = 1;  // first downloads measured, each from freshly started servers
   std::string podplane = podplane::test::podplane_binary().string();
-  bool json_only = false, nginx_access_log = true;
+  bool json_only = false, first_only = false, nginx_access_log = true;
+};
+
+// The options, or nothing (after a message) when they are wrong.
+std::optional<Options> parse_options(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--nginx-access-log-off") {
-      nginx_access_log = false;
+      o.nginx_access_log = false;
       --i;
       continue;
     }
     if (i + 1 >= argc) {
       std::cerr << flag << " needs a value\n";
-      return 2;
+      return std::nullopt;
     }
+    const std::string value = argv[i + 1];
     if (flag == "--podplane") {
-      podplane = argv[i + 1];
-      continue;
-    }
-    if (flag == "--only") {
-      if (std::string(argv[i + 1]) != "json") {
-        std::cerr << "--only takes json\n";
-        return 2;
+      o.podplane = value;
+    } else if (flag == "--only") {
+      if (value != "json" && value != "first") {
+        std::cerr << "--only takes json or first\n";
+        return std::nullopt;
       }
-      json_only = true;
-      continue;
-    }
-    int value = std::stoi(argv[i + 1]);
-    if (flag == "--clients") clients = value;
-    else if (flag == "--seconds") seconds = value;
-    else if (flag == "--zip-mib") zip_mib = value;
-    else {
+      o.json_only = value == "json";
+      o.first_only = value == "first";
+    } else if (flag == "--clients") {
+      o.clients = std::stoi(value);
+    } else if (flag == "--seconds") {
+      o.seconds = std::stoi(value);
+    } else if (flag == "--zip-mib") {
+      o.zip_mib = std::stoi(value);
+    } else if (flag == "--first-runs") {
+      o.first_runs = std::max(1, std::stoi(value));
+    } else {
       std::cerr << "unknown option " << flag << "\n";
-      return 2;
+      return std::nullopt;
     }
   }
-  if (podplane::test::run({"wrk", "--version"}).out.find("wrk") == std::string::npos) {
-    std::cerr << "serve_bench needs wrk (apt-get install wrk; scripts/setup installs it)\n";
-    return 1;
-  }
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  podplane::test::TempDir temp;
-  std::cerr << "serve_bench: filling a store in " << temp.path() << "\n";
-  ps::fill_store(temp / "deps", temp / "work");
-  {
-    // The big provider package: one zip of zip_mib MiB of incompressible bytes.
-    auto store = podplane::cache::Store::open(temp / "deps");
-    fs::path zip = ps::make_provider_zip(temp / "work", "big", "1.0.0", "linux_amd64",
-                                         static_cast<std::size_t>(zip_mib) * 1024 * 1024);
-    podplane::cache::Artifact artifact;
-    artifact.kind = podplane::cache::ArtifactKind::provider_package;
-    artifact.address = "registry.opentofu.org/hashicorp/big";
-    artifact.version = "1.0.0";
-    artifact.platform = "linux_amd64";
-    artifact.filename = zip.filename().string();
-    artifact.digest = store.add_file(zip);
-    artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
-    artifact.h1 = podplane::lockfile::h1_hash_of_zip(zip);
-    artifact.zh = "zh:" + artifact.digest;
-    artifact.trust = podplane::cache::Trust::unverified;
-    store.add_artifact(artifact);
-    fs::remove(zip);
-  }
-  podplane::test::write_test_tls(temp.path());
-  podplane::test::ProcessOptions export_options;
-  export_options.env["PODPLANE_DEPS_CACHE_DIR"] = (temp / "deps").string();
-  auto exported = podplane::test::run_podplane({"mirror", "export", (temp / "export").string()}, export_options);
-  if (exported.exit_code != 0) {
-    std::cerr << exported.err;
-    return 1;
-  }
+  return o;
+}
 
-  fs::path prefix = temp / "nginx";
-  fs::create_directories(prefix / "tmp");
-  int port = ps::free_port(), tls_port = ps::free_port();
-  podplane::test::write_file(prefix / "nginx.conf", nginx_config(prefix, temp / "export", port, tls_port, temp.path(), nginx_access_log));
-  ps::Background nginx({fs::exists("/usr/sbin/nginx") ? "/usr/sbin/nginx" : "nginx", "-e", (prefix / "error.log").string(),
-                        "-p", prefix.string(), "-c", (prefix / "nginx.conf").string()},
-                       {}, prefix / "stderr.log");
-  if (!ps::wait_for_port(port) || !ps::wait_for_port(tls_port)) {
-    std::cerr << "nginx did not start\n";
-    return 1;
+// The serve fixture's store in `deps` plus the big provider package: one zip of `zip_mib` MiB of
+// incompressible bytes. Returns the zip's object file.
+fs::path fill_bench_store(const fs::path& deps, const fs::path& work, int zip_mib) {
+  ps::fill_store(deps, work);
+  auto store = podplane::cache::Store::open(deps);
+  fs::path zip = ps::make_provider_zip(work, "big", "1.0.0", "linux_amd64", static_cast<std::size_t>(zip_mib) * 1024 * 1024);
+  podplane::cache::Artifact artifact;
+  artifact.kind = podplane::cache::ArtifactKind::provider_package;
+  artifact.address = "registry.opentofu.org/hashicorp/big";
+  artifact.version = "1.0.0";
+  artifact.platform = "linux_amd64";
+  artifact.filename = zip.filename().string();
+  artifact.digest = store.add_file(zip);
+  artifact.size = static_cast<std::int64_t>(fs::file_size(zip));
+  artifact.h1 = podplane::lockfile::h1_hash_of_zip(zip);
+  artifact.zh = "zh:" + artifact.digest;
+  artifact.trust = podplane::cache::Trust::unverified;
+  store.add_artifact(artifact);
+  fs::remove(zip);
+  return deps / "store" / "objects" / "sha256" / artifact.digest.substr(0, 2) / artifact.digest.substr(2);
+}
+
+// The physical floor of the one-time check: the CPU time of one sha256 over `file` on this
+// machine, read from the page cache in 1 MiB blocks as the server reads it (the least of 3).
+double sha256_cpu_seconds(const fs::path& file) {
+  double least = 1e9;
+  std::vector<char> buffer(1 << 20);
+  for (int round = 0; round < 3; ++round) {
+    std::ifstream in(file, std::ios::binary);
+    timespec before{}, after{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before);
+    podplane::Hasher hasher;
+    while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0)
+      hasher.update(buffer.data(), static_cast<std::size_t>(in.gcount()));
+    (void)hasher.finish_hex();
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &after);
+    least = std::min(least, static_cast<double>(after.tv_sec - before.tv_sec) + (after.tv_nsec - before.tv_nsec) / 1e9);
   }
+  return least;
+}
+
+// A server's command line run in a session of its own (setsid(1), which keeps the pid: the child
+// of a fork leads no process group), as a service runs apart from its clients. Linux schedules
+// each session as one group (autogroup): in the bench's session, a server's threads would take
+// their turns on the cores out of the same share as the client's, which on a machine busy with
+// other work charges every server thread to the client's time.
+std::vector<std::string> as_service(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), "setsid");
+  return argv;
+}
+
+// A podplane mirror serve over plain HTTP and one over HTTPS, freshly started: no object checked yet.
+struct PodplaneServers {
+  std::unique_ptr<ps::Background> plain, tls;
+  std::string plain_url, tls_url;
+};
+
+PodplaneServers start_podplane(const Options& o, const podplane::test::TempDir& temp, int generation) {
   std::map<std::string, std::string> env{{"PODPLANE_DEPS_CACHE_DIR", (temp / "deps").string()}};
-  ps::Background plain({podplane, "mirror", "serve", "--listen", "127.0.0.1:0",
-                        "--plain-http"},
-                       env, temp / "plain.log");
-  ps::Background tls({podplane, "mirror", "serve", "--listen", "127.0.0.1:0",
-                      "--tls-cert", (temp / "cert.pem").string(), "--tls-key", (temp / "key.pem").string()},
-                     env, temp / "tls.log");
-  std::string plain_url = plain.first_line(), tls_url = tls.first_line();
-  if (plain_url.empty() || tls_url.empty()) {
+  const std::string suffix = std::to_string(generation);
+  PodplaneServers servers;
+  servers.plain = std::make_unique<ps::Background>(
+      as_service({o.podplane, "mirror", "serve", "--listen", "127.0.0.1:0", "--plain-http"}), env,
+      temp / ("plain" + suffix + ".log"));
+  servers.tls = std::make_unique<ps::Background>(
+      as_service({o.podplane, "mirror", "serve", "--listen", "127.0.0.1:0", "--tls-cert", (temp / "cert.pem").string(),
+                  "--tls-key", (temp / "key.pem").string()}),
+      env, temp / ("tls" + suffix + ".log"));
+  servers.plain_url = servers.plain->first_line();
+  servers.tls_url = servers.tls->first_line();
+  if (servers.plain_url.empty() || servers.tls_url.empty()) {
     std::cerr << "mirror serve did not start\n";
-    return 1;
+    std::exit(1);
   }
-  plain_url.pop_back();
-  tls_url.pop_back();
+  servers.plain_url.pop_back();
+  servers.tls_url.pop_back();
+  return servers;
+}
 
-  const std::string json_path = "/v1/mirror/registry.opentofu.org/hashicorp/null/3.2.4.json";
-  const std::string zip_path = "/v1/mirror/registry.opentofu.org/hashicorp/big/terraform-provider-big_1.0.0_linux_amd64.zip";
-  struct Row {
-    std::string workload, server;
-    Result result;
-  };
-  std::vector<Row> rows;
-  auto ca = std::optional<fs::path>(temp / "cert.pem");
-  // A wrk run with the load average before it and the CPU time its server spent.
-  auto measured = [&](const std::string& url, pid_t server, bool with_children, int clients_now, int seconds_now) {
-    double load_before = load_average();
-    double cpu = podplane::bench::process_cpu_seconds(server, with_children);
-    Result result = load(url, clients_now, seconds_now);
-    result.cpu_seconds = podplane::bench::process_cpu_seconds(server, with_children) - cpu;
-    result.load_average = load_before;
-    return result;
-  };
-  for (const auto& [scheme, ours, theirs, use_ca, our_pid] :
-       std::vector<std::tuple<std::string, std::string, std::string, bool, pid_t>>{
-           {"http", plain_url, "http://127.0.0.1:" + std::to_string(port), false, plain.pid()},
-           {"https", tls_url, "https://127.0.0.1:" + std::to_string(tls_port), true, tls.pid()}}) {
-    auto verify = use_ca ? ca : std::nullopt;
-    if (json_only) {
-      load(ours + json_path, 2, 1);
-      load(theirs + json_path, 2, 1);
-      rows.push_back({scheme + " JSON", "podplane", measured(ours + json_path, our_pid, false, clients, seconds)});
-      rows.push_back({scheme + " JSON", "nginx", measured(theirs + json_path, nginx.pid(), true, clients, seconds)});
-      continue;
+struct Row {
+  std::string workload, server;
+  Result result;
+};
+
+// The first downloads of the zip, `o.first_runs` times, each from freshly started podplane
+// servers (nginx has nothing to check: its later downloads are its first). The order of the
+// two servers alternates from run to run. Leaves the last run's servers in `servers`.
+void measure_first_downloads(const Options& o, const podplane::test::TempDir& temp, const std::string& zip_path,
+                             const std::string& nginx_plain, const std::string& nginx_tls, pid_t nginx_pid,
+                             PodplaneServers& servers, std::vector<Row>& rows) {
+  const auto ca = std::optional<fs::path>(temp / "cert.pem");
+  for (int run = 0; run < o.first_runs; ++run) {
+    if (run > 0 || !servers.plain) servers = start_podplane(o, temp, run);
+    // Each scheme's first download, then a later one (checked already: the same download
+    // without the check, for comparison).
+    for (bool https : {false, true}) {
+      for (const char* which : {" first zip", " later zip"}) {
+        const std::string label = std::string(https ? "https" : "http") + which;
+        const auto verify = https ? ca : std::nullopt;
+        Row ours{label, "podplane", {}}, theirs{label, "nginx", {}};
+        auto ours_once = [&] {
+          ours.result = fetch_once((https ? servers.tls_url : servers.plain_url) + zip_path, verify,
+                                   (https ? servers.tls : servers.plain)->pid(), false);
+        };
+        auto theirs_once = [&] { theirs.result = fetch_once((https ? nginx_tls : nginx_plain) + zip_path, verify, nginx_pid, true); };
+        if (run % 2 == 0) {
+          ours_once();
+          theirs_once();
+        } else {
+          theirs_once();
+          ours_once();
+        }
+        rows.push_back(std::move(ours));
+        rows.push_back(std::move(theirs));
+      }
     }
-    // The first download: for podplane it includes the one-time sha256 check of the object.
-    rows.push_back({scheme + " first zip", "podplane", fetch_once(ours + zip_path, verify)});
-    rows.push_back({scheme + " first zip", "nginx", fetch_once(theirs + zip_path, verify)});
-    load(ours + json_path, 2, 1);  // warm-up: page cache, TLS session setup paths
-    load(theirs + json_path, 2, 1);
-    rows.push_back({scheme + " JSON", "podplane", measured(ours + json_path, our_pid, false, clients, seconds)});
-    rows.push_back({scheme + " JSON", "nginx", measured(theirs + json_path, nginx.pid(), true, clients, seconds)});
-    const std::string zip_label = scheme + " zip " + std::to_string(zip_mib) + " MiB";
-    // Long enough for every connection to finish several zips; compared by bytes moved.
-    const int zip_seconds = std::max(seconds, 20);
-    rows.push_back({zip_label, "podplane", measured(ours + zip_path, our_pid, false, clients, zip_seconds)});
-    rows.push_back({zip_label, "nginx", measured(theirs + zip_path, nginx.pid(), true, clients, zip_seconds)});
   }
-  std::printf("wrk: %d connections, %d s per row; nginx: worker_processes auto, sendfile, keep-alive, access log %s\n", clients,
-              seconds, nginx_access_log ? "to a file (mirror serve's goes to a file too)" : "off");
+}
+
+void print_rows(const Options& o, const std::vector<Row>& rows) {
+  std::printf("wrk: %d connections, %d s per row; nginx: worker_processes auto, sendfile, keep-alive, access log %s\n", o.clients,
+              o.seconds, o.nginx_access_log ? "to a file (mirror serve's goes to a file too)" : "off");
   std::printf("%-20s %-9s %9s %10s %9s %9s %7s %7s %6s %6s %8s\n", "workload", "server", "requests", "req/s", "p50 ms",
               "p99 ms", "MiB/s", "errors", "load", "cpu s", "cpu us/r");
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -298,8 +336,8 @@ int main(int argc, char** argv) {
     if (i % 2 == 1) {
       const auto& ours = rows[i - 1].result;
       // Requests per second for small answers (wrk's bytes include the headers, which differ);
-      // bytes per second for 100 MiB answers, of which a connection may be in the middle
-      // when wrk stops.
+      // bytes per second for large answers, of which a connection may be in the middle when
+      // wrk stops. A first download is one request: its time.
       const bool by_bytes = rows[i].workload.ends_with(" MiB");
       const double ratio = by_bytes ? (ours.bytes / ours.seconds) / (r.bytes / r.seconds)
                                     : (ours.requests / ours.seconds) / (r.requests / r.seconds);
@@ -307,5 +345,108 @@ int main(int argc, char** argv) {
                   by_bytes ? "bytes/s" : "requests/s", ratio);
     }
   }
+}
+
+// The median ratio of the single downloads per scheme; for the first ones, beside the floors:
+// the sha256 CPU time of the object here and nginx's time for the same download (the wire:
+// sendfile, or TLS from the page cache, and the client).
+void print_single_download_summary(const std::vector<Row>& rows, double hash_seconds, int zip_mib) {
+  auto median = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  };
+  for (const std::string scheme : {"http", "https"}) {
+    for (const std::string which : {" first zip", " later zip"}) {
+      std::vector<double> ratios, ours_ms, theirs_ms;
+      for (std::size_t i = 1; i < rows.size(); i += 2) {
+        if (rows[i].workload != scheme + which) continue;
+        ours_ms.push_back(rows[i - 1].result.seconds * 1000);
+        theirs_ms.push_back(rows[i].result.seconds * 1000);
+        ratios.push_back(rows[i].result.seconds / rows[i - 1].result.seconds);
+      }
+      if (ratios.empty()) continue;
+      std::printf("%s (%d MiB), %zu runs: podplane median %.1f ms, nginx median %.1f ms, podplane/nginx median %.2f× "
+                  "(min %.2f×, max %.2f×; target >= 1.0×)\n",
+                  (scheme + which).c_str(), zip_mib, ratios.size(), median(ours_ms), median(theirs_ms), median(ratios),
+                  *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()));
+      if (which != " first zip") continue;
+      const double wire = median(theirs_ms), hash = hash_seconds * 1000;
+      std::printf("%s first zip floors: sha256 %.1f ms CPU (%.0f MiB/s), wire (nginx) %.1f ms; hash then send %.1f ms "
+                  "(%.2f× nginx), hash beside the send %.1f ms (%.2f×)\n",
+                  scheme.c_str(), hash, zip_mib / hash_seconds, wire, hash + wire, wire / (hash + wire),
+                  std::max(hash, wire), wire / std::max(hash, wire));
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  auto parsed = parse_options(argc, argv);
+  if (!parsed) return 2;
+  const Options& o = *parsed;
+  if (podplane::test::run({"wrk", "--version"}).out.find("wrk") == std::string::npos) {
+    std::cerr << "serve_bench needs wrk (apt-get install wrk; scripts/setup installs it)\n";
+    return 1;
+  }
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  podplane::test::TempDir temp;
+  std::cerr << "serve_bench: filling a store in " << temp.path() << "\n";
+  const fs::path zip_object = fill_bench_store(temp / "deps", temp / "work", o.zip_mib);
+  podplane::test::write_test_tls(temp.path());
+  podplane::test::ProcessOptions export_options;
+  export_options.env["PODPLANE_DEPS_CACHE_DIR"] = (temp / "deps").string();
+  auto exported = podplane::test::run_podplane({"mirror", "export", (temp / "export").string()}, export_options);
+  if (exported.exit_code != 0) {
+    std::cerr << exported.err;
+    return 1;
+  }
+
+  fs::path prefix = temp / "nginx";
+  fs::create_directories(prefix / "tmp");
+  int port = ps::free_port(), tls_port = ps::free_port();
+  podplane::test::write_file(prefix / "nginx.conf", nginx_config(prefix, temp / "export", port, tls_port, temp.path(), o.nginx_access_log));
+  ps::Background nginx(as_service({fs::exists("/usr/sbin/nginx") ? "/usr/sbin/nginx" : "nginx", "-e",
+                                   (prefix / "error.log").string(), "-p", prefix.string(), "-c", (prefix / "nginx.conf").string()}),
+                       {}, prefix / "stderr.log");
+  if (!ps::wait_for_port(port) || !ps::wait_for_port(tls_port)) {
+    std::cerr << "nginx did not start\n";
+    return 1;
+  }
+  const std::string nginx_plain = "http://127.0.0.1:" + std::to_string(port);
+  const std::string nginx_tls = "https://127.0.0.1:" + std::to_string(tls_port);
+
+  const std::string json_path = "/v1/mirror/registry.opentofu.org/hashicorp/null/3.2.4.json";
+  const std::string zip_path = "/v1/mirror/registry.opentofu.org/hashicorp/big/terraform-provider-big_1.0.0_linux_amd64.zip";
+  std::vector<Row> rows;
+  PodplaneServers servers;
+  if (!o.json_only) measure_first_downloads(o, temp, zip_path, nginx_plain, nginx_tls, nginx.pid(), servers, rows);
+  if (!servers.plain) servers = start_podplane(o, temp, 0);
+  // A wrk run with the load average before it and the CPU time its server spent.
+  auto measured = [&](const std::string& url, pid_t server, bool with_children, int seconds_now) {
+    double load_before = load_average();
+    double cpu = podplane::bench::process_cpu_seconds(server, with_children);
+    Result result = load(url, o.clients, seconds_now);
+    result.cpu_seconds = podplane::bench::process_cpu_seconds(server, with_children) - cpu;
+    result.load_average = load_before;
+    return result;
+  };
+  for (const auto& [scheme, ours, theirs, our_pid] :
+       std::vector<std::tuple<std::string, std::string, std::string, pid_t>>{
+           {"http", servers.plain_url, nginx_plain, servers.plain->pid()},
+           {"https", servers.tls_url, nginx_tls, servers.tls->pid()}}) {
+    if (o.first_only) break;
+    load(ours + json_path, 2, 1);  // warm-up: page cache, TLS session setup paths
+    load(theirs + json_path, 2, 1);
+    rows.push_back({scheme + " JSON", "podplane", measured(ours + json_path, our_pid, false, o.seconds)});
+    rows.push_back({scheme + " JSON", "nginx", measured(theirs + json_path, nginx.pid(), true, o.seconds)});
+    if (o.json_only) continue;
+    const std::string zip_label = scheme + " zip " + std::to_string(o.zip_mib) + " MiB";
+    // Long enough for every connection to finish several zips; compared by bytes moved.
+    const int zip_seconds = std::max(o.seconds, 20);
+    rows.push_back({zip_label, "podplane", measured(ours + zip_path, our_pid, false, zip_seconds)});
+    rows.push_back({zip_label, "nginx", measured(theirs + zip_path, nginx.pid(), true, zip_seconds)});
+  }
+  print_rows(o, rows);
+  if (!o.json_only) print_single_download_summary(rows, sha256_cpu_seconds(zip_object), o.zip_mib);
   return 0;
 }

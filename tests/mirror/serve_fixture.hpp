@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -339,6 +340,16 @@ class CurlSession {
  private:
   CURL* easy_;
 };
+
+// The value of the sample `series` of a /metrics exposition (name and labels exactly as
+// exposed), or -1 when absent.
+inline double sample_value(const std::string& exposition, const std::string& series) {
+  std::istringstream lines(exposition);
+  for (std::string line; std::getline(lines, line);)
+    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 && line[series.size()] == ' ')
+      return std::stod(line.substr(series.size() + 1));
+  return -1;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Processes and ports.

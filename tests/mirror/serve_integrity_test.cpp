@@ -1,14 +1,20 @@
 // What mirror serve hands out is what the store holds, and what it says it did is what it did:
-// an object whose bytes on disk no longer match its digest is refused (5xx, a log line with
-// the digest and the repair command), never served under its ETag; the access log counts the
-// bytes really written to a client that went away.
+// no client receives a complete answer whose bytes do not match the digest they are served
+// under. A large object's first whole download streams beside its check and is cut short when
+// the check fails; every other request for an object that no longer matches its digest is
+// refused (5xx, a log line with the digest and the repair command), never served under its
+// ETag. The access log counts the bytes really written to a client that went away.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <fstream>
 #include <regex>
+#include <thread>
 
+#include "base/digest.hpp"
+#include "mirror/serve_objects.hpp"
 #include "mirror/serve_site.hpp"
 #include "tests/mirror/serve_fixture.hpp"
 
@@ -17,6 +23,10 @@ namespace {
 
 using podplane::test::read_file;
 using podplane::test::TempDir;
+using podplane::test::write_file;
+using podplane::mirror::CheckedObjects;
+using podplane::mirror::ObjectState;
+using podplane::mirror::OpenedObject;
 
 // Overwrites `count` bytes in the middle of a read-only store object, keeping its size and
 // mtime: only the bytes (and the inode's ctime) change.
@@ -70,8 +80,14 @@ TEST_F(IntegrityTest, ACorruptObjectIsRefusedNeverServedUnderItsEtag) {
   EXPECT_EQ(good.header("etag"), "\"" + digest + "\"");
   EXPECT_TRUE(good.body == contents_.artifact_bytes);
 
-  // Damaged on disk under the running server, after it was served once.
+  // Damaged on disk under the running server, after it was served once. The file has changed,
+  // so its next whole download streams beside a new check, which fails: it is cut short.
   corrupt_in_place(object_of(digest));
+  auto cut = http.fetch(url, tls());
+  EXPECT_EQ(cut.status, 200);
+  EXPECT_FALSE(cut.error.empty()) << "the transfer fails";
+  EXPECT_LT(cut.body.size(), contents_.artifact_bytes.size()) << "never the whole body";
+  // Every later request, whole, ranged or HEAD, is refused.
   for (const std::vector<std::string>& headers :
        {std::vector<std::string>{}, std::vector<std::string>{"Range: bytes=0-99"}, std::vector<std::string>{"Range: bytes=-10"}}) {
     auto request = tls();
@@ -194,6 +210,233 @@ TEST_F(IntegrityTest, AccessLogCountsTheBytesReallySent) {
   ASSERT_EQ(whole.status, 200);
   server.stop();
   EXPECT_NE(server.log().find(request + std::to_string(contents.artifact_bytes.size())), std::string::npos) << server.log();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The first download of a large object streams beside its check, its last bytes held back
+// until the check has passed. Objects of a realistic provider size, over HTTP and HTTPS, each
+// from a freshly started server (the verdicts are per process).
+
+class BesideCheckTest : public ::testing::Test {
+ protected:
+  static constexpr std::size_t kObjectSize = 32 * 1024 * 1024;
+
+  void SetUp() override {
+    contents_ = fill_store(temp_ / "deps", temp_ / "work", 4096, kObjectSize);
+    test::write_test_tls(temp_.path());
+    digest_ = sha256_hex(contents_.artifact_bytes);
+  }
+  std::unique_ptr<MirrorServe> start(bool https, const std::string& name) {
+    std::vector<std::string> args{"--listen", "127.0.0.1:0", "--plain-http"};
+    if (https) args = {"--listen", "127.0.0.1:0", "--tls-cert", (temp_ / "cert.pem").string(), "--tls-key", (temp_ / "key.pem").string()};
+    auto server = std::make_unique<MirrorServe>(temp_ / "deps", args, temp_ / (name + (https ? "-https" : "-http") + ".err"));
+    EXPECT_TRUE(server->started()) << server->log();
+    return server;
+  }
+  HttpRequest request(bool https) const {
+    HttpRequest request;
+    if (https) request.ca_file = temp_ / "cert.pem";
+    return request;
+  }
+  std::string metrics(const MirrorServe& server, bool https) {
+    auto answer = CurlSession().fetch(server.url() + "/metrics", request(https));
+    EXPECT_EQ(answer.status, 200) << answer.error;
+    return answer.body;
+  }
+  fs::path object() const {
+    return temp_ / "deps" / "store" / "objects" / "sha256" / digest_.substr(0, 2) / digest_.substr(2);
+  }
+
+  TempDir temp_;
+  StoreContents contents_;
+  std::string digest_;
+};
+
+constexpr const char* kPassed = "podplane_mirror_held_back_answers_total{check=\"passed\"}";
+constexpr const char* kFailed = "podplane_mirror_held_back_answers_total{check=\"failed\"}";
+constexpr const char* kGood = "podplane_mirror_object_checks_total{result=\"good\"}";
+constexpr const char* kDamaged = "podplane_mirror_object_checks_total{result=\"damaged\"}";
+
+TEST_F(BesideCheckTest, AGoodObjectsFirstDownloadIsByteExactAndWentOutBesideItsCheck) {
+  for (bool https : {false, true}) {
+    SCOPED_TRACE(https ? "https" : "http");
+    auto server = start(https, "good");
+    CurlSession http;
+    auto first = http.fetch(server->url() + contents_.artifact_path, request(https));
+    ASSERT_EQ(first.status, 200) << first.error;
+    EXPECT_EQ(first.error, "");
+    EXPECT_EQ(first.body.size(), kObjectSize);
+    EXPECT_TRUE(first.body == contents_.artifact_bytes) << "byte for byte";
+    EXPECT_EQ(first.header("etag"), "\"" + digest_ + "\"");
+    // The answer was made while the object's check ran, and waited for it only at its last bytes.
+    auto exposition = metrics(*server, https);
+    EXPECT_EQ(sample_value(exposition, kPassed), 1) << exposition;
+    EXPECT_EQ(sample_value(exposition, kFailed), 0);
+    EXPECT_EQ(sample_value(exposition, kGood), 1);
+    EXPECT_EQ(sample_value(exposition, kDamaged), 0);
+    // The verdict is kept: the next download is not checked again, and goes out whole.
+    auto second = http.fetch(server->url() + contents_.artifact_path, request(https));
+    EXPECT_EQ(second.status, 200);
+    EXPECT_TRUE(second.body == contents_.artifact_bytes);
+    exposition = metrics(*server, https);
+    EXPECT_EQ(sample_value(exposition, kPassed), 1);
+    EXPECT_EQ(sample_value(exposition, kGood), 1);
+  }
+}
+
+// curl(1) downloading `url` to `out`: its exit code, and the status and byte count it reports.
+struct CurlDownload {
+  int exit_code = -1;
+  int status = 0;
+  std::string body;
+  std::string err;
+};
+
+CurlDownload curl_download(const std::string& url, const std::optional<fs::path>& ca, const fs::path& out) {
+  std::vector<std::string> argv{"curl", "-sS", "-o", out.string(), "-w", "%{http_code}", url};
+  if (ca) argv.insert(argv.begin() + 1, {"--cacert", ca->string()});
+  auto run = podplane::test::run(argv);
+  CurlDownload result;
+  result.exit_code = run.exit_code;
+  result.status = run.out.empty() ? 0 : std::stoi(run.out);
+  result.body = fs::exists(out) ? read_file(out) : "";
+  result.err = run.err;
+  return result;
+}
+
+TEST_F(BesideCheckTest, ACorruptObjectsFirstDownloadIsCutShortAndLaterOnesRefused) {
+  corrupt_in_place(object());
+  const std::string on_disk = read_file(object());
+  for (bool https : {false, true}) {
+    SCOPED_TRACE(https ? "https" : "http");
+    auto server = start(https, "corrupt");
+    const std::string url = server->url() + contents_.artifact_path;
+    const auto ca = https ? std::optional<fs::path>(temp_ / "cert.pem") : std::nullopt;
+    auto first = curl_download(url, ca, temp_ / "first.bin");
+    // 200 and bytes of the object went out before its check had ended: what a check before
+    // the first byte never sends. The check then failed, and the answer stopped short.
+    EXPECT_EQ(first.status, 200) << first.err;
+    EXPECT_EQ(first.exit_code, 18) << "curl: partial file\n" << first.err;
+    EXPECT_GT(first.body.size(), 0u);
+    EXPECT_LT(first.body.size(), kObjectSize) << "never the whole body";
+    EXPECT_TRUE(first.body == on_disk.substr(0, first.body.size()));
+
+    // Every later request is refused, whole, ranged or HEAD.
+    auto later = curl_download(url, ca, temp_ / "later.bin");
+    EXPECT_EQ(later.exit_code, 0) << later.err;
+    EXPECT_EQ(later.status, 500);
+    EXPECT_NE(later.body.find("podplane deps verify --repair"), std::string::npos) << later.body;
+    CurlSession http;
+    auto ranged = request(https);
+    ranged.headers = {"Range: bytes=0-99"};
+    EXPECT_EQ(http.fetch(url, ranged).status, 500);
+    auto head = request(https);
+    head.method = "HEAD";
+    EXPECT_EQ(http.fetch(url, head).status, 500);
+
+    auto exposition = metrics(*server, https);
+    EXPECT_EQ(sample_value(exposition, kFailed), 1) << exposition;
+    EXPECT_EQ(sample_value(exposition, kPassed), 0);
+    EXPECT_EQ(sample_value(exposition, kDamaged), 1);
+    server->stop();
+    // The log says the answer was cut, how far it got, and why; the access log counts what left.
+    const std::string log = server->log();
+    const std::string cut = "cut GET " + contents_.artifact_path + " short after " + std::to_string(first.body.size()) + " of " +
+                            std::to_string(kObjectSize) + " bytes: object " + digest_;
+    EXPECT_NE(log.find(cut), std::string::npos) << log;
+    EXPECT_NE(log.find("\"GET " + contents_.artifact_path + " HTTP/1.1\" 200 " + std::to_string(first.body.size()) + "\n"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("podplane deps verify --repair"), std::string::npos);
+  }
+}
+
+// Downloads `url` from `count` threads at once (each its own connection); the answers.
+std::vector<HttpAnswer> at_once(const std::string& url, const HttpRequest& request, std::size_t count) {
+  std::vector<HttpAnswer> answers(count);
+  std::vector<std::thread> threads;
+  std::atomic<std::size_t> ready{0};
+  for (std::size_t i = 0; i < count; ++i) {
+    threads.emplace_back([&, i] {
+      CurlSession http;
+      ++ready;
+      while (ready < count) std::this_thread::yield();
+      answers[i] = http.fetch(url, request);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return answers;
+}
+
+TEST_F(BesideCheckTest, ConcurrentFirstDownloadsShareOneCheckAndAllSucceed) {
+  for (bool https : {false, true}) {
+    SCOPED_TRACE(https ? "https" : "http");
+    auto server = start(https, "concurrent");
+    for (const auto& answer : at_once(server->url() + contents_.artifact_path, request(https), 4)) {
+      EXPECT_EQ(answer.status, 200) << answer.error;
+      EXPECT_EQ(answer.error, "");
+      EXPECT_TRUE(answer.body == contents_.artifact_bytes) << "byte for byte (" << answer.body.size() << " bytes)";
+    }
+    auto exposition = metrics(*server, https);
+    EXPECT_EQ(sample_value(exposition, kGood), 1) << "one hashing for all\n" << exposition;
+    // The first always streams beside the check; the others did when they found it running.
+    EXPECT_GE(sample_value(exposition, kPassed), 1);
+    EXPECT_LE(sample_value(exposition, kPassed), 4);
+    EXPECT_EQ(sample_value(exposition, kFailed), 0);
+  }
+}
+
+TEST_F(BesideCheckTest, ConcurrentFirstDownloadsOfACorruptObjectNeverComplete) {
+  corrupt_in_place(object());
+  for (bool https : {false, true}) {
+    SCOPED_TRACE(https ? "https" : "http");
+    auto server = start(https, "concurrent-corrupt");
+    std::size_t cut = 0;
+    for (const auto& answer : at_once(server->url() + contents_.artifact_path, request(https), 4)) {
+      if (answer.status == 200) {
+        ++cut;
+        EXPECT_FALSE(answer.error.empty()) << "the transfer fails";
+        EXPECT_LT(answer.body.size(), kObjectSize) << "never the whole body";
+      } else {
+        EXPECT_EQ(answer.status, 500) << answer.error;
+        EXPECT_NE(answer.body.find("podplane deps verify --repair"), std::string::npos);
+      }
+    }
+    auto exposition = metrics(*server, https);
+    EXPECT_EQ(sample_value(exposition, kDamaged), 1) << "one hashing for all\n" << exposition;
+    EXPECT_GE(cut, 1u) << "the first streams beside the check";
+    EXPECT_EQ(sample_value(exposition, kFailed), static_cast<double>(cut));
+  }
+}
+
+// Each distinct object a request names starts a hashing beside its answer, but never more than
+// CheckedObjects::kMostHashingsBeside at once: past the bound, open() hashes on the caller's
+// thread, so requests for every object of a large store cannot start a thread each.
+TEST(CheckedObjectsTest, NoMoreHashingsRunBesideTheirAnswersThanTheBound) {
+  TempDir dir;
+  constexpr int kObjects = 24;
+  std::string bytes(std::size_t{8} << 20, 'x');  // 8 MiB: a few milliseconds of hashing each
+  std::vector<std::pair<fs::path, std::string>> files;
+  for (int i = 0; i < kObjects; ++i) {
+    bytes.front() = static_cast<char>('a' + i);
+    files.emplace_back(dir / ("object" + std::to_string(i)), sha256_hex(bytes));
+    write_file(files.back().first, bytes);
+  }
+  auto threads_now = [] { return std::distance(fs::directory_iterator("/proc/self/task"), fs::directory_iterator{}); };
+  const auto before = threads_now();
+  std::ptrdiff_t most_beside = 0;
+  CheckedObjects checked;
+  std::vector<OpenedObject> opened;
+  for (const auto& [file, digest] : files) {
+    opened.push_back(checked.open(file, digest, static_cast<std::int64_t>(bytes.size())));
+    most_beside = std::max(most_beside, threads_now() - before);
+  }
+  for (auto& object : opened) {
+    CheckedObjects::await(object);
+    EXPECT_EQ(object.state, ObjectState::good) << object.problem;
+  }
+  EXPECT_GT(most_beside, 0) << "no hashing ran beside its answer";
+  EXPECT_LE(most_beside, static_cast<std::ptrdiff_t>(CheckedObjects::kMostHashingsBeside));
 }
 
 }  // namespace

@@ -130,15 +130,6 @@ TEST(ServeNotify, WithoutNotifySocketNothingChanges) {
 // ---------------------------------------------------------------------------------------------
 // /metrics
 
-// The value of the sample `series` (name and labels exactly as exposed), or -1 when absent.
-double sample_value(const std::string& exposition, const std::string& series) {
-  std::istringstream lines(exposition);
-  for (std::string line; std::getline(lines, line);)
-    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 && line[series.size()] == ' ')
-      return std::stod(line.substr(series.size() + 1));
-  return -1;
-}
-
 class MetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
