@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -60,32 +62,73 @@ TempDir::~TempDir() {
 
 namespace {
 
-// In a forked child: `options` applied, then argv[0] (looked up on PATH) in its place.
-[[noreturn]] void exec_in_child(const std::vector<std::string>& argv, const ProcessOptions& options) {
-  for (const auto& name : options.unset_env) unsetenv(name.c_str());
-  for (const auto& [name, value] : options.env) setenv(name.c_str(), value.c_str(), 1);
-  if (options.cwd && chdir(options.cwd->c_str()) != 0) _exit(127);
-  std::vector<char*> args;
-  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  execvp(args[0], args.data());
-  std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
-  _exit(127);
-}
+// What a forked child needs to exec argv with `options`, all of it made before the fork: the
+// tests fork from several threads at once, and a child of a multi-threaded process may only
+// call async-signal-safe functions until it execs (setenv's malloc in the child deadlocked
+// under AddressSanitizer, whose allocator lock another thread held at the fork).
+class PreparedExec {
+ public:
+  PreparedExec(const std::vector<std::string>& argv, const ProcessOptions& options) : argv_strings_(argv) {
+    std::map<std::string, std::string> env;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      std::string_view text(*entry);
+      auto equals = text.find('=');
+      if (equals != std::string_view::npos) env.emplace(std::string(text.substr(0, equals)), std::string(text.substr(equals + 1)));
+    }
+    for (const auto& name : options.unset_env) env.erase(name);
+    for (const auto& [name, value] : options.env) env[name] = value;
+    for (const auto& [name, value] : env) env_strings_.push_back(name + "=" + value);
+    program_ = argv.at(0);
+    if (program_.find('/') == std::string::npos && env.count("PATH")) {
+      // As execvp would, but on the child's PATH.
+      std::istringstream dirs(env["PATH"]);
+      for (std::string dir; std::getline(dirs, dir, ':');) {
+        const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program_;
+        std::error_code ec;
+        if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
+          program_ = candidate;
+          break;
+        }
+      }
+    }
+    for (auto& arg : argv_strings_) argv_.push_back(arg.data());
+    argv_.push_back(nullptr);
+    for (auto& entry : env_strings_) envp_.push_back(entry.data());
+    envp_.push_back(nullptr);
+    if (options.cwd) cwd_ = options.cwd->string();
+    failure_ = "exec " + argv.at(0) + " failed\n";
+  }
+
+  // In the forked child: only async-signal-safe calls from here on.
+  [[noreturn]] void exec() const {
+    if (!cwd_.empty() && ::chdir(cwd_.c_str()) != 0) ::_exit(127);
+    ::execve(program_.c_str(), argv_.data(), envp_.data());
+    (void)!::write(2, failure_.data(), failure_.size());
+    ::_exit(127);
+  }
+
+ private:
+  std::vector<std::string> argv_strings_, env_strings_;
+  std::vector<char*> argv_, envp_;
+  std::string program_, cwd_, failure_;
+};
 
 }  // namespace
 
 ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& options) {
+  const PreparedExec child(argv, options);
+  // Close-on-exec, so that a child started by another thread at the same time does not hold
+  // these pipes open (dup2 onto 0, 1 and 2 clears the flag on the child's copies).
   int out_pipe[2], err_pipe[2], in_pipe[2];
-  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0 || pipe(in_pipe) != 0) throw std::runtime_error("pipe failed");
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(in_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe failed");
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
-    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
-    exec_in_child(argv, options);
+    child.exec();
   }
   close(in_pipe[0]);
   close(out_pipe[1]);
@@ -155,12 +198,13 @@ ProcessOptions traceable(ProcessOptions options) {
 pid_t start_podplane(const std::vector<std::string>& args, const ProcessOptions& options) {
   std::vector<std::string> argv{podplane_binary().string()};
   argv.insert(argv.end(), args.begin(), args.end());
+  const PreparedExec child(argv, options);
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     int null_fd = open("/dev/null", O_RDWR);
     for (int fd : {0, 1, 2}) dup2(null_fd, fd);
-    exec_in_child(argv, options);
+    child.exec();
   }
   return pid;
 }
