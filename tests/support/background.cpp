@@ -1,4 +1,5 @@
 #include "tests/support/background.hpp"
+#include "tests/support/test_support.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,6 +15,9 @@ namespace podplane::test {
 
 Background::Background(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                        const std::filesystem::path& err_file) {
+  ProcessOptions options;
+  options.env = env;
+  const PreparedExec child(argv, options);
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   const pid_t parent = ::getpid();
@@ -22,17 +26,12 @@ Background::Background(const std::vector<std::string>& argv, const std::map<std:
   if (pid_ == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive a crashed test
     if (::getppid() != parent) _exit(1);
-    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
     int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int in = ::open("/dev/null", O_RDONLY);
     ::dup2(in, 0);
     ::dup2(out[1], 1);
     if (err >= 0) ::dup2(err, 2);
-    std::vector<char*> args;
-    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    _exit(127);
+    child.exec();
   }
   ::close(out[1]);
   out_ = out[0];

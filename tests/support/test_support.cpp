@@ -60,60 +60,43 @@ TempDir::~TempDir() {
   }
 }
 
-namespace {
-
-// What a forked child needs to exec argv with `options`, all of it made before the fork: the
-// tests fork from several threads at once, and a child of a multi-threaded process may only
-// call async-signal-safe functions until it execs (setenv's malloc in the child deadlocked
-// under AddressSanitizer, whose allocator lock another thread held at the fork).
-class PreparedExec {
- public:
-  PreparedExec(const std::vector<std::string>& argv, const ProcessOptions& options) : argv_strings_(argv) {
-    std::map<std::string, std::string> env;
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-      std::string_view text(*entry);
-      auto equals = text.find('=');
-      if (equals != std::string_view::npos) env.emplace(std::string(text.substr(0, equals)), std::string(text.substr(equals + 1)));
-    }
-    for (const auto& name : options.unset_env) env.erase(name);
-    for (const auto& [name, value] : options.env) env[name] = value;
-    for (const auto& [name, value] : env) env_strings_.push_back(name + "=" + value);
-    program_ = argv.at(0);
-    if (program_.find('/') == std::string::npos && env.count("PATH")) {
-      // As execvp would, but on the child's PATH.
-      std::istringstream dirs(env["PATH"]);
-      for (std::string dir; std::getline(dirs, dir, ':');) {
-        const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program_;
-        std::error_code ec;
-        if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
-          program_ = candidate;
-          break;
-        }
+PreparedExec::PreparedExec(const std::vector<std::string>& argv, const ProcessOptions& options) : argv_strings_(argv) {
+  std::map<std::string, std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    auto equals = text.find('=');
+    if (equals != std::string_view::npos) env.emplace(std::string(text.substr(0, equals)), std::string(text.substr(equals + 1)));
+  }
+  for (const auto& name : options.unset_env) env.erase(name);
+  for (const auto& [name, value] : options.env) env[name] = value;
+  for (const auto& [name, value] : env) env_strings_.push_back(name + "=" + value);
+  program_ = argv.at(0);
+  if (program_.find('/') == std::string::npos && env.count("PATH")) {
+    // As execvp would, but on the child's PATH.
+    std::istringstream dirs(env["PATH"]);
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+      const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program_;
+      std::error_code ec;
+      if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
+        program_ = candidate;
+        break;
       }
     }
-    for (auto& arg : argv_strings_) argv_.push_back(arg.data());
-    argv_.push_back(nullptr);
-    for (auto& entry : env_strings_) envp_.push_back(entry.data());
-    envp_.push_back(nullptr);
-    if (options.cwd) cwd_ = options.cwd->string();
-    failure_ = "exec " + argv.at(0) + " failed\n";
   }
+  for (auto& arg : argv_strings_) argv_.push_back(arg.data());
+  argv_.push_back(nullptr);
+  for (auto& entry : env_strings_) envp_.push_back(entry.data());
+  envp_.push_back(nullptr);
+  if (options.cwd) cwd_ = options.cwd->string();
+  failure_ = "exec " + argv.at(0) + " failed\n";
+}
 
-  // In the forked child: only async-signal-safe calls from here on.
-  [[noreturn]] void exec() const {
-    if (!cwd_.empty() && ::chdir(cwd_.c_str()) != 0) ::_exit(127);
-    ::execve(program_.c_str(), argv_.data(), envp_.data());
-    (void)!::write(2, failure_.data(), failure_.size());
-    ::_exit(127);
-  }
-
- private:
-  std::vector<std::string> argv_strings_, env_strings_;
-  std::vector<char*> argv_, envp_;
-  std::string program_, cwd_, failure_;
-};
-
-}  // namespace
+void PreparedExec::exec() const {
+  if (!cwd_.empty() && ::chdir(cwd_.c_str()) != 0) ::_exit(127);
+  ::execve(program_.c_str(), argv_.data(), envp_.data());
+  (void)!::write(2, failure_.data(), failure_.size());
+  ::_exit(127);
+}
 
 ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& options) {
   const PreparedExec child(argv, options);

@@ -40,6 +40,23 @@ struct ProcessOptions {
   std::string stdin_data;
 };
 
+// What a forked child needs to exec argv with `options` (the environment, argv[0] looked up on
+// the child's PATH, the working directory), all of it made before the fork: tests fork from
+// several threads at once, and a child of a multi-threaded process may only call
+// async-signal-safe functions until it execs (setenv's malloc in the child deadlocked under
+// AddressSanitizer, whose allocator lock another thread held at the fork).
+class PreparedExec {
+ public:
+  PreparedExec(const std::vector<std::string>& argv, const ProcessOptions& options);
+  // In the forked child: chdir and execve only; exits 127 when they fail.
+  [[noreturn]] void exec() const;
+
+ private:
+  std::vector<std::string> argv_strings_, env_strings_;
+  std::vector<char*> argv_, envp_;
+  std::string program_, cwd_, failure_;
+};
+
 // Runs argv[0] (looked up on PATH) to completion, capturing stdout and stderr.
 ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 // Runs the podplane binary under test.
