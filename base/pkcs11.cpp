@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -12,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
+#include "base/url.hpp"
 
 namespace podplane::pkcs11 {
 
@@ -38,21 +38,6 @@ std::string percent_decoded(std::string_view text, const std::string& attribute)
       throw Error("the pkcs11: URI's " + attribute + " has a % that is not followed by two hex digits");
     out += static_cast<char>(digit(text[i + 1]) * 16 + digit(text[i + 2]));
     i += 2;
-  }
-  return out;
-}
-
-std::string percent_encoded(std::string_view raw) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
   }
   return out;
 }
@@ -141,7 +126,7 @@ Uri Uri::parse(std::string_view text) {
 std::string Uri::str() const {
   std::string path;
   auto add = [&](const char* name, const std::string& value) {
-    if (!value.empty()) path += (path.empty() ? "" : ";") + std::string(name) + "=" + percent_encoded(value);
+    if (!value.empty()) path += (path.empty() ? "" : ";") + std::string(name) + "=" + percent_encoded(value, "", HexCase::lower);
   };
   add("token", token);
   add("serial", serial);

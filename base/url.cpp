@@ -72,6 +72,24 @@ std::string url_basename(std::string_view url) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+std::string percent_encoded(std::string_view text, std::string_view also_kept, HexCase hex_case) {
+  const char* hex = hex_case == HexCase::upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                            c == '.' || c == '_' || c == '~';
+    if (unreserved || also_kept.find(c) != std::string_view::npos) {
+      out += c;
+    } else {
+      out += '%';
+      out += hex[byte >> 4];
+      out += hex[byte & 0x0F];
+    }
+  }
+  return out;
+}
+
 std::string without_trailing_slashes(std::string url) {
   while (url.ends_with('/')) url.pop_back();
   return url;

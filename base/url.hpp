@@ -49,4 +49,12 @@ struct UrlParts {
 // `url` without its trailing slashes.
 [[nodiscard]] std::string without_trailing_slashes(std::string url);
 
+enum class HexCase { upper, lower };
+
+// `text` with every byte but RFC 3986's unreserved ones (ASCII letters and digits, "-._~")
+// and those in `also_kept` written as %XX: a query value, an S3 key (SigV4 wants upper-case
+// hex and keeps "/" in a path), a pkcs11: URI attribute (RFC 7512).
+[[nodiscard]] std::string percent_encoded(std::string_view text, std::string_view also_kept = "",
+                                          HexCase hex_case = HexCase::upper);
+
 }  // namespace podplane

@@ -73,21 +73,6 @@ std::map<std::string, std::string> challenge_parameters(const std::string& text)
   return out;
 }
 
-std::string url_encode(const std::string& text) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string basic_authorization(const RegistryLogin& login) {
   return "Authorization: Basic " + base64_encode(login.username + ":" + login.password);
 }
@@ -263,7 +248,7 @@ void RegistryAuth::answer(HttpClient& http, const std::string& registry, const s
                           ? parameters["scope"]
                           : "repository:" + repository + (access_ == RegistryAccess::push ? ":pull,push" : ":pull");
   std::string token_url = realm + (realm.find('?') == std::string::npos ? "?" : "&");
-  if (!parameters["service"].empty()) token_url += "service=" + url_encode(parameters["service"]) + "&";
+  if (!parameters["service"].empty()) token_url += "service=" + percent_encoded(parameters["service"]) + "&";
   // A challenge may ask for several scopes (a cross-repository mount): one parameter each.
   std::size_t at = 0;
   bool first = true;
@@ -271,7 +256,7 @@ void RegistryAuth::answer(HttpClient& http, const std::string& registry, const s
     auto end = scope.find(' ', at);
     std::string one = scope.substr(at, end == std::string::npos ? std::string::npos : end - at);
     if (!one.empty()) {
-      token_url += std::string(first ? "" : "&") + "scope=" + url_encode(one);
+      token_url += std::string(first ? "" : "&") + "scope=" + percent_encoded(one);
       first = false;
     }
     if (end == std::string::npos) break;

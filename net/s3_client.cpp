@@ -252,21 +252,7 @@ void S3Bucket::remove(const std::string& key) {
 }
 
 std::string s3_uri_encode(std::string_view text, bool keep_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    const bool unreserved = (byte >= 'A' && byte <= 'Z') || (byte >= 'a' && byte <= 'z') || (byte >= '0' && byte <= '9') ||
-                            c == '-' || c == '.' || c == '_' || c == '~';
-    if (unreserved || (keep_slash && c == '/')) {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0x0F];
-    }
-  }
-  return out;
+  return percent_encoded(text, keep_slash ? "/" : "");
 }
 
 std::vector<std::string> s3_xml_texts(std::string_view xml, std::string_view tag) {

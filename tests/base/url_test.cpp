@@ -64,6 +64,14 @@ TEST(Url, HttpSchemesInAnyCase) {
   EXPECT_EQ(without_trailing_slashes("https://m:8443///"), "https://m:8443");
 }
 
+TEST(Url, PercentEncodingKeepsTheUnreservedAndWhatTheCallerKeeps) {
+  EXPECT_EQ(percent_encoded("aZ09-._~"), "aZ09-._~");
+  EXPECT_EQ(percent_encoded("repository:a/b:pull,push"), "repository%3Aa%2Fb%3Apull%2Cpush");
+  EXPECT_EQ(percent_encoded("v1/a b", "/"), "v1/a%20b");
+  EXPECT_EQ(percent_encoded("\x01\xff\xc3\xa9", "", HexCase::lower), "%01%ff%c3%a9");
+  EXPECT_EQ(percent_encoded("\xc3\xa9"), "%C3%A9");
+}
+
 TEST(Ascii, FoldsOnlyAsciiLetters) {
   EXPECT_EQ(ascii_lower("AbC-Ü\xC3\x9C"), "abc-Ü\xC3\x9C");
   EXPECT_TRUE(ascii_iequals("Content-Type", "content-type"));
