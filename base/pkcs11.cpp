@@ -10,6 +10,7 @@
 #include <p11-kit/pkcs11.h>
 
 #include "base/error.hpp"
+#include "base/hex.hpp"
 #include "base/input_limits.hpp"
 #include "base/url.hpp"
 
@@ -28,15 +29,10 @@ std::string percent_decoded(std::string_view text, const std::string& attribute)
       out += text[i];
       continue;
     }
-    auto digit = [&](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
-    if (i + 2 >= text.size() || digit(text[i + 1]) < 0 || digit(text[i + 2]) < 0)
+    const std::string_view digits = text.substr(i + 1, 2);
+    if (digits.size() != 2 || !is_hex(digits))
       throw Error("the pkcs11: URI's " + attribute + " has a % that is not followed by two hex digits");
-    out += static_cast<char>(digit(text[i + 1]) * 16 + digit(text[i + 2]));
+    out += from_hex(digits);
     i += 2;
   }
   return out;
