@@ -27,13 +27,12 @@ using podplane::test::ProcessOptions;
 using podplane::test::ProcessResult;
 using podplane::test::run;
 using podplane::test::run_podplane;
+using podplane::test::show;
 using podplane::test::TempDir;
 using podplane::test::write_file;
 namespace fs = std::filesystem;
 
 ProcessOptions at(const fs::path& root) { return podplane::test::with_deps_root(root); }
-
-std::string show(const ProcessResult& r) { return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
 
 // Imports `bundle` into offline() in a child podplane that the test hook `variable` (bundle/
 // import.cpp) pauses at its point, and SIGKILLs it there. Returns what the hook announced, or

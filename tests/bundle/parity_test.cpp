@@ -21,12 +21,10 @@ namespace podplane::bundle {
 namespace {
 
 using podplane::test::ProcessOptions;
-using podplane::test::ProcessResult;
 using podplane::test::run_podplane;
+using podplane::test::show;
 using podplane::test::TempDir;
 namespace fs = std::filesystem;
-
-std::string show(const ProcessResult& r) { return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
 
 // What `podplane bundle import DIR/NAME*` hands over: every file of DIR whose name starts with
 // NAME, sorted, as a shell glob would.

@@ -22,12 +22,11 @@ using podplane::test::ProcessOptions;
 using podplane::test::ProcessResult;
 using podplane::test::run;
 using podplane::test::run_podplane;
+using podplane::test::show;
 using podplane::test::TempDir;
 
 constexpr const char* kModule = "/usr/lib/softhsm/libsofthsm2.so";
 constexpr const char* kToken = "pkcs11:token=site-hsm;object=bundle-key";
-
-std::string show(const ProcessResult& r) { return "exit " + std::to_string(r.exit_code) + "\n" + r.out + r.err; }
 
 class Pkcs11BundleTest : public ::testing::Test {
  protected:

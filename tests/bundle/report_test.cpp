@@ -20,13 +20,11 @@ namespace podplane::bundle {
 namespace {
 
 using nlohmann::json;
-using podplane::test::ProcessResult;
 using podplane::test::run;
 using podplane::test::run_podplane;
+using podplane::test::show;
 using podplane::test::TempDir;
 namespace fs = std::filesystem;
-
-std::string show(const ProcessResult& r) { return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
 
 const std::string kHostileUrl = "https://example.invalid/kernel <script>alert(\"x\")</script>&q='1'";
 

@@ -26,6 +26,7 @@ namespace podplane::cache {
 namespace {
 
 namespace fs = std::filesystem;
+using test::show;
 using test::TempDir;
 using ::testing::HasSubstr;
 
@@ -64,10 +65,6 @@ void damage(const fs::path& object, const std::string& content) {
 }
 
 test::ProcessOptions at(const fs::path& root) { return test::with_deps_root(root); }
-
-std::string show(const test::ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
 
 // A small, healthy store with built views: one provider package (two platforms), the selected
 // module package, a vmconfig manifest and artifact, and the selection.

@@ -59,7 +59,7 @@ TEST(ClusterCheckRules, ALockWithNoHashOfThePackageRefusesIt) {
   }
   write_file(env.stack / ".terraform.lock.hcl", without_hashes);
   auto result = env.cluster({"check", "--platform", "linux_amd64"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(row(result.out, "linux_amd64", kAws).find("LOCK: the lock has no hash of the store's package"),
             std::string::npos)
       << result.out;
@@ -70,7 +70,7 @@ TEST(ClusterCheckConfig, AMalformedConfigNextToAStackGivesItsRowAndTheRestIsChec
   ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
   write_file(env.config(), "{ \"cluster\": ");
   auto result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   const std::string config_row = row(result.out, "-", "config podplane.cluster.jsonc");
   EXPECT_NE(config_row.find("UNREADABLE: "), std::string::npos) << result.out;
   EXPECT_NE(config_row.find("every vmconfig item counts"), std::string::npos) << result.out;
@@ -87,7 +87,7 @@ TEST(ClusterCheckConfig, AMissingConfigNextToAStackGivesItsRow) {
   ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
   fs::remove(env.config());
   auto result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(row(result.out, "-", "config podplane.cluster.jsonc").find("UNREADABLE: "), std::string::npos) << result.out;
   EXPECT_TRUE(row_ok(row(result.out, "linux_amd64", kAws))) << result.out;
 }

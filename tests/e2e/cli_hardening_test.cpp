@@ -18,14 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::ProcessOptions;
-using test::ProcessResult;
 using test::run_podplane;
+using test::show;
 using test::TempDir;
 using test::write_file;
-
-std::string show(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
 
 ProcessOptions in(const TempDir& dir) {
   ProcessOptions options;

@@ -374,10 +374,6 @@ std::vector<Scenario> scenarios() {
   return all;
 }
 
-std::string show(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
 // `mirror serve` runs in the background until it prints its URL, then stops. A command that
 // checks against the site's mirror gets a `mirror serve` of the air gap's store on the loopback, under
 // that name's certificate, and the loopback's URL in its place.

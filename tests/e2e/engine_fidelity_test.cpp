@@ -18,8 +18,6 @@ namespace {
 const std::vector<std::string> kProxies = {"http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
 const std::vector<std::string> kThreePlatforms = {"linux_amd64", "linux_arm64", "darwin_amd64"};
 
-std::string show(const ProcessResult& result) { return result.out + result.err; }
-
 struct Site {
   FixtureUpstream& upstream;
   TempDir dir;
@@ -149,7 +147,7 @@ TEST(LockFidelity, StoreAndStackLocksAreWhatTerraformProvidersLockWrites) {
                          {"SSL_CERT_FILE", upstream.ca_file().string()}},
                         site.dir.path());
   ASSERT_EQ(init.exit_code, 0) << show(init) << read_file(site.dir / "serve.err");
-  EXPECT_EQ(show(init).find("Provider lock file not updated"), std::string::npos) << show(init);
+  EXPECT_EQ((init.out + init.err).find("Provider lock file not updated"), std::string::npos) << show(init);
   EXPECT_EQ(read_file(consumer / ".terraform.lock.hcl"), before);
 }
 

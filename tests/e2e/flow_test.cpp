@@ -37,15 +37,12 @@ using test::ProcessResult;
 using test::read_file;
 using test::run;
 using test::run_podplane;
+using test::show;
 using test::TempDir;
 using test::write_file;
 
 const std::vector<std::string> kProxyVariables{"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                                                "all_proxy"};
-
-std::string show(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
 
 // Whether this kernel lets us drop into a fresh network namespace (no interfaces but a down
 // loopback). When it refuses, the reason is printed once and the offline steps run without it.

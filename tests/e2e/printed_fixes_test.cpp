@@ -24,12 +24,9 @@ using test::ProcessResult;
 using test::read_file;
 using test::run;
 using test::run_podplane;
+using test::show;
 using test::TempDir;
 using test::write_file;
-
-std::string show(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
 
 // The podplane commands a check's output names as fixes, each once, in order: a remedy that
 // starts with the command ends before " (online", " (offline" or ", or "; else the first `podplane …` quoted

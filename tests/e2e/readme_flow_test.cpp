@@ -45,10 +45,6 @@ ReadmeFlow readme_flow() {
   return flow;
 }
 
-std::string show(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
 // A bash script that runs `commands` in order and stops at the first that fails, tracing each.
 // `mirror serve` runs in the background until its readiness line, then the catalogue is read
 // through the site CA as a browser on the site would, and the server is stopped.

@@ -17,11 +17,8 @@ using test::ProcessOptions;
 using test::ProcessResult;
 using test::run;
 using test::run_podplane;
+using test::show;
 using test::TempDir;
-
-std::string show(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
 
 void damage(const fs::path& object) {
   std::string bytes = test::read_file(object);

@@ -30,8 +30,6 @@ fs::path real_plugin_dir(const std::string& type) {
   return {};
 }
 
-std::string show(const ProcessResult& result) { return result.out + result.err; }
-
 ProcessResult checked(const ProcessResult& result, const std::string& what) {
   EXPECT_EQ(result.exit_code, 0) << what << "\n" << show(result);
   return result;

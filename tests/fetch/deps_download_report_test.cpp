@@ -12,8 +12,6 @@
 namespace podplane::test {
 namespace {
 
-std::string show(const ProcessResult& r) { return "exit " + std::to_string(r.exit_code) + "\n" + r.out + r.err; }
-
 class DepsDownloadReport : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -16,10 +16,6 @@
 namespace podplane::test {
 namespace {
 
-std::string show(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
 std::string required_random() {
   return "terraform {\n  required_providers {\n    random = {\n      source  = \"hashicorp/random\"\n"
          "      version = \"~> 3.6\"\n    }\n  }\n}\n";

@@ -35,9 +35,9 @@ std::unique_ptr<ClusterEnv> env_with_images_and_seed() {
 TEST(ClusterCheckImages, ListsEveryPinnedImageAndTheSeedOnAFilledStore) {
   auto env = env_with_images_and_seed();
   auto created = env->cluster({"create", "--no-apply"});
-  ASSERT_EQ(created.exit_code, 0) << describe(created);
+  ASSERT_EQ(created.exit_code, 0) << show(created);
   auto result = env->cluster({"check"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   for (const char* arch : {"amd64", "arm64"}) {
     std::string line = line_of(result.out, "image registry.example/pause:3.10.2 linux/" + std::string(arch));
     EXPECT_NE(line.find("ok: sha256:"), std::string::npos) << result.out;
@@ -56,7 +56,7 @@ TEST(ClusterCheckImages, ARemovedOrDamagedBlobFailsWithTheCommandThatFetchesIt) 
   auto& store = env->fixture->store();
   fs::remove(store.object_path(env->fixture->image().layer.at("arm64").substr(7)));
   auto result = env->cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(line_of(result.out, "image registry.example/pause:3.10.2 linux/arm64").find("MISSING 1 of 2 blobs: sha256:"),
             std::string::npos)
       << result.out;
@@ -70,7 +70,7 @@ TEST(ClusterCheckImages, ARemovedOrDamagedBlobFailsWithTheCommandThatFetchesIt) 
   fs::remove(layer);
   write_file(layer, bytes);
   result = env->cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(line_of(result.out, "image registry.example/pause:3.10.2 linux/amd64").find("CORRUPT 1 of 2 blobs"), std::string::npos)
       << result.out;
   EXPECT_NE(result.err.find("podplane deps verify --repair"), std::string::npos) << result.err;
@@ -85,7 +85,7 @@ TEST(ClusterCheckImages, AnImageTheStoreNeverHadFails) {
   text.replace(text.find(digest), digest.size(), "sha256:" + std::string(64, 'e'));
   write_file(manifest, text);
   auto result = env->cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.out.find("MISSING: its manifest sha256:eeeeeeee"), std::string::npos) << result.out;
   EXPECT_NE(result.err.find("podplane deps download --arch amd64"), std::string::npos) << result.err;
 }
@@ -95,7 +95,7 @@ TEST(ClusterCheckImages, AMissingSeedFailsWithTheCommandAndSkipSeedsNoted) {
   ASSERT_EQ(env->cluster({"create", "--no-apply"}).exit_code, 0);
   fs::remove(env->deps() / "seeds" / "snapshots" / "recommended" / "v1.2.3-1" / "recommended.netsy");
   auto result = env->cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(line_of(result.out, "seed recommended v1.2.3-1").find("MISSING: "), std::string::npos) << result.out;
   EXPECT_NE(result.err.find("podplane deps download (online"), std::string::npos) << result.err;  // no <arch> to fill in
   EXPECT_NE(result.err.find("without --skip-seeds"), std::string::npos) << result.err;

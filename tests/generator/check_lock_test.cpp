@@ -22,7 +22,7 @@ TEST(ClusterCheckLock, AnEmptyLockFailsNamingEveryRequiredProviderAndTheFix) {
   ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
   write_file(env.stack / ".terraform.lock.hcl", "");
   auto result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   // aws and podplane from the root's required_providers; random, tls, cloudinit from modules.
   for (const char* provider : {"hashicorp/aws", "podplane/podplane", "hashicorp/random", "hashicorp/tls",
                                "hashicorp/cloudinit"}) {
@@ -35,9 +35,9 @@ TEST(ClusterCheckLock, AnEmptyLockFailsNamingEveryRequiredProviderAndTheFix) {
 
   // The fix named is the fix.
   auto fixed = env.cluster({"upgrade", "--no-apply"});
-  ASSERT_EQ(fixed.exit_code, 0) << describe(fixed);
+  ASSERT_EQ(fixed.exit_code, 0) << show(fixed);
   auto again = env.cluster({"check"});
-  EXPECT_EQ(again.exit_code, 0) << describe(again);
+  EXPECT_EQ(again.exit_code, 0) << show(again);
 }
 
 TEST(ClusterCheckLock, ALockThatLostOneProviderFailsForThatOneOnly) {
@@ -48,7 +48,7 @@ TEST(ClusterCheckLock, ALockThatLostOneProviderFailsForThatOneOnly) {
   ASSERT_NE(trimmed, lock);
   write_file(env.stack / ".terraform.lock.hcl", trimmed);
   auto result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.out.find("LOCK: the stack requires registry.opentofu.org/hashicorp/random ("), std::string::npos)
       << result.out;
   EXPECT_EQ(result.out.find("LOCK: the stack requires registry.opentofu.org/hashicorp/aws"), std::string::npos)
@@ -66,7 +66,7 @@ TEST(ClusterCheckLock, ALockedVersionOutsideTheConstraintsFails) {
   lock.replace(at, std::string("version     = \"6.2.0\"").size(), "version     = \"4.0.0\"");
   write_file(env.stack / ".terraform.lock.hcl", lock);
   auto result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.out.find("LOCK: the lock has registry.opentofu.org/hashicorp/aws 4.0.0, which \""), std::string::npos)
       << result.out;
 }

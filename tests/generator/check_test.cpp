@@ -28,7 +28,7 @@ TEST(ClusterCheck, PassesForEveryPlatformOfTheStore) {
   ClusterEnv env;
   ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
   auto result = env.cluster({"check"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   for (const char* platform : {"darwin_arm64", "linux_amd64", "linux_arm64"})
     EXPECT_TRUE(row_ok(row(result.out, platform, "provider registry.opentofu.org/hashicorp/aws 6.2.0"))) << result.out;
   EXPECT_NE(result.out.find("module registry.opentofu.org/nstance-dev/nstance/aws 2.0.1"), std::string::npos) << result.out;
@@ -36,7 +36,7 @@ TEST(ClusterCheck, PassesForEveryPlatformOfTheStore) {
   EXPECT_NE(result.out.find("tfrc → " + (env.deps() / "tf" / "providers").string()), std::string::npos) << result.out;
   EXPECT_EQ(result.out.find("MISSING"), std::string::npos);
   auto one = env.cluster({"check", "--platform", "linux_arm64"});
-  ASSERT_EQ(one.exit_code, 0) << describe(one);
+  ASSERT_EQ(one.exit_code, 0) << show(one);
   EXPECT_EQ(one.out.find("linux_amd64"), std::string::npos) << one.out;
 }
 
@@ -44,7 +44,7 @@ TEST(ClusterCheck, FailsOnAPlatformTheStoreLacks) {
   ClusterEnv env;
   ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
   auto result = env.cluster({"check", "--platform", "linux_amd64", "--platform", "windows_amd64"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(row(result.out, "windows_amd64", "provider registry.opentofu.org/hashicorp/aws 6.2.0")
                 .find("MISSING: no package in the store"),
             std::string::npos)
@@ -66,7 +66,7 @@ TEST(ClusterCheck, FailsOnATamperedViewZip) {
   fs::remove(zip);
   write_file(zip, bytes);
   auto result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(row(result.out, "linux_arm64", "provider registry.opentofu.org/hashicorp/aws 6.2.0")
                 .find("CORRUPT: terraform-provider-aws_6.2.0_linux_arm64.zip hashes to zh:"),
             std::string::npos)
@@ -89,7 +89,7 @@ TEST(ClusterCheck, FailsOnAModifiedModuleTreeAndAMissingArtifact) {
   json.replace(json.find("\"version\": \"1.36.1\""), 19, "\"version\": \"1.99.0\"");
   write_file(manifest, json);
   auto result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.out.find("module registry.opentofu.org/nstance-dev/nstance/aws 2.0.1"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("CORRUPT: tree hashes to"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("MISSING 1 of 5: kube-apiserver 1.99.0"), std::string::npos) << result.out;
@@ -123,13 +123,13 @@ TEST(ClusterCheck, IgnoresVmconfigItemsOfOtherProviders) {
   json["vmconfig"]["dependencies"]["google-guest-agent"] = item("gcp");
   write_file(manifest, json.dump(2) + "\n");
   auto result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 0) << describe(result);
+  EXPECT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("vmconfig_knc_debian-13_arm64 (5 artifacts)"), std::string::npos) << result.out;
 
   json["vmconfig"]["dependencies"]["nstance-agent"] = item("aws");
   write_file(manifest, json.dump(2) + "\n");
   result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.out.find("MISSING 1 of 6: nstance-agent 1.0.0"), std::string::npos) << result.out;
 }
 
@@ -145,7 +145,7 @@ TEST(ClusterCheck, ReplaysEveryVmFetchAndCatchesAnotherArchsBytes) {
   ClusterEnv env;
   ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
   auto result = env.cluster({"check"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("ok: 5 artifacts of vmconfig_knc_debian-13_arm64 from http://mirror.internal:8080/arch/arm64 "
                             "match the manifest's digests"),
             std::string::npos)
@@ -157,7 +157,7 @@ TEST(ClusterCheck, ReplaysEveryVmFetchAndCatchesAnotherArchsBytes) {
     main.replace(at, 12, "\"");
   write_file(main_file, main);
   result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.out.find("kube-apiserver 1.36.1: http://mirror.internal:8080/vmconfig/artifacts/kube-apiserver/1.36.1/"
                             "kube-apiserver answers linux_amd64's kube-apiserver"),
             std::string::npos)
@@ -177,7 +177,7 @@ TEST(ClusterCheck, FailsWhenVmsFetchFromThePublicHost) {
   options.env.erase("PODPLANE_DEPS_URL");
   ASSERT_EQ(env.cluster({"create", "--no-apply"}, options).exit_code, 0);
   auto result = env.cluster({"check"}, options);
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.out.find("UPSTREAM: podplane.cluster.main.tf:"), std::string::npos) << result.out;
   EXPECT_NE(result.err.find("set cluster.deps_mirror_url"), std::string::npos) << result.err;
 }
@@ -198,7 +198,7 @@ TEST(ClusterCheck, ReportsModuleArgumentsTheModuleDoesNotDeclareAndRequiredOnesL
   main.replace(main.find("  name_prefix = local.name_prefix\n"), 34, "  name_prefix = local.name_prefix\n  colour = \"blue\"\n");
   write_file(main_file, main);
   auto result = env.cluster({"check"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.out.find("UNDECLARED: podplane.cluster.main.tf:"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("module \"cluster\" passes \"colour\", which registry.opentofu.org/nstance-dev/nstance/aws 2.0.1 "
                             "modules/cluster does not declare"),

@@ -64,8 +64,4 @@ struct ClusterEnv {
   fs::path stack;
 };
 
-inline std::string describe(const ProcessResult& result) {
-  return "exit " + std::to_string(result.exit_code) + "\nstdout:\n" + result.out + "\nstderr:\n" + result.err;
-}
-
 }  // namespace podplane::test

@@ -33,7 +33,7 @@ TEST(TofuFmt, GeneratedTfFilesAreFormatted) {
   for (const std::string sample : {"aws", "google"}) {
     ClusterEnv env(sample);
     auto result = env.cluster({"create", "--no-apply"});
-    ASSERT_EQ(result.exit_code, 0) << describe(result);
+    ASSERT_EQ(result.exit_code, 0) << show(result);
     std::vector<std::string> argv{hclfmt_binary().string()};
     for (const auto& entry : fs::directory_iterator(env.stack))
       if (entry.path().extension() == ".tf") argv.push_back(entry.path().string());

@@ -19,7 +19,7 @@ TEST(GoCrossCheck, GeneratedFilesParseWithHashiCorpsParser) {
     options.selection_module = sample;
     ClusterEnv env(sample, options);
     auto result = env.cluster({"create", "--no-apply"});
-    ASSERT_EQ(result.exit_code, 0) << describe(result);
+    ASSERT_EQ(result.exit_code, 0) << show(result);
     std::vector<fs::path> files;
     for (const auto& entry : fs::directory_iterator(env.stack)) {
       std::string name = entry.path().filename().string();

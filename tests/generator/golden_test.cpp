@@ -27,7 +27,7 @@ void compare_with_golden(const std::string& sample, const ClusterEnv& env) {
 TEST(GoldenStack, Aws) {
   ClusterEnv env("aws");
   auto result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   compare_with_golden("aws", env);
 }
 
@@ -36,7 +36,7 @@ TEST(GoldenStack, Google) {
   options.selection_module = "google";
   ClusterEnv env("google", options);
   auto result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   // No deps_mirror_url in this config: $PODPLANE_DEPS_URL is written in.
   EXPECT_NE(read_file(env.stack / "podplane.cluster.main.tf").find("\"http://deps-from-env.internal:8080/arch/"),
             std::string::npos);
@@ -48,14 +48,14 @@ TEST(GoldenStack, Google) {
 TEST(GoldenStack, GoogleFromAStoreSelectedForAws) {
   ClusterEnv env("google");
   auto result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.err.find("took the newest nstance-dev/nstance/google in the store, 2.0.1"), std::string::npos)
       << result.err;
   std::string lock = read_file(env.stack / ".terraform.lock.hcl");
   EXPECT_NE(lock.find("provider \"registry.opentofu.org/hashicorp/google\""), std::string::npos) << lock;
   EXPECT_EQ(lock.find("hashicorp/aws"), std::string::npos) << lock;
   auto check = env.cluster({"check"});
-  EXPECT_EQ(check.exit_code, 0) << describe(check);
+  EXPECT_EQ(check.exit_code, 0) << show(check);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ StoreFixtureOptions proxmox_store() {
 TEST(GoldenStack, Proxmox) {
   ClusterEnv env("proxmox", proxmox_store());
   auto result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("on every Proxmox VE node"), std::string::npos) << result.out;
   auto files = env.snapshot();
   files.erase("podplane.cluster.jsonc");
@@ -38,16 +38,16 @@ TEST(GoldenStack, Proxmox) {
   EXPECT_EQ(script.st_mode & 07777, 0755 & ~umask_now);
   EXPECT_EQ(shard.st_mode & 07777, 0644 & ~umask_now);
   auto check = env.cluster({"check"});
-  EXPECT_EQ(check.exit_code, 0) << describe(check);
+  EXPECT_EQ(check.exit_code, 0) << show(check);
   EXPECT_NE(check.out.find("vmconfig_knc_debian-13_amd64 (6 artifacts)  ok"), std::string::npos) << check.out;  // with nstance-server
   // A second create changes nothing.
   auto again = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(again.exit_code, 0) << describe(again);
+  ASSERT_EQ(again.exit_code, 0) << show(again);
   EXPECT_NE(again.out.find("No changes"), std::string::npos) << again.out;
   // A script that lost its exec bit is given it back, though its bytes are right.
   fs::permissions(env.stack / "podplane.cluster.proxmox.node-init.sh", fs::perms(0644));
   auto repaired = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(repaired.exit_code, 0) << describe(repaired);
+  ASSERT_EQ(repaired.exit_code, 0) << show(repaired);
   ASSERT_EQ(::stat((env.stack / "podplane.cluster.proxmox.node-init.sh").c_str(), &script), 0);
   EXPECT_EQ(script.st_mode & 07777, 0755 & ~umask_now);
 }
@@ -67,7 +67,7 @@ TEST(ProxmoxStack, CheckFailsWhenTheImageLeavesTheStore) {
   ClusterEnv env("proxmox", proxmox_store());
   ASSERT_EQ(env.cluster({"create", "--no-apply"}).exit_code, 0);
   auto check = env.cluster({"check"});
-  ASSERT_EQ(check.exit_code, 0) << describe(check);
+  ASSERT_EQ(check.exit_code, 0) << show(check);
   EXPECT_NE(line_with(check.out, "Proxmox amd64 node fetches").find(" ok: the image and nstance-server"), std::string::npos)
       << check.out;
 
@@ -78,7 +78,7 @@ TEST(ProxmoxStack, CheckFailsWhenTheImageLeavesTheStore) {
   fs::permissions(fs::path(object).parent_path(), fs::perms::owner_all, fs::perm_options::add);
   ASSERT_TRUE(fs::remove(object));
   auto gone = env.cluster({"check"});
-  EXPECT_NE(gone.exit_code, 0) << describe(gone);
+  EXPECT_NE(gone.exit_code, 0) << show(gone);
   EXPECT_NE(gone.out.find("MISSING 1 of 6: os-image 20260512-2476"), std::string::npos) << gone.out;
   EXPECT_NE(line_with(gone.out, "Proxmox amd64 node fetches").find(" WRONG 1 of 2"), std::string::npos) << gone.out;
   EXPECT_NE(gone.out.find("arch/amd64/vmconfig/artifacts/os-image/20260512-2476/"), std::string::npos) << gone.out;
@@ -97,10 +97,10 @@ TEST(ProxmoxStack, InitWritesAConfigThatCreates) {
   ClusterEnv env("proxmox", proxmox_store());
   fs::remove(env.config());
   auto init = env.cluster({"init", "--provider", "proxmox", "--id", "edge-site"});
-  ASSERT_EQ(init.exit_code, 0) << describe(init);
+  ASSERT_EQ(init.exit_code, 0) << show(init);
   EXPECT_NE(read_file(env.config()).find("\"kind\": \"proxmox\""), std::string::npos);
   auto create = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(create.exit_code, 0) << describe(create);
+  ASSERT_EQ(create.exit_code, 0) << show(create);
   EXPECT_TRUE(fs::exists(env.stack / "podplane.cluster.proxmox.shard.site-a-1.jsonc"));
 }
 
@@ -114,7 +114,7 @@ TEST(ProxmoxStack, ManagedApiTokenRootUsesBpgProxmoxFromTheStore) {
   config.replace(config.find("\"vip\""), 5, "\"manage_api_token\": true, \"vip\"");
   write_file(env.config(), config);
   auto result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   std::string root = read_file(env.stack / "podplane.cluster.proxmox.tf");
   expect_golden("generator/proxmox/podplane.cluster.proxmox.tf", root);
   std::string lock = read_file(env.stack / ".terraform.lock.hcl");
@@ -123,7 +123,7 @@ TEST(ProxmoxStack, ManagedApiTokenRootUsesBpgProxmoxFromTheStore) {
   EXPECT_EQ(lock.find("hashicorp/"), std::string::npos) << lock;
   EXPECT_NE(result.out.find("tofu init -lockfile=readonly"), std::string::npos) << result.out;
   auto check = env.cluster({"check"});
-  EXPECT_EQ(check.exit_code, 0) << describe(check);
+  EXPECT_EQ(check.exit_code, 0) << show(check);
   EXPECT_NE(check.out.find("registry.opentofu.org/bpg/proxmox"), std::string::npos) << check.out;
   // The real engine agrees with the formatting.
   if (run({"sh", "-c", "command -v terraform"}).exit_code == 0) {
@@ -203,7 +203,7 @@ class ProxmoxNodeInit : public ::testing::Test {
     config.replace(config.find(from), from.size(), base_);
     write_file(env_->config(), config);
     auto create = env_->cluster({"create", "--no-apply"});
-    ASSERT_EQ(create.exit_code, 0) << describe(create);
+    ASSERT_EQ(create.exit_code, 0) << show(create);
     script_ = env_->stack / "podplane.cluster.proxmox.node-init.sh";
 
     shims_ = env_->dir / "shims";
@@ -251,7 +251,7 @@ class ProxmoxNodeInit : public ::testing::Test {
 
 TEST_F(ProxmoxNodeInit, FirstRunChecksDownloadsMakesTheTemplateAndInstallsTheServer) {
   auto result = node_init({});
-  ASSERT_EQ(result.exit_code, 0) << describe(result) << shim_log();
+  ASSERT_EQ(result.exit_code, 0) << show(result) << shim_log();
   fs::path work = env_->dir / "node" / "work";
   // From the mirror's amd64 base (docs/mirror.md), never the plain path two arches may share.
   EXPECT_NE(result.out.find("downloading " + base_ + "/arch/amd64/vmconfig/artifacts/os-image/20260512-2476/"),
@@ -284,7 +284,7 @@ TEST_F(ProxmoxNodeInit, FirstMirrorDownTheNextServesAndAPartialDownloadResumes) 
   const std::string down = "http://127.0.0.1:9";
   auto init = env_->cluster({"init", "--provider", "proxmox", "--id", "edge-site", "-f", (env_->dir / "init.jsonc").string(),
                              "--deps-mirror-url", down, "--deps-mirror-url", base_ + "/"});
-  ASSERT_EQ(init.exit_code, 0) << describe(init);
+  ASSERT_EQ(init.exit_code, 0) << show(init);
   std::string written = read_file(env_->dir / "init.jsonc");
   EXPECT_NE(written.find("\"deps_mirror_url\": \"" + down + "\""), std::string::npos) << written;
   EXPECT_NE(written.find("\"deps_mirror_fallback_urls\": [\"" + base_ + "/\"]"), std::string::npos) << written;
@@ -296,7 +296,7 @@ TEST_F(ProxmoxNodeInit, FirstMirrorDownTheNextServesAndAPartialDownloadResumes) 
                  "\"deps_mirror_url\": \"" + down + "\", \"deps_mirror_fallback_urls\": [\"" + base_ + "/\"]");
   write_file(env_->config(), config);
   auto create = env_->cluster({"create", "--no-apply"});
-  ASSERT_EQ(create.exit_code, 0) << describe(create);
+  ASSERT_EQ(create.exit_code, 0) << show(create);
   std::string script = read_file(script_);
   EXPECT_NE(script.find("MIRROR_URLS=('" + down + "' '" + base_ + "')"), std::string::npos) << script.substr(0, 2000);
 
@@ -307,7 +307,7 @@ TEST_F(ProxmoxNodeInit, FirstMirrorDownTheNextServesAndAPartialDownloadResumes) 
   write_file(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2.part", image.substr(0, image.size() / 2));
 
   auto result = node_init({});
-  ASSERT_EQ(result.exit_code, 0) << describe(result) << shim_log();
+  ASSERT_EQ(result.exit_code, 0) << show(result) << shim_log();
   EXPECT_NE(result.out.find("download from " + down + " failed"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("downloading " + base_ + "/arch/amd64/vmconfig/artifacts/os-image/"), std::string::npos) << result.out;
   EXPECT_EQ(read_file(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2"), image);
@@ -322,7 +322,7 @@ TEST_F(ProxmoxNodeInit, FirstMirrorDownTheNextServesAndAPartialDownloadResumes) 
 // Every mirror down: the script says so after its rounds and stops before any qm call.
 TEST_F(ProxmoxNodeInit, EveryMirrorDownFailsBeforeAnyQmCall) {
   auto result = node_init({"--mirror-url", "http://127.0.0.1:9", "--mirror-url", "http://127.0.0.1:9/"});
-  EXPECT_NE(result.exit_code, 0) << describe(result);
+  EXPECT_NE(result.exit_code, 0) << show(result);
   EXPECT_NE(result.err.find("cannot download arch/amd64/vmconfig/artifacts/os-image/"), std::string::npos) << result.err;
   EXPECT_EQ(shim_log().find("qm "), std::string::npos) << shim_log();
 }
@@ -331,7 +331,7 @@ TEST_F(ProxmoxNodeInit, SecondRunChangesNothing) {
   ASSERT_EQ(node_init({}).exit_code, 0) << shim_log();
   clear_log();
   auto again = node_init({});
-  ASSERT_EQ(again.exit_code, 0) << describe(again);
+  ASSERT_EQ(again.exit_code, 0) << show(again);
   std::string log = shim_log();
   for (const char* change : {"qm create", "qm importdisk", "qm set", "qm template", "qm destroy", "systemctl"})
     EXPECT_EQ(log.find(change), std::string::npos) << change << "\n" << log;
@@ -340,7 +340,7 @@ TEST_F(ProxmoxNodeInit, SecondRunChangesNothing) {
 
 TEST_F(ProxmoxNodeInit, DryRunChangesNothing) {
   auto result = node_init({"--dry-run"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("(dry-run) would create template"), std::string::npos) << result.out;
   std::string log = shim_log();
   for (const char* change : {"qm create", "qm importdisk", "qm set", "qm template", "qm destroy", "systemctl"})
@@ -357,7 +357,7 @@ TEST_F(ProxmoxNodeInit, TamperedImageIsRefusedBeforeAnyQmCall) {
   write_file(mirror / "arch/amd64/vmconfig/artifacts/nstance-server/1.2.3/nstance-server_1.2.3_linux_amd64",
              stored("nstance-server"));
   auto result = node_init({"--mirror-url", "file://" + mirror.string()});
-  EXPECT_NE(result.exit_code, 0) << describe(result);
+  EXPECT_NE(result.exit_code, 0) << show(result);
   EXPECT_NE(result.err.find("does not have the expected sha256:"), std::string::npos) << result.err;
   EXPECT_EQ(shim_log().find("qm "), std::string::npos) << shim_log();
   EXPECT_FALSE(fs::exists(env_->dir / "node" / "work" / "debian-13-genericcloud-amd64-20260512-2476.qcow2"));
@@ -373,7 +373,7 @@ TEST_F(ProxmoxNodeInit, TemplateOfAnotherImageIsReplaced) {
   write_file(vm, state);
   clear_log();
   auto result = node_init({});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   std::string log = shim_log();
   EXPECT_NE(log.find("qm destroy 9101 --purge"), std::string::npos) << log;
   EXPECT_NE(log.find("qm create 9101"), std::string::npos) << log;

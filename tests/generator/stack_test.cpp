@@ -35,7 +35,7 @@ TEST(ClusterCreate, WritesTheStackFromTheStore) {
   ClusterEnv env;
   write_user_files(env);
   auto result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   auto files = env.snapshot();
   for (const char* name :
        {"podplane.cluster.main.tf", "podplane.cluster.buckets.tf", "podplane.cluster.dns.tf", "podplane.cluster.roles.tf",
@@ -80,7 +80,7 @@ TEST(ClusterCreate, SeedResourcePointsAtTheStoredSnapshot) {
   write_file(env.config(), config);
 
   auto missing = env.cluster({"create", "--no-apply"});
-  EXPECT_EQ(missing.exit_code, 1) << describe(missing);
+  EXPECT_EQ(missing.exit_code, 1) << show(missing);
   EXPECT_NE(missing.err.find("seed snapshot recommended v1.2.3-1 is not in the store"), std::string::npos) << missing.err;
   EXPECT_NE(missing.err.find("podplane deps download"), std::string::npos) << missing.err;
 
@@ -98,7 +98,7 @@ TEST(ClusterCreate, SeedResourcePointsAtTheStoredSnapshot) {
     env.fixture->rebuild_views();
   }
   auto created = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(created.exit_code, 0) << describe(created);
+  ASSERT_EQ(created.exit_code, 0) << show(created);
   std::string main = read_file(env.stack / "podplane.cluster.main.tf");
   std::string path = "../deps/seeds/snapshots/recommended/v1.2.3-1/recommended.netsy";
   EXPECT_TRUE(std::regex_search(main, std::regex("\n  seed_path += \"" + path + "\"\n"))) << main;
@@ -117,7 +117,7 @@ TEST(ClusterCreate, SeedResourcePointsAtTheStoredSnapshot) {
   config.insert(name, "\"digest\": \"" + sha512 + "\", ");
   write_file(env.config(), config);
   auto pinned = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(pinned.exit_code, 0) << describe(pinned);
+  ASSERT_EQ(pinned.exit_code, 0) << show(pinned);
   EXPECT_EQ(pinned.err.find("pins no digest"), std::string::npos) << pinned.err;
 }
 
@@ -128,7 +128,7 @@ TEST(ClusterCreate, SecondCreateRewritesNothing) {
   auto before = env.snapshot();
   auto times = env.mtimes();
   auto again = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(again.exit_code, 0) << describe(again);
+  ASSERT_EQ(again.exit_code, 0) << show(again);
   EXPECT_NE(again.out.find("No changes"), std::string::npos) << again.out;
   EXPECT_EQ(env.snapshot(), before);
   EXPECT_EQ(env.mtimes(), times);
@@ -149,14 +149,14 @@ TEST(ClusterCreate, RestoresAPinnedStackAndUpgradeMovesIt) {
 
   // create restores: same module, same lock, same manifests.
   auto restored = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(restored.exit_code, 0) << describe(restored);
+  ASSERT_EQ(restored.exit_code, 0) << show(restored);
   EXPECT_EQ(read_file(env.stack / ".terraform.lock.hcl"), lock_before);
   EXPECT_NE(read_file(env.stack / "podplane.cluster.main.tf").find("/nstance/2.0.1/modules/cluster"), std::string::npos);
   EXPECT_NE(read_file(env.stack / "podplane.cluster.vmconfig_knc_debian-13_arm64.json").find("\"version\": \"1.0.0\""),
             std::string::npos);
 
   auto upgraded = env.cluster({"upgrade", "--no-apply"});
-  ASSERT_EQ(upgraded.exit_code, 0) << describe(upgraded);
+  ASSERT_EQ(upgraded.exit_code, 0) << show(upgraded);
   EXPECT_NE(upgraded.out.find("nstance-dev/nstance/aws 2.0.1 → 2.1.0"), std::string::npos) << upgraded.out;
   EXPECT_NE(upgraded.out.find("registry.opentofu.org/hashicorp/aws 6.2.0 → 6.3.0"), std::string::npos) << upgraded.out;
   EXPECT_NE(upgraded.out.find("vmconfig_knc_debian-13_arm64 1.0.0 → 1.1.0"), std::string::npos) << upgraded.out;
@@ -168,10 +168,10 @@ TEST(ClusterCreate, RestoresAPinnedStackAndUpgradeMovesIt) {
   expect_user_files_intact(env, "upgrade");
 
   auto second = env.cluster({"upgrade", "--no-apply"});
-  ASSERT_EQ(second.exit_code, 0) << describe(second);
+  ASSERT_EQ(second.exit_code, 0) << show(second);
   EXPECT_NE(second.out.find("Already at the newest versions"), std::string::npos) << second.out;
   auto check = env.cluster({"check"});
-  EXPECT_EQ(check.exit_code, 0) << describe(check);
+  EXPECT_EQ(check.exit_code, 0) << show(check);
   expect_user_files_intact(env, "check");
 }
 
@@ -191,13 +191,13 @@ TEST(ClusterCreate, RefusesAHandEditedGeneratedFileUnlessForced) {
   write_file(buckets, generated + "# my tweak\n");
   auto before = env.snapshot();
   auto refused = env.cluster({"create", "--no-apply"});
-  EXPECT_EQ(refused.exit_code, 1) << describe(refused);
+  EXPECT_EQ(refused.exit_code, 1) << show(refused);
   EXPECT_NE(refused.err.find("edited by hand"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("podplane.cluster.buckets.tf"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
   EXPECT_EQ(env.snapshot(), before);  // nothing written
   auto forced = env.cluster({"create", "--no-apply", "--force"});
-  ASSERT_EQ(forced.exit_code, 0) << describe(forced);
+  ASSERT_EQ(forced.exit_code, 0) << show(forced);
   EXPECT_EQ(read_file(buckets), generated);
   expect_user_files_intact(env, "forced create");
 }
@@ -207,7 +207,7 @@ TEST(ClusterCreate, NeverReplacesAFileWithoutTheManagedHeader) {
   std::string mine = "# my own outputs\noutput \"x\" {\n  value = 1\n}\n";
   write_file(env.stack / "podplane.cluster.outputs.tf", mine);
   auto result = env.cluster({"create", "--no-apply", "--force"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.err.find("not generated by podplane"), std::string::npos) << result.err;
   EXPECT_EQ(read_file(env.stack / "podplane.cluster.outputs.tf"), mine);
   EXPECT_FALSE(fs::exists(env.stack / "podplane.cluster.main.tf"));  // refused before writing anything
@@ -220,20 +220,20 @@ TEST(ClusterCreate, ReportsTheImpactOfAConfigEdit) {
   config.replace(config.find("\"size\": 3"), 9, "\"size\": 5");
   write_file(env.config(), config);
   auto result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("podplane.cluster.inputs.vm.tf changed: VM impact"), std::string::npos) << result.out;
   EXPECT_EQ(result.out.find("inputs.runtime.tf changed"), std::string::npos) << result.out;
 
   config.replace(config.find("k8s.example.com"), 15, "api.example.com");
   write_file(env.config(), config);
   result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("podplane.cluster.inputs.runtime.tf changed: runtime impact"), std::string::npos) << result.out;
 
   config.replace(config.find("172.18.0.0/16"), 13, "172.19.0.0/16");
   write_file(env.config(), config);
   result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("podplane.cluster.inputs.infra.tf changed: infrastructure impact"), std::string::npos)
       << result.out;
 }
@@ -247,7 +247,7 @@ TEST(ClusterCreate, ReportsAnArchChangeAndAMirrorUrlChangeAsVmImpact) {
   config.replace(config.find(workers), workers.size(), R"("workers":       { "arch": "arm64")");
   write_file(env.config(), config);
   auto result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("podplane.cluster.main.tf changed: VM impact (reconciles VM counts or triggers rolling VM "
                             "replacement): pool workers arch amd64 → arm64"),
             std::string::npos)
@@ -257,7 +257,7 @@ TEST(ClusterCreate, ReportsAnArchChangeAndAMirrorUrlChangeAsVmImpact) {
   config.replace(config.find("http://mirror.internal:8080"), 27, "http://mirror2.internal:8080");
   write_file(env.config(), config);
   result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   for (const char* pool : {"control-plane", "ingress", "workers"})
     EXPECT_NE(result.out.find(std::string("VM impact (reconciles VM counts or triggers rolling VM replacement): pool ") +
                               pool + " deps_mirror_url http://mirror.internal:8080/arch/arm64 → "
@@ -267,7 +267,7 @@ TEST(ClusterCreate, ReportsAnArchChangeAndAMirrorUrlChangeAsVmImpact) {
   EXPECT_EQ(result.out.find("inputs.vm.tf changed"), std::string::npos) << result.out;
 
   result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_EQ(result.out.find("impact"), std::string::npos) << "nothing changed\n" << result.out;
 }
 
@@ -280,12 +280,12 @@ TEST(ClusterCreate, RendersOnlyTheArgumentsTheStoredModuleDeclares) {
   };
   ClusterEnv env("aws", options);
   auto result = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   std::string main = read_file(env.stack / "podplane.cluster.main.tf");
   EXPECT_EQ(main.find("enable_ssm = var.enable_ssm"), std::string::npos) << main;
   EXPECT_NE(main.find("node_role = aws_iam_role.node.name"), std::string::npos) << main;
   auto checked = env.cluster({"check"});
-  EXPECT_EQ(checked.exit_code, 0) << describe(checked);
+  EXPECT_EQ(checked.exit_code, 0) << show(checked);
   EXPECT_NE(checked.out.find("module calls match the 4 module variable sets they call"), std::string::npos) << checked.out;
 }
 
@@ -296,7 +296,7 @@ TEST(ClusterCreate, RefusesAModuleVersionThatRequiresAnInputItDoesNotSet) {
   };
   ClusterEnv env("aws", options);
   auto result = env.cluster({"create", "--no-apply"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.err.find("module \"shard_us_east_1a\" leaves out \"tenant\", which "
                             "registry.opentofu.org/nstance-dev/nstance/aws 2.0.1 modules/shard requires "
                             "(modules/shard/main.tf:"),
@@ -315,7 +315,7 @@ TEST(ClusterCreate, RefusesAChangeOfIdentity) {
     config.replace(config.find(from), from.size(), to);
     write_file(env.config(), config);
     auto result = env.cluster({"create", "--no-apply", "--force"});
-    EXPECT_EQ(result.exit_code, 1) << describe(result);
+    EXPECT_EQ(result.exit_code, 1) << show(result);
     EXPECT_NE(result.err.find("Changing these values is not supported in place; destroy the cluster, then update "
                               "podplane.cluster.jsonc and recreate it."),
               std::string::npos)
@@ -349,7 +349,7 @@ TEST(ClusterCreate, MissingItemsNameTheOnlineCommand) {
   other.fixture->store().set_tf_selection(selection);
   fs::copy(pinned.stack, other.stack, fs::copy_options::overwrite_existing);
   result = other.cluster({"create", "--no-apply"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.err.find("for windows_amd64 (in the stack's lock) is not in the store; run `podplane deps tf "
                             "--engine tofu --platform windows_amd64`"),
             std::string::npos)
@@ -360,7 +360,7 @@ TEST(ClusterCreate, WithoutConfigOffTerminalPointsAtInit) {
   ClusterEnv env;
   fs::remove(env.config());
   auto result = env.cluster({"create", "--no-apply"});
-  EXPECT_EQ(result.exit_code, 2) << describe(result);
+  EXPECT_EQ(result.exit_code, 2) << show(result);
   EXPECT_NE(result.err.find("podplane cluster init"), std::string::npos) << result.err;
 }
 
@@ -369,13 +369,13 @@ TEST(ClusterInit, WritesAConfigThatCreates) {
     ClusterEnv env;
     fs::remove(env.config());
     auto init = env.cluster({"init", "--provider", provider, "--id", "fresh-one"});
-    ASSERT_EQ(init.exit_code, 0) << describe(init);
+    ASSERT_EQ(init.exit_code, 0) << show(init);
     EXPECT_TRUE(fs::exists(env.stack / "podplane.cluster.schema.json"));
     EXPECT_NE(read_file(env.config()).find("\"$schema\": \"./podplane.cluster.schema.json\""), std::string::npos);
     auto again = env.cluster({"init"});
     EXPECT_EQ(again.exit_code, 1);  // never overwrites
     auto create = env.cluster({"create", "--no-apply"});
-    ASSERT_EQ(create.exit_code, 0) << describe(create);
+    ASSERT_EQ(create.exit_code, 0) << show(create);
     EXPECT_NE(read_file(env.stack / "podplane.cluster.inputs.infra.tf").find("provider_kind    = \"" + provider + "\""),
               std::string::npos);
   }
@@ -391,7 +391,7 @@ TEST(ClusterCreate, RunsTheEngineOfflineWithTheStoreTfrc) {
   options.env["PODPLANE_TF_CMD"] = engine.string();
   options.env["TF_CLI_CONFIG_FILE"] = "/somewhere/else.tfrc";  // replaced, never inherited
   auto result = env.cluster({"create", "-y"}, options);
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   std::string tfrc = (env.deps() / "tf" / "podplane.tfrc").string();
   std::string stack = fs::canonical(env.stack).string();
   EXPECT_EQ(read_file(log), stack + "|" + tfrc + "|init -lockfile=readonly -input=false\n" + stack + "|" + tfrc +
@@ -401,7 +401,7 @@ TEST(ClusterCreate, RunsTheEngineOfflineWithTheStoreTfrc) {
   fs::remove(log);
   options.stdin_data = "n\n";
   result = env.cluster({"create"}, options);
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("Apply generated OpenTofu/Terraform changes? [y/N]"), std::string::npos);
   EXPECT_EQ(read_file(log), stack + "|" + tfrc + "|init -lockfile=readonly -input=false\n");
 }
@@ -412,7 +412,7 @@ TEST(ClusterCreate, WithoutAnEnginePrintsTheTwoCommands) {
   options.env["PATH"] = "/usr/bin:/bin";  // no tofu or terraform there
   ASSERT_FALSE(fs::exists("/usr/bin/tofu") || fs::exists("/usr/bin/terraform") || fs::exists("/bin/tofu"));
   auto result = env.cluster({"create"}, options);
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("tofu init -lockfile=readonly"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("tofu apply"), std::string::npos) << result.out;
 }
@@ -474,7 +474,7 @@ TEST(ClusterCreate, ATargetThatCannotBeReplacedLeavesEveryFileAsItWas) {
   const auto before = env.snapshot();
   const auto times = env.mtimes();
   auto result = env.cluster({"create", "--no-apply"});
-  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_EQ(result.exit_code, 1) << show(result);
   EXPECT_NE(result.err.find("podplane.cluster.roles.tf: Is a directory"), std::string::npos) << result.err;
   EXPECT_EQ(env.snapshot(), before);
   EXPECT_EQ(env.mtimes(), times);
@@ -499,14 +499,14 @@ TEST(ClusterCreate, AFullDiskFailsNamingItAndLeavesEveryFileAsItWas) {
   const auto times = env.mtimes();
 
   auto full = env.cluster({"create", "--no-apply"});
-  EXPECT_EQ(full.exit_code, 1) << describe(full);
+  EXPECT_EQ(full.exit_code, 1) << show(full);
   EXPECT_NE(full.err.find("No space left on device"), std::string::npos) << full.err;
   EXPECT_EQ(env.snapshot(), before);
   EXPECT_EQ(env.mtimes(), times);
 
   disk.empty_filler();
   auto with_room = env.cluster({"create", "--no-apply"});
-  ASSERT_EQ(with_room.exit_code, 0) << describe(with_room);
+  ASSERT_EQ(with_room.exit_code, 0) << show(with_room);
   EXPECT_NE(env.snapshot()["podplane.cluster.inputs.vm.tf"].find("workers       = 5"), std::string::npos);
   expect_user_files_intact(env, "the create with room");
 }
@@ -531,18 +531,18 @@ TEST(ClusterLock, NeverCarriesAnEmptyHash) {
     ClusterEnv env("aws", options);
     fs::remove(env.deps() / "tf" / ".terraform.lock.hcl");  // the generator builds the selection's lock
     auto created = env.cluster({"create", "--no-apply"});
-    ASSERT_EQ(created.exit_code, 0) << describe(created);
+    ASSERT_EQ(created.exit_code, 0) << show(created);
     expect_zh_only(env.stack / ".terraform.lock.hcl", "create");
     auto upgraded = env.cluster({"upgrade", "--no-apply", "--force"});
-    ASSERT_EQ(upgraded.exit_code, 0) << describe(upgraded);
+    ASSERT_EQ(upgraded.exit_code, 0) << show(upgraded);
     expect_zh_only(env.stack / ".terraform.lock.hcl", "upgrade");
     auto check = env.cluster({"check"});
-    EXPECT_EQ(check.exit_code, 0) << describe(check);
+    EXPECT_EQ(check.exit_code, 0) << show(check);
   }
   {
     ClusterEnv env("google", options);
     auto created = env.cluster({"create", "--no-apply"});
-    ASSERT_EQ(created.exit_code, 0) << describe(created);
+    ASSERT_EQ(created.exit_code, 0) << show(created);
     expect_zh_only(env.stack / ".terraform.lock.hcl", "google create");
   }
 }
@@ -566,7 +566,7 @@ TEST(ClusterCreate, WorksWithNoNetworkAndAReadOnlyStore) {
     argv = {podplane_binary().string(), "cluster", "create", "--no-apply"};
   }
   auto result = run(argv, env.options());
-  ASSERT_EQ(result.exit_code, 0) << describe(result);
+  ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_TRUE(fs::exists(env.stack / "podplane.cluster.main.tf"));
   expect_user_files_intact(env, "offline create");
 

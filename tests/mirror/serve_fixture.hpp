@@ -40,6 +40,7 @@ namespace podplane::serve_test {
 
 namespace fs = std::filesystem;
 using podplane::test::run;
+using podplane::test::show;
 using podplane::test::write_file;
 
 inline std::string random_bytes(std::size_t size, unsigned seed) {
@@ -112,11 +113,6 @@ inline void add_null_release(const fs::path& deps_root, const fs::path& work, co
           package_row(store, zip, "registry.opentofu.org/hashicorp/null", version, platform, cache::Trust::unverified));
     }
   });
-}
-
-// A podplane run in words, for a failed assertion.
-inline std::string show(const podplane::test::ProcessResult& result) {
-  return "exit " + std::to_string(result.exit_code) + "\n" + result.err + result.out;
 }
 
 inline std::string digest_of(const std::string& bytes) { return "sha256:" + sha256_hex(bytes); }

@@ -28,10 +28,6 @@ using podplane::test::TempDir;
 using podplane::test::replay_vm;
 using podplane::test::userdata_of;
 
-std::string show(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
 // nginx as a site runs it: a master with `worker_processes auto`, sendfile, keep-alive.
 std::string production_nginx_config(const fs::path& prefix, const fs::path& root, int port) {
   std::string p = prefix.string();

@@ -29,10 +29,6 @@ const std::string kImage = "podplane-mirror-" + kVersion + "-linux-amd64.oci.tar
 const std::string kArm64TarballDir = "podplane-" + kVersion + "-linux-arm64";
 const std::string kArm64Tarball = kArm64TarballDir + ".tar.gz";
 
-std::string show(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
 // scripts/package --no-build on this build, into `out`.
 void package(const fs::path& out) {
   ProcessOptions options;

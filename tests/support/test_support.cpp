@@ -160,6 +160,10 @@ ProcessResult run(const std::vector<std::string>& argv, const ProcessOptions& op
   return result;
 }
 
+std::string show(const ProcessResult& result) {
+  return "exit " + std::to_string(result.exit_code) + "\nstdout:\n" + result.out + "\nstderr:\n" + result.err;
+}
+
 ProcessResult run_podplane(const std::vector<std::string>& args, const ProcessOptions& options) {
   std::vector<std::string> argv{podplane_binary().string()};
   argv.insert(argv.end(), args.begin(), args.end());

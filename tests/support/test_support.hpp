@@ -33,6 +33,10 @@ struct ProcessResult {
   std::string err;
 };
 
+// A finished program in words, for a failed assertion: its exit code, then its stdout and its
+// stderr, each under its own heading.
+std::string show(const ProcessResult& result);
+
 struct ProcessOptions {
   std::map<std::string, std::string> env;  // added to (or replacing in) the inherited environment
   std::vector<std::string> unset_env;

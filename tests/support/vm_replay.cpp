@@ -5,14 +5,6 @@
 
 namespace podplane::test {
 
-namespace {
-
-std::string show(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
-
-}  // namespace
-
 std::vector<Userdata> userdata_of(const std::string& main_tf) {
   static const std::regex block(
       R"re(data "podplane_userdata" "([a-z0-9_]+)" \{\s*manifest_json\s*=\s*file\("\$\{path\.module\}/([^"]+)"\)\s*deps_mirror_url\s*=\s*"([^"]+)")re");
