@@ -74,20 +74,12 @@ TEST(Gocheck, H1OfInfoZipArchivesEqualsDirhash) {
   write_file(dir / "src/sub/notes.txt", "notes\n");
   write_file(dir / "src/empty", "");
   fs::create_symlink("terraform-provider-x_v1.0.0", dir / "src/link");
-  auto zip_in_src = [&](std::vector<std::string> args, const std::string& stdin_data = "") {
-    std::vector<std::string> argv = {"zip", "-q", "-X"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ProcessOptions options;
-    options.cwd = dir / "src";
-    options.stdin_data = stdin_data;
-    auto result = run(argv, options);
-    ASSERT_EQ(result.exit_code, 0) << result.err;
-  };
-  zip_in_src({"-r", (dir / "recursive.zip").string(), "."});
-  zip_in_src({"-r", "-y", (dir / "symlinks.zip").string(), "."});
-  zip_in_src({"-r", "-D", (dir / "no_dir_entries.zip").string(), "."});
-  zip_in_src({(dir / "streamed.zip").string(), "-"}, "streamed content\n");
-  zip_in_src({"-fz", (dir / "zip64.zip").string(), "terraform-provider-x_v1.0.0", "sub/notes.txt"});
+  const fs::path src = dir / "src";
+  make_zip_with_infozip(src, dir / "recursive.zip", {"-r"}, {"."});
+  make_zip_with_infozip(src, dir / "symlinks.zip", {"-r", "-y"}, {"."});
+  make_zip_with_infozip(src, dir / "no_dir_entries.zip", {"-r", "-D"}, {"."});
+  make_zip_with_infozip(src, dir / "streamed.zip", {}, {"-"}, "streamed content\n");
+  make_zip_with_infozip(src, dir / "zip64.zip", {"-fz"}, {"terraform-provider-x_v1.0.0", "sub/notes.txt"});
   std::string plain = read_file(dir / "recursive.zip");
   write_file(dir / "stub_prefix.zip", "#!/bin/sh\nexit 0\n" + plain);
   write_file(dir / "trailing_bytes.zip", plain + "TRAILING");

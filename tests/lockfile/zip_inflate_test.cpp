@@ -71,17 +71,8 @@ TEST(ZipInflate, BothInflatersGiveTheSameBytesAndH1ForEveryFixtureZip) {
   // Info-ZIP's zip: a streamed entry (a data descriptor after its data, as Go writes provider
   // zips) and a forced zip64 one.
   write_file(dir / "src/terraform-provider-x_v1.0.0", binary_like(1 << 20, 11));
-  for (const auto& [args, stdin_data] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"-q", "-X", "-fz", (dir / "zip64.zip").string(), "terraform-provider-x_v1.0.0"}, ""},
-           {{"-q", "-X", (dir / "streamed.zip").string(), "-"}, binary_like(300000, 13)}}) {
-    std::vector<std::string> argv = {"zip"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ProcessOptions options;
-    options.cwd = dir / "src";
-    options.stdin_data = stdin_data;
-    auto result = run(argv, options);
-    ASSERT_EQ(result.exit_code, 0) << result.err;
-  }
+  make_zip_with_infozip(dir / "src", dir / "zip64.zip", {"-fz"}, {"terraform-provider-x_v1.0.0"});
+  make_zip_with_infozip(dir / "src", dir / "streamed.zip", {}, {"-"}, binary_like(300000, 13));
   for (const char* name : {"zip64.zip", "streamed.zip"}) {
     EXPECT_EQ(read_all(dir / name, Inflater::isal), read_all(dir / name, Inflater::libarchive)) << name;
     EXPECT_NE(libzip::InflatingZip::open(dir / name), nullptr) << name << ": the fast path should take it";

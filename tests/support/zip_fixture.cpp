@@ -57,4 +57,19 @@ void make_zip(const std::filesystem::path& zip, const std::vector<ZipEntry>& ent
   if (result.exit_code != 0) throw std::runtime_error("python3 zipfile failed: " + result.err);
 }
 
+void make_zip_with_infozip(const std::filesystem::path& source_dir, const std::filesystem::path& zip,
+                           const std::vector<std::string>& options, const std::vector<std::string>& members,
+                           const std::string& stdin_data) {
+  // -q: no listing on stdout; -X: no uid/gid or extended-timestamp extra fields.
+  std::vector<std::string> argv = {"zip", "-q", "-X"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back(zip.string());
+  argv.insert(argv.end(), members.begin(), members.end());
+  ProcessOptions process;
+  process.cwd = source_dir;
+  process.stdin_data = stdin_data;
+  auto result = run(argv, process);
+  if (result.exit_code != 0) throw std::runtime_error("zip failed for " + zip.string() + ":\n" + show(result));
+}
+
 }  // namespace podplane::test
