@@ -11,9 +11,6 @@
 // config and layers for the pulls). Loopback only, bounded: a few dozen clients.
 #include <gtest/gtest.h>
 
-#include <sys/socket.h>
-#include <sys/un.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -21,7 +18,6 @@
 #include <functional>
 #include <future>
 #include <iostream>
-#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -29,6 +25,7 @@
 
 #include "cache/store.hpp"
 #include "tests/mirror/containerd_fixture.hpp"
+#include "tests/mirror/haproxy_fixture.hpp"
 #include "tests/mirror/registry_fixture.hpp"
 #include "tests/mirror/serve_fixture.hpp"
 #include "tests/support/upstream.hpp"
@@ -58,36 +55,6 @@ constexpr int kMaxPullsPerPuller = 40;
 // 32 MiB layer of its own, for amd64 and arm64; the nodes are amd64.
 constexpr const char* kBaseLayerBytes = "4194304";
 constexpr const char* kOwnLayerBytes = "33554432";
-
-void replace_once(std::string& text, const std::string& from, const std::string& to) {
-  auto at = text.find(from);
-  if (at == std::string::npos) throw std::runtime_error("not in the config: " + from);
-  text.replace(at, from.size(), to);
-}
-
-// One command on HAProxy's runtime API (the config's stats socket); its answer.
-std::string haproxy_command(const fs::path& socket_path, const std::string& command) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return "";
-  }
-  std::string line = command + "\n";
-  (void)::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
-  std::string answer;
-  char buffer[4096];
-  while (true) {
-    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n < 0 && errno == EINTR) continue;  // the clients' processes end around us (SIGCHLD)
-    if (n <= 0) break;
-    answer.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return answer;
-}
 
 // What the generated script's fetch needs of one artifact: its path below the mirror, digest, file name.
 struct VmArtifact {
@@ -149,7 +116,7 @@ class FleetTest : public ::testing::Test {
       start_replica(i);
     }
     start_haproxy();
-    base_ = "https://127.0.0.1:" + std::to_string(haproxy_port_);
+    base_ = balancer_.url();
     vm_artifacts_ = artifacts_of_a_vm();
     ASSERT_GT(vm_artifacts_.size(), 5u);
     write_file(temp_ / "curlhome" / ".curlrc", std::string("limit-rate = ") + kVmRate + "\n");
@@ -244,80 +211,16 @@ class FleetTest : public ::testing::Test {
     ASSERT_FALSE(replicas_[i]->first_line().empty()) << read_file(temp_ / ("replica" + std::to_string(i + 1) + ".err"));
   }
 
-  // docs/haproxy/podplane-mirror.cfg with the site values of this test, and checks every 200 ms
-  // instead of 2 s so that a drain shows within the test's time.
+  // docs/haproxy/podplane-mirror.cfg with the site values of this test (haproxy_fixture.hpp),
+  // and small receive buffers towards the replicas: the loopback's grow to 32 MiB (tcp_rmem),
+  // which take a VM image or a layer whole from a replica at once, so that its death would cut
+  // nothing; with these, a replica is still writing a file for much of its transfer.
   void start_haproxy() {
-    std::string config = read_file(podplane::test::source_dir() / "docs" / "haproxy" / "podplane-mirror.cfg");
-    haproxy_port_ = free_port();
-    replace_once(config, "bind :8443 ssl crt /etc/haproxy/podplane-mirror.pem",
-                 "bind 127.0.0.1:" + std::to_string(haproxy_port_) + " ssl crt " + (temp_ / "tls" / "haproxy.pem").string());
-    replace_once(config, "/run/haproxy/podplane-admin.sock", admin_socket().string());
-    replace_once(config, "/etc/haproxy/podplane-generation.map", generation_map().string());
-    replace_once(config, "ca-file /etc/podplane/site-ca.crt", "ca-file " + tls_.cert.string());
-    replace_once(config, "check inter 2s fall 2 rise 2", "check inter 200ms fall 1 rise 1");
-    // Its log beside its warnings, in the file a failure prints (stdout is the readiness pipe).
-    // And small receive buffers towards the replicas: the loopback's grow to 32 MiB (tcp_rmem),
-    // which take a VM image or a layer whole from a replica at once, so that its death would
-    // cut nothing; with these, a replica is still writing a file for much of its transfer.
-    replace_once(config, "log stdout format raw local0", "log stderr format raw local0\n  tune.rcvbuf.server 131072");
-    std::string servers;
-    for (int i = 0; i < kReplicas; ++i)
-      servers += "  server replica" + std::to_string(i + 1) + " 127.0.0.1:" + std::to_string(ports_[i]) + "\n";
-    replace_once(config, "  server replica1 10.0.0.11:8443\n  server replica2 10.0.0.12:8443\n", servers);
-    write_file(temp_ / "haproxy.cfg", config);
-    write_file(generation_map(), "");  // no generation named yet: every replica is in
-    auto checked = podplane::test::run({"/usr/sbin/haproxy", "-c", "-f", (temp_ / "haproxy.cfg").string()});
-    ASSERT_EQ(checked.exit_code, 0) << show(checked);
-    haproxy_ = std::make_unique<Background>(
-        std::vector<std::string>{"/usr/sbin/haproxy", "-db", "-f", (temp_ / "haproxy.cfg").string()},
-        std::map<std::string, std::string>{}, temp_ / "haproxy.err");
-    ASSERT_TRUE(wait_for_port(haproxy_port_)) << read_file(temp_ / "haproxy.err");
-    ASSERT_TRUE(wait_for([&] { return servers_up() == kReplicas; })) << haproxy_command(admin_socket(), "show servers state");
+    BalancerSite site{temp_.path(), temp_ / "tls" / "haproxy.pem", tls_.cert, {}, {"tune.rcvbuf.server 131072"}};
+    site.replica_ports.assign(ports_.begin(), ports_.end());
+    balancer_.start(site);
   }
 
-  fs::path admin_socket() const { return temp_ / "haproxy-admin.sock"; }
-  fs::path generation_map() const { return temp_ / "podplane-generation.map"; }
-  fs::path haproxy_log() const { return temp_ / "haproxy.log"; }
-
-  // How many replicas HAProxy sends requests to now (`show servers state`: srv_op_state 2).
-  int servers_up() const {
-    auto state = haproxy_command(admin_socket(), "show servers state podplane_replicas");
-    int up = 0;
-    std::istringstream lines(state);
-    for (std::string line; std::getline(lines, line);) {
-      std::istringstream fields(line);
-      std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
-      if (f.size() > 5 && f[3].rfind("replica", 0) == 0 && f[5] == "2") ++up;
-    }
-    return up;
-  }
-  bool server_up(int i) const {
-    auto state = haproxy_command(admin_socket(), "show servers state podplane_replicas");
-    std::istringstream lines(state);
-    for (std::string line; std::getline(lines, line);) {
-      std::istringstream fields(line);
-      std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
-      if (f.size() > 5 && f[3] == "replica" + std::to_string(i + 1)) return f[5] == "2";
-    }
-    return false;
-  }
-
-  // Replica i's line of `show stat` (CSV fields), or none.
-  std::vector<std::string> stat_of(int i) const {
-    std::istringstream lines(haproxy_command(admin_socket(), "show stat"));
-    for (std::string line; std::getline(lines, line);) {
-      std::vector<std::string> f;
-      std::istringstream fields(line);
-      for (std::string field; std::getline(fields, field, ',');) f.push_back(field);
-      if (f.size() > 9 && f[0] == "podplane_replicas" && f[1] == "replica" + std::to_string(i + 1)) return f;
-    }
-    return {};
-  }
-  // Requests replica i is answering now, as HAProxy counts them (`show stat`: scur).
-  int sessions_at(int i) const {
-    auto f = stat_of(i);
-    return f.empty() ? 0 : std::atoi(f[4].c_str());
-  }
   // Bytes replica i has written since it started (its sockets and its log): /proc/PID/io's
   // wchar. Not HAProxy's count of bytes sent on: the loopback's socket buffers (tcp_rmem up to
   // 32 MiB) take a whole file from the replica long before the client has read it.
@@ -328,16 +231,6 @@ class FleetTest : public ::testing::Test {
     while (io >> key >> value)
       if (key == "wchar:") return value;
     return 0;
-  }
-
-  template <typename Condition>
-  static bool wait_for(Condition condition, std::chrono::seconds timeout = std::chrono::seconds(30)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!condition()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return true;
   }
 
   std::string generation_at(const std::string& url) const {
@@ -498,13 +391,13 @@ module "account" {
     during();
     for (auto& client : clients) {
       std::string failure = client.get();
-      EXPECT_EQ(failure, "") << phase << "\nhaproxy:\n" << read_file(temp_ / "haproxy.err");
+      EXPECT_EQ(failure, "") << phase << "\nhaproxy:\n" << balancer_.log();
     }
     others_done = true;
     std::vector<ImagePull> pulls;
     for (auto& puller : pullers) {
       for (const auto& pull : puller.get()) {
-        EXPECT_EQ(pull.failure, "") << phase << "\nhaproxy:\n" << read_file(temp_ / "haproxy.err");
+        EXPECT_EQ(pull.failure, "") << phase << "\nhaproxy:\n" << balancer_.log();
         pulls.push_back(pull);
       }
     }
@@ -529,8 +422,7 @@ module "account" {
   podplane::test::TestTls tls_;
   std::array<int, kReplicas> ports_{};
   std::array<std::unique_ptr<Background>, kReplicas> replicas_;
-  std::unique_ptr<Background> haproxy_;
-  int haproxy_port_ = 0;
+  Balancer balancer_;
   std::string base_;
   std::vector<VmArtifact> vm_artifacts_;
   std::string registry_;  // the images' upstream registry, host:port (gone once the store has them)
@@ -550,11 +442,11 @@ TEST_F(FleetTest, NoClientFailsWhileAReplicaIsKilledAndWhileADeltaIsImportedRepl
     // are image downloads (8 MiB at 512 KiB/s) with bytes received, not the small requests
     // that come and go, so each client holds part of a file to resume. And while nodes pull.
     auto streaming_images = [&] {
-      if (sessions_at(2) < 2) return false;
+      if (balancer_.sessions_at(2) < 2) return false;
       std::this_thread::sleep_for(std::chrono::seconds(1));
-      return sessions_at(2) >= 2 && pulls_in_flight_ > 0;
+      return balancer_.sessions_at(2) >= 2 && pulls_in_flight_ > 0;
     };
-    ASSERT_TRUE(wait_for(streaming_images)) << haproxy_command(admin_socket(), "show stat");
+    ASSERT_TRUE(wait_for(streaming_images)) << balancer_.command("show stat");
     // Better still while it writes an image layer: faster than the VMs take bytes (at most
     // 512 KiB/s each) and than terraform's 16 KiB packages come. Waited for a few seconds
     // only: the kill does not depend on it.
@@ -568,7 +460,7 @@ TEST_F(FleetTest, NoClientFailsWhileAReplicaIsKilledAndWhileADeltaIsImportedRepl
     killed_at = std::chrono::steady_clock::now();
     ::kill(replicas_[2]->pid(), SIGKILL);
     (void)replicas_[2]->stop();
-    EXPECT_TRUE(wait_for([&] { return !server_up(2); })) << "HAProxy takes the dead replica out";
+    EXPECT_TRUE(wait_for([&] { return !balancer_.server_up(2); })) << "HAProxy takes the dead replica out";
   });
   // Whether a cut download resumed here depends on where the kill fell in its transfer (the
   // node-init script's resume itself is asserted by
@@ -585,7 +477,7 @@ TEST_F(FleetTest, NoClientFailsWhileAReplicaIsKilledAndWhileADeltaIsImportedRepl
             << answered("/v2/", "200", 2) + answered("/v2/", "206", 2) << "; image blobs resumed with a Range request: "
             << answered("/v2/", "206") << "\n";
   start_replica(2);  // as its service manager would
-  ASSERT_TRUE(wait_for([&] { return servers_up() == kReplicas; }));
+  ASSERT_TRUE(wait_for([&] { return balancer_.servers_up() == kReplicas; }));
 
   // 2. A delta, imported replica by replica. Once the first has it, the operator names its
   // generation: HAProxy drains the replicas that lag until each has imported it too.
@@ -606,16 +498,16 @@ TEST_F(FleetTest, NoClientFailsWhileAReplicaIsKilledAndWhileADeltaIsImportedRepl
       ASSERT_EQ(imported.exit_code, 0) << show(imported);
       if (i == 0) {
         ASSERT_TRUE(wait_for([&] { return (after = generation_at(replica_url(0))) != before; }));
-        write_file(generation_map(), "generation " + after + "\n");  // for a restart of HAProxy
-        EXPECT_EQ(haproxy_command(admin_socket(), "clear map " + generation_map().string()), "\n");
-        EXPECT_EQ(haproxy_command(admin_socket(), "add map " + generation_map().string() + " generation " + after), "\n");
-        drained = wait_for([&] { return servers_up() == 1 && server_up(0); });
+        write_file(balancer_.generation_map(), "generation " + after + "\n");  // for a restart of HAProxy
+        EXPECT_EQ(balancer_.command("clear map " + balancer_.generation_map().string()), "\n");
+        EXPECT_EQ(balancer_.command("add map " + balancer_.generation_map().string() + " generation " + after), "\n");
+        drained = wait_for([&] { return balancer_.servers_up() == 1 && balancer_.server_up(0); });
       }
-      ASSERT_TRUE(wait_for([&] { return server_up(i); })) << "replica " << i + 1 << " is back once it has the generation";
+      ASSERT_TRUE(wait_for([&] { return balancer_.server_up(i); })) << "replica " << i + 1 << " is back once it has the generation";
     }
   });
   EXPECT_TRUE(drained) << "the lagging replicas were out while they lagged";
-  EXPECT_EQ(servers_up(), kReplicas);
+  EXPECT_EQ(balancer_.servers_up(), kReplicas);
   for (int i = 0; i < kReplicas; ++i) EXPECT_EQ(generation_at(replica_url(i)), after) << "replica " << i + 1;
   EXPECT_EQ(generation_at(base_), after);
   HttpRequest request;

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -260,6 +262,29 @@ inline StoreContents fill_store(const fs::path& deps_root, const fs::path& work,
   selection.module_version = contents.module_version;
   store.set_tf_selection(selection);
   return contents;
+}
+
+// Damages a read-only store object in place, as a failing disk or a stray write would: flips
+// `count` bytes in its middle and keeps its size and mtime (only the bytes and the inode's
+// ctime change). Throws when the file cannot be changed.
+inline void corrupt_in_place(const fs::path& object, std::size_t count = 16) {
+  struct stat before {};
+  if (::stat(object.c_str(), &before) != 0) throw std::runtime_error("cannot stat " + object.string());
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+  {
+    std::fstream file(object, std::ios::in | std::ios::out | std::ios::binary);
+    const auto middle = static_cast<std::streamoff>(before.st_size / 2);
+    std::string bytes(count, '\0');
+    file.seekg(middle);
+    file.read(bytes.data(), static_cast<std::streamsize>(count));
+    for (auto& byte : bytes) byte = static_cast<char>(~byte);
+    file.seekp(middle);
+    file.write(bytes.data(), static_cast<std::streamsize>(count));
+    if (!file) throw std::runtime_error("cannot damage " + object.string());
+  }
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::remove);
+  timespec times[2] = {before.st_atim, before.st_mtim};
+  if (::utimensat(AT_FDCWD, object.c_str(), times, 0) != 0) throw std::runtime_error("cannot set the times of " + object.string());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,23 +28,6 @@ using podplane::mirror::CheckedObjects;
 using podplane::mirror::ObjectState;
 using podplane::mirror::OpenedObject;
 
-// Overwrites `count` bytes in the middle of a read-only store object, keeping its size and
-// mtime: only the bytes (and the inode's ctime) change.
-void corrupt_in_place(const fs::path& object, std::size_t count = 16) {
-  struct stat before {};
-  ASSERT_EQ(::stat(object.c_str(), &before), 0);
-  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
-  {
-    std::fstream file(object, std::ios::in | std::ios::out | std::ios::binary);
-    file.seekp(static_cast<std::streamoff>(before.st_size / 2));
-    std::string junk(count, '\x5a');
-    file.write(junk.data(), static_cast<std::streamsize>(junk.size()));
-  }
-  fs::permissions(object, fs::perms::owner_write, fs::perm_options::remove);
-  timespec times[2] = {before.st_atim, before.st_mtim};
-  ASSERT_EQ(::utimensat(AT_FDCWD, object.c_str(), times, 0), 0);
-}
-
 class IntegrityTest : public ::testing::Test {
  protected:
   void SetUp() override {
