@@ -6,7 +6,8 @@
 #   1. downloads the Debian cloud image and nstance-server of this node's arch from the site
 #      mirror's base of that arch and checks each against the digest written below, before
 #      anything uses them; a download that fails is resumed where it stopped (HTTP Range), from
-#      the next mirror of MIRROR_URLS when the cluster lists several, for a few rounds;
+#      the next mirror of MIRROR_URLS when the cluster lists several, for a few rounds (a resumed
+#      file that fails its check is downloaded whole again);
 #   2. keeps the VM template of that image when one with the same image digest exists, else
 #      creates it (qm create, qm importdisk, qm set, qm template), replacing an older one;
 #   3. installs nstance-server as the systemd unit nstance-server.service.
@@ -120,10 +121,13 @@ readonly FETCH_ROUNDS=4
 
 # fetch PATH DIGEST FILE: FILE under WORK_DIR with DIGEST, downloaded from the mirrors unless a
 # checked copy is there. A failed attempt (a mirror down, a connection cut mid-file) keeps what
-# arrived and the next attempt asks the next mirror for the rest (HTTP Range); a file that is
-# complete but does not match is removed and refused.
+# arrived and the next attempt asks the next mirror for the rest (HTTP Range). A resumed file
+# that does not match is removed and the next attempt downloads it whole: the bytes kept may be
+# the damaged ones (a replica cuts its answer short when its copy fails its check, and another
+# replica sends the rest, docs/operations.md). A file downloaded whole that does not match is
+# removed and refused: that mirror serves wrong bytes.
 fetch() {
-  local path="$1" digest="$2" target="${WORK_DIR}/$3" round mirror code status
+  local path="$1" digest="$2" target="${WORK_DIR}/$3" round mirror code status resumed
   if digest_ok "${target}" "${digest}"; then
     log "have ${3} (${digest%%:*} checked)"
     return 0
@@ -136,6 +140,8 @@ fetch() {
   for ((round = 1; round <= FETCH_ROUNDS; round++)); do
     for mirror in "${MIRROR_URLS[@]}"; do
       log "downloading ${mirror}/${path}"
+      resumed=false
+      if [[ -s "${target}.part" ]]; then resumed=true; fi
       code=0
       status="$(curl --fail --silent --show-error --location --proto '=http,https,file' --connect-timeout 10 \
         --continue-at - --write-out '%{http_code}' --output "${target}.part" -- "${mirror}/${path}")" || code=$?
@@ -147,6 +153,10 @@ fetch() {
       fi
       if ! digest_ok "${target}.part" "${digest}"; then
         rm -f -- "${target}.part"
+        if [[ "${resumed}" == true ]]; then
+          log "resumed download of ${3} failed its ${digest%%:*} check; downloading it whole again"
+          continue
+        fi
         fatal "${path} from ${mirror} does not have the expected ${digest}; refusing to use it"
       fi
       mv -f -- "${target}.part" "${target}"

@@ -7,6 +7,8 @@
 
 #include <sys/stat.h>
 
+#include <sstream>
+
 #include "tests/generator/cluster_env.hpp"
 #include "tests/support/background.hpp"
 #include "tests/support/golden.hpp"
@@ -348,8 +350,20 @@ TEST_F(ProxmoxNodeInit, DryRunChangesNothing) {
   EXPECT_FALSE(fs::exists(env_->dir / "node"));
 }
 
+// How many times the script's log says it asked a mirror for a file whose path ends in `tail`.
+std::size_t attempts_at(const std::string& log, const std::string& tail) {
+  std::size_t count = 0;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("[podplane node-init] downloading ", 0) == 0 && line.size() >= tail.size() &&
+        line.compare(line.size() - tail.size(), tail.size(), tail) == 0)
+      ++count;
+  return count;
+}
+
 // A mirror that serves a different image (here a directory copy, through curl's file://) is
-// refused before any qm call, and the bad download is not kept.
+// refused before any qm call, and the bad download is not kept. The image was downloaded whole
+// (no partial file before): its first wrong answer stops the script, with no other attempt.
 TEST_F(ProxmoxNodeInit, TamperedImageIsRefusedBeforeAnyQmCall) {
   fs::path mirror = env_->dir / "tampered";
   write_file(mirror / "arch/amd64/vmconfig/artifacts/os-image/20260512-2476/debian-13-genericcloud-amd64-20260512-2476.qcow2",
@@ -359,9 +373,64 @@ TEST_F(ProxmoxNodeInit, TamperedImageIsRefusedBeforeAnyQmCall) {
   auto result = node_init({"--mirror-url", "file://" + mirror.string()});
   EXPECT_NE(result.exit_code, 0) << show(result);
   EXPECT_NE(result.err.find("does not have the expected sha256:"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("refusing to use it"), std::string::npos) << result.err;
+  EXPECT_EQ(attempts_at(result.out, "/debian-13-genericcloud-amd64-20260512-2476.qcow2"), 1u) << result.out;
+  EXPECT_EQ(result.out.find("downloading it whole again"), std::string::npos) << result.out;
   EXPECT_EQ(shim_log().find("qm "), std::string::npos) << shim_log();
   EXPECT_FALSE(fs::exists(env_->dir / "node" / "work" / "debian-13-genericcloud-amd64-20260512-2476.qcow2"));
+  EXPECT_FALSE(fs::exists(env_->dir / "node" / "work" / "debian-13-genericcloud-amd64-20260512-2476.qcow2.part"));
   EXPECT_FALSE(fs::exists(env_->dir / "node" / "bin" / "nstance-server"));
+}
+
+// A partial file whose bytes are wrong (what a replica with a damaged copy sends before it cuts
+// its answer short, docs/operations.md "HAProxy in front"): resumed from a good mirror it fails
+// its digest, so the script downloads it whole again, and the run goes on.
+TEST_F(ProxmoxNodeInit, APartialFileWithWrongBytesIsDownloadedWholeAgain) {
+  fs::path work = env_->dir / "node" / "work";
+  const std::string image = stored("os-image");
+  ASSERT_GT(image.size(), 10u);
+  std::string damaged = image.substr(0, image.size() / 2);
+  damaged[damaged.size() / 2] = static_cast<char>(~damaged[damaged.size() / 2]);
+  write_file(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2.part", damaged);
+
+  auto result = node_init({});
+  ASSERT_EQ(result.exit_code, 0) << show(result) << shim_log();
+  EXPECT_NE(result.out.find("resumed download of debian-13-genericcloud-amd64-20260512-2476.qcow2 failed its sha256 check; "
+                            "downloading it whole again"),
+            std::string::npos)
+      << result.out;
+  EXPECT_EQ(attempts_at(result.out, "/debian-13-genericcloud-amd64-20260512-2476.qcow2"), 2u) << result.out;
+  EXPECT_EQ(read_file(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2"), image);
+  EXPECT_FALSE(fs::exists(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2.part"));
+  // The mirror sent the rest (206), then the whole file (200).
+  const std::string served = read_file(env_->dir / "serve.err");
+  const std::string request = "/os-image/20260512-2476/debian-13-genericcloud-amd64-20260512-2476.qcow2 HTTP/1.1\" ";
+  const auto rest = served.find(request + "206 " + std::to_string(image.size() - damaged.size()));
+  const auto whole = served.find(request + "200 " + std::to_string(image.size()));
+  EXPECT_NE(rest, std::string::npos) << served;
+  EXPECT_NE(whole, std::string::npos) << served;
+  EXPECT_LT(rest, whole) << served;
+  EXPECT_NE(shim_log().find("qm template 9101"), std::string::npos) << shim_log();
+}
+
+// A mirror that serves wrong bytes is refused even when the first wrong file was a resumed
+// one: the whole download that follows fails its digest too, and that stops the script.
+TEST_F(ProxmoxNodeInit, TamperedImageIsRefusedAfterItsResumedDownloadIsTriedWhole) {
+  fs::path mirror = env_->dir / "tampered";
+  const std::string image = stored("os-image");
+  write_file(mirror / "arch/amd64/vmconfig/artifacts/os-image/20260512-2476/debian-13-genericcloud-amd64-20260512-2476.qcow2",
+             image + "tampered");
+  fs::path work = env_->dir / "node" / "work";
+  write_file(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2.part", image.substr(0, image.size() / 2));
+
+  auto result = node_init({"--mirror-url", "file://" + mirror.string()});
+  EXPECT_NE(result.exit_code, 0) << show(result);
+  EXPECT_NE(result.out.find("downloading it whole again"), std::string::npos) << result.out;
+  EXPECT_EQ(attempts_at(result.out, "/debian-13-genericcloud-amd64-20260512-2476.qcow2"), 2u) << result.out;
+  EXPECT_NE(result.err.find("does not have the expected sha256:"), std::string::npos) << result.err;
+  EXPECT_EQ(shim_log().find("qm "), std::string::npos) << shim_log();
+  EXPECT_FALSE(fs::exists(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2"));
+  EXPECT_FALSE(fs::exists(work / "debian-13-genericcloud-amd64-20260512-2476.qcow2.part"));
 }
 
 // An image changed in the stack (a new vmconfig release): the old template is replaced.

@@ -6,8 +6,10 @@
 // config's `retry-on … 500` sends to replica 2: the client gets the right bytes every time. A
 // whole GET of a large object streams beside its check on its first way out: replica 1's first
 // answer is cut short, which HAProxy cannot retry (its head has gone to the client), and is
-// never completed with wrong bytes; every later answer is whole and right. Loopback only: a few
-// dozen requests.
+// never completed with wrong bytes; every later answer is whole and right. The node-init
+// script's own fetch, which resumes such a cut download, gets the object right in one run: the
+// resumed file fails its digest (its first bytes are the damaged copy's), and it downloads the
+// file whole again. Loopback only: a few dozen requests.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -18,6 +20,7 @@
 #include "cache/store.hpp"
 #include "tests/mirror/haproxy_fixture.hpp"
 #include "tests/mirror/serve_fixture.hpp"
+#include "tests/support/node_init_fetch.hpp"
 
 namespace podplane::serve_test {
 namespace {
@@ -239,6 +242,55 @@ TEST_F(BalancerRetryTest, ALargeObjectsFirstAnswerFromTheDamagedReplicaIsCutShor
   std::cout << "[ INFO ] the damaged replica's first answer was cut after " << cut_at << " of " << kLargeObject
             << " bytes; resuming it gave " << (damage_received ? "a file that fails its digest check" : "the right file")
             << "\n";
+}
+
+// A Proxmox node fetching the damaged large object through the balancer with the node-init
+// script's own fetch (generator/proxmox_node_init.sh): its first attempt meets the damaged
+// replica (with nothing in flight, leastconn takes replica 1 first) and is cut short; its second
+// resumes the cut file from the good replica, and the file, damaged bytes then good ones, fails
+// its digest; its third downloads the file whole, from the good replica. The node has the right
+// file in one run: no boot fails. (A script that refused the resumed file outright stopped the
+// boot there, and only a second run got the file.)
+TEST_F(BalancerRetryTest, NodeInitFetchDownloadsALargeObjectWholeAgainWhenItsResumeFailsTheDigest) {
+  const std::string good = contents_.artifact_bytes;
+  const std::string digest = sha256_hex(good);
+  (void)start_with_damaged_copy(digest);
+  ASSERT_FALSE(HasFailure()) << "the replicas and HAProxy did not start";
+  ASSERT_EQ(contents_.artifact_path.front(), '/');
+  const std::string path = contents_.artifact_path.substr(1);
+  const std::string request = "GET " + contents_.artifact_path;
+
+  podplane::test::NodeInitFetchOptions options;
+  options.mirrors = {balancer_.url()};
+  options.work_dir = temp_ / "node" / "work";
+  options.ca_file = tls_.cert;
+  auto fetched = podplane::test::run_node_init_fetch(temp_ / "node" / "fetch.sh", {{path, "sha256:" + digest, "object.bin"}}, options);
+
+  ASSERT_EQ(fetched.exit_code, 0) << show(fetched) << logs();
+  EXPECT_TRUE(read_file(options.work_dir / "object.bin") == good) << "the right bytes, whole";
+  EXPECT_FALSE(fs::exists(options.work_dir / "object.bin.part"));
+  // Three attempts, and the log says what each did.
+  const std::string& log = fetched.out;
+  const std::string attempt = "downloading " + balancer_.url() + "/" + path + "\n";
+  std::size_t attempts = 0;
+  for (auto at = log.find(attempt); at != std::string::npos; at = log.find(attempt, at + 1)) ++attempts;
+  EXPECT_EQ(attempts, 3u) << log;
+  const auto cut = log.find("download from " + balancer_.url() + " failed (curl exit 18)");
+  const auto whole_again = log.find("resumed download of object.bin failed its sha256 check; downloading it whole again");
+  const auto done = log.find("downloaded object.bin (sha256 checked)");
+  EXPECT_NE(cut, std::string::npos) << "the first attempt is cut short\n" << log << logs();
+  EXPECT_NE(whole_again, std::string::npos) << log;
+  EXPECT_NE(done, std::string::npos) << log;
+  EXPECT_TRUE(cut < whole_again && whole_again < done) << log;
+
+  // The replicas say the same: replica 1 cut its first answer short, replica 2 sent the rest
+  // (the resume, a 206 from the cut on) and then the whole file (a 200).
+  EXPECT_NE(read_file(replica_log(kDamagedReplica)).find("cut " + request + " short after "), std::string::npos) << logs();
+  EXPECT_EQ(answered(kGoodReplica, request, 206), 1u) << logs();
+  EXPECT_EQ(answered(kGoodReplica, request, 200), 1u) << logs();
+  EXPECT_EQ(answered(kDamagedReplica, request, 206), 0u) << logs();
+  std::cout << "[ INFO ] node-init fetch of the damaged large object: " << attempts
+            << " attempts (cut short by replica1, resumed to a wrong digest, downloaded whole)\n";
 }
 
 }  // namespace

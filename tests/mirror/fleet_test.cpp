@@ -28,6 +28,7 @@
 #include "tests/mirror/haproxy_fixture.hpp"
 #include "tests/mirror/registry_fixture.hpp"
 #include "tests/mirror/serve_fixture.hpp"
+#include "tests/support/node_init_fetch.hpp"
 #include "tests/support/upstream.hpp"
 
 namespace podplane::serve_test {
@@ -55,11 +56,6 @@ constexpr int kMaxPullsPerPuller = 40;
 // 32 MiB layer of its own, for amd64 and arm64; the nodes are amd64.
 constexpr const char* kBaseLayerBytes = "4194304";
 constexpr const char* kOwnLayerBytes = "33554432";
-
-// What the generated script's fetch needs of one artifact: its path below the mirror, digest, file name.
-struct VmArtifact {
-  std::string path, digest, file;
-};
 
 // An image the nodes pull, and what the store holds of it for linux/amd64.
 struct FleetImage {
@@ -243,7 +239,7 @@ class FleetTest : public ::testing::Test {
   }
 
   // The artifacts an amd64 knc VM on AWS fetches, at the arch base its userdata is given.
-  std::vector<VmArtifact> artifacts_of_a_vm() const {
+  std::vector<podplane::test::NodeInitFile> artifacts_of_a_vm() const {
     HttpRequest request;
     request.ca_file = tls_.cert;
     CurlSession http;
@@ -253,7 +249,7 @@ class FleetTest : public ::testing::Test {
     const json vm = json::parse(answer.body).at("vmconfig");
     std::vector<std::pair<std::string, json>> items{{"os-image", vm.at("os").at("image")}};
     for (const auto& [name, item] : vm.at("dependencies").items()) items.push_back({name, item});
-    std::vector<VmArtifact> artifacts;
+    std::vector<podplane::test::NodeInitFile> artifacts;
     for (const auto& [name, item] : items) {
       const std::string url = item.value("url", ""), digest = item.value("digest", "");
       if (url.empty() || digest.empty()) continue;
@@ -271,19 +267,12 @@ class FleetTest : public ::testing::Test {
   // One VM boot: the generated script's own log, fatal, digest_ok and fetch (sourced from the
   // template, so the replay is the code VMs run), fetching every artifact through HAProxy.
   ProcessResult boot_vm(const fs::path& dir) const {
-    const fs::path script = podplane::test::source_dir() / "generator" / "proxmox_node_init.sh";
-    std::string driver = "set -euo pipefail\n"
-                         "source <(sed -n -e '/^log() {/p' -e '/^fatal() {/p' -e '/^# digest_ok FILE/,/^# --- end of fetch ---/p' '" +
-                         script.string() + "')\n"
-                         "MIRROR_URLS=('" + base_ + "')\nWORK_DIR='" + (dir / "work").string() + "'\nDRY_RUN=false\n";
-    for (const auto& artifact : vm_artifacts_)
-      driver += "fetch '" + artifact.path + "' '" + artifact.digest + "' '" + artifact.file + "'\n";
-    write_file(dir / "boot.sh", driver);
-    ProcessOptions options;
-    options.env = {{"CURL_HOME", (temp_ / "curlhome").string()}, {"SSL_CERT_FILE", tls_.cert.string()},
-                   {"CURL_CA_BUNDLE", tls_.cert.string()}};
-    options.unset_env = {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"};
-    return podplane::test::run({"bash", (dir / "boot.sh").string()}, options);
+    podplane::test::NodeInitFetchOptions options;
+    options.mirrors = {base_};
+    options.work_dir = dir / "work";
+    options.ca_file = tls_.cert;
+    options.curl_home = temp_ / "curlhome";
+    return podplane::test::run_node_init_fetch(dir / "boot.sh", vm_artifacts_, options);
   }
 
   // `terraform init` of a stack needing two providers and a registry module, through HAProxy.
@@ -424,7 +413,7 @@ module "account" {
   std::array<std::unique_ptr<Background>, kReplicas> replicas_;
   Balancer balancer_;
   std::string base_;
-  std::vector<VmArtifact> vm_artifacts_;
+  std::vector<podplane::test::NodeInitFile> vm_artifacts_;
   std::string registry_;  // the images' upstream registry, host:port (gone once the store has them)
   std::map<std::string, json> pushed_;  // per repository, what make_image.py said it made
   std::vector<FleetImage> images_;
