@@ -249,10 +249,13 @@ struct ObjectWriter::Impl {
   bool finished = false;
   bool hashed_at_seal = false;  // Store::new_object_hashed_at_seal
   std::string sealed_digest;    // set by ObjectWriter::seal, awaiting publish()
-  std::string written_digest;   // Store::adopt_file: the sha256 its caller hashed as it wrote
+  // The sha256 of the bytes written, once known: from Store::adopt_file's caller (hashed as it
+  // wrote), or from check().
+  std::string written_digest;
   std::string label = "object";
 
   std::string digest_of_written();
+  std::string check(std::optional<std::string_view> expected_sha256);
   std::string seal(std::optional<std::string_view> expected_sha256);
   std::vector<fs::path> place(const std::string& digest);
   void discard() {
@@ -291,17 +294,22 @@ std::uint64_t ObjectWriter::size() const { return impl_->size; }
 // Publish order (docs/design.md §3.2): data durable, read-only, renamed into place, the
 // directory durable, and only then the index row, which is the commit point. seal() is the
 // first half and touches only this writer, so writers of one batch may seal on several threads.
-std::string ObjectWriter::Impl::seal(std::optional<std::string_view> expected_sha256) {
+std::string ObjectWriter::Impl::check(std::optional<std::string_view> expected_sha256) {
   if (finished) throw Error("committing a finished object writer");
-  std::string digest = !written_digest.empty() ? written_digest : hashed_at_seal ? digest_of_written() : hasher.finish_hex();
+  if (written_digest.empty()) written_digest = hashed_at_seal ? digest_of_written() : hasher.finish_hex();
   if (expected_sha256) {
     const std::string expected = ascii_lower(*expected_sha256);
-    if (expected != digest) {
+    if (expected != written_digest) {
       discard();
       throw Error(mismatch_message("hash mismatch for " + label + " (nothing was added to the store)",
-                                   "sha256:" + expected, "sha256:" + digest));
+                                   "sha256:" + expected, "sha256:" + written_digest));
     }
   }
+  return written_digest;
+}
+
+std::string ObjectWriter::Impl::seal(std::optional<std::string_view> expected_sha256) {
+  std::string digest = check(expected_sha256);
   if (::fsync(fd.get()) != 0 || ::fchmod(fd.get(), 0444) != 0) {
     std::string reason = errno_text();
     discard();
@@ -402,6 +410,10 @@ void ObjectWriter::seal(std::optional<std::string_view> expected_sha256) {
   impl_->sealed_digest = impl_->seal(expected_sha256);
 }
 
+std::string ObjectWriter::check(std::optional<std::string_view> expected_sha256) { return impl_->check(expected_sha256); }
+
+const fs::path& ObjectWriter::temp_path() const { return impl_->temp; }
+
 std::string ObjectWriter::publish() {
   Impl& w = *impl_;
   if (w.sealed_digest.empty()) throw Error("publishing an object writer that was not sealed");
@@ -412,27 +424,40 @@ std::string ObjectWriter::publish() {
 
 std::vector<std::string> Store::add_many(std::size_t count, const std::function<void(std::size_t, ObjectWriter&)>& fill) {
   std::vector<std::optional<ObjectWriter>> writers(count);
-  std::vector<std::string> digests(count);
   // Written and sealed (data synced) on several threads: one sync after another is what a
   // batch of small objects waits for.
   auto errors = on_threads(count, [&](std::size_t i) {
     writers[i].emplace(new_object());
     fill(i, *writers[i]);
-    digests[i] = writers[i]->impl_->seal(std::nullopt);
+    writers[i]->seal(std::nullopt);
   });
   for (const auto& error : errors) {
     if (error) std::rethrow_exception(error);  // the writers remove their temp files
+  }
+  std::vector<ObjectWriter*> sealed;
+  for (auto& writer : writers) sealed.push_back(&*writer);
+  return publish_sealed(sealed);
+}
+
+std::vector<std::string> Store::publish_sealed(const std::vector<ObjectWriter*>& writers) {
+  for (const auto* writer : writers) {
+    if (writer->impl_->sealed_digest.empty()) throw Error("publishing an object writer that was not sealed");
+    if (writer->impl_->store != impl_.get()) throw Error("publishing another store's object writer");
   }
   // Placed in order; the first failure is thrown after the objects placed before it are indexed.
   std::exception_ptr failure;
   std::set<fs::path> dirs;
   std::vector<std::pair<std::string, std::int64_t>> rows;
-  for (std::size_t i = 0; i < count && !failure; ++i) {
+  std::vector<std::string> digests;
+  for (auto* writer : writers) {
+    auto& w = *writer->impl_;
     try {
-      for (auto& dir : writers[i]->impl_->place(digests[i])) dirs.insert(std::move(dir));
-      rows.emplace_back(digests[i], static_cast<std::int64_t>(writers[i]->impl_->size));
+      for (auto& dir : w.place(w.sealed_digest)) dirs.insert(std::move(dir));
+      rows.emplace_back(w.sealed_digest, static_cast<std::int64_t>(w.size));
+      digests.push_back(w.sealed_digest);
     } catch (...) {
       failure = std::current_exception();
+      break;
     }
   }
   // The renames must be durable before the rows that name them: a failed sync fails the batch

@@ -59,6 +59,14 @@ class ObjectWriter {
   void seal(std::optional<std::string_view> expected_sha256);
   [[nodiscard]] std::string publish();
 
+  // The digest check of seal() alone, nothing synced (the same Error, temp removed); returns
+  // the digest, and seal() later finds it checked. For a writer handed on before it is
+  // sealed: a download's bytes checked on the transfer's thread, then read and sealed on a
+  // worker while the transfers go on (deps tf), and published with Store::publish_sealed.
+  [[nodiscard]] std::string check(std::optional<std::string_view> expected_sha256);
+  // The bytes written so far, until published: for reading an object before it is one.
+  const std::filesystem::path& temp_path() const;
+
   struct Impl;
  private:
   friend class Store;
@@ -136,6 +144,10 @@ class Store {
   // Digests in the order given. The first failure is thrown; objects before it stay added.
   [[nodiscard]] std::vector<std::string> add_all_bytes(const std::vector<std::string_view>& contents);
   [[nodiscard]] std::vector<std::string> add_files(const std::vector<std::filesystem::path>& files);
+  // Sealed writers published together: renamed into place in order, each directory synced
+  // once, their rows in one transaction. Digests in the order given. The first failure is
+  // thrown after the objects placed before it are indexed.
+  [[nodiscard]] std::vector<std::string> publish_sealed(const std::vector<ObjectWriter*>& writers);
   [[nodiscard]] std::string add_bytes(std::string_view bytes,
                                       std::optional<std::string_view> expected_sha256 = std::nullopt);
   std::string read_object(std::string_view digest) const;  // small objects only (JSON, sums)

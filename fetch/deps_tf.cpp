@@ -258,33 +258,38 @@ class TfRun {
       if (!job.expected.sha256.empty()) item.expected_sha256 = job.expected.sha256;
       item.label = job.filename;
       item.expected_size = job.expected.size;  // the registry's package_size, when it states one
+      item.publish = net::DownloadItem::Publish::by_caller;
       items.push_back(std::move(item));  // no token: packages are fetched without credentials
     }
     // Each zip's h1 (inflating and hashing its whole contents: as much CPU as its download)
     // is computed on a worker the moment the zip lands, while the others still stream in,
-    // rather than one after another once all have landed.
+    // rather than one after another once all have landed. The same worker then syncs the zip
+    // (tens of MiB each, which the transfers' thread would otherwise wait for), and the zips
+    // are published together once all have landed and passed.
     std::vector<net::DownloadOutcome> outcomes(items.size());
     std::vector<std::string> h1s(items.size());
-    std::vector<std::exception_ptr> h1_errors(items.size());
+    std::vector<std::exception_ptr> worker_errors(items.size());
     {
-      TaskPool hashers(std::max(1U, std::thread::hardware_concurrency()));
+      TaskPool workers(std::max(1U, std::thread::hardware_concurrency()));
       downloader_.run(store_, [&](net::DownloadRun& run) {
         for (std::size_t i = 0; i < items.size(); ++i) {
           run.add(std::move(items[i]), [&, i](const net::DownloadOutcome& outcome) {
             outcomes[i] = outcome;
             if (!outcome.ok) return;
-            hashers.submit([&, i, zip = store_.object_path(outcome.digest)] {
+            workers.submit([&, i, zip = outcome.unpublished] {
               try {
-                h1s[i] = lockfile::h1_hash_of_zip(zip);
+                h1s[i] = lockfile::h1_hash_of_zip(zip->temp_path());
+                zip->seal(std::nullopt);  // checked as it streamed
               } catch (...) {
-                h1_errors[i] = std::current_exception();
+                worker_errors[i] = std::current_exception();
               }
             });
           });
         }
       });
-    }  // every hash is done
+    }  // every worker is done
     std::vector<std::string> failures;
+    std::vector<cache::ObjectWriter*> zips;
     for (std::size_t i = 0; i < to_download.size(); ++i) {
       auto& job = *to_download[i];
       const auto& outcome = outcomes[i];
@@ -294,16 +299,19 @@ class TfRun {
       }
       job.fetched(outcome.digest, outcome.size);
       summary.package_bytes += outcome.size;
-      if (h1_errors[i]) std::rethrow_exception(h1_errors[i]);
+      if (worker_errors[i]) std::rethrow_exception(worker_errors[i]);
       job.hashed(std::move(h1s[i]));
       auto found = package_failures(job.filename, job.expected, job.digest, job.size, job.h1);
       failures.insert(failures.end(), found.begin(), found.end());
+      zips.push_back(outcome.unpublished.get());
     }
     if (!failures.empty()) {
+      // Nothing of this run was published: the zips' temp files go with their writers.
       std::string message = "deps tf failed; the store's index and views are unchanged:";
       for (const auto& failure : failures) message += "\n" + failure;
       throw Error(message);
     }
+    (void)store_.publish_sealed(zips);
   }
 
   // ---- commit -----------------------------------------------------------------------------

@@ -50,6 +50,8 @@ class Sink {
   virtual std::string commit(const DownloadItem& item) = 0;
   // After commit: the digest in the item's other algorithm ("" without one).
   virtual std::string other_digest() { return {}; }
+  // After commit: the object left for the caller to publish (DownloadItem::Publish::by_caller).
+  virtual std::shared_ptr<cache::ObjectWriter> unpublished() { return nullptr; }
 
  protected:
   virtual void write_bytes(const char* data, std::size_t size) = 0;
@@ -69,10 +71,17 @@ class StoreSink final : public Sink {
   std::string commit(const DownloadItem& item) override {
     std::optional<std::string> expected;
     if (item.expected_sha256) expected = ascii_lower(*item.expected_sha256);
-    std::string digest = writer_->commit(expected);  // a mismatch removes the temp file
+    if (item.publish == DownloadItem::Publish::by_caller) {
+      std::string digest = writer_->check(expected);  // a mismatch removes the temp file
+      unpublished_ = std::make_shared<cache::ObjectWriter>(std::move(*writer_));
+      writer_.reset();
+      return digest;
+    }
+    std::string digest = writer_->commit(expected);
     writer_.reset();
     return digest;
   }
+  std::shared_ptr<cache::ObjectWriter> unpublished() override { return std::move(unpublished_); }
 
  private:
   void write_bytes(const char* data, std::size_t size) override { writer_->write(data, size); }
@@ -84,6 +93,7 @@ class StoreSink final : public Sink {
   cache::Store& store_;
   std::string label_;
   std::optional<cache::ObjectWriter> writer_;
+  std::shared_ptr<cache::ObjectWriter> unpublished_;
 };
 
 class FileSink final : public Sink {
@@ -567,6 +577,7 @@ class Runner final : public DownloadRun {
         outcome.size = t.sink->size();
         outcome.digest = t.sink->commit(*t.item);
         outcome.other_digest = t.sink->other_digest();
+        outcome.unpublished = t.sink->unpublished();
         outcome.ok = true;
         ++engine_.totals.transfers;
       } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,13 @@ struct DownloadItem {
   // vmconfig item's sha512): computed as they stream, on a thread of its own, and given in
   // DownloadOutcome::other_digest. For items fetched to a destination (add with a path).
   std::optional<DigestAlgorithm> other_algorithm = std::nullopt;
+  // Into the store only: whether the run publishes the object as it lands (synced, renamed into
+  // place, indexed) or leaves it checked but unsynced in the store's temp area, its writer in
+  // DownloadOutcome::unpublished, for the caller to seal and publish (Store::publish_sealed).
+  // A caller that reads each object anyway (deps tf, the h1 of each zip) then syncs it on its
+  // own worker, and the run's thread, which all transfers share, never waits for a sync.
+  enum class Publish { as_it_lands, by_caller };
+  Publish publish = Publish::as_it_lands;
 };
 
 struct DownloadOutcome {
@@ -39,6 +47,9 @@ struct DownloadOutcome {
   std::string other_digest;  // hex in the item's other_algorithm, when it has one
   std::uint64_t size = 0;
   std::string error;    // when !ok: what failed, for which item, expected/got where relevant
+  // Publish::by_caller: the checked object (its sha256 is `digest`), neither synced nor
+  // published; its temp file is removed when the last reference goes unpublished.
+  std::shared_ptr<cache::ObjectWriter> unpublished;
 };
 
 struct DownloadTotals {

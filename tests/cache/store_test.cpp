@@ -223,6 +223,48 @@ TEST(Store, AWriterHashedAtSealIsCheckedOnAnotherThreadAndPublishedOnTheStoresOw
   EXPECT_TRUE(temp_files(dir.path()).empty());
 }
 
+// check() alone (a download's digest, checked on the transfers' thread) syncs nothing and seal()
+// later finds it checked; publish_sealed() publishes many sealed writers at once, in order, and
+// refuses one that is not sealed before it places any.
+TEST(Store, CheckedWritersAreSealedElsewhereAndPublishedTogether) {
+  TempDir dir;
+  Store store = Store::open(dir.path());
+  std::vector<std::string> contents{"one", "two", std::string(300 * 1024, 'z')};
+  std::vector<ObjectWriter> writers;
+  for (const auto& content : contents) {
+    writers.push_back(store.new_object());
+    writers.back().write(content.data(), content.size());
+    EXPECT_EQ(writers.back().check(sha256_hex(content)), sha256_hex(content));
+    EXPECT_EQ(test::read_file(writers.back().temp_path()), content);
+  }
+  std::vector<ObjectWriter*> pointers;
+  for (auto& writer : writers) pointers.push_back(&writer);
+  try {
+    (void)store.publish_sealed(pointers);
+    ADD_FAILURE() << "writers that were only checked were published";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("not sealed"));
+  }
+  for (const auto& content : contents) EXPECT_FALSE(store.has_object(sha256_hex(content)));
+  std::thread([&] {
+    for (auto& writer : writers) writer.seal(std::nullopt);
+  }).join();
+  auto digests = store.publish_sealed(pointers);
+  ASSERT_EQ(digests.size(), contents.size());
+  for (std::size_t i = 0; i < contents.size(); ++i) {
+    EXPECT_EQ(digests[i], sha256_hex(contents[i]));
+    EXPECT_TRUE(store.has_object(digests[i]));
+    EXPECT_EQ(test::read_file(store.object_path(digests[i])), contents[i]);
+  }
+  EXPECT_TRUE(temp_files(dir.path()).empty());
+
+  ObjectWriter damaged = store.new_object();
+  damaged.write("hellO", 5);
+  EXPECT_THROW((void)damaged.check(hello_sha256), Error);
+  EXPECT_FALSE(store.has_object(hello_sha256));
+  EXPECT_TRUE(temp_files(dir.path()).empty()) << "a failed check leaves its temp file";
+}
+
 // A file made in the store's temp area (a download's scratch file) becomes its object as it
 // is: the same inode, named by the sha256 its writer hashed, safe from a sweep meanwhile.
 TEST(Store, AnAdoptedFileBecomesItsObjectWithoutACopy) {

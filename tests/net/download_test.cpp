@@ -527,6 +527,51 @@ TEST(Downloader, WrongExpectedDigestIsAClearErrorAndLeavesNoObject) {
   }
 }
 
+// Publish::by_caller (deps tf): the object is checked as it streams but left unsynced in the
+// store's temp area, its writer in the outcome, until the caller seals and publishes it; a
+// wrong digest still fails the item and leaves nothing; an unpublished writer dropped leaves
+// nothing either.
+TEST(Downloader, AnObjectPublishedByTheCallerIsAnObjectOnlyOncePublished) {
+  FixtureUpstream up;
+  TempDir tmp;
+  auto store = cache::Store::open(tmp / "deps");
+  auto kept = package(up, "terraform-provider-aws_6.0.0_darwin_arm64.zip");
+  auto dropped = package(up, "terraform-provider-aws_6.0.0_linux_amd64.zip");
+  auto wrong = package(up, "terraform-provider-aws_6.0.0_linux_arm64.zip");
+  std::vector<DownloadItem> items{item_for(up, kept), item_for(up, dropped), item_for(up, wrong)};
+  items[2].expected_sha256 = std::string(64, 'b');
+  for (auto& item : items) item.publish = DownloadItem::Publish::by_caller;
+  Downloader downloader(quiet_options(up));
+  auto outcomes = downloader.fetch_into_store(store, items);
+  ASSERT_TRUE(outcomes[0].ok) << outcomes[0].error;
+  ASSERT_TRUE(outcomes[1].ok) << outcomes[1].error;
+  EXPECT_FALSE(outcomes[2].ok);
+  EXPECT_NE(outcomes[2].error.find("hash mismatch"), std::string::npos) << outcomes[2].error;
+  EXPECT_EQ(outcomes[2].unpublished, nullptr);
+  EXPECT_EQ(outcomes[0].digest, kept.sha256);
+  ASSERT_NE(outcomes[0].unpublished, nullptr);
+  ASSERT_NE(outcomes[1].unpublished, nullptr);
+  // Checked, readable where it was written, and not yet an object.
+  const fs::path temp = outcomes[0].unpublished->temp_path();
+  EXPECT_EQ(podplane::file_digest_hex(temp), kept.sha256);
+  EXPECT_FALSE(store.has_object(kept.sha256));
+  EXPECT_FALSE(fs::exists(store.object_path(kept.sha256)));
+
+  const fs::path dropped_temp = outcomes[1].unpublished->temp_path();
+  EXPECT_TRUE(fs::exists(dropped_temp));
+  outcomes[1].unpublished.reset();
+  EXPECT_FALSE(fs::exists(dropped_temp)) << "a writer dropped unpublished left its temp file";
+
+  std::thread([&] { outcomes[0].unpublished->seal(std::nullopt); }).join();  // any thread may seal
+  auto digests = store.publish_sealed({outcomes[0].unpublished.get()});
+  ASSERT_EQ(digests, std::vector<std::string>{kept.sha256});
+  EXPECT_TRUE(store.has_object(kept.sha256));
+  EXPECT_EQ(podplane::file_digest_hex(store.object_path(kept.sha256)), kept.sha256);
+  EXPECT_FALSE(fs::exists(temp));
+  EXPECT_FALSE(store.has_object(dropped.sha256));
+  EXPECT_FALSE(store.has_object(wrong.sha256));
+}
+
 TEST(Downloader, A404IsAPerItemError) {
   FixtureUpstream up;
   TempDir tmp;
