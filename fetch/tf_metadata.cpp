@@ -24,12 +24,24 @@ struct Clients {
 
 }  // namespace
 
-// Runs fn(i, http, registry) for i in [0, count) on up to --jobs threads, each with its own
-// clients, and rethrows the error of the lowest index.
+// Registry answers and release documents are a few KiB each: their time is round trips, not
+// bandwidth. In waves of --jobs (8) the 24 download answers and 12 signed documents of 6
+// providers x 4 platforms took 5 round trips before the first zip (docs/performance.md), so
+// these requests go three times --jobs at once (at most 32; never fewer than --jobs).
+constexpr int kSmallRequestsPerJob = 3;
+constexpr int kMostSmallRequestsAtOnce = 32;
+
+int ProviderMetadata::requests_at_once() const {
+  const int jobs = std::max(1, options_.jobs);
+  return std::max(jobs, std::min(kSmallRequestsPerJob * jobs, kMostSmallRequestsAtOnce));
+}
+
+// Runs fn(i, http, registry) for i in [0, count) on up to requests_at_once() threads, each with
+// its own clients, and rethrows the error of the lowest index.
 template <typename Fn>
 void ProviderMetadata::parallel_for(std::size_t count, Fn fn) {
   if (count == 0) return;
-  auto workers = static_cast<std::size_t>(std::max(1, options_.jobs));
+  auto workers = static_cast<std::size_t>(requests_at_once());
   rethrow_first(on_threads_with_state(
       count, workers, [&] { return Clients(options_.http, config_); },
       [&](std::size_t i, Clients& clients) { fn(i, clients.http, clients.registry); }));

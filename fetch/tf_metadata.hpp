@@ -2,7 +2,7 @@
 // The provider metadata `deps tf` reads upstream: the versions each provider offers, the
 // registry's download answers, SHA256SUMS documents and their signatures, and network-mirror
 // entries. This is the one place that decides how those requests are scheduled: today a
-// batch per kind of request, up to --jobs requests at once on a pool of threads (each with
+// batch per kind of request, up to requests_at_once() at once on a pool of threads (each with
 // its own HTTP and registry client, since neither is thread-safe). Registry answers are small
 // but many: one after another they would dominate a cold run on a slow link.
 // Registry tokens go only to the registry JSON requests; SHA256SUMS and signatures are
@@ -40,6 +40,10 @@ class ProviderMetadata {
 
   // The network mirror's entry for the job's platform; one request per provider version.
   [[nodiscard]] MirrorArchive mirror_archive(const PackageJob& job);
+
+  // How many of these small requests run at once: three times --jobs, at most 32, never fewer
+  // than --jobs (the zips themselves stay at --jobs).
+  [[nodiscard]] int requests_at_once() const;
 
  private:
   template <typename Fn>

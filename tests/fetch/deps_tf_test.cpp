@@ -655,6 +655,29 @@ TEST(DepsTf, GitModuleIsStoppedAtTheDeadline) {
 
 // ---- trust checks ------------------------------------------------------------------------------
 
+// The registry's download answers and the release documents are small and go three times
+// --jobs at once: with --jobs 2, the server holds the first 6 of each kind until all 6 are in
+// flight (2 at a time, each would be held 20 s and logged "hold-timeout"), and never sees more
+// than 6 at once.
+TEST(DepsTf, DownloadAnswersAndSignedDocumentsGoThreeTimesJobsAtOnce) {
+  ServeOptions serve;
+  serve.hold_until = {"6:^/v1/providers/.*/download/", "6:_SHA256SUMS(\\.sig)?$"};
+  FixtureUpstream upstream({}, serve);
+  DepsRun deps(upstream);
+  auto result = deps.podplane({"deps", "tf", "--jobs", "2", "--platform", "linux_amd64", "--platform", "linux_arm64"});
+  ASSERT_EQ(result.exit_code, 0) << show(result);
+  std::vector<AccessLogEntry> answers, documents;
+  for (const auto& entry : upstream.access_log()) {
+    EXPECT_NE(entry.fault, "hold-timeout") << entry.path << " waited for company in vain";
+    if (entry.path.find("/download/") != std::string::npos && entry.path.starts_with("/v1/providers/")) answers.push_back(entry);
+    if (entry.path.ends_with("_SHA256SUMS") || entry.path.ends_with("_SHA256SUMS.sig")) documents.push_back(entry);
+  }
+  EXPECT_EQ(answers.size(), 12u);  // 6 providers x 2 platforms
+  EXPECT_EQ(documents.size(), 12u);
+  EXPECT_EQ(max_concurrency(answers), 6u);
+  EXPECT_EQ(max_concurrency(documents), 6u);
+}
+
 TEST(DepsTf, CorruptedZipFailsTheZipCheckAndIndexesNothing) {
   FixtureOptions fixture;
   fixture.corrupt_zip = {"terraform-provider-aws_6.2.0_linux_amd64.zip"};
