@@ -48,7 +48,8 @@ struct Fetched {
 // curl as a site host would run it: the mirror's name resolved to loopback, the site CA trusted.
 Fetched fetch(const fs::path& work, int port, const std::string& path, const fs::path& ca) {
   const fs::path body = work / "body", headers = work / "headers";
-  auto result = run({"curl", "-sS", "--resolve", "mirror.site.internal:" + std::to_string(port) + ":127.0.0.1", "--cacert",
+  // --tlsv1.3: the shipped config must offer TLS 1.3 (nginx 1.22 does not by default).
+  auto result = run({"curl", "-sS", "--tlsv1.3", "--resolve", "mirror.site.internal:" + std::to_string(port) + ":127.0.0.1", "--cacert",
                      ca.string(), "-o", body.string(), "-D", headers.string(),
                      "https://mirror.site.internal:" + std::to_string(port) + path});
   Fetched fetched;
