@@ -9,16 +9,24 @@
 // never completed with wrong bytes; every later answer is whole and right. The node-init
 // script's own fetch, which resumes such a cut download, gets the object right in one run: the
 // resumed file fails its digest (its first bytes are the damaged copy's), and it downloads the
-// file whole again. Loopback only: a few dozen requests.
+// file whole again. And a rolling import caught half way: what only the replica that has
+// imported a delta holds (a new image tag, a provider version, a VM file) is a 404 on the other,
+// which the config's `retry-on … 404` sends on, so that GETs and a containerd pull of the new
+// tag all succeed. Loopback only: a few dozen requests.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "cache/store.hpp"
+#include "net/oci_reference.hpp"
+#include "tests/mirror/containerd_fixture.hpp"
 #include "tests/mirror/haproxy_fixture.hpp"
+#include "tests/mirror/registry_fixture.hpp"
 #include "tests/mirror/serve_fixture.hpp"
 #include "tests/support/node_init_fetch.hpp"
 
@@ -33,6 +41,8 @@ using podplane::test::TempDir;
 constexpr int kReplicas = 2;
 constexpr int kDamagedReplica = 0;  // replica1 holds the damaged copy
 constexpr int kGoodReplica = 1;     // replica2 a good one
+constexpr int kUpToDate = 0;        // in a rolling import, replica1 has imported the delta
+constexpr int kLagging = 1;         // and replica2 has not yet
 // Sequential requests for each object: with `balance leastconn` and nothing else in flight,
 // HAProxy takes the replicas in turn, so several of them meet the damaged replica first.
 constexpr int kRequests = 6;
@@ -93,18 +103,43 @@ class BalancerRetryTest : public ::testing::Test {
     corrupt_in_place(object);
     const std::string damaged = read_file(object);
     EXPECT_NE(sha256_hex(damaged), digest);
+    start_replicas_and_balancer();
+    return damaged;
+  }
+
+  // Starts the replicas (each watching its index, so that an import shows within 100 ms) and
+  // HAProxy in front of them. Fails the test when one does not start.
+  void start_replicas_and_balancer() {
     for (int i = 0; i < kReplicas; ++i) {
-      replicas_[i] = std::make_unique<MirrorServe>(
-          replica_root(i),
-          std::vector<std::string>{"--listen", "127.0.0.1:0", "--tls-cert", tls_.cert.string(), "--tls-key", tls_.key.string()},
-          replica_log(i));
+      replicas_[i] = std::make_unique<MirrorServe>(replica_root(i),
+                                                   std::vector<std::string>{"--listen", "127.0.0.1:0", "--tls-cert", tls_.cert.string(),
+                                                                            "--tls-key", tls_.key.string(), "--watch-interval", "100"},
+                                                   replica_log(i));
       EXPECT_TRUE(replicas_[i]->started()) << replicas_[i]->log();
-      if (!replicas_[i]->started()) return damaged;
+      if (!replicas_[i]->started()) return;
     }
     BalancerSite site{temp_.path(), temp_ / "tls" / "haproxy.pem", tls_.cert, {}, {}};
     for (const auto& replica : replicas_) site.replica_ports.push_back(port_of(replica->url()));
     balancer_.start(site);
-    return damaged;
+  }
+
+  // A delta bundle of what the online store holds beyond replica 1's inventory, signed, at `bundle`.
+  void create_delta(const fs::path& bundle) const {
+    const fs::path inventory = bundle.string() + ".inventory";
+    auto listed = run_podplane({"bundle", "inventory", "-o", inventory.string()}, at(replica_root(0)));
+    ASSERT_EQ(listed.exit_code, 0) << show(listed);
+    auto created = run_podplane(
+        {"bundle", "create", bundle.string(), "--since", inventory.string(), "--sign", (temp_ / "site.key").string()}, at(online_root()));
+    ASSERT_EQ(created.exit_code, 0) << show(created);
+  }
+  void import_into(int i, const fs::path& bundle) const {
+    auto imported = run_podplane({"bundle", "import", bundle.string(), "--trust", (temp_ / "site.pub").string()}, at(replica_root(i)));
+    ASSERT_EQ(imported.exit_code, 0) << show(imported);
+  }
+  // The generation /healthz of the mirror at `url` reports, or "" when it does not answer.
+  std::string generation_at(const std::string& url) const {
+    auto answer = CurlSession().fetch(url + "/healthz", tls());
+    return answer.status == 200 ? nlohmann::json::parse(answer.body).value("generation", "") : "";
   }
 
   fs::path online_root() const { return temp_ / "online"; }
@@ -123,14 +158,30 @@ class BalancerRetryTest : public ::testing::Test {
     return request;
   }
 
-  // Access-log lines of replica i for `request` ("GET /path") answered with `status`.
+  // Access-log lines of replica i for `request` ("GET /path"; "" for any) answered with `status`.
   std::size_t answered(int i, const std::string& request, int status) const {
     std::size_t count = 0;
     std::istringstream lines(read_file(replica_log(i)));
-    const std::string wanted = "\"" + request + " HTTP/1.1\" " + std::to_string(status) + " ";
+    const std::string wanted = (request.empty() ? "" : "\"" + request) + " HTTP/1.1\" " + std::to_string(status) + " ";
     for (std::string line; std::getline(lines, line);)
       if (line.find(wanted) != std::string::npos) ++count;
     return count;
+  }
+  // A replica writes a request's access-log line once the answer has gone: the client, and
+  // HAProxy's count of retries, can be ahead of the log for a moment. answered(), once the log
+  // holds `expected` such lines or 5 s have passed.
+  std::size_t answered_eventually(int i, const std::string& request, int status, std::size_t expected) const {
+    (void)wait_for([&] { return answered(i, request, status) >= expected; }, std::chrono::seconds(5));
+    return answered(i, request, status);
+  }
+  // The 404s replica i has answered, once its log shows as many as HAProxy retried away from it
+  // (failing the test when the two still differ after 5 s): each was sent on to another replica.
+  std::size_t refusals_retried(int i) const {
+    const bool settled =
+        wait_for([&] { return answered(i, "", 404) == static_cast<std::size_t>(balancer_.retried_away_from(i)); }, std::chrono::seconds(5));
+    EXPECT_TRUE(settled) << "404s of replica" << i + 1 << ": " << answered(i, "", 404) << ", retried by HAProxy: "
+                         << balancer_.retried_away_from(i) << "\n" << balancer_.command("show stat") << logs();
+    return answered(i, "", 404);
   }
   // The replicas' logs and HAProxy's, for a failure message.
   std::string logs() const {
@@ -291,6 +342,126 @@ TEST_F(BalancerRetryTest, NodeInitFetchDownloadsALargeObjectWholeAgainWhenItsRes
   EXPECT_EQ(answered(kDamagedReplica, request, 206), 0u) << logs();
   std::cout << "[ INFO ] node-init fetch of the damaged large object: " << attempts
             << " attempts (cut short by replica1, resumed to a wrong digest, downloaded whole)\n";
+}
+
+// A rolling import (docs/operations.md "HAProxy in front"), caught between two replicas:
+// replica 1 has imported a delta bundle that adds a tag to an image both replicas hold
+// (fixture/app:2.0, whose index, manifest, config and own layer are new, beside the base layer
+// it shares with 1.0), a provider version and a VM file; replica 2 has not yet, and answers 404
+// for each. No generation is named, so HAProxy keeps both in: the config's `retry-on … 404`
+// sends what replica 2 refuses on to replica 1, and every client gets it, containerd's pull of
+// the new tag (through the catalogue's hosts.toml) included. Without 404 in `retry-on`,
+// replica 2's 404 reaches the client of each request it is offered.
+TEST_F(BalancerRetryTest, WhatOnlyTheReplicaThatImportedADeltaHoldsIsServedToEveryClientWhileTheOtherLags) {
+  for (const char* program : {"docker-registry", "skopeo", "python3"})
+    ASSERT_TRUE(podplane::test::have_program(program)) << program << " is needed (scripts/setup installs it)";
+  // Online: fixture/app from a registry on loopback, tag by tag (each tag: a layer of its own on
+  // the same base layer). 1.0 goes to both replicas; 2.0, with the provider version and the VM
+  // file, is the delta of the rolling import.
+  auto registry = std::make_unique<DockerRegistry>(temp_ / "registry");
+  const std::string upstream = registry->host();
+  const std::string repository = upstream + "/fixture/app";
+  auto fill_tag = [&](const std::string& tag) {
+    json pushed = push_image(temp_ / "images", *registry, "fixture/app", tag, {"linux/amd64"}, "app-" + tag);
+    write_file(temp_ / ("images-" + tag + ".txt"), repository + ":" + tag + "\n");
+    ProcessOptions online = at(online_root());
+    online.env["PODPLANE_PLAIN_HTTP_REGISTRIES"] = upstream;
+    online.unset_env = {"http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+    auto fetched =
+        run_podplane({"--quiet", "deps", "images", "-f", (temp_ / ("images-" + tag + ".txt")).string(), "--arch", "amd64"}, online);
+    EXPECT_EQ(fetched.exit_code, 0) << show(fetched);
+    return pushed;
+  };
+  (void)fill_tag("1.0");
+  ASSERT_FALSE(HasFailure());
+  ASSERT_NO_FATAL_FAILURE(create_delta(temp_ / "app-1.0.bundle"));
+  for (int i = 0; i < kReplicas; ++i) ASSERT_NO_FATAL_FAILURE(import_into(i, temp_ / "app-1.0.bundle"));
+
+  const json app2 = fill_tag("2.0");
+  ASSERT_FALSE(HasFailure());
+  registry.reset();  // upstream is unreachable on the site: containerd cannot fall back to it
+  add_null_release(online_root(), temp_ / "work", "3.9.0", {"linux_amd64"});
+  const std::string vm_file = random_bytes(64 * 1024, 11);
+  std::string zip_digest;
+  {
+    auto store = cache::Store::open(online_root());
+    auto row = podplane::test::vmconfig_artifact_row(
+        store.add_bytes(vm_file), "containerd", "2.3.2",
+        "https://github.com/containerd/containerd/releases/download/v2.3.2/containerd-2.3.2-linux-amd64.tar.gz");
+    row.size = static_cast<std::int64_t>(vm_file.size());
+    (void)store.add_artifact(row);
+    for (const auto& zip : store.artifacts({.kind = cache::ArtifactKind::provider_package}))
+      if (zip.version == "3.9.0") zip_digest = zip.digest;
+  }
+  ASSERT_NO_FATAL_FAILURE(create_delta(temp_ / "delta.bundle"));
+
+  // Replica 1 imports the delta while both serve; replica 2 lags behind.
+  start_replicas_and_balancer();
+  ASSERT_FALSE(HasFailure()) << "the replicas and HAProxy did not start";
+  const std::string before = generation_at(replicas_[kUpToDate]->url());
+  ASSERT_NO_FATAL_FAILURE(import_into(kUpToDate, temp_ / "delta.bundle"));
+  ASSERT_TRUE(wait_for([&] { return generation_at(replicas_[kUpToDate]->url()) != before; })) << "replica 1 serves the delta";
+  ASSERT_EQ(generation_at(replicas_[kLagging]->url()), before) << "replica 2 lags";
+  ASSERT_EQ(balancer_.servers_up(), kReplicas) << "no generation is named: both replicas are in";
+
+  // Each new path, one client after another, as `docker manifest inspect`, terraform and VMs ask.
+  const std::string tag_path = "/v2/" + net::mirror_repository(repository) + "/manifests/2.0";
+  const std::string index_digest = app2.at("index");
+  struct NewPath {
+    std::string path, digest;
+    std::vector<std::string> headers;
+  };
+  const std::vector<NewPath> new_paths{
+      {tag_path, index_digest.substr(7),
+       {"Accept: application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
+        "application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json"}},
+      {"/v1/mirror/registry.opentofu.org/hashicorp/null/terraform-provider-null_3.9.0_linux_amd64.zip", zip_digest, {}},
+      {"/vmconfig/artifacts/containerd/2.3.2/containerd-2.3.2-linux-amd64.tar.gz", sha256_hex(vm_file), {}}};
+  for (const auto& [path, digest, headers] : new_paths) {
+    for (int n = 0; n < kRequests; ++n) {
+      auto answer = CurlSession().fetch(balancer_.url() + path, tls(headers));
+      EXPECT_EQ(answer.status, 200) << "GET " << path << " " << n << ": " << answer.error << "\n" << logs();
+      EXPECT_EQ(sha256_hex(answer.body), digest) << "GET " << path << " " << n;
+      if (path == tag_path) {
+        EXPECT_EQ(answer.header("docker-content-digest"), index_digest);
+        EXPECT_EQ(answer.header("content-type"), "application/vnd.oci.image.index.v1+json");
+      }
+    }
+  }
+  // The lagging replica was asked for each and refused; every answer came from replica 1.
+  const std::size_t refused_gets = refusals_retried(kLagging);
+  for (const auto& new_path : new_paths) {
+    EXPECT_GE(answered(kLagging, "GET " + new_path.path, 404), 1u) << "replica 2 was never asked for " << new_path.path << "\n"
+                                                                   << logs();
+    EXPECT_EQ(answered_eventually(kUpToDate, "GET " + new_path.path, 200, kRequests), static_cast<std::size_t>(kRequests)) << logs();
+  }
+
+  // A node pulls the new tag with containerd, through the catalogue's hosts.toml read via HAProxy:
+  // twice, into a namespace of its own each time, so that each pull downloads every blob.
+  if (auto why = containerd_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const std::string hosts_toml = catalogue_hosts_toml(balancer_.url(), tls_.cert, upstream);
+  ASSERT_NE(hosts_toml.find("[host.\"" + balancer_.url() + "/v2/mirror/"), std::string::npos) << hosts_toml;
+  write_file(temp_ / "certs.d" / upstream / "hosts.toml", hosts_toml);
+  Containerd containerd(temp_ / "containerd");
+  ASSERT_TRUE(containerd.ready()) << containerd.log();
+  std::set<std::string> blobs{index_digest, app2.at("manifests").at("linux/amd64").at("digest").get<std::string>()};
+  for (const auto& blob : app2.at("blobs")) blobs.insert(blob.get<std::string>());  // config, base and own layer
+  for (int n = 0; n < 2; ++n) {
+    const std::string name_space = "node" + std::to_string(n);
+    auto pulled = containerd.ctr({"--namespace", name_space, "image", "pull", "--snapshotter", "native", "--platform", "linux/amd64",
+                                  "--hosts-dir", (temp_ / "certs.d").string(), repository + ":2.0"});
+    ASSERT_EQ(pulled.exit_code, 0) << show(pulled) << logs();
+    EXPECT_EQ(listed_digest(containerd.ctr({"--namespace", name_space, "image", "ls"}), repository + ":2.0"), index_digest);
+    EXPECT_EQ(listed_content(containerd.ctr({"--namespace", name_space, "content", "ls", "-q"})), blobs)
+        << "the index, manifest, config and layers of amd64";
+  }
+  // Every 404 of the lagging replica was sent on to replica 1, the pulls' too; nothing else was retried.
+  const std::size_t refused = refusals_retried(kLagging);
+  const std::size_t refused_pull_requests = refused - refused_gets;
+  EXPECT_GE(refused_pull_requests, 1u) << "replica 2 was never asked for the new image by the pulls\n" << logs();
+  EXPECT_EQ(balancer_.retried_away_from(kUpToDate), 0) << balancer_.command("show stat");
+  std::cout << "[ INFO ] requests for what only replica1 held, refused by replica2 with a 404 and retried on replica1: "
+            << refused << " (" << refused_pull_requests << " of them by 2 containerd pulls)\n";
 }
 
 }  // namespace

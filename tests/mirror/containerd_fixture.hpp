@@ -2,7 +2,8 @@
 // Debian's containerd for a test (a private socket, root and state under the test's temp dir,
 // native snapshotter, no CRI, no task runtime, nothing written outside that dir), driven by its
 // `ctr`, and the hosts.toml the catalogue page prints for a registry: what
-// tests/mirror/containerd_test.cpp and tests/mirror/fleet_test.cpp pull images with.
+// tests/mirror/containerd_test.cpp, tests/mirror/fleet_test.cpp and
+// tests/mirror/balancer_retry_test.cpp pull images with.
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -43,6 +45,24 @@ inline std::string hosts_toml_for(const std::string& page, const std::string& re
   if (start == std::string::npos || end == std::string::npos) return "";
   start += std::string("<pre><code>").size();
   return text_of(page.substr(start, end - start));
+}
+
+// The hosts.toml a node's operator copies for `registry` from the catalogue of the mirror at
+// `mirror_url` (read through a balancer, it names the balancer's address), with its `ca` set to
+// `ca_file` instead of the path the page suggests. Throws, saying why, when the page cannot be
+// read or gives no such snippet.
+inline std::string catalogue_hosts_toml(const std::string& mirror_url, const fs::path& ca_file, const std::string& registry) {
+  HttpRequest request;
+  request.ca_file = ca_file;
+  auto page = CurlSession().fetch(mirror_url + "/", request);
+  if (page.status != 200)
+    throw std::runtime_error("the catalogue at " + mirror_url + "/ answered " + std::to_string(page.status) + " " + page.error);
+  std::string hosts_toml = hosts_toml_for(page.body, registry);
+  const std::string ca_line = "ca = \"/etc/ssl/certs/podplane-mirror-ca.pem\"";
+  const auto at = hosts_toml.find(ca_line);
+  if (at == std::string::npos)
+    throw std::runtime_error("the catalogue gives no hosts.toml naming the CA for " + registry + ":\n" + text_of(page.body));
+  return hosts_toml.replace(at, ca_line.size(), "ca = \"" + ca_file.string() + "\"");
 }
 
 // Why containerd cannot run a test's pulls here, or "" when it can: its binaries are missing

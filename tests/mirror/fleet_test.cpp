@@ -172,16 +172,8 @@ class FleetTest : public ::testing::Test {
   // The hosts.toml the catalogue prints for the images' registry, read through the balancer as a
   // node's operator would read it: it names the balancer's address. Only its `ca` is the test's.
   void write_hosts_toml() const {
-    HttpRequest request;
-    request.ca_file = tls_.cert;
-    CurlSession http;
-    auto page = http.fetch(base_ + "/", request);
-    ASSERT_EQ(page.status, 200) << page.error;
-    std::string hosts_toml = hosts_toml_for(page.body, registry_);
+    const std::string hosts_toml = catalogue_hosts_toml(base_, tls_.cert, registry_);
     ASSERT_NE(hosts_toml.find("[host.\"" + base_ + "/v2/mirror/"), std::string::npos) << hosts_toml;
-    const std::string ca_line = "ca = \"/etc/ssl/certs/podplane-mirror-ca.pem\"";
-    ASSERT_NE(hosts_toml.find(ca_line), std::string::npos) << hosts_toml;
-    hosts_toml.replace(hosts_toml.find(ca_line), ca_line.size(), "ca = \"" + tls_.cert.string() + "\"");
     write_file(hosts_dir() / registry_ / "hosts.toml", hosts_toml);
   }
   fs::path hosts_dir() const { return temp_ / "certs.d"; }
