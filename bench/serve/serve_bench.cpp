@@ -10,12 +10,12 @@
 // server and the podplane/nginx ratio; the goal (issue "speed of the wire") is >= 1.0x.
 // mirror serve hashes each object once per process, beside its first download, so the first
 // download of the zip is timed on its own (with libcurl, from freshly started servers,
-// --first-runs times), then a later one from the same server (checked already), and the first
-// is printed beside its floors: the sha256 CPU time of the object here and nginx's time for the
+// --first-runs times), then later ones from the same server (checked already; --later-runs
+// alternated pairs after each first one), and the first is printed beside its floors: the sha256 CPU time of the object here and nginx's time for the
 // same download. The wrk runs measure the steady state.
 // Beside each row: the load average when it started (the machine is shared), the CPU seconds
 // the server spent on it (nginx: master and workers) and that per request, in microseconds.
-//   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N] [--first-runs N] [--podplane PATH]
+//   usage: serve_bench [--clients N] [--seconds N] [--zip-mib N] [--first-runs N] [--later-runs N] [--podplane PATH]
 //                      [--only json|first] [--nginx-access-log-off]
 // --podplane runs another podplane binary (e.g. a build of the previous commit) as the server.
 // --only json measures the JSON rows alone: to compare two builds on the request path in a
@@ -161,6 +161,7 @@ std::string nginx_config(const fs::path& prefix, const fs::path& root, int port,
 struct Options {
   int clients = 32, seconds = 8, zip_mib = 100;
   int first_runs = 1;  // first downloads measured, each from freshly started servers
+  int later_runs = 5;  // later downloads measured after each first one, alternating the servers
   std::string podplane = podplane::test::podplane_binary().string();
   bool json_only = false, first_only = false, nginx_access_log = true;
 };
@@ -197,6 +198,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       o.zip_mib = std::stoi(value);
     } else if (flag == "--first-runs") {
       o.first_runs = std::max(1, std::stoi(value));
+    } else if (flag == "--later-runs") {
+      o.later_runs = std::max(1, std::stoi(value));
     } else {
       std::cerr << "unknown option " << flag << "\n";
       return std::nullopt;
@@ -310,15 +313,20 @@ void measure_first_downloads(const Options& o, const podplane::test::TempDir& te
                                    (https ? servers.tls : servers.plain)->pid(), false);
         };
         auto theirs_once = [&] { theirs.result = fetch_once((https ? nginx_tls : nginx_plain) + zip_path, verify, nginx_pid, true); };
-        if (run % 2 == 0) {
-          ours_once();
-          theirs_once();
-        } else {
-          theirs_once();
-          ours_once();
+        // A first download happens once per server start; a later one can be repeated, and
+        // one pair of single downloads moves by 10% and more with the scheduling of two cores.
+        const int pairs = which == std::string(" first zip") ? 1 : o.later_runs;
+        for (int pair = 0; pair < pairs; ++pair) {
+          if ((run + pair) % 2 == 0) {
+            ours_once();
+            theirs_once();
+          } else {
+            theirs_once();
+            ours_once();
+          }
+          rows.push_back(ours);
+          rows.push_back(theirs);
         }
-        rows.push_back(std::move(ours));
-        rows.push_back(std::move(theirs));
       }
     }
   }
@@ -361,18 +369,24 @@ void print_single_download_summary(const std::vector<Row>& rows, double hash_sec
   };
   for (const std::string scheme : {"http", "https"}) {
     for (const std::string which : {" first zip", " later zip"}) {
-      std::vector<double> ratios, ours_ms, theirs_ms;
+      std::vector<double> ratios, ours_ms, theirs_ms, ours_cpu_ms, theirs_cpu_ms;
       for (std::size_t i = 1; i < rows.size(); i += 2) {
         if (rows[i].workload != scheme + which) continue;
         ours_ms.push_back(rows[i - 1].result.seconds * 1000);
         theirs_ms.push_back(rows[i].result.seconds * 1000);
+        ours_cpu_ms.push_back(rows[i - 1].result.cpu_seconds * 1000);
+        theirs_cpu_ms.push_back(rows[i].result.cpu_seconds * 1000);
         ratios.push_back(rows[i].result.seconds / rows[i - 1].result.seconds);
       }
       if (ratios.empty()) continue;
+      // The servers' CPU per download beside the times: where the ratio moves while the CPU
+      // does not, the difference is in the scheduling of the shared cores, not in the server.
       std::printf("%s (%d MiB), %zu runs: podplane median %.1f ms, nginx median %.1f ms, podplane/nginx median %.2f× "
-                  "(min %.2f×, max %.2f×; target >= 1.0×)\n",
+                  "(min %.2f×, max %.2f×; target >= 1.0×); server CPU a download: podplane %.0f ms, nginx %.0f ms "
+                  "(medians, clock ticks of 10 ms)\n",
                   (scheme + which).c_str(), zip_mib, ratios.size(), median(ours_ms), median(theirs_ms), median(ratios),
-                  *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()));
+                  *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()),
+                  median(ours_cpu_ms), median(theirs_cpu_ms));
       if (which != " first zip") continue;
       const double wire = median(theirs_ms), hash = hash_seconds * 1000;
       std::printf("%s first zip floors: sha256 %.1f ms CPU (%.0f MiB/s), wire (nginx) %.1f ms; hash then send %.1f ms "
