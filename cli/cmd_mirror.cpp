@@ -198,6 +198,8 @@ void register_mirror_commands(CLI::App& group, const GlobalOptions& global) {
               << " bytes), skipped " << stats.blobs_present << " blobs the registry had";
     if (stats.blobs_mounted > 0) std::cout << ", mounted " << stats.blobs_mounted << " from another repository";
     std::cout << "\n";
+    // Not progress: what the registry did not get, and where it goes instead (even with --quiet).
+    std::cerr << mirror::git_repositories_note(stats);
   });
 }
 

@@ -247,7 +247,7 @@ GitAnswer GitRepositories::answer(const GitRequest& request) {
 }
 
 void GitRepositories::write_bare_repositories(const fs::path& dir) {
-  for (const auto& [name, repository] : by_repository_) build(name, repository->snapshots, dir / (name + ".git"));
+  for (const auto& [name, repository] : by_repository_) build(name, repository->snapshots, dir / bare_repository_path(name));
 }
 
 }  // namespace podplane::mirror

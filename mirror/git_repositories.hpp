@@ -50,6 +50,10 @@ struct GitRequest {
   std::string body;
 };
 
+// Where `mirror export` writes the bare repository of `repository` ("host/org/repo"), below
+// the directory it is given: "host/org/repo.git".
+[[nodiscard]] inline std::string bare_repository_path(const std::string& repository) { return repository + ".git"; }
+
 class GitRepositories {
  public:
   explicit GitRepositories(std::vector<StoredGitSnapshot> snapshots);
@@ -69,7 +73,7 @@ class GitRepositories {
   // but upload-pack (nothing is received), 405 for another method.
   [[nodiscard]] GitAnswer answer(const GitRequest& request);
 
-  // Writes every repository as a bare repository below `dir` (<dir>/<host>/<org>/<repo>.git,
+  // Writes every repository as a bare repository below `dir` (<dir>/bare_repository_path(…),
   // `git update-server-info` run, so a static web server serves it too): `mirror export`.
   void write_bare_repositories(const std::filesystem::path& dir);
 

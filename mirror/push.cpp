@@ -14,6 +14,7 @@
 #include "base/digest.hpp"
 #include "base/error.hpp"
 #include "cache/kinds.hpp"
+#include "mirror/git_repositories.hpp"
 #include "net/http.hpp"
 #include "net/transport.hpp"
 
@@ -508,7 +509,42 @@ void push_images(Pusher& push, Registry& registry, const OciTarget& target, cons
   }
 }
 
+// Whether some kind whose rows make the repositories served at /git/ is pushed (the table's
+// Pushed value of those rows decides, as for every other kind).
+bool pushes_git_repositories() {
+  const auto kinds = cache::kinds();
+  return std::any_of(kinds.begin(), kinds.end(), [](const cache::KindInfo& kind) {
+    return kind.served == cache::Served::git_repository && kind.pushed != cache::Pushed::none;
+  });
+}
+
+// `text` inside a double-quoted shell word: what the shell would expand or end the word at escaped.
+std::string double_quoted_part(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\' || c == '$' || c == '`') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string git_repositories_note(const PushStats& stats) {
+  const auto& repositories = stats.git_repositories_not_pushed;
+  if (repositories.empty()) return "";
+  const std::size_t n = repositories.size();
+  std::string note = "podplane: " + std::to_string(n) + (n == 1 ? " git repository was" : " git repositories were") +
+                     " not pushed: an OCI registry is no place for git repositories. Hand " + (n == 1 ? "it" : "them") +
+                     " to the site git server instead (docs/ci.md \"Git sources\"), with DIR set to a new or empty directory and "
+                     "SITE_GIT to the server's URL under which an empty repository waits for each:\n"
+                     "  podplane mirror export \"$DIR\"\n";
+  for (const auto& repository : repositories) {
+    const std::string path = double_quoted_part(bare_repository_path(repository));
+    note += "  git -C \"$DIR/git/" + path + "\" push --mirror \"$SITE_GIT/" + path + "\"\n";
+  }
+  return note;
+}
 
 PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text, const PushOptions& options,
                       std::ostream* progress) {
@@ -538,6 +574,7 @@ PushStats push_to_oci(const fs::path& deps_root, const std::string& target_text,
       case cache::Pushed::image_as_stored: push_images(push, registry, target, site, store); break;
     }
   }
+  if (!pushes_git_repositories()) push.stats.git_repositories_not_pushed = site.git()->repositories();
   return push.stats;
 }
 

@@ -48,6 +48,9 @@ struct PushStats {
   std::size_t manifests_present = 0;  // same digest already there (under that tag)
   std::uint64_t bytes_uploaded = 0;
   std::vector<std::string> references;  // REGISTRY/REPO:TAG of every tag pushed or present
+  // The store's git repositories (as served at /git/: "host/org/repo"), which no kind of the
+  // table pushes: an OCI registry is no place for them (git_repositories_note).
+  std::vector<std::string> git_repositories_not_pushed;
 };
 
 // Where things go below oci://REGISTRY/PREFIX (lower-case repository names):
@@ -60,6 +63,11 @@ struct OciTarget {
   std::string prefix;    // may be empty
   static OciTarget parse(const std::string& text);  // UsageError unless oci://REGISTRY[/PREFIX]
 };
+
+// What `mirror push` says on stderr of the git repositories it did not push: how many, and the
+// commands, runnable as printed once DIR and SITE_GIT are set, that hand them to a site git
+// server instead (docs/ci.md "Git sources"). "" when there are none.
+[[nodiscard]] std::string git_repositories_note(const PushStats& stats);
 
 [[nodiscard]] PushStats push_to_oci(const std::filesystem::path& deps_root, const std::string& target,
                                     const PushOptions& options, std::ostream* progress);

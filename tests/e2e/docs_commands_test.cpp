@@ -350,6 +350,8 @@ std::vector<Scenario> scenarios() {
                    write_root(setup.work / "terraform", "random", "~> 3.7");
                    write_root(setup.work / "clusters" / "home" / "bootstrap", "null", ">= 3.0");
                    write_root(setup.work / "clusters" / "home" / "talos", "tls", ">= 4.0");
+                   // "Git sources": the directory the reader sets DIR to for the export
+                   setup.online_env["DIR"] = (setup.scratch / "git-export").string();
                  },
                  {// the site's inventory, carried out once (step 2's prose), and the online key
                   {"podplane bundle create random-3.8.bundle", Side::airgap, "podplane bundle inventory -o inventory.json"},

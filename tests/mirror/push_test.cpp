@@ -2,8 +2,14 @@
 // docker-registry (CNCF distribution) on loopback, read back through the registry API and skopeo.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <sstream>
+
+#include "cache/kinds.hpp"
 #include "mirror/push.hpp"
+#include "tests/mirror/registry_fixture.hpp"
 #include "tests/mirror/serve_fixture.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/upstream.hpp"
 
 namespace podplane::serve_test {
@@ -200,6 +206,61 @@ TEST_F(PushTest, BadTargetsAreUsageErrors) {
     auto result = run_podplane({"mirror", "push", target}, options);
     EXPECT_EQ(result.exit_code, 2) << target << ": " << result.err;
   }
+}
+
+// An OCI registry is no place for git repositories: their rows are Pushed::none, and push says
+// so on stderr (even with --quiet) with the commands that hand them to a site git server. Run
+// as printed, with DIR and SITE_GIT set, they give a server whose clone has the stored commit.
+TEST(PushGitRepositories, PushNamesThoseItLeavesOutAndItsCommandsHandThemToASiteGitServer) {
+  for (const char* program : {"docker-registry", "git", "bash"})
+    ASSERT_TRUE(podplane::test::have_program(program)) << program << " is needed (scripts/setup installs it)";
+  TempDir dir;
+  const fs::path root = dir / "deps";
+  const test::EveryKind every = [&] {
+    auto store = cache::Store::open(root);
+    return test::add_every_kind(store, dir / "work");
+  }();
+  std::optional<cache::Artifact> refs;
+  for (const auto& kind : cache::kinds())
+    if (kind.kind == cache::ArtifactKind::git_refs && every.has(kind)) refs = every.of(kind);
+  ASSERT_TRUE(refs) << "the every-kind store holds a git repository";
+  const std::string repository = refs->address;  // host/org/repo, as served at /git/
+  const std::string commit = refs->filename.substr(0, refs->filename.find('.'));
+
+  DockerRegistry registry(dir / "registry");
+  podplane::test::ProcessOptions options;
+  options.env["PODPLANE_DEPS_CACHE_DIR"] = root.string();
+  auto pushed = run_podplane({"--quiet", "mirror", "push", "oci://" + registry.host() + "/site", "--plain-http"}, options);
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.out << pushed.err;
+  EXPECT_NE(pushed.err.find("podplane: 1 git repository was not pushed: an OCI registry is no place for git repositories."),
+            std::string::npos)
+      << pushed.err;
+  EXPECT_NE(pushed.err.find("docs/ci.md \"Git sources\""), std::string::npos) << pushed.err;
+  // The commands: the note's indented lines.
+  std::string commands;
+  std::istringstream lines(pushed.err);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("  ", 0) == 0) commands += line.substr(2) + "\n";
+  EXPECT_EQ(commands, "podplane mirror export \"$DIR\"\ngit -C \"$DIR/git/" + repository + ".git\" push --mirror \"$SITE_GIT/" +
+                          repository + ".git\"\n");
+
+  // The site git server: an empty bare repository for each, reached by file://.
+  const fs::path server = dir / "site-git";
+  ASSERT_EQ(run({"git", "init", "-q", "--bare", (server / (repository + ".git")).string()}).exit_code, 0);
+  podplane::test::ProcessOptions shell = options;
+  shell.env["PATH"] = podplane::test::podplane_binary().parent_path().string() + ":" + std::getenv("PATH");
+  shell.env["DIR"] = (dir / "export").string();
+  shell.env["SITE_GIT"] = "file://" + server.string();
+  shell.env["HOME"] = (dir / "home").string();
+  shell.env["GIT_CONFIG_NOSYSTEM"] = "1";
+  auto handed = run({"bash", "-e", "-c", commands}, shell);
+  ASSERT_EQ(handed.exit_code, 0) << handed.out << handed.err << "\n" << commands;
+
+  auto cloned = run({"git", "clone", "-q", "file://" + (server / (repository + ".git")).string(), (dir / "clone").string()});
+  ASSERT_EQ(cloned.exit_code, 0) << cloned.err;
+  auto tagged = run({"git", "-C", (dir / "clone").string(), "rev-parse", refs->version + "^{commit}"});
+  EXPECT_EQ(tagged.out.substr(0, tagged.out.find('\n')), commit) << tagged.err;
+  EXPECT_EQ(run({"git", "-C", (dir / "clone").string(), "fsck", "--strict"}).exit_code, 0);
 }
 
 }  // namespace
