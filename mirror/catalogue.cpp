@@ -507,6 +507,17 @@ std::optional<std::string> cosign_attachment_kind(const cache::Artifact& row) {
   return std::nullopt;
 }
 
+// Whether a stored manifest is a Helm chart (its config is Helm's) that the site serves at its
+// tag: what `helm pull oci://… --version <tag>` asks for. One stored by digest alone has no tag
+// to give --version.
+bool is_served_helm_chart(const CatalogueSource& source, const cache::Artifact& manifest, const std::string& repository) {
+  auto config = source.artifact_config_types.find(manifest.filename);
+  if (config == source.artifact_config_types.end() || config->second != net::image_media::helm_config) return false;
+  if (!cache::image_digest_problem(manifest.version)) return false;
+  return !served_at(source, std::string(site_paths::registry_api) + repository + "/manifests/" + manifest.version, manifest.digest)
+              .empty();
+}
+
 // Container images: one row per stored index and manifest, linked to where /v2/ serves it.
 // Every stored image index and platform manifest, each linked where the site serves it, with
 // the keys that signed its tag's top manifest (the index, or the manifest stored without one),
@@ -538,6 +549,8 @@ CatalogueSection images_section(const Listing& listing, Catalogue& catalogue) {
     std::string path = served_at(source, std::string(site_paths::registry_api) + repository + "/manifests/" + image->filename,
                                  image->digest);
     if (!path.empty()) registries.insert(image->address.substr(0, image->address.find('/')));
+    if (n >= manifests_from && n < attachments_from && is_served_helm_chart(source, *image, repository))
+      catalogue.helm_charts.push_back({repository, image->version});
     auto attached = cosign_attachment_kind(*image);
     std::string platform = n < manifests_from     ? "index"
                            : attached              ? *attached
@@ -568,6 +581,9 @@ CatalogueSection images_section(const Listing& listing, Catalogue& catalogue) {
                               .data("path", path));
   }
   catalogue.image_registries.assign(registries.begin(), registries.end());
+  std::sort(catalogue.helm_charts.begin(), catalogue.helm_charts.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.repository, a.tag) < std::tie(b.repository, b.tag);
+  });
   return section;
 }
 
@@ -870,6 +886,26 @@ Catalogue build_catalogue(const CatalogueSource& source) {
   return catalogue;
 }
 
+namespace {
+
+// An OCI artifact is stored as an image manifest of no platform (docs/images.md: its platform
+// is unknown/unknown); its config's media type says what it is (Helm's for a chart). nullopt for
+// any other row, and for a manifest that cannot be read or parsed (it only loses its snippet).
+std::optional<std::string> artifact_config_type(const cache::Store& store, const cache::Artifact& row) {
+  if (cache::kind_info(row).listed != cache::Listed::image_manifests || row.platform != "unknown_unknown") return std::nullopt;
+  try {
+    auto manifest = json::parse(store.read_object(row.digest), nullptr, false);
+    if (!manifest.is_object() || !manifest.contains("config") || !manifest["config"].is_object()) return std::nullopt;
+    const auto& config = manifest["config"];
+    if (!config.contains("mediaType") || !config["mediaType"].is_string()) return std::nullopt;
+    return config["mediaType"].get<std::string>();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 CatalogueSource gather_catalogue_source(const cache::Store& store, std::string primary_host,
                                         std::map<std::string, std::string> served) {
   CatalogueSource source;
@@ -908,6 +944,8 @@ CatalogueSource gather_catalogue_source(const cache::Store& store, std::string p
       source.keys[artifact.digest] = {};
     }
   }
+  for (const auto& artifact : source.artifacts)
+    if (auto config = artifact_config_type(store, artifact)) source.artifact_config_types[artifact.filename] = *config;
   source.modules = store.module_trees();
   for (auto& tree : source.modules) {
     source.module_file_counts[tree.id] = tree.files.size();

@@ -39,6 +39,10 @@ struct CatalogueSource {
   // Site paths served, with the digest served there (objects only): which rows the mirror
   // actually hands out, and where.
   std::map<std::string, std::string> served;
+  // The config media type of each stored OCI artifact manifest (an image manifest of platform
+  // unknown_unknown, docs/images.md), by the manifest's digest ("sha256:…"): Helm's charts get a
+  // `helm pull` line.
+  std::map<std::string, std::string> artifact_config_types;
   // The store's size totals, the figures `deps du` prints; `usage_error` says why they are
   // missing (a kept vmconfig manifest that cannot be read leaves nothing to total by).
   cache::StoreUsage usage;
@@ -101,6 +105,13 @@ struct Catalogue {
   // Hosts (host[:port]) of the git repositories served at /git/, sorted: the git snippet gives
   // each its url.<mirror>/git/<host>/.insteadOf line.
   std::vector<std::string> git_hosts;
+  // The Helm charts served at a tag (mirror repository, tag), sorted: the helm snippet gives each
+  // its `helm pull oci://` line.
+  struct HelmChart {
+    std::string repository;  // mirror/<registry>/<repository>
+    std::string tag;
+  };
+  std::vector<HelmChart> helm_charts;
   std::vector<CatalogueSection> sections;
 
   const CatalogueSection* section(std::string_view id) const;

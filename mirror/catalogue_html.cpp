@@ -63,6 +63,8 @@ constexpr const char* kScript = R"js(
     var base=new URL(body.getAttribute('data-root')||'./',location.href).href.replace(/\/$/,'');
     var spans=document.querySelectorAll('.mirror-url');
     for(var i=0;i<spans.length;i++) spans[i].textContent=base;
+    var hosts=document.querySelectorAll('.mirror-host');
+    for(var h=0;h<hosts.length;h++) hosts[h].textContent=new URL(base).host;
   }
   var pres=document.querySelectorAll('pre');
   for(var k=0;k<pres.length;k++)(function(pre){
@@ -94,6 +96,10 @@ constexpr const char* kScript = R"js(
   apply();
 })();
 )js";
+
+// Where the snippets put the CA that signed the mirror's certificate (tests put their own
+// there: the only change they make to what is printed).
+constexpr const char* kSiteCaFile = "/etc/ssl/certs/podplane-mirror-ca.pem";
 
 // 'sha256-<base64>' of an inline element's text, as a CSP source expression names it.
 std::string csp_hash(std::string_view text) { return "'sha256-" + base64_encode(from_hex(sha256_hex(text))) + "'"; }
@@ -160,9 +166,15 @@ class Page {
   }
 
  private:
-  std::string mirror_url_html() const {
-    std::string shown = request_.mirror_url.empty() ? "https://mirror.example:8443" : request_.mirror_url;
-    return "<span class=\"mirror-url\">" + html_escape(shown) + "</span>";
+  std::string shown_mirror_url() const { return request_.mirror_url.empty() ? "https://mirror.example:8443" : request_.mirror_url; }
+
+  std::string mirror_url_html() const { return "<span class=\"mirror-url\">" + html_escape(shown_mirror_url()) + "</span>"; }
+
+  // The mirror as OCI references name a registry (helm's oci://): host[:port], no scheme, no path.
+  std::string mirror_host_html() const {
+    const std::string url = shown_mirror_url();
+    const std::string rest = url.substr(url.find("://") + 3);
+    return "<span class=\"mirror-host\">" + html_escape(rest.substr(0, rest.find('/'))) + "</span>";
   }
 
   // A command to copy, with the mirror's URL where the catalogue left kMirrorUrlPlaceholder
@@ -201,7 +213,7 @@ class Page {
     // Folded by default (a <details> needs no script): people come first for what is stored.
     out_ += "<section class=\"panel\" id=\"use\" aria-labelledby=\"use-h\">\n<details>\n<summary><h2 id=\"use-h\">Use this "
             "mirror</h2> <span class=\"muted\">ready-to-copy settings for tofu and terraform, <code>SSL_CERT_FILE</code>, "
-            "<code>deps_mirror_url</code> and containerd, for <code>" + url + "/</code></span></summary>\n";
+            "<code>deps_mirror_url</code>, containerd, Helm and git, for <code>" + url + "/</code></span></summary>\n";
 
     std::string hosts;
     for (const auto& host : catalogue_.origin_hosts) {
@@ -219,9 +231,15 @@ class Page {
             "provider_installation {\n  network_mirror {\n    url = \"" + url + "/v1/mirror/\"\n  }\n}\n");
     bool https = request_.mirror_url.empty() || request_.mirror_url.rfind("https://", 0) == 0;
     if (https)
+      // Each variable here is read by the clients named beside it (mirror.TrustSnippet.* runs
+      // each with that variable alone): curl reads CURL_CA_BUNDLE, and SSL_CERT_FILE only where
+      // neither it nor SSL_CERT_DIR is set.
       snippet("Trust the mirror's certificate",
-              "tofu, terraform, podplane and curl read a PEM bundle that holds the CA which signed this mirror's certificate:",
-              "export SSL_CERT_FILE=/etc/ssl/certs/podplane-mirror-ca.pem\n");
+              "tofu, terraform and podplane read the PEM bundle <code>SSL_CERT_FILE</code> names, curl the one "
+              "<code>CURL_CA_BUNDLE</code> names (curl ignores <code>SSL_CERT_FILE</code> where <code>SSL_CERT_DIR</code> is "
+              "set); it must hold the CA which "
+              "signed this mirror's certificate:",
+              std::string("export SSL_CERT_FILE=") + kSiteCaFile + "\nexport CURL_CA_BUNDLE=" + kSiteCaFile + "\n");
     else
       out_ += "<h3>Trust the mirror's certificate</h3>\n<p class=\"note\">This mirror is served over plain HTTP: tofu and "
               "terraform need HTTPS for the registry and network mirror protocols. Serve it with "
@@ -246,6 +264,7 @@ class Page {
     }
 
     containerd_hosts(url, https);
+    helm_pull(https);
     git_insteadof(url, https);
     out_ += "</details>\n</section>\n";
   }
@@ -297,8 +316,42 @@ class Page {
       const std::string root = html_escape(std::string(site_paths::registry_api) + net::mirror_registry_prefix(registry));
       out_ += "<pre><code>server = \"https://" + server + "\"\n\n[host.\"" + url + root +
               "\"]\n  capabilities = [\"pull\", \"resolve\"]\n" +
-              (https ? "  ca = \"/etc/ssl/certs/podplane-mirror-ca.pem\"\n" : "") + "  override_path = true\n</code></pre>\n";
+              (https ? std::string("  ca = \"") + kSiteCaFile + "\"\n" : "") + "  override_path = true\n</code></pre>\n";
     }
+  }
+
+  // `helm pull` of each Helm chart served at a tag (docs/images.md "Helm charts"). Helm names a
+  // registry by host[:port] alone and asks https://<host>/v2/<repository>/…, so it reaches a
+  // mirror at the root of its host only. A chart's version is its tag with '_' read as '+'
+  // (helm writes '+', which a tag cannot hold, as '_').
+  void helm_pull(bool https) {
+    out_ += "<h3>Helm</h3>\n";
+    const std::string url = shown_mirror_url();
+    if (url.find('/', url.find("://") + 3) != std::string::npos) {
+      out_ += "<p class=\"note\">Helm reaches an OCI registry at the root of its host only "
+              "(<code>https://&lt;host&gt;/v2/</code>), and this mirror is below a path: serve its <code>/v2/</code> at "
+              "the root of a host name of its own for Helm.</p>\n";
+      return;
+    }
+    std::vector<std::pair<std::string, std::string>> charts;  // repository, version (HTML already)
+    for (const auto& chart : catalogue_.helm_charts) {
+      std::string version = chart.tag;
+      std::replace(version.begin(), version.end(), '_', '+');
+      charts.emplace_back(html_escape(chart.repository), html_escape(version));
+    }
+    if (charts.empty()) {
+      out_ += "<p class=\"note\">Needs Helm charts in this mirror: it holds none yet (<code>podplane deps images</code> "
+              "takes them by reference like images). Each chart then gets a line of this shape:</p>\n";
+      charts.emplace_back("mirror/&lt;registry&gt;/&lt;repository&gt;", "&lt;version&gt;");
+    } else {
+      out_ += std::string("<p>Helm ") + (https ? "3.12" : "3.13") + " or later pulls each chart stored here (no " +
+              "<code>helm repo add</code>, no <code>helm registry login</code>: the mirror asks for none):</p>\n";
+    }
+    std::string lines;
+    for (const auto& [repository, version] : charts)
+      lines += "helm pull oci://" + mirror_host_html() + "/" + repository + " --version " + version +
+               (https ? std::string(" --ca-file ") + kSiteCaFile : std::string(" --plain-http")) + "\n";
+    out_ += "<pre><code>" + lines + "</code></pre>\n";
   }
 
   void filter_form() {

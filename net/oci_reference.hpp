@@ -18,6 +18,8 @@ inline constexpr const char* docker_manifest = "application/vnd.docker.distribut
 inline constexpr const char* oci_config = "application/vnd.oci.image.config.v1+json";
 inline constexpr const char* docker_config = "application/vnd.docker.container.image.v1+json";
 inline constexpr const char* oci_empty = "application/vnd.oci.empty.v1+json";
+// A Helm chart's config (`helm push`): the catalogue gives such an artifact a `helm pull` line.
+inline constexpr const char* helm_config = "application/vnd.cncf.helm.config.v1+json";
 // Every manifest type we accept, for the Accept header.
 inline constexpr const char* accept_all =
     "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "

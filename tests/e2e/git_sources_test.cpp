@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "tests/support/background.hpp"
+#include "tests/support/catalogue_page.hpp"
 #include "tests/support/radosgw.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/tls.hpp"
@@ -37,21 +38,6 @@ ProcessOptions client_options(const fs::path& home) {
   options.unset_env = {"TF_PLUGIN_CACHE_DIR", "TF_CLI_CONFIG_FILE", "http_proxy", "https_proxy", "HTTPS_PROXY",
                        "ALL_PROXY",           "GIT_SSL_CAINFO",     "SSL_CERT_FILE"};
   return options;
-}
-
-// The text of the first <pre><code> block after the catalogue's heading `heading` (an <h3>),
-// its markup taken out and its entities read, as a person copying it gets it.
-std::string catalogue_snippet(const std::string& html, const std::string& heading) {
-  const auto at = html.find("<h3>" + heading + "</h3>");
-  if (at == std::string::npos) return "";
-  const auto open = html.find("<pre><code>", at);
-  const auto close = html.find("</code></pre>", open);
-  if (open == std::string::npos || close == std::string::npos) return "";
-  std::string code = std::regex_replace(html.substr(open + 11, close - open - 11), std::regex("<[^>]*>"), "");
-  for (const auto& [entity, text] : std::map<std::string, std::string>{{"&quot;", "\""}, {"&lt;", "<"}, {"&gt;", ">"},
-                                                                       {"&#39;", "'"}, {"&amp;", "&"}})
-    for (auto p = code.find(entity); p != std::string::npos; p = code.find(entity, p)) code.replace(p, entity.size(), text);
-  return code;
 }
 
 class GitSources : public ::testing::Test {
@@ -165,8 +151,7 @@ TEST_F(GitSources, MirrorServeHandsGitTheSameCommitsThroughTheCataloguesLines) {
   const std::string network_mirror = catalogue_snippet(page.out, "tofu / terraform: network mirror");
   ASSERT_NE(network_mirror.find("network_mirror"), std::string::npos) << page.out;
 
-  const std::string ca = std::regex_replace(ca_line, std::regex("/etc/ssl/certs/podplane-mirror-ca\\.pem"),
-                                            (dir / "cert.pem").string());
+  const std::string ca = with_ca_file(ca_line, (dir / "cert.pem").string());
   write_file(dir / "client.sh", ca + git_lines);
   auto configured = run({"bash", "-e", (dir / "client.sh").string()}, client);
   ASSERT_EQ(configured.exit_code, 0) << show(configured) << "\n" << read_file(dir / "client.sh");

@@ -278,6 +278,55 @@ TEST(CatalogueTest, ContainerdHostsTomlPerRegistryWhoseImagesAreServed) {
             std::string::npos);
 }
 
+// Helm gets a `helm pull oci://` line for each Helm chart served at its tag (an artifact whose
+// config is Helm's; a Flux artifact is none): the mirror's host without scheme, the chart's mirror
+// repository, its version (the tag, '_' read as '+'), and the CA, or --plain-http on a plain HTTP
+// mirror. A mirror below a path gets a note instead: helm asks https://<host>/v2/ alone.
+// OciArtifactsTest.TheCataloguesHelmPullLineFetchesTheStoredChartFromServeAlone runs the line.
+TEST(CatalogueTest, HelmPullLinePerHelmChartServedAtATag) {
+  auto source = sample_source();
+  using cache::ArtifactKind;
+  auto none = mirror::render_catalogue_html(mirror::build_catalogue(source), {"", "/", "https://mirror.site:8443", ""});
+  EXPECT_NE(none.find("Needs Helm charts in this mirror"), std::string::npos);
+  EXPECT_NE(none.find("helm pull oci://<span class=\"mirror-host\">mirror.site:8443</span>/mirror/&lt;registry&gt;/&lt;repository&gt; "
+                      "--version &lt;version&gt; --ca-file /etc/ssl/certs/podplane-mirror-ca.pem\n"),
+            std::string::npos)
+      << none;
+
+  const auto chart = image_row(30, ArtifactKind::image_manifest, "ghcr.io/acme/charts/webapp", "0.1.0_build.7", "unknown_unknown", 'a');
+  const auto flux = image_row(31, ArtifactKind::image_manifest, "ghcr.io/acme/deploy", "v1", "unknown_unknown", 'b');
+  const auto by_digest = image_row(32, ArtifactKind::image_manifest, "10.0.0.5:5000/charts/db", "sha256:" + std::string(64, 'c'),
+                                   "unknown_unknown", 'c');
+  for (const auto& row : {chart, flux, by_digest}) {
+    source.artifacts.push_back(row);
+    source.served["/v2/" + net::mirror_repository(row.address) + "/manifests/" + row.filename] = row.digest;
+    source.served["/v2/" + net::mirror_repository(row.address) + "/manifests/" + row.version] = row.digest;
+  }
+  source.artifact_config_types[chart.filename] = "application/vnd.cncf.helm.config.v1+json";
+  source.artifact_config_types[flux.filename] = "application/vnd.cncf.flux.config.v1+json";
+  source.artifact_config_types[by_digest.filename] = "application/vnd.cncf.helm.config.v1+json";
+  const auto catalogue = mirror::build_catalogue(source);
+  ASSERT_EQ(catalogue.helm_charts.size(), 1u) << "the Flux artifact is no chart, and a chart stored by digest has no tag";
+  EXPECT_EQ(catalogue.helm_charts[0].repository, "mirror/ghcr.io/acme/charts/webapp");
+  EXPECT_EQ(catalogue.helm_charts[0].tag, "0.1.0_build.7");
+
+  auto html = mirror::render_catalogue_html(catalogue, {"", "/", "https://mirror.site:8443", ""});
+  EXPECT_EQ(html.find("Needs Helm charts in this mirror"), std::string::npos);
+  EXPECT_NE(html.find("<pre><code>helm pull oci://<span class=\"mirror-host\">mirror.site:8443</span>/mirror/ghcr.io/acme/charts/webapp "
+                      "--version 0.1.0+build.7 --ca-file /etc/ssl/certs/podplane-mirror-ca.pem\n</code></pre>"),
+            std::string::npos)
+      << html;
+  auto plain = mirror::render_catalogue_html(catalogue, {"", "/", "http://mirror.site:8080", ""});
+  EXPECT_NE(plain.find("/mirror/ghcr.io/acme/charts/webapp --version 0.1.0+build.7 --plain-http\n"), std::string::npos) << plain;
+  auto below_a_path = mirror::render_catalogue_html(catalogue, {"", "/", "https://proxy.site/podplane", ""});
+  EXPECT_EQ(below_a_path.find("helm pull"), std::string::npos);
+  EXPECT_NE(below_a_path.find("Helm reaches an OCI registry at the root of its host only"), std::string::npos);
+
+  // Not served at its tag: no line.
+  source.served.erase("/v2/mirror/ghcr.io/acme/charts/webapp/manifests/0.1.0_build.7");
+  EXPECT_TRUE(mirror::build_catalogue(source).helm_charts.empty());
+}
+
 TEST(CatalogueTest, CosignAttestationsAndSbomsAreRowsOfTheirImageNotSignatures) {
   auto source = sample_source();
   using cache::ArtifactKind;
@@ -367,7 +416,10 @@ TEST(CatalogueTest, SnippetsNameTheMirrorUrlAndEveryOriginHost) {
   EXPECT_NE(html.find("\"providers.v1\" = \"<span class=\"mirror-url\">https://mirror.site:8443</span>/v1/providers/registry.terraform.io/\""),
             std::string::npos);
   EXPECT_NE(html.find("url = \"<span class=\"mirror-url\">https://mirror.site:8443</span>/v1/mirror/\""), std::string::npos);
-  EXPECT_NE(html.find("SSL_CERT_FILE"), std::string::npos);
+  // One variable per client: curl reads CURL_CA_BUNDLE, not SSL_CERT_FILE (TrustSnippet.* runs each).
+  EXPECT_NE(html.find("<pre><code>export SSL_CERT_FILE=/etc/ssl/certs/podplane-mirror-ca.pem\n"
+                      "export CURL_CA_BUNDLE=/etc/ssl/certs/podplane-mirror-ca.pem\n</code></pre>"),
+            std::string::npos);
   EXPECT_NE(html.find("\"deps_mirror_url\": \"<span class=\"mirror-url\">https://mirror.site:8443</span>\""), std::string::npos);
   // arm64's bytes lost the plain path to amd64's: the advice names the arch base its VMs use.
   EXPECT_NE(html.find("share Podplane's plain path with another arch's bytes: the stacks give these VMs "

@@ -20,19 +20,12 @@
 #include <vector>
 
 #include "tests/mirror/serve_fixture.hpp"
+#include "tests/support/catalogue_page.hpp"
 
 namespace podplane::serve_test {
 
-// The text a person copies from a page: tags dropped, the entities html_escape() writes decoded.
-inline std::string text_of(std::string html) {
-  html = std::regex_replace(html, std::regex("<[^>]*>"), "");
-  for (const auto& [entity, character] : std::vector<std::pair<std::string, std::string>>{
-           {"&quot;", "\""}, {"&#39;", "'"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&amp;", "&"}}) {
-    for (auto at = html.find(entity); at != std::string::npos; at = html.find(entity, at + character.size()))
-      html.replace(at, entity.size(), character);
-  }
-  return html;
-}
+// The text a person copies from a page (tests/support/catalogue_page.hpp).
+inline std::string text_of(std::string html) { return podplane::test::copied_text(std::move(html)); }
 
 // The hosts.toml the catalogue page gives for `registry`: the code block after the paragraph
 // naming /etc/containerd/certs.d/<registry>/hosts.toml, or "" when the page names none.
@@ -58,7 +51,7 @@ inline std::string catalogue_hosts_toml(const std::string& mirror_url, const fs:
   if (page.status != 200)
     throw std::runtime_error("the catalogue at " + mirror_url + "/ answered " + std::to_string(page.status) + " " + page.error);
   std::string hosts_toml = hosts_toml_for(page.body, registry);
-  const std::string ca_line = "ca = \"/etc/ssl/certs/podplane-mirror-ca.pem\"";
+  const std::string ca_line = std::string("ca = \"") + podplane::test::kCatalogueCaFile + "\"";
   const auto at = hosts_toml.find(ca_line);
   if (at == std::string::npos)
     throw std::runtime_error("the catalogue gives no hosts.toml naming the CA for " + registry + ":\n" + text_of(page.body));

@@ -5,13 +5,16 @@
 // bundles, `mirror serve`, and skopeo pulling each artifact back by its mirror name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "cache/store.hpp"
 #include "base/digest.hpp"
 #include "fetch/oci_registry.hpp"
 #include "tests/mirror/registry_fixture.hpp"
 #include "tests/mirror/serve_fixture.hpp"
+#include "tests/support/catalogue_page.hpp"
 
 namespace podplane::serve_test {
 namespace {
@@ -204,6 +207,110 @@ TEST_F(OciArtifactsTest, SignedBundleCarriesArtifactsToAnotherStoreThatServesThe
   auto server = serve(offline);
   ASSERT_TRUE(server->started()) << server->log();
   expect_pulls(server->url());
+}
+
+// The Accept header of helm's manifest request (helm 3.13 and later pull with oras-go v2, whose
+// default it is): helm then reads the answer's Content-Type to know it got an OCI manifest.
+constexpr const char* kHelmManifestAccept =
+    "application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json, "
+    "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, "
+    "application/vnd.oci.artifact.manifest.v1+json";
+
+// The catalogue's `helm pull` line for the stored chart, run as printed (but for the CA path,
+// the test's) with the upstream registry stopped. Helm itself runs it where it is on PATH;
+// always, the requests helm makes for it are replayed through the very host, repository, tag and
+// CA the line names: the manifest with helm's Accept header, then a real OCI client (skopeo)
+// taking the manifest and the chart layer by its digest. The layer must be the stored bytes,
+// with Helm's media type.
+TEST_F(OciArtifactsTest, TheCataloguesHelmPullLineFetchesTheStoredChartFromServeAlone) {
+  fs::path root = temp_ / "deps";
+  auto fetched = deps_images(root);
+  ASSERT_EQ(fetched.exit_code, 0) << show(fetched);
+  const std::string upstream = registry_->host();
+  registry_.reset();  // only the mirror answers from here on
+  const std::string layer_digest = chart_["blobs"][1];
+  const std::string stored_layer =
+      cache::Store::open(root, cache::Store::Access::read_only).read_object(layer_digest.substr(7));
+
+  auto server = serve(root);
+  ASSERT_TRUE(server->started()) << server->log();
+  CurlSession http;
+  HttpRequest get;
+  get.ca_file = temp_ / "tls" / "cert.pem";
+  auto page = http.fetch(server->url() + "/", get);
+  ASSERT_EQ(page.status, 200) << page.error;
+  // One line, for the chart alone: the Flux artifact and the SBOM are no charts.
+  const std::string mirror_host = server->url().substr(server->url().find("://") + 3);
+  const std::string repository = net::mirror_repository(upstream + "/charts/webapp");
+  const std::string snippet = podplane::test::catalogue_snippet(page.body, "Helm");
+  ASSERT_EQ(snippet, "helm pull oci://" + mirror_host + "/" + repository + " --version 0.1.0 --ca-file " +
+                         podplane::test::kCatalogueCaFile + "\n")
+      << podplane::test::copied_text(page.body);
+  const std::string line = podplane::test::with_ca_file(snippet, (temp_ / "tls" / "cert.pem").string());
+
+  // What the line tells helm: oci://HOST/REPOSITORY, the version (its tag, '+' written '_'), the CA.
+  std::vector<std::string> words;
+  std::istringstream split(line);
+  for (std::string word; split >> word;) words.push_back(word);
+  ASSERT_EQ(words.size(), 7u) << line;
+  ASSERT_EQ(words[2].rfind("oci://", 0), 0u) << line;
+  const std::string reference = words[2].substr(6);
+  const std::string host = reference.substr(0, reference.find('/'));
+  const std::string path = reference.substr(reference.find('/') + 1);
+  ASSERT_EQ(words[3], "--version");
+  std::string tag = words[4];
+  std::replace(tag.begin(), tag.end(), '+', '_');
+  ASSERT_EQ(words[5], "--ca-file");
+  const fs::path ca_file = words[6];
+
+  // helm's manifest request: an OCI manifest with Helm's config and its chart layer.
+  HttpRequest manifest_request;
+  manifest_request.ca_file = ca_file;
+  manifest_request.headers = {std::string("Accept: ") + kHelmManifestAccept};
+  auto manifest = http.fetch("https://" + host + "/v2/" + path + "/manifests/" + tag, manifest_request);
+  ASSERT_EQ(manifest.status, 200) << manifest.body;
+  EXPECT_EQ(manifest.header("content-type"), "application/vnd.oci.image.manifest.v1+json");
+  EXPECT_EQ(manifest.header("docker-content-digest"), chart_["digest"]);
+  auto document = json::parse(manifest.body, nullptr, false);
+  ASSERT_TRUE(document.is_object()) << manifest.body;
+  EXPECT_EQ(document["config"]["mediaType"], "application/vnd.cncf.helm.config.v1+json");
+  ASSERT_EQ(document["layers"].size(), 1u);
+  EXPECT_EQ(document["layers"][0]["mediaType"], "application/vnd.cncf.helm.chart.content.v1.tar+gzip");
+  EXPECT_EQ(document["layers"][0]["digest"], layer_digest);
+
+  // skopeo through the same host, repository and tag, trusting the line's CA alone.
+  fs::create_directories(temp_ / "helm-certs");
+  fs::copy_file(ca_file, temp_ / "helm-certs" / "ca.crt");
+  const fs::path out = temp_ / "helm-replay";
+  auto copied = run({"skopeo", "copy", "--quiet", "--preserve-digests", "--src-cert-dir", (temp_ / "helm-certs").string(),
+                     "docker://" + host + "/" + path + ":" + tag, "oci:" + out.string() + ":x"});
+  ASSERT_EQ(copied.exit_code, 0) << copied.err;
+  auto raw = run({"skopeo", "inspect", "--raw", "oci:" + out.string() + ":x"});
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  EXPECT_EQ(digest_of(raw.out), chart_["digest"]) << "skopeo got the stored manifest";
+  auto pulled = json::parse(raw.out, nullptr, false);
+  ASSERT_TRUE(pulled.is_object()) << raw.out;
+  ASSERT_EQ(pulled["layers"].size(), 1u) << raw.out;
+  EXPECT_EQ(pulled["layers"][0]["mediaType"], "application/vnd.cncf.helm.chart.content.v1.tar+gzip");
+  EXPECT_EQ(pulled["layers"][0]["digest"], layer_digest);
+  EXPECT_EQ(read_file(out / "blobs" / "sha256" / layer_digest.substr(7)), stored_layer) << "the chart layer is the stored bytes";
+  const std::string log = server->log();
+  EXPECT_NE(log.find("GET /v2/" + path + "/manifests/" + tag + " "), std::string::npos) << log;
+  EXPECT_NE(log.find("GET /v2/" + path + "/blobs/" + layer_digest + " "), std::string::npos) << log;
+
+  if (!podplane::test::have_program("helm"))
+    GTEST_SKIP() << "helm is not on PATH (Debian 12 packages no helm): helm itself did not run the line; the requests it "
+                    "makes for it were replayed above";
+  const fs::path work = temp_ / "helm-pull";
+  fs::create_directories(work);
+  podplane::test::ProcessOptions helm;
+  helm.cwd = work;
+  helm.env = {{"HOME", work.string()}, {"HELM_CACHE_HOME", (work / "cache").string()},
+              {"HELM_CONFIG_HOME", (work / "config").string()}, {"HELM_DATA_HOME", (work / "data").string()}};
+  helm.unset_env = {"http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR"};
+  auto helm_pulled = run({"bash", "-e", "-c", line}, helm);
+  ASSERT_EQ(helm_pulled.exit_code, 0) << helm_pulled.out << helm_pulled.err << "\n" << line;
+  EXPECT_EQ(read_file(work / "webapp-0.1.0.tgz"), stored_layer) << "helm wrote the stored chart";
 }
 
 // The registry here (distribution 2.8) has no referrers API: clients keep the referrers tag
