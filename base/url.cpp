@@ -1,15 +1,50 @@
 #include "base/url.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "base/ascii.hpp"
 
 namespace podplane {
 
-std::optional<UrlParts> split_url(std::string_view url) {
+namespace {
+
+bool is_scheme(std::string_view text) {
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  auto scheme_char = [&](char c) { return letter(c) || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'; };
+  return !text.empty() && letter(text.front()) && std::all_of(text.begin(), text.end(), scheme_char);
+}
+
+bool is_host_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+}
+
+bool valid_port(std::string_view port) {
+  if (port.empty() || port.size() > 5) return false;
+  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  return std::stoi(std::string(port)) <= 65535;
+}
+
+// What follows "scheme://", or `url` itself when it has no scheme.
+std::string_view after_scheme(std::string_view url) {
+  const auto scheme = url_scheme(url);
+  return scheme.empty() ? url : url.substr(scheme.size() + 3);
+}
+
+}  // namespace
+
+std::string_view url_scheme(std::string_view url) {
   const auto colon = url.find("://");
-  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  if (colon == std::string_view::npos || !is_scheme(url.substr(0, colon))) return {};
+  return url.substr(0, colon);
+}
+
+std::optional<UrlParts> split_url(std::string_view url) {
+  const auto scheme = url_scheme(url);
+  if (scheme.empty()) return std::nullopt;
   UrlParts parts;
-  parts.scheme = ascii_lower(url.substr(0, colon));
-  std::string_view rest = url.substr(colon + 3);
+  parts.scheme = ascii_lower(scheme);
+  std::string_view rest = after_scheme(url);
   const auto authority_end = std::min(rest.find_first_of("/?#"), rest.size());
   std::string_view authority = rest.substr(0, authority_end);
   rest.remove_prefix(authority_end);
@@ -42,6 +77,32 @@ std::string default_port(std::string_view scheme) {
   if (scheme == "https" || scheme == "oci") return "443";
   if (scheme == "http") return "80";
   return "";
+}
+
+std::string authority(const UrlParts& url) { return url.port.empty() ? url.host : url.host + ":" + url.port; }
+
+bool valid_authority(std::string_view text) {
+  if (text.empty() || text.size() > 300) return false;
+  std::string_view host = text;
+  if (text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || close < 2) return false;
+    host = text.substr(1, close - 1);
+    auto v6_char = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'; };
+    if (!std::all_of(host.begin(), host.end(), v6_char)) return false;
+    const auto rest = text.substr(close + 1);
+    return rest.empty() || (rest.front() == ':' && valid_port(rest.substr(1)));
+  }
+  if (const auto colon = text.find(':'); colon != std::string_view::npos) {
+    host = text.substr(0, colon);
+    if (!valid_port(text.substr(colon + 1))) return false;
+  }
+  return !host.empty() && std::all_of(host.begin(), host.end(), is_host_char) && host.front() != '-' && host.front() != '.';
+}
+
+std::string authority_and_path_as_written(std::string_view url) {
+  const auto rest = after_scheme(url);
+  return std::string(rest.substr(0, std::min(rest.find_first_of("?#"), rest.size())));
 }
 
 std::string host_as_written(const UrlParts& url) {

@@ -1,14 +1,18 @@
 #pragma once
 // The one reading of an absolute URL's parts ("scheme://[userinfo@]host[:port][/path][?query]
 // [#fragment]", RFC 3986's generic syntax, as git, Go and libcurl read the http(s), git and oci
-// URLs we meet), and the two things "host" means beside it:
+// URLs we meet). One word, one meaning:
+//   host             the host alone (UrlParts::host);
+//   authority        host[:port] as the URL writes them, userinfo left out: how git's credential
+//                    helpers and docker's auth files name a server, what `mirror push` and
+//                    `--public-url` take;
 //   host_as_written  host[:port], the scheme's default port dropped: how Terraform names a
-//                    service host (TF_TOKEN_<host>, credentials blocks), how git's insteadOf
-//                    and credential helpers and docker's auth files name a server;
+//                    service host (TF_TOKEN_<host>, credentials blocks), and the git server a
+//                    module is fetched from (fetch/root_needs.hpp);
 //   host_with_port   host:port, the default port filled in: a connection's endpoint (libcurl's
 //                    per-host limits, a login's origin).
-// Pure; nothing is resolved or percent-decoded. libcurl stays the resolver of relative
-// references (net/http.hpp resolve_url).
+// Pure; nothing is resolved or percent-decoded. libcurl stays the resolver of relative references
+// (net/http.hpp resolve_url).
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +31,26 @@ struct UrlParts {
 
 // The parts of `url`, nullopt when it has no "scheme://" or no host.
 [[nodiscard]] std::optional<UrlParts> split_url(std::string_view url);
+
+// The scheme of `url` as written before its "://" (RFC 3986: a letter, then letters, digits,
+// "+", "-" or "."), "" when the text starts with none: what tells a URL from a path or an
+// address of another grammar (a module source's getter, a `mirror export` directory).
+[[nodiscard]] std::string_view url_scheme(std::string_view url);
+
+// host[:port] as `url` writes them (the host lower-cased, no userinfo): "[::1]:8443",
+// "h.example:443", "h.example".
+[[nodiscard]] std::string authority(const UrlParts& url);
+
+// Whether `text` is an authority with only the characters such names have: host[:port] or
+// [v6 literal][:port], a host of letters, digits, "." and "-" not starting with either, a port of
+// 1 to 5 digits up to 65535, 300 characters at most. No userinfo, path or spaces: what may be
+// pasted into a URL, a snippet or a page as a server's name.
+[[nodiscard]] bool valid_authority(std::string_view text);
+
+// What `url` writes between its "scheme://" and its query or fragment, userinfo included and
+// nothing lower-cased ("Host:8443/org/repo.git"): a name derived from a URL keeps its author's
+// case. A text with no scheme is that part already (cut at "?" or "#").
+[[nodiscard]] std::string authority_and_path_as_written(std::string_view url);
 
 // The port a scheme means when none is written ("443" for https and oci, "80" for http).
 [[nodiscard]] std::string default_port(std::string_view scheme);

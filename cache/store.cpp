@@ -28,6 +28,7 @@
 #include "base/error.hpp"
 #include "base/hex.hpp"
 #include "base/parallel.hpp"
+#include "base/url.hpp"
 #include "cache/kinds.hpp"
 #include "cache/layout.hpp"
 #include "cache/row_readers.hpp"
@@ -73,13 +74,8 @@ void require_digest(std::string_view digest, std::string_view what) {
 
 // "https://user:secret@host/…" must never reach the index (docs/design.md §6).
 void require_no_credentials(std::string_view url, std::string_view what) {
-  auto scheme = url.find("://");
-  if (scheme == std::string_view::npos) return;
-  auto authority = url.substr(scheme + 3);
-  authority = authority.substr(0, authority.find_first_of("/?#"));
-  if (authority.find('@') != std::string_view::npos) {
+  if (const auto parts = split_url(url); parts && !parts->userinfo.empty())
     throw Error(std::string(what) + ": the upstream URL carries credentials; refusing to record it");
-  }
 }
 
 std::optional<std::int64_t> object_size(sqlite::Database& db, std::string_view digest) {

@@ -1,15 +1,13 @@
 // podplane mirror serve | export | push: hand the store to tofu/terraform clients and VMs.
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <iostream>
 #include <memory>
 
 #include "base/error.hpp"
+#include "base/url.hpp"
 #include "cache/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
-#include "base/error.hpp"
 #include "mirror/catalogue.hpp"
 #include "mirror/export.hpp"
 #include "mirror/s3_export.hpp"
@@ -54,11 +52,8 @@ struct PushArgs {
 // https://, …) is a URL, which the path would silently turn into local directories
 // ("gs:/bucket/x"). Refused before anything is opened or written.
 void refuse_url_target(const std::string& dir) {
-  const auto colon = dir.find("://");
-  if (colon == std::string::npos || colon == 0) return;
-  const std::string scheme = dir.substr(0, colon);
-  auto scheme_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.'; };
-  if (!std::isalpha(static_cast<unsigned char>(scheme[0])) || !std::all_of(scheme.begin(), scheme.end(), scheme_char)) return;
+  const std::string scheme(url_scheme(dir));
+  if (scheme.empty()) return;
   throw UsageError(mismatch_message("mirror export writes a local directory or an s3:// bucket; " + scheme +
                                         ":// targets are not supported (export to a directory, then copy it with your own "
                                         "tool, or serve it with `podplane mirror serve`)",

@@ -41,9 +41,10 @@ bool valid_registry_part(std::string_view part) {
 }
 
 // go-getter's SourceDirSubdir: "//" after the scheme separates the subdir, which ends at '?'.
+// The module address grammar, not a URL's: the marker sits inside the URL's path.
 void split_subdir(std::string& url, std::string& subdir) {
   std::size_t search_from = 0;
-  if (auto scheme = url.find("://"); scheme != std::string::npos) search_from = scheme + 3;
+  if (const auto scheme = url_scheme(url); !scheme.empty()) search_from = scheme.size() + std::string_view("://").size();
   auto query_start = url.find('?');
   auto marker = url.find("//", search_from);
   if (marker == std::string::npos || (query_start != std::string::npos && marker > query_start)) return;
@@ -121,8 +122,8 @@ bool wait_until(pid_t pid, std::chrono::steady_clock::time_point deadline, int& 
 // world-readable (/proc/<pid>/cmdline, ps), so the password reaches git through its
 // environment and a credential helper instead (git_login_config).
 struct GitLogin {
-  std::string url;   // without user and password
-  std::string host;  // host[:port], as git names it to a credential helper
+  std::string url;        // without user and password
+  std::string authority;  // host[:port] as the URL writes them: what git calls a credential's host
   std::string user, password;
 };
 
@@ -150,16 +151,16 @@ GitLogin split_git_login(const std::string& url) {
   const auto parts = split_url(url);
   if (!parts) return login;
   // git's credential helpers name a server by host and port as the URL writes them.
-  login.host = parts->port.empty() ? parts->host : parts->host + ":" + parts->port;
+  login.authority = authority(*parts);
   if (parts->userinfo.empty()) return login;
   const auto colon = parts->userinfo.find(':');
   login.user = percent_decoded(parts->userinfo.substr(0, colon));
   if (colon != std::string::npos) login.password = percent_decoded(parts->userinfo.substr(colon + 1));
-  for (const std::string* part : {&login.user, &login.password, &login.host}) {
+  for (const std::string* part : {&login.user, &login.password, &login.authority}) {
     if (part->find_first_of(std::string("\n\0", 2)) != std::string::npos)
       throw Error("git module source " + net::redact_url(url) + ": its login holds a line break or a NUL");
   }
-  login.url = parts->scheme + "://" + login.host + parts->path + (parts->query.empty() ? "" : "?" + parts->query) +
+  login.url = parts->scheme + "://" + login.authority + parts->path + (parts->query.empty() ? "" : "?" + parts->query) +
               (parts->fragment.empty() ? "" : "#" + parts->fragment);
   return login;
 }
@@ -177,7 +178,7 @@ std::vector<std::string> git_login_config(const GitLogin& login) {
 
 std::vector<std::string> git_login_environment(const GitLogin& login) {
   if (login.user.empty() && login.password.empty()) return {};
-  return {"PODPLANE_GIT_HOST=" + login.host, "PODPLANE_GIT_USERNAME=" + login.user, "PODPLANE_GIT_PASSWORD=" + login.password};
+  return {"PODPLANE_GIT_HOST=" + login.authority, "PODPLANE_GIT_USERNAME=" + login.user, "PODPLANE_GIT_PASSWORD=" + login.password};
 }
 
 // Runs git, capturing its stderr for the message. No shell is involved. Git gets the transfer
@@ -332,7 +333,7 @@ ModuleSource ModuleSource::parse(std::string_view text_in, std::string_view defa
     if (!repo.ends_with(".git")) text.insert(repo.size(), ".git");
   }
   if (forced == "git") {
-    if (!ascii_lower(text).starts_with("https://") && !ascii_lower(text).starts_with("http://")) {
+    if (!has_http_scheme(text)) {
       throw Error(unsupported(source.text, "only git over HTTPS is supported (no ssh)"));
     }
     source.kind = Kind::git;
@@ -345,9 +346,8 @@ ModuleSource ModuleSource::parse(std::string_view text_in, std::string_view defa
     return source;
   }
   if (!forced.empty()) throw Error(unsupported(source.text, "getter \"" + forced + "::\" is not supported"));
-  auto scheme_end = text.find("://");
-  if (scheme_end != std::string::npos) {
-    auto scheme = ascii_lower(text.substr(0, scheme_end));
+  if (const auto written_scheme = url_scheme(text); !written_scheme.empty()) {
+    const auto scheme = ascii_lower(written_scheme);
     if (scheme != "https" && scheme != "http") {
       throw Error(unsupported(source.text, "scheme \"" + scheme + "\" is not supported"));
     }
@@ -391,9 +391,7 @@ std::string ModuleSource::package_address() const {
 
 std::string ModuleSource::store_address() const {
   if (kind == Kind::registry) return registry.str();
-  std::string rest = net::redact_url(url);
-  if (auto scheme = rest.find("://"); scheme != std::string::npos) rest = rest.substr(scheme + 3);
-  rest = rest.substr(0, rest.find_first_of("?#"));
+  std::string rest = authority_and_path_as_written(net::redact_url(url));
   std::string lowered = ascii_lower(rest);
   for (const char* suffix : {".git", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".zip"}) {
     if (lowered.ends_with(suffix)) {

@@ -10,6 +10,7 @@
 #include "base/error.hpp"
 #include "base/human_bytes.hpp"
 #include "base/split.hpp"
+#include "base/url.hpp"
 #include "cache/kinds.hpp"
 #include "cache/podplane_releases.hpp"
 #include "cache/row_rules.hpp"
@@ -974,44 +975,6 @@ std::string render_catalogue_json(const Catalogue& catalogue) {
   return document.dump(2) + "\n";
 }
 
-namespace {
-
-bool host_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
-}
-
-bool valid_port(std::string_view port) {
-  if (port.empty() || port.size() > 5) return false;
-  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
-  return std::stoi(std::string(port)) <= 65535;
-}
-
-// host[:port] or [v6][:port] with only the characters such names have.
-bool valid_authority(std::string_view authority) {
-  if (authority.empty() || authority.size() > 300) return false;
-  std::string_view host = authority, port;
-  if (authority.front() == '[') {
-    auto close = authority.find(']');
-    if (close == std::string_view::npos || close < 2) return false;
-    host = authority.substr(1, close - 1);
-    if (!std::all_of(host.begin(), host.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'; }))
-      return false;
-    auto rest = authority.substr(close + 1);
-    if (rest.empty()) return true;
-    if (rest.front() != ':') return false;
-    return valid_port(rest.substr(1));
-  }
-  auto colon = authority.find(':');
-  if (colon != std::string_view::npos) {
-    host = authority.substr(0, colon);
-    port = authority.substr(colon + 1);
-    if (!valid_port(port)) return false;
-  }
-  return !host.empty() && std::all_of(host.begin(), host.end(), host_char) && host.front() != '-' && host.front() != '.';
-}
-
-}  // namespace
-
 std::string mirror_url_from_host(std::string_view scheme, std::string_view host_header) {
   if (scheme != "http" && scheme != "https") return {};
   if (!valid_authority(host_header)) return {};
@@ -1019,22 +982,23 @@ std::string mirror_url_from_host(std::string_view scheme, std::string_view host_
 }
 
 std::string checked_public_url(std::string_view url) {
-  std::string_view rest;
-  if (url.rfind("https://", 0) == 0) rest = url.substr(8);
-  else if (url.rfind("http://", 0) == 0) rest = url.substr(7);
-  else throw UsageError("--public-url must start with https:// or http://; got '" + std::string(url) + "'");
-  auto slash = rest.find('/');
-  auto authority = rest.substr(0, slash);
-  auto path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
-  bool path_ok = std::all_of(path.begin(), path.end(), [](char c) {
-    return host_char(c) || c == '/' || c == '_' || c == '~' || c == '%' || c == '+' || c == ',' || c == '=' || c == '@';
-  });
-  if (!valid_authority(authority) || !path_ok)
+  if (!url.starts_with("https://") && !url.starts_with("http://"))
+    throw UsageError("--public-url must start with https:// or http://; got '" + std::string(url) + "'");
+  // Pasted into snippets and pages as it is: a plain authority and a path of the characters a
+  // site path has, and nothing else (the text is those parts put back together: no login, empty
+  // port, query or fragment).
+  const auto parts = split_url(url);
+  auto path_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+           c == '/' || c == '_' || c == '~' || c == '%' || c == '+' || c == ',' || c == '=' || c == '@';
+  };
+  const bool plain = parts && valid_authority(authority(*parts)) &&
+                     ascii_iequals(url, parts->scheme + "://" + authority(*parts) + parts->path) &&
+                     std::all_of(parts->path.begin(), parts->path.end(), path_char);
+  if (!plain)
     throw UsageError("--public-url must be http(s)://HOST[:PORT][/PATH] with a plain host name or address; got '" +
                      std::string(url) + "'");
-  std::string out(url);
-  while (!out.empty() && out.back() == '/') out.pop_back();
-  return out;
+  return without_trailing_slashes(std::string(url));
 }
 
 }  // namespace podplane::mirror

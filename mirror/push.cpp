@@ -11,8 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/ascii.hpp"
 #include "base/digest.hpp"
 #include "base/error.hpp"
+#include "base/url.hpp"
 #include "cache/kinds.hpp"
 #include "mirror/git_repositories.hpp"
 #include "net/http.hpp"
@@ -24,18 +26,17 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 OciTarget OciTarget::parse(const std::string& text) {
-  const std::string scheme = "oci://";
-  if (text.rfind(scheme, 0) != 0 || text.size() == scheme.size())
+  // Nothing but oci://host[:port][/prefix]: the text is those parts put back together (a login
+  // goes by --creds-file or an auth file; no query or fragment).
+  const auto url = split_url(text);
+  if (!url || url->scheme != "oci" || !ascii_iequals(text, "oci://" + authority(*url) + url->path))
     throw UsageError("mirror push wants oci://REGISTRY[:PORT]/PREFIX; got '" + text + "'");
-  std::string rest = text.substr(scheme.size());
-  while (!rest.empty() && rest.back() == '/') rest.pop_back();
   OciTarget target;
-  auto slash = rest.find('/');
-  target.registry = rest.substr(0, slash);
-  target.prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
-  static const std::regex registry_re(R"(^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?$)");
-  if (target.registry.empty() || !std::regex_match(target.registry, registry_re))
+  target.registry = authority(*url);
+  if (!valid_authority(target.registry))
     throw UsageError("mirror push: '" + target.registry + "' is not a registry host[:port] (in '" + text + "')");
+  target.prefix = without_trailing_slashes(url->path);
+  if (target.prefix.starts_with('/')) target.prefix.erase(0, 1);
   return target;
 }
 

@@ -59,7 +59,7 @@ struct PushStats {
 //   PREFIX/mirror/<registry>/<repository>:<tag>                 (container images, as stored)
 // Versions become tags with '+' written as '_' (OpenTofu's rule).
 struct OciTarget {
-  std::string registry;  // host[:port]
+  std::string registry;  // the authority, host[:port] as the target writes them (base/url.hpp)
   std::string prefix;    // may be empty
   static OciTarget parse(const std::string& text);  // UsageError unless oci://REGISTRY[/PREFIX]
 };

@@ -212,6 +212,10 @@ std::map<std::string, net::S3Object> listed_export(net::S3Bucket& bucket, const 
 
 bool is_s3_target(std::string_view target) { return target.starts_with(kScheme); }
 
+// Not base/url.hpp's split_url: s3://BUCKET/PREFIX is the AWS CLI's object address, not an RFC
+// 3986 URL. Its bucket is a name, never a host[:port] or a login, and the rest is a key prefix
+// of segments checked below, with no query, fragment or percent-escapes; the endpoint the bucket
+// is reached at is a URL of its own (net/s3_client.hpp, AWS_ENDPOINT_URL).
 S3Target parse_s3_target(std::string_view text) {
   auto refuse = [&](const std::string& why) {
     return UsageError(mismatch_message("not an object storage target: " + why, "s3://BUCKET[/PREFIX]", std::string(text)));

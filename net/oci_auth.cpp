@@ -82,21 +82,19 @@ const char* verb(RegistryAccess access) { return access == RegistryAccess::push 
 }  // namespace
 
 std::string normalise_auth_key(const std::string& key) {
+  // A key with a scheme is docker's legacy form: only its authority counts ("…/v1/").
   std::string text = key;
-  bool had_scheme = false;
-  for (const char* scheme : {"https://", "http://"}) {
-    if (ascii_lower(text).rfind(scheme, 0) == 0) {
-      text = text.substr(std::string(scheme).size());
-      had_scheme = true;
-    }
+  if (has_http_scheme(key)) {
+    const auto url = split_url(key);
+    text = url ? authority(*url) : "";
   }
-  // A key with a scheme is docker's legacy form: only its host counts ("…/v1/").
-  if (had_scheme) text = text.substr(0, text.find('/'));
   while (!text.empty() && text.back() == '/') text.pop_back();
+  // Otherwise a registry key is host[:port][/repository…], no URL: its authority is what comes
+  // before the first "/".
   auto slash = text.find('/');
-  std::string host = ascii_lower(text.substr(0, slash));
-  if (host == "index.docker.io" || host == "registry-1.docker.io") host = "docker.io";
-  return slash == std::string::npos ? host : host + text.substr(slash);
+  std::string registry = ascii_lower(text.substr(0, slash));
+  if (registry == "index.docker.io" || registry == "registry-1.docker.io") registry = "docker.io";
+  return slash == std::string::npos ? registry : registry + text.substr(slash);
 }
 
 RegistryCredentials RegistryCredentials::load(const RegistryAuthOptions& options) {

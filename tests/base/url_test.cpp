@@ -46,6 +46,45 @@ TEST(Url, TheTwoHostsDifferOnlyInTheDefaultPort) {
   EXPECT_EQ(host_with_port(*split_url("https://u:p@h.example:8443/x")), "h.example:8443");
 }
 
+TEST(Url, TheSchemeIsRfc3986sGrammarAsWritten) {
+  EXPECT_EQ(url_scheme("HTTPS://h/x"), "HTTPS");
+  EXPECT_EQ(url_scheme("git+ssh://h/x"), "git+ssh");
+  EXPECT_EQ(url_scheme("oci://registry.example/site"), "oci");
+  EXPECT_EQ(url_scheme("registry.example/ns/name"), "");
+  EXPECT_EQ(url_scheme("://h/x"), "");
+  EXPECT_EQ(url_scheme("1x://h/x"), "");
+  EXPECT_EQ(url_scheme("a b://h/x"), "");
+  // A module source's forced getter is not a scheme: "git::https" has colons.
+  EXPECT_EQ(url_scheme("git::https://h/r.git"), "");
+  EXPECT_FALSE(split_url("git::https://h/r.git"));
+  auto oci = split_url("oci://Registry.Example:5000/site/");
+  ASSERT_TRUE(oci);
+  EXPECT_EQ(oci->scheme, "oci");
+  EXPECT_EQ(oci->path, "/site/");
+}
+
+// The authority keeps the port as written (git's credential helpers and docker's auth keys
+// tell "h:443" from "h"); only the host is folded, and the userinfo never belongs to it.
+TEST(Url, TheAuthorityIsHostAndPortAsWritten) {
+  EXPECT_EQ(authority(*split_url("https://u:p@Host.Example:443/x")), "host.example:443");
+  EXPECT_EQ(authority(*split_url("https://host.example/x")), "host.example");
+  EXPECT_EQ(authority(*split_url("oci://[::1]:5000/site")), "[::1]:5000");
+  EXPECT_EQ(authority_and_path_as_written("git+https://u:p@Host:8443/Org/Repo.git?ref=v1#x"), "u:p@Host:8443/Org/Repo.git");
+  EXPECT_EQ(authority_and_path_as_written("https://h"), "h");
+  EXPECT_EQ(authority_and_path_as_written("./modules/x?y"), "./modules/x");
+}
+
+TEST(Url, AValidAuthorityIsAPlainHostAndPort) {
+  for (const std::string good : {"mirror.site:8443", "127.0.0.1:8080", "[::1]:8443", "[::1]", "mirror", "Mirror.Site",
+                                 "h:65535", "[::ffff:10.0.0.1]:1"})
+    EXPECT_TRUE(valid_authority(good)) << good;
+  for (const std::string bad : {"", "evil\"><script>", "a b", "host:99999", "host:65536", "host:", "[::1", "[zz]:1", "[]:1",
+                                "[::1]x", "-x", ".x", "h/p", "user@host", "host:80:80", "h:+1"})
+    EXPECT_FALSE(valid_authority(bad)) << bad;
+  EXPECT_TRUE(valid_authority(std::string(300, 'a')));
+  EXPECT_FALSE(valid_authority(std::string(301, 'a')));
+}
+
 // Go's path.Base of the URL's path: what a VM's userdata saves a file as.
 TEST(Url, TheBasenameIsGosPathBase) {
   EXPECT_EQ(url_basename("https://h/a/x_SHA256SUMS?y=1#z"), "x_SHA256SUMS");
