@@ -1,7 +1,6 @@
 // podplane cluster init|create|upgrade|check: generate and check stacks from the store alone.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,11 +16,9 @@
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
 #include "generator/config.hpp"
-#include "generator/engine.hpp"
-#include "generator/proxmox_stack.hpp"
 #include "generator/schema.hpp"
 #include "generator/stack.hpp"
-#include "lockfile/provider_names.hpp"
+#include "generator/stack_apply.hpp"
 
 namespace podplane::cli {
 
@@ -108,88 +105,14 @@ void run_generation(const ClusterOptions& options, const GlobalOptions& global, 
   fs::path config_file = fs::absolute(options.config);
   ensure_config(config_file);
   cache::Store store = open_existing_store();
-  gen::StackOptions stack_options;
-  stack_options.config_file = config_file;
-  stack_options.command = command;
-  stack_options.force = options.force ? gen::Force::yes : gen::Force::no;
-  stack_options.env_deps_url = env("PODPLANE_DEPS_URL");
-  gen::StackResult result = gen::generate_stack(store, stack_options);
-
-  for (const auto& warning : result.warnings) std::cerr << "podplane: warning: " << warning << "\n";
-  for (const auto& file : result.files) {
-    if (file.change != gen::FileOutcome::Change::unchanged && !global.quiet)
-      std::cout << "  " << gen::to_string(file.change) << " " << file.name << "\n";
-  }
-  for (const auto& change : result.version_changes) {
-    std::cout << "  " << change.item << " " << (change.from.empty() ? "(new)" : change.from) << " → "
-              << (change.to.empty() ? "(removed)" : change.to) << "\n";
-  }
-  for (const auto& impact : result.impacts) std::cout << "  " << impact << "\n";
-  if (command == gen::Command::upgrade) {
-    std::cout << (result.version_changes.empty() ? "Already at the newest versions the store holds in "
-                                                  : "Upgraded Podplane OpenTofu/Terraform dependencies in ")
-              << result.stack_dir.string() << "\n";
-  } else if (result.changed()) {
-    bool proxmox = std::any_of(result.files.begin(), result.files.end(),
-                               [](const gen::FileOutcome& file) { return file.name == gen::proxmox_node_init_file; });
-    std::cout << (proxmox ? "Generated the Podplane Proxmox VE stack in " : "Generated Podplane OpenTofu/Terraform files in ")
-              << result.stack_dir.string() << "\n";
-  } else {
-    std::cout << "No changes: the stack in " << result.stack_dir.string() << " matches the config and the store\n";
-  }
-
-  // A Proxmox stack has no OpenTofu files: the nodes run the generated script instead.
-  if (std::any_of(result.files.begin(), result.files.end(),
-                  [](const gen::FileOutcome& file) { return file.name == gen::proxmox_node_init_file; })) {
-    std::cout << "Next, on every Proxmox VE node (as root): bash " << gen::proxmox_node_init_file
-              << " [--shard ZONE]\nand upload each podplane.cluster.proxmox.shard.<zone>.jsonc to "
-                 "s3://<bucket>/shard/<zone>/config.jsonc (docs/cluster.md).\n";
-    // Only with proxmox.manage_api_token is there an OpenTofu root (and its lock) to apply.
-    if (!fs::exists(result.stack_dir / ".terraform.lock.hcl")) return;
-  }
-  // The lock names the registry host of the engine the stack is for.
-  const fs::path lock = result.stack_dir / ".terraform.lock.hcl";
-  const std::string lock_text = std::ifstream(lock) ? read_file_within_limits(lock, "lock file") : std::string();
-  const lockfile::Engine stack_engine = gen::stack_engine(lock_text);
-  const std::string engine_name(lockfile::engine_name(stack_engine));
-  const std::string other_name(lockfile::engine_name(stack_engine == lockfile::Engine::terraform ? lockfile::Engine::tofu
-                                                                                                 : lockfile::Engine::terraform));
-  std::cout << "Engine: " << engine_name << " (the stack's lock has entries for "
-            << lockfile::default_registry_host(stack_engine) << ")\n";
-  if (!gen::find_engine(stack_engine)) {
-    if (auto other = gen::find_engine(stack_engine == lockfile::Engine::terraform ? lockfile::Engine::tofu
-                                                                                  : lockfile::Engine::terraform)) {
-      // The store (and so the stack) was filled for the other engine than the one installed here.
-      std::cout << "Note: this machine has " << other->string() << ", not " << engine_name << "; for a " << other_name
-                << " stack run `podplane deps tf --engine " << other_name
-                << "` (online, or import a bundle filled for it), then `podplane cluster upgrade`\n";
-    }
-  }
-  auto engine = options.no_apply ? std::nullopt : gen::find_engine(stack_engine);
-  if (!engine) {
-    std::cout << "To apply it offline, run:\n";
-    for (const auto& line : gen::manual_engine_commands(result.stack_dir, result.tfrc, engine_name)) std::cout << "  " << line << "\n";
-    return;
-  }
-  if (int code = gen::run_engine(*engine, {"init", "-lockfile=readonly", "-input=false"}, result.stack_dir, result.tfrc);
-      code != 0)
-    throw Error(engine->filename().string() + " init failed (exit " + std::to_string(code) + ") in " +
-                result.stack_dir.string());
-  if (!options.yes) {
-    std::cout << (command == gen::Command::upgrade ? "Apply upgraded OpenTofu/Terraform dependencies?"
-                                                   : "Apply generated OpenTofu/Terraform changes?")
-              << " [y/N]: " << std::flush;
-    std::string answer;
-    if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes")) {
-      std::cout << "Not applied.\n";
-      return;
-    }
-  }
-  std::vector<std::string> apply{"apply"};
-  if (options.yes) apply.push_back("-auto-approve");
-  if (int code = gen::run_engine(*engine, apply, result.stack_dir, result.tfrc); code != 0)
-    throw Error(engine->filename().string() + " apply failed (exit " + std::to_string(code) + ") in " +
-                result.stack_dir.string());
+  gen::StackRunOptions run;
+  run.stack.config_file = config_file;
+  run.stack.command = command;
+  run.stack.force = options.force ? gen::Force::yes : gen::Force::no;
+  run.stack.env_deps_url = env("PODPLANE_DEPS_URL");
+  run.apply = options.no_apply ? gen::Apply::no : options.yes ? gen::Apply::auto_approve : gen::Apply::ask;
+  run.file_list = global.quiet ? gen::FileList::quiet : gen::FileList::shown;
+  gen::create_or_upgrade_stack(store, run, {std::cout, std::cerr, std::cin});
 }
 
 void run_init(const ClusterOptions& options) {

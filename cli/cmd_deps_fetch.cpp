@@ -20,8 +20,7 @@
 #include "fetch/deps_download.hpp"
 #include "fetch/deps_tf.hpp"
 #include "fetch/images.hpp"
-#include "fetch/podplane_release.hpp"
-#include "fetch/tools.hpp"
+#include "fetch/deps_tools.hpp"
 #include "lockfile/version.hpp"
 
 namespace podplane::cli {
@@ -222,17 +221,48 @@ void register_images(CLI::App& deps, const GlobalOptions& global) {
   });
 }
 
+struct ToolsArgs {
+  std::vector<std::string> engines;
+  std::string version;
+  std::vector<std::string> stacks;
+  std::string cluster_config;
+  std::vector<std::string> platforms;
+  int jobs = 4;
+  std::string podplane_release;
+  std::string sign, pkcs11_module;
+};
+
+// The engine releases `deps tools` is asked for. The defaults that need what fetch/ cannot see
+// are taken here: the engine on PATH (said on stdout) and the cloud of the cluster config.
+fetch::DepsToolsRequest::EngineReleases engine_releases(const ToolsArgs& args, const GlobalOptions& global) {
+  fetch::DepsToolsRequest::EngineReleases asked;
+  try {
+    if (!args.version.empty()) asked.version = lockfile::Version::parse(args.version).str();
+    for (const auto& engine : fetch::split_list(args.engines)) asked.engines.push_back(lockfile::parse_engine(engine));
+    asked.fetch.platforms = fetch::split_list(args.platforms);
+    for (const auto& platform : asked.fetch.platforms) (void)lockfile::Platform::parse(platform);
+  } catch (const Error& error) {
+    throw UsageError(error.what());  // a typo on the command line, not a failed fetch
+  }
+  asked.fetch.download.jobs = args.jobs;
+  asked.fetch.download.per_host = args.jobs;
+  asked.fetch.download.progress = progress_of(global);
+  asked.fetch.download.http = net::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
+  if (asked.engines.empty()) {
+    auto user = generator::engine_on_path();
+    asked.engines.push_back(user.engine);
+    std::cout << "engine: " << lockfile::engine_name(user.engine) << " (" << user.reason << "; pass --engine to choose)\n";
+  }
+  asked.stacks.assign(args.stacks.begin(), args.stacks.end());
+  if (!asked.version && !args.cluster_config.empty()) {
+    auto kind = generator::load_cluster_config(args.cluster_config).provider.kind;
+    asked.config_stack =
+        fetch::ConfigStack{kind, "Podplane's " + std::string(generator::to_string(kind)) + " stack, " + args.cluster_config};
+  }
+  return asked;
+}
+
 void register_tools(CLI::App& deps, const GlobalOptions& global) {
-  struct ToolsArgs {
-    std::vector<std::string> engines;
-    std::string version;
-    std::vector<std::string> stacks;
-    std::string cluster_config;
-    std::vector<std::string> platforms;
-    int jobs = 4;
-    std::string podplane_release;
-    std::string sign, pkcs11_module;
-  };
   auto tools_args = std::make_shared<ToolsArgs>();
   auto* tools = deps.add_subcommand("tools", "Fetch terraform or tofu release zips, checked against their signed SHA256SUMS, into the store");
   auto* engine_option = tools->add_option(
@@ -268,59 +298,22 @@ void register_tools(CLI::App& deps, const GlobalOptions& global) {
       ->check(CLI::ExistingFile)
       ->needs(sign_option);
   tools->callback([tools_args, engine_option, version_option, stack_option, config_option, podplane_option, &global] {
+    fetch::DepsToolsRequest request;
     // The release key is opened (a token's PIN checked) before anything is fetched or added.
     std::optional<ed25519::SigningKey> key;
     if (!tools_args->sign.empty())
       key = ed25519::SigningKey::load(tools_args->sign, tools_args->pkcs11_module.empty()
                                                             ? std::nullopt
                                                             : std::optional<std::filesystem::path>(tools_args->pkcs11_module));
-    auto add_release = [&](cache::Store& store) {
-      (void)fetch::add_podplane_release(store, tools_args->podplane_release, std::cout, key ? &*key : nullptr);
-    };
+    request.release_key = key ? &*key : nullptr;
+    if (podplane_option->count() > 0) request.podplane_release = tools_args->podplane_release;
     // --podplane-release alone adds podplane's release and nothing else. Without it, or with
     // any option about an engine release, the engine run happens too, choosing its engine and
     // version as documented when they are not given.
     const bool engine_run = podplane_option->count() == 0 || engine_option->count() > 0 || version_option->count() > 0 ||
                             stack_option->count() > 0 || config_option->count() > 0 || !tools_args->platforms.empty();
-    if (!engine_run) {
-      auto store = cache::Store::open(cache::default_deps_root());
-      add_release(store);
-      return;
-    }
-    fetch::DepsToolsOptions options;
-    std::vector<lockfile::Engine> engines;
-    std::optional<std::string> version;
-    try {
-      if (!tools_args->version.empty()) version = lockfile::Version::parse(tools_args->version).str();
-      for (const auto& engine : fetch::split_list(tools_args->engines)) engines.push_back(lockfile::parse_engine(engine));
-      options.platforms = fetch::split_list(tools_args->platforms);
-      for (const auto& platform : options.platforms) (void)lockfile::Platform::parse(platform);
-    } catch (const Error& error) {
-      throw UsageError(error.what());  // a typo on the command line, not a failed fetch
-    }
-    options.download.jobs = tools_args->jobs;
-    options.download.per_host = tools_args->jobs;
-    options.download.progress = progress_of(global);
-    options.download.http = net::HttpOptions::from_environment();  // PODPLANE_HTTP_* budgets
-    if (engines.empty()) {
-      auto user = generator::engine_on_path();
-      engines.push_back(user.engine);
-      std::cout << "engine: " << lockfile::engine_name(user.engine) << " (" << user.reason << "; pass --engine to choose)\n";
-    }
-    std::vector<fetch::RequiredEngineVersion> required;
-    if (!version) {
-      std::optional<fetch::ConfigStack> config_stack;
-      if (!tools_args->cluster_config.empty()) {
-        auto kind = generator::load_cluster_config(tools_args->cluster_config).provider.kind;
-        config_stack = fetch::ConfigStack{
-            kind, "Podplane's " + std::string(generator::to_string(kind)) + " stack, " + tools_args->cluster_config};
-      }
-      required = fetch::engine_versions_required({tools_args->stacks.begin(), tools_args->stacks.end()}, config_stack);
-    }
-    options.releases = fetch::choose_tool_releases(engines, version, required, options.download.http, std::cout);
-    auto store = cache::Store::open(cache::default_deps_root());
-    (void)fetch::deps_tools(store, options, std::cout);
-    if (podplane_option->count() > 0) add_release(store);
+    if (engine_run) request.engine_releases = engine_releases(*tools_args, global);
+    fetch::run_deps_tools(cache::default_deps_root(), request, std::cout);
   });
 }
 

@@ -10,8 +10,8 @@
 #include "cache/kinds.hpp"
 #include "cache/layout.hpp"
 #include "cache/maintenance.hpp"
-#include "cache/recheck.hpp"
 #include "cache/store.hpp"
+#include "cache/store_check.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_store.hpp"
 
@@ -93,23 +93,15 @@ void deps_ls(bool json) {
 void deps_verify(bool json, bool repair, cache::VerifyDepth depth, const GlobalOptions& global) {
   fs::path root = cache::default_deps_root();
   std::optional<cache::Store> store;
-  std::optional<cache::RepairReport> repaired;
-  if (repair) {
-    store.emplace(open_existing_for_writing(root, "deps verify --repair"));
-    repaired = cache::repair_store(*store);
-  } else {
-    store = open_for_reading(root);
-  }
+  if (repair) store.emplace(open_existing_for_writing(root, "deps verify --repair"));
+  else store = open_for_reading(root);
   if (!store) throw Error("no store at " + root.string() + ": " + cache::layout::index_db(root).string() + " does not exist");
-  auto report = repaired ? repaired->after : cache::verify_store(*store, depth);
-  // The upstream SHA256SUMS, signatures and keys travel with the store: re-check them here so
-  // the air gap proves offline what `deps tf` and `deps tools` checked online (cache/recheck.hpp).
-  const auto recheck = cache::recheck_store(*store);
-  for (const auto& [kind, result] : recheck.results)
-    report.problems.insert(report.problems.end(), result.problems.begin(), result.problems.end());
-  const auto& signatures = recheck.of(cache::Recheck::provider_signed_sums);
-  const auto& tools = recheck.of(cache::Recheck::engine_signed_sums);
-  const auto& releases = recheck.of(cache::Recheck::podplane_sums);
+  const auto check = cache::check_store(*store, depth, repair ? cache::Repair::yes : cache::Repair::no);
+  const auto& report = check.report;
+  const auto& repaired = check.repaired;
+  const auto& signatures = check.recheck.of(cache::Recheck::provider_signed_sums);
+  const auto& tools = check.recheck.of(cache::Recheck::engine_signed_sums);
+  const auto& releases = check.recheck.of(cache::Recheck::podplane_sums);
   if (json) {
     auto out = cache::to_json(report);
     if (repaired) {

@@ -4,6 +4,7 @@
 
 #include "cache/recheck.hpp"
 #include "cache/store.hpp"
+#include "cache/store_check.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/upstream.hpp"
 
@@ -68,6 +69,33 @@ TEST(SignatureRecheck, WrongRecordedKeyAndBrokenSignatureAreProblems) {
   verify = filled.verify();
   EXPECT_EQ(verify.exit_code, 1) << verify.out;
   EXPECT_NE(verify.out.find("upstream signature does not verify offline"), std::string::npos) << verify.out;
+}
+
+// check_store, what `deps verify` prints: the store's own check (or its repair) with every
+// recheck's problems in the same report, and the counts of each recheck beside it.
+TEST(SignatureRecheck, CheckStoreReportsTheRechecksWithTheStoresOwnCheck) {
+  FixtureUpstream upstream;
+  FilledStore filled(upstream);
+  {
+    auto store = cache::Store::open(filled.root(), cache::Store::Access::read_only);
+    const auto clean = cache::check_store(store, cache::VerifyDepth::quick, cache::Repair::no);
+    EXPECT_TRUE(clean.report.ok()) << clean.report.problems.front();
+    EXPECT_EQ(clean.report.depth, cache::VerifyDepth::quick);
+    EXPECT_FALSE(clean.repaired);
+    EXPECT_EQ(clean.recheck.of(cache::Recheck::provider_signed_sums).signatures_checked, 6u);
+  }
+  filled.sql(
+      "UPDATE provenance SET key_fingerprint = '0000000000000000000000000000000000000000' WHERE artifact_id = "
+      "(SELECT id FROM artifacts WHERE kind = 'provider_package' AND address LIKE '%/aws' LIMIT 1)");
+  auto store = cache::Store::open(filled.root());
+  for (const auto repair : {cache::Repair::no, cache::Repair::yes}) {
+    const auto check = cache::check_store(store, cache::VerifyDepth::full, repair);
+    EXPECT_EQ(check.repaired.has_value(), repair == cache::Repair::yes);
+    ASSERT_EQ(check.report.problems.size(), 1u);
+    EXPECT_NE(check.report.problems.front().find("signed by another key than recorded"), std::string::npos)
+        << check.report.problems.front();
+    EXPECT_EQ(check.report.problems, check.recheck.of(cache::Recheck::provider_signed_sums).problems);
+  }
 }
 
 }  // namespace

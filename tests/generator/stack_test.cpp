@@ -5,8 +5,10 @@
 #include <regex>
 
 #include <iostream>
+#include <sstream>
 
 #include "generator/stack.hpp"
+#include "generator/stack_apply.hpp"
 #include "base/digest.hpp"
 #include "lockfile/lock_file.hpp"
 #include "tests/generator/cluster_env.hpp"
@@ -404,6 +406,38 @@ TEST(ClusterCreate, RunsTheEngineOfflineWithTheStoreTfrc) {
   ASSERT_EQ(result.exit_code, 0) << show(result);
   EXPECT_NE(result.out.find("Apply generated OpenTofu/Terraform changes? [y/N]"), std::string::npos);
   EXPECT_EQ(read_file(log), stack + "|" + tfrc + "|init -lockfile=readonly -input=false\n");
+}
+
+// The library call behind `cluster create|upgrade` talks to the console it is given: the
+// question goes to its out, the answer comes from its answers ("yes" applies, and without
+// -auto-approve), and --no-apply prints the commands instead of running the engine it has.
+TEST(ClusterCreate, TheRunAsksItsConsoleAndAppliesOnYes) {
+  ClusterEnv env;
+  const fs::path log = env.dir / "engine.log";
+  const fs::path engine = env.dir / "fake-tofu";
+  write_file(engine, "#!/bin/sh\necho \"$*\" >> " + log.string() + "\n");
+  fs::permissions(engine, fs::perms::owner_all);
+  ScopedEnv engine_command("PODPLANE_TF_CMD", engine.string());
+  generator::StackRunOptions run;
+  run.stack.config_file = env.config();
+  run.stack.env_deps_url = env.options().env.at("PODPLANE_DEPS_URL");
+  std::ostringstream out, warnings;
+  std::istringstream answers("yes\n");
+  generator::create_or_upgrade_stack(env.fixture->store(), run, {out, warnings, answers});
+  EXPECT_NE(out.str().find("Generated Podplane OpenTofu/Terraform files in "), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("Engine: tofu (the stack's lock has entries for registry.opentofu.org)\n"), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("Apply generated OpenTofu/Terraform changes? [y/N]: "), std::string::npos) << out.str();
+  EXPECT_EQ(read_file(log), "init -lockfile=readonly -input=false\napply\n");
+  EXPECT_EQ(warnings.str(), "");
+
+  fs::remove(log);
+  run.apply = generator::Apply::no;
+  out.str("");
+  generator::create_or_upgrade_stack(env.fixture->store(), run, {out, warnings, answers});
+  EXPECT_NE(out.str().find("No changes: the stack in "), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("To apply it offline, run:\n"), std::string::npos) << out.str();
+  EXPECT_FALSE(fs::exists(log));
 }
 
 TEST(ClusterCreate, WithoutAnEnginePrintsTheTwoCommands) {
