@@ -209,6 +209,14 @@ std::string vendor_command(const RootCheckSource& source, const fs::path& root, 
   return vendor + ", " + commit;
 }
 
+// What comes before the fill when a package is held but cannot be read: its damaged copy set
+// aside, so that the fill takes it again (`deps tf` fetches a module whose tree row is gone).
+std::string repair_command(const RootCheckSource& source) {
+  return source.mirror_url.empty()
+             ? "podplane deps verify --repair (it sets the damaged package aside), then "
+             : "on the mirror's host, which lists the package but does not hand it out: podplane deps verify --repair, then ";
+}
+
 // What the root needs, read through the source's modules; a root that cannot be read is a row.
 std::optional<RootNeeds> read_needs(const RootCheckSource& source, const fs::path& root, lockfile::Engine engine,
                                     const RootCheckOptions& options, CheckReporter& out) {
@@ -299,7 +307,8 @@ std::optional<RootNeeds> check_root(const RootCheckSource& source, const fs::pat
                vendor_command(source, root, engine, selection, options));
     else if (!selection.problem.empty())
       out.fail("-", selection.item, selection.problem,
-               fill_command(root, engine, "", "module " + selection.source.store_address(), options));
+               (selection.package ? repair_command(source) : "") +
+                   fill_command(root, engine, "", "module " + selection.source.store_address(), options));
     else
       out.ok("-", selection.item, "ok: " + selection.package->version + " from " +
                                       (source.mirror_url.empty() ? "the store" : source.mirror_url));

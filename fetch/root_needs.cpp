@@ -125,7 +125,11 @@ std::optional<fs::path> StoreModuleLookup::files(const ModuleSource&, const Modu
   auto tree = store_.find_module_tree(package.address, package.version);
   if (!tree) return std::nullopt;
   fs::path root = scratch / ("module-" + std::to_string(written_++));
-  store_.write_module_files(*tree, root);
+  try {
+    store_.write_module_files(*tree, root);
+  } catch (const fs::filesystem_error& error) {
+    throw Error("a file of it is missing from the store or cannot be read (" + std::string(error.what()) + ")");
+  }
   return root;
 }
 

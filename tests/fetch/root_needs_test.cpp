@@ -109,8 +109,7 @@ class RootNeeds : public ::testing::Test {
     return podplane(args);
   }
 
-  // `mirror serve` of the store over TLS, as a site runs it; podplane trusts its certificate from
-  // here on (SSL_CERT_FILE). Returns its URL, without a trailing slash.
+  // `mirror serve` of the store over TLS, as a site runs it. Returns its URL, without a trailing slash.
   std::string serve_store() {
     write_test_tls(dir.path());
     serve.emplace(std::vector<std::string>{podplane_binary().string(), "mirror", "serve", "--listen", "127.0.0.1:0",
@@ -118,8 +117,16 @@ class RootNeeds : public ::testing::Test {
                   std::map<std::string, std::string>{{"PODPLANE_DEPS_CACHE_DIR", (dir / "deps").string()}}, dir / "serve.err");
     std::string base = serve->first_line();
     while (!base.empty() && base.back() == '/') base.pop_back();
-    options.env["SSL_CERT_FILE"] = (dir / "cert.pem").string();
     return base;
+  }
+
+  // `stack check --mirror` of `roots` against serve_store()'s mirror, trusting its certificate.
+  ProcessResult check_through(const std::string& mirror, const std::vector<std::string>& roots) const {
+    ProcessOptions trusting = options;
+    trusting.env["SSL_CERT_FILE"] = (dir / "cert.pem").string();
+    std::vector<std::string> args{"stack", "check", "--mirror", mirror};
+    for (const auto& root : roots) args.push_back((repo() / root).string());
+    return run_podplane(args, trusting);
   }
 
   TempDir dir;
@@ -184,7 +191,7 @@ TEST_F(RootNeeds, AnArchiveCallThroughAMirrorCannotBeRedirectedAndTheVendorFixWo
   go_offline();
   const std::string mirror = serve_store();
   ASSERT_FALSE(mirror.empty()) << read_file(dir / "serve.err");
-  auto check = stack_check("archived", {"--mirror", mirror});
+  auto check = check_through(mirror, {"archived"});
   EXPECT_EQ(check.exit_code, 1) << show(check);
   EXPECT_NE(check.out.find("CANNOT REDIRECT: the engine fetches an archive URL from its own host"), std::string::npos)
       << check.out;
@@ -196,7 +203,7 @@ TEST_F(RootNeeds, AnArchiveCallThroughAMirrorCannotBeRedirectedAndTheVendorFixWo
   ASSERT_TRUE(std::regex_search(check.err, printed, std::regex("(podplane stack vendor \\S+) \\(offline\\)"))) << check.err;
   auto vendored = podplane(words_of(printed[1].str()));
   ASSERT_EQ(vendored.exit_code, 0) << show(vendored);
-  auto again = stack_check("archived", {"--mirror", mirror});
+  auto again = check_through(mirror, {"archived"});
   EXPECT_EQ(again.exit_code, 0) << show(again);
   EXPECT_TRUE(std::regex_search(again.out, kEngineProved)) << again.out;
   EXPECT_NE(again.out.find("All checks passed"), std::string::npos) << again.out;
@@ -210,7 +217,7 @@ TEST_F(RootNeeds, StackCheckThroughMirrorServeRunsTheEngineForRegistryModules) {
   go_offline();
   const std::string mirror = serve_store();
   ASSERT_FALSE(mirror.empty()) << read_file(dir / "serve.err");
-  auto check = podplane({"stack", "check", "--mirror", mirror, (repo() / "pinned").string(), (repo() / "nested").string()});
+  auto check = check_through(mirror, {"pinned", "nested"});
   ASSERT_EQ(check.exit_code, 0) << show(check);
   std::size_t proved = 0;
   for (auto it = std::sregex_iterator(check.out.begin(), check.out.end(), kEngineProved); it != std::sregex_iterator(); ++it)
@@ -308,6 +315,56 @@ TEST_F(RootNeeds, PruneKeepsTheModuleVersionsACalledModuleCalls) {
   EXPECT_EQ(check.exit_code, 0) << show(check);
   EXPECT_TRUE(std::regex_search(check.out, kEngineProved)) << check.out;
   EXPECT_NE(check.out.find("module registry.terraform.io/nstance-dev/nstance/aws 2.0.1"), std::string::npos) << check.out;
+}
+
+// A stored package that cannot be read (a file of the wrapper's gone from the store) hides the
+// calls inside it: its row is UNREADABLE, from the store and through a mirror of it, never ok,
+// and `deps prune --keep-root` refuses the root rather than keep less than it needs. The printed
+// fix (deps verify --repair, then the fill), run as printed, makes the check pass.
+TEST_F(RootNeeds, AStoredPackageThatCannotBeReadFailsItsRowAndStopsThePrune) {
+  fill({"nested"});
+  const std::string digest = upstream->fixture()["modules"][2]["versions"][0]["files"]["main.tf"]["sha256"];
+  const fs::path object = dir / "deps/store/objects/sha256" / digest.substr(0, 2) / digest.substr(2);
+  ASSERT_TRUE(fs::exists(object)) << object;
+  fs::remove(object);
+  const std::regex unreadable(R"(module registry\.terraform\.io/nstance-dev/wrapper/aws 1\.0\.0 +UNREADABLE: )");
+
+  const std::string mirror = serve_store();
+  ASSERT_FALSE(mirror.empty()) << read_file(dir / "serve.err");
+  auto through = check_through(mirror, {"nested"});
+  EXPECT_EQ(through.exit_code, 1) << show(through);
+  EXPECT_TRUE(std::regex_search(through.out, unreadable)) << through.out;
+  EXPECT_NE(through.err.find("on the mirror's host, which lists the package but does not hand it out: podplane deps "
+                             "verify --repair, then podplane deps tf"),
+            std::string::npos)
+      << through.err;
+  serve.reset();
+
+  auto check = stack_check("nested");
+  EXPECT_EQ(check.exit_code, 1) << show(check);
+  EXPECT_TRUE(std::regex_search(check.out, unreadable)) << check.out;
+  EXPECT_EQ(check.out.find("All checks passed"), std::string::npos) << check.out;
+  auto pruned = podplane({"deps", "prune", "--keep", "1", "--keep-root", (repo() / "nested").string()});
+  EXPECT_EQ(pruned.exit_code, 1) << show(pruned);
+  EXPECT_NE(pruned.err.find("nothing can say what it needs"), std::string::npos) << pruned.err;
+  EXPECT_NE(pruned.err.find("podplane deps verify"), std::string::npos) << pruned.err;
+
+  const std::string repair = "podplane deps verify --repair";
+  const std::string refill = "podplane deps tf --engine terraform --stack " + (repo() / "nested").string();
+  ASSERT_NE(check.err.find(repair + " (it sets the damaged package aside), then " + refill + " (online)"), std::string::npos)
+      << check.err;
+  // It sets the tree aside; its missing object stays a problem (exit 1) until the fill takes it again.
+  auto repaired = podplane(words_of(repair));
+  EXPECT_NE(repaired.out.find("quarantined module registry.terraform.io/nstance-dev/wrapper/aws 1.0.0"), std::string::npos)
+      << show(repaired);
+  auto refilled = podplane(words_of(refill));
+  ASSERT_EQ(refilled.exit_code, 0) << show(refilled);
+  go_offline();
+  auto again = stack_check("nested");
+  EXPECT_EQ(again.exit_code, 0) << show(again);
+  EXPECT_TRUE(std::regex_search(again.out, kEngineProved)) << again.out;
+  auto verified = podplane({"deps", "verify"});
+  EXPECT_EQ(verified.exit_code, 0) << show(verified);
 }
 
 // A bundle cut for one root carries what its check needs and nothing else: imported into an
