@@ -13,11 +13,13 @@
 #include "lockfile/lock_rules.hpp"
 #include "lockfile/provider_names.hpp"
 #include "fetch/deps_tf.hpp"
+#include "fetch/module_source.hpp"
 #include "fetch/registry.hpp"
 #include "fetch/tf_requirements.hpp"
 #include "lockfile/tf_config.hpp"
 #include "fetch/tf_resolution.hpp"
 #include "fetch/vendor_modules.hpp"
+#include "net/download.hpp"
 
 namespace podplane::checks {
 
@@ -55,11 +57,16 @@ std::string fill_command(const fs::path& root, lockfile::Engine engine, const st
 // Where a mirror serves git repositories (mirror/site_paths.hpp, which checks/ does not see).
 constexpr std::string_view mirror_git_path = "/git/";
 
-// A running mirror's module registry as a ModuleLookup: registry modules by their version
-// lists; nested calls are not followed (the mirror hands out packages, not trees to read here).
+// A running mirror's module registry and git repositories as a ModuleLookup: registry modules by
+// their version lists, git sources by the repositories it serves; the packages it hands out are
+// fetched into the scratch directory so that the calls inside them are followed, as from the
+// store. An archive URL's package is never served (the engine fetches it from its own host).
 class MirrorModuleLookup : public fetch::ModuleLookup {
  public:
-  MirrorModuleLookup(const RootCheckSource& source) : source_(source), http_(source.http) {}
+  explicit MirrorModuleLookup(const RootCheckSource& source)
+      : source_(source),
+        http_(source.http),
+        downloader_(net::DownloadOptions{.http = source.http, .progress = net::Progress::quiet}) {}
 
   std::vector<Version> registry_versions(const fetch::ModuleAddress& m) override {
     std::string url = source_.mirror_url + "/v1/modules/" + m.host + "/" + m.ns + "/" + m.name + "/" + m.system + "/versions";
@@ -68,18 +75,44 @@ class MirrorModuleLookup : public fetch::ModuleLookup {
     if (response.status != 200) throw Error(redact_url(url) + ": " + response.status_text());
     return parse_module_versions(response.body, url);
   }
-  // A direct source is held when the mirror serves its repository (git's smart HTTP at /git/);
-  // that the ref is in it, the engine's run proves. An archive's package is never served.
-  bool holds(const ModulePackage& package) override {
-    const std::string url = source_.mirror_url + std::string(mirror_git_path) + package.address + ".git/info/refs?service=git-upload-pack";
-    return http_.get(url).status == 200;
+  // That the ref is in a repository served, the engine's run proves.
+  bool holds(const fetch::ModuleSource& source, const ModulePackage& package) override {
+    if (source.kind != fetch::ModuleSource::Kind::git) return false;
+    return http_.get(git_url(package) + "/info/refs?service=git-upload-pack").status == 200;
   }
-  std::optional<fs::path> files(const ModulePackage&, const fs::path&) override { return std::nullopt; }
+  std::optional<fs::path> files(const fetch::ModuleSource& source, const ModulePackage& package,
+                                const fs::path& scratch) override {
+    fetch::ModuleSource location;
+    if (source.kind == fetch::ModuleSource::Kind::registry) {
+      // The mirror's module registry, where the engine's host block sends the registry's host.
+      lockfile::CliConfig config;
+      config.host_services[source.registry.host]["modules.v1"] =
+          source_.mirror_url + "/v1/modules/" + source.registry.host + "/";
+      RegistryClient registry(http_, config);
+      location = fetch::ModuleSource::parse(registry.module_location(source.registry, Version::parse(package.version)),
+                                            source.registry.host);
+    } else if (source.kind == fetch::ModuleSource::Kind::git) {
+      location = source;
+      location.url = git_url(package);
+      location.subdir.clear();  // the whole repository is the package
+    } else {
+      return std::nullopt;
+    }
+    fetch::ModuleFetcher fetcher(http_, downloader_, scratch / ("mirror-" + std::to_string(fetched_++)));
+    return fetcher.fetch(location).root;
+  }
   std::string where() const override { return source_.mirror_url; }
 
  private:
+  // The mirror's URL of a git package's repository: /git/<host[:port]>/<path>.git.
+  std::string git_url(const ModulePackage& package) const {
+    return source_.mirror_url + std::string(mirror_git_path) + package.address + ".git";
+  }
+
   const RootCheckSource& source_;
   HttpClient http_;
+  net::Downloader downloader_;
+  int fetched_ = 0;
 };
 
 // The platforms to check: those asked for; else those the store holds packages of for the
@@ -159,6 +192,29 @@ void check_provider_in_mirror(RegistryClient& registry, const RootCheckSource& s
       out.ok(platform, item, "ok: " + source.mirror_url);
     }
   }
+}
+
+// The fix of an archive URL call, whatever the source: its package vendored into the root from
+// a store (`stack vendor` reads this host's store). Where that store is not known to hold the
+// package (a mirror was checked, or the store lacks it), the command that fills it comes first.
+std::string vendor_command(const RootCheckSource& source, const fs::path& root, lockfile::Engine engine,
+                           const fetch::ModuleSelection& selection, const RootCheckOptions& options) {
+  const std::string vendor = "podplane stack vendor " + root.string() + repo_root_flag(options) + " (offline)";
+  const std::string commit = "then commit the root's vendor/modules/ and its changed sources";
+  const std::string module = "module " + selection.source.store_address();
+  if (!source.mirror_url.empty())
+    return vendor + ", on a host whose store holds " + module + " (" + fill_command(root, engine, "", "it", options) +
+           "); " + commit;
+  if (!selection.package) return fill_command(root, engine, "", module, options) + "; then " + vendor + ", " + commit;
+  return vendor + ", " + commit;
+}
+
+// What comes before the fill when a package is held but cannot be read: its damaged copy set
+// aside, so that the fill takes it again (`deps tf` fetches a module whose tree row is gone).
+std::string repair_command(const RootCheckSource& source) {
+  return source.mirror_url.empty()
+             ? "podplane deps verify --repair (it sets the damaged package aside), then "
+             : "on the mirror's host, which lists the package but does not hand it out: podplane deps verify --repair, then ";
 }
 
 // What the root needs, read through the source's modules; a root that cannot be read is a row.
@@ -244,18 +300,18 @@ std::optional<RootNeeds> check_root(const RootCheckSource& source, const fs::pat
   if (!needs) return std::nullopt;
   check_lock_covers(*needs, options, out);
   for (const auto& selection : needs->modules) {
-    if (selection.package && fetch::fetched_only_from_its_host(selection.source))
+    if (fetch::fetched_only_from_its_host(selection.source))
       out.fail("-", selection.item,
                "CANNOT REDIRECT: the engine fetches an archive URL from its own host, which no mirror setting changes; " +
                    selection.context,
-               "podplane stack vendor " + root.string() + repo_root_flag(options) +
-                   " (offline), then commit the root's vendor/modules/ and its changed sources");
-    else if (selection.package)
+               vendor_command(source, root, engine, selection, options));
+    else if (!selection.problem.empty())
+      out.fail("-", selection.item, selection.problem,
+               (selection.package ? repair_command(source) : "") +
+                   fill_command(root, engine, "", "module " + selection.source.store_address(), options));
+    else
       out.ok("-", selection.item, "ok: " + selection.package->version + " from " +
                                       (source.mirror_url.empty() ? "the store" : source.mirror_url));
-    else
-      out.fail("-", selection.item, selection.problem,
-               fill_command(root, engine, "", "module " + selection.source.store_address(), options));
   }
 
   const auto wanted = platforms_to_check(source, *needs->lock, options.platforms);

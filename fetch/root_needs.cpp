@@ -38,10 +38,19 @@ class Selector : public ModulePackages {
     if (source.kind == ModuleSource::Kind::git) needs_.git_hosts.insert(git_host(source.url));
     ModuleSelection selection{"module " + source.store_address() + (call.constraints.empty() ? "" : " " + call.constraints),
                               call.context, source, std::nullopt, "", call.declared_in};
+    std::optional<fs::path> dir;
     try {
       selection.package = select(call, selection.problem);
     } catch (const Error& error) {
       selection.problem = "UNREADABLE: " + error.message();
+    }
+    // A package held but not readable stays selected (what needs it keeps it), with the problem.
+    try {
+      if (selection.package) dir = written_out(source, *selection.package);
+    } catch (const Error& error) {
+      selection.problem = "UNREADABLE: " + selection.package->address + " " + selection.package->version + " from " +
+                          lookup_.where() + " could not be read, so the calls inside it were not followed: " +
+                          error.message() + "; " + call.context;
     }
     const bool seen = std::any_of(needs_.modules.begin(), needs_.modules.end(), [&](const ModuleSelection& s) {
       return s.item == selection.item && s.problem == selection.problem &&
@@ -51,7 +60,6 @@ class Selector : public ModulePackages {
     const auto package = selection.package;
     if (!seen) needs_.modules.push_back(std::move(selection));
     if (!package) return {{source.store_address(), "missing"}, scratch_ / "empty", scratch_ / "empty"};
-    const auto dir = written_out(*package);
     const fs::path root = dir ? *dir : scratch_ / "empty";
     return {*package, dir ? resolve_subdir(*dir, source.subdir) : root, root};
   }
@@ -72,16 +80,16 @@ class Selector : public ModulePackages {
       }
     }
     ModulePackage package = direct_module_package(call);
-    if (lookup_.holds(package)) return package;
+    if (lookup_.holds(source, package)) return package;
     problem = "MISSING: no package " + package.address + " " + package.version + " in " + lookup_.where() + "; " +
               call.context;
     return std::nullopt;
   }
 
-  std::optional<fs::path> written_out(const ModulePackage& package) {
+  std::optional<fs::path> written_out(const ModuleSource& source, const ModulePackage& package) {
     const std::string key = package.address + " " + package.version;
     if (auto it = written_.find(key); it != written_.end()) return it->second;
-    auto dir = lookup_.files(package, scratch_);
+    auto dir = lookup_.files(source, package, scratch_);
     written_[key] = dir;
     return dir;
   }
@@ -109,15 +117,19 @@ std::vector<Version> StoreModuleLookup::registry_versions(const ModuleAddress& a
   return versions;
 }
 
-bool StoreModuleLookup::holds(const ModulePackage& package) {
+bool StoreModuleLookup::holds(const ModuleSource&, const ModulePackage& package) {
   return store_.find_module_tree(package.address, package.version).has_value();
 }
 
-std::optional<fs::path> StoreModuleLookup::files(const ModulePackage& package, const fs::path& scratch) {
+std::optional<fs::path> StoreModuleLookup::files(const ModuleSource&, const ModulePackage& package, const fs::path& scratch) {
   auto tree = store_.find_module_tree(package.address, package.version);
   if (!tree) return std::nullopt;
   fs::path root = scratch / ("module-" + std::to_string(written_++));
-  store_.write_module_files(*tree, root);
+  try {
+    store_.write_module_files(*tree, root);
+  } catch (const fs::filesystem_error& error) {
+    throw Error("a file of it is missing from the store or cannot be read (" + std::string(error.what()) + ")");
+  }
   return root;
 }
 
@@ -146,12 +158,20 @@ std::vector<cache::ItemPin> pins_of(const RootNeeds& needs) {
 std::vector<cache::ItemPin> stored_root_pins(const cache::Store& store, const fs::path& dir,
                                              const std::optional<fs::path>& repo_root) {
   StoreModuleLookup lookup(store);
+  std::optional<RootNeeds> needs;
   try {
-    return pins_of(root_needs(dir, module_boundary(dir, repo_root), lookup));
+    needs = root_needs(dir, module_boundary(dir, repo_root), lookup);
   } catch (const Error& error) {
     throw Error("cannot read the root " + dir.string() + ", so nothing can say what it needs: " +
                 error.message());
   }
+  // A stored package whose calls were not followed hides what they select: refuse, rather than
+  // let a prune drop it.
+  for (const auto& selection : needs->modules)
+    if (selection.package && !selection.problem.empty())
+      throw Error("cannot read the root " + dir.string() + ", so nothing can say what it needs: " + selection.problem +
+                  " (podplane deps verify finds and repairs damaged store files)");
+  return pins_of(*needs);
 }
 
 fs::path module_boundary(const fs::path& root, const std::optional<fs::path>& repo_root) {

@@ -8,7 +8,8 @@
 //   - the module package version each call selects: a registry call the newest version the
 //     store (or mirror) holds that its constraints allow, which is what the engine takes from
 //     the mirror's version list; a git or archive call the package of its ref; followed
-//     through the packages those call in turn, as deep as `deps tf` follows them.
+//     through the packages those call in turn, as deep as `deps tf` follows them, whether the
+//     packages are read from the store or handed out by a mirror.
 // Reads the root's .tf/.tf.json files and lock, and asks a ModuleLookup; never opens a
 // connection itself. Not thread-safe. Errors are podplane::Error (a root that cannot be read:
 // lockfile::LocalModuleOutside for a local call outside the boundary).
@@ -33,11 +34,12 @@ class ModuleLookup {
   virtual ~ModuleLookup() = default;
   // The versions held of a registry module (empty: none).
   [[nodiscard]] virtual std::vector<lockfile::Version> registry_versions(const ModuleAddress& address) = 0;
-  // Whether a direct (git, archive, http) package is held.
-  [[nodiscard]] virtual bool holds(const ModulePackage& package) = 0;
-  // The package's files written below `scratch`, so the calls in it can be followed; nullopt
-  // when this lookup cannot hand out files (a mirror: nested calls are not followed).
-  [[nodiscard]] virtual std::optional<std::filesystem::path> files(const ModulePackage& package,
+  // Whether the package of a direct (git, archive, http) `source` is held.
+  [[nodiscard]] virtual bool holds(const ModuleSource& source, const ModulePackage& package) = 0;
+  // The files of the package `source` selected, written below `scratch`, so that the calls in
+  // it can be followed; nullopt when this lookup holds no files of it. A package that is held
+  // but cannot be read is an Error.
+  [[nodiscard]] virtual std::optional<std::filesystem::path> files(const ModuleSource& source, const ModulePackage& package,
                                                                    const std::filesystem::path& scratch) = 0;
   // Where the packages are, for messages: "the store", "https://mirror.site:8443".
   [[nodiscard]] virtual std::string where() const = 0;
@@ -48,8 +50,9 @@ class StoreModuleLookup : public ModuleLookup {
  public:
   explicit StoreModuleLookup(const cache::Store& store);
   std::vector<lockfile::Version> registry_versions(const ModuleAddress& address) override;
-  bool holds(const ModulePackage& package) override;
-  std::optional<std::filesystem::path> files(const ModulePackage& package, const std::filesystem::path& scratch) override;
+  bool holds(const ModuleSource& source, const ModulePackage& package) override;
+  std::optional<std::filesystem::path> files(const ModuleSource& source, const ModulePackage& package,
+                                             const std::filesystem::path& scratch) override;
   std::string where() const override { return "the store"; }
 
  private:
@@ -64,7 +67,9 @@ struct ModuleSelection {
   std::string context;                   // `<file>: module "name"`
   ModuleSource source;
   std::optional<ModulePackage> package;  // what the call selects; nullopt when nothing is held
-  std::string problem;                   // when no package: "MISSING: …" or "UNREADABLE: …"
+  // "" when the call is answered; else "MISSING: …" (no package) or "UNREADABLE: …" (no
+  // package, or one held whose files could not be read, so the calls inside it were not followed)
+  std::string problem;
   std::string declared_in;               // the file that holds the call
 };
 
@@ -87,8 +92,9 @@ struct RootNeeds {
 [[nodiscard]] std::vector<cache::ItemPin> pins_of(const RootNeeds& needs);
 
 // pins_of() the root at `dir`, its module calls selected from `store`: what `deps prune
-// --keep-root` keeps and `bundle create --for-root` carries. A root that cannot be read is an
-// Error saying that nothing can then say what it needs.
+// --keep-root` keeps and `bundle create --for-root` carries. A root that cannot be read, or a
+// stored package of it whose calls cannot be followed, is an Error saying that nothing can then
+// say what it needs.
 [[nodiscard]] std::vector<cache::ItemPin> stored_root_pins(const cache::Store& store, const std::filesystem::path& dir,
                                                            const std::optional<std::filesystem::path>& repo_root);
 

@@ -119,7 +119,8 @@ TEST_F(GitSources, StackCheckClonesEveryRefFromTheStoreAloneAndAcrossABundle) {
   EXPECT_EQ(verified.exit_code, 0) << show(verified);
 }
 
-// The catalogue's lines, run as printed by a client that never saw upstream: git's insteadOf
+// `stack check --mirror` against the running mirror proves the engine clones each ref through
+// it. The catalogue's lines, run as printed by a client that never saw upstream: git's insteadOf
 // sends the upstream URL to the mirror, the clone has upstream's commit ids and refs, and
 // terraform (the catalogue's host blocks and SSL_CERT_FILE) inits the root through the mirror.
 TEST_F(GitSources, MirrorServeHandsGitTheSameCommitsThroughTheCataloguesLines) {
@@ -135,6 +136,19 @@ TEST_F(GitSources, MirrorServeHandsGitTheSameCommitsThroughTheCataloguesLines) {
   std::string base = serve.first_line();
   ASSERT_FALSE(base.empty()) << read_file(dir / "serve.err");
   if (base.back() != '/') base += '/';
+
+  // `stack check --mirror` of the root: each ref is answered by the mirror, and the engine's
+  // row really ran, cloning every ref through it.
+  ProcessOptions checking = options;
+  checking.env["SSL_CERT_FILE"] = (dir / "cert.pem").string();
+  auto checked = run_podplane({"stack", "check", "--mirror", base, (repo() / "gitroot").string()}, checking);
+  EXPECT_EQ(checked.exit_code, 0) << show(checked) << "\nserver log:\n" << read_file(dir / "serve.err");
+  EXPECT_TRUE(std::regex_search(checked.out, kEngineProved)) << checked.out;
+  EXPECT_EQ(checked.out.find("NOT RUN"), std::string::npos) << checked.out;
+  const std::string mirror = base.substr(0, base.size() - 1);
+  for (const std::string& ref : {std::string("v2.0.1"), std::string("main"), commits["2.0.1"]})
+    EXPECT_NE(checked.out.find("ok: " + ref + " from " + mirror), std::string::npos) << ref << "\n" << checked.out;
+  EXPECT_NE(checked.out.find("All checks passed"), std::string::npos) << checked.out;
 
   const fs::path home = dir / "client-home";
   ProcessOptions client = client_options(home);

@@ -313,10 +313,35 @@ TEST(AnyRoot, StackCheckPassesAfterAFillAndNamesTheFix) {
       << unlocked.err;
 }
 
-// Every root shape of the users' repos, pruned to the newest version of each name but what the
-// roots need (--keep-root, one definition with stack check's): each root's check passes after,
-// the engine proving it, and what no root needs is gone (the homelab's bootstrap pins random
-// 3.6.0, an older version --keep 1 alone would drop).
+// The roots of the other shapes the suite's tests take, beside the users' repos: a registry
+// module at its newest (`latest`), through a module that calls another (`nested`), a git source
+// by tag (`git`), an archive URL vendored into the root (`vendored`), and a root outside any git
+// checkout whose `../` call needs --repo-root (`workspace/stacks/prod`, not in the repository).
+const std::vector<std::string> kOtherShapes = {"shapes/latest", "shapes/nested", "shapes/git", "shapes/vendored"};
+
+void write_other_shapes(const Repo& repo, const FixtureUpstream& upstream) {
+  const auto& module = upstream.fixture()["modules"][0];
+  const std::string random = required({{"hashicorp/random", "~> 3.6"}});
+  write_file(repo.path("shapes/latest/main.tf"),
+             random + "module \"network\" {\n  source  = \"nstance-dev/nstance/aws//modules/network\"\n"
+                      "  version = \">= 2.0\"\n}\n");
+  write_file(repo.path("shapes/nested/main.tf"),
+             random + "module \"platform\" {\n  source  = \"nstance-dev/wrapper/aws\"\n  version = \"1.0.0\"\n}\n");
+  write_file(repo.path("shapes/git/main.tf"), random + "module \"network\" {\n  source = \"git::" +
+                                                  upstream.url(module["git_path"]) + "//modules/network?ref=v2.0.1\"\n}\n");
+  write_file(repo.path("shapes/vendored/main.tf"), random + "module \"network\" {\n  source = \"" +
+                                                       upstream.url(module["versions"][1]["archive_path"]) +
+                                                       "//modules/network\"\n}\n");
+  write_file(repo.dir() / "workspace/stacks/prod/main.tf", random + "module \"net\" {\n  source = \"../../modules/net\"\n}\n");
+  write_file(repo.dir() / "workspace/modules/net/main.tf",
+             "module \"network\" {\n  source  = \"nstance-dev/nstance/aws//modules/network\"\n  version = \"2.0.1\"\n}\n");
+}
+
+// Every root shape in the suite, pruned to the newest version of each name but what the roots
+// need (--keep-root, one definition with stack check's): each root's check passes after, the
+// engine proving it, and what no root needs is gone (the homelab's bootstrap pins random 3.6.0,
+// an older version --keep 1 alone would drop). One --repo-root above the repository and the
+// workspace bounds the local calls of every root.
 TEST(AnyRoot, PruneKeepingTheRootsLeavesEveryRootsCheckPassing) {
   if (!have_program("terraform")) GTEST_SKIP() << "no terraform on PATH: the machine image provides it, Debian does not";
   FixtureUpstream upstream(with_user_providers());
@@ -325,17 +350,26 @@ TEST(AnyRoot, PruneKeepingTheRootsLeavesEveryRootsCheckPassing) {
   write_homelab(repo, "registry.terraform.io", package_of(upstream, "random", "3.6.0", "linux_amd64")["h1"]);
   write_file(repo.path("clusters/home/talos/network.tf"),
              "module \"network\" {\n  source  = \"nstance-dev/nstance/aws//modules/network\"\n  version = \"2.0.1\"\n}\n");
+  write_other_shapes(repo, upstream);
   // A root no one keeps: the older aws and null it pins go, and the module version its
   // unconstrained call selects (2.1.0) stays only as the newest.
   write_file(repo.path("old/main.tf"), required({{"hashicorp/aws", "6.0.0"}, {"hashicorp/null", "3.2.3"}}) +
                                            "module \"network\" {\n  source  = \"nstance-dev/nstance/aws//modules/network\"\n}\n");
-  std::vector<std::string> all = kRoots;
-  all.push_back("old");
-  auto fill = fill_roots(repo, {"linux_amd64"}, all);
-  ASSERT_EQ(fill.exit_code, 0) << fill.out << fill.err;
+  std::vector<fs::path> kept;
+  for (const auto& root : kRoots) kept.push_back(repo.path(root));
+  for (const auto& root : kOtherShapes) kept.push_back(repo.path(root));
+  kept.push_back(repo.dir() / "workspace/stacks/prod");
+  const std::string repo_root = repo.dir().path().string();
+  std::vector<std::string> fill{"--quiet", "deps", "tf", "--engine", "terraform", "--write-lock", "--platform", "linux_amd64",
+                                "--repo-root", repo_root, "--stack", repo.path("old").string()};
+  for (const auto& root : kept) fill.insert(fill.end(), {"--stack", root.string()});
+  auto filled = repo.podplane(fill);
+  ASSERT_EQ(filled.exit_code, 0) << filled.out << filled.err;
+  auto vendored = repo.podplane({"stack", "vendor", repo.path("shapes/vendored").string()});
+  ASSERT_EQ(vendored.exit_code, 0) << vendored.out << vendored.err;
 
-  std::vector<std::string> prune{"deps", "prune", "--keep", "1"};
-  for (const auto& root : kRoots) prune.insert(prune.end(), {"--keep-root", repo.path(root).string()});
+  std::vector<std::string> prune{"deps", "prune", "--keep", "1", "--repo-root", repo_root};
+  for (const auto& root : kept) prune.insert(prune.end(), {"--keep-root", root.string()});
   auto pruned = repo.podplane(prune);
   ASSERT_EQ(pruned.exit_code, 0) << pruned.out << pruned.err;
   for (const char* gone : {"removed provider registry.terraform.io/hashicorp/aws 6.0.0",
@@ -344,9 +378,12 @@ TEST(AnyRoot, PruneKeepingTheRootsLeavesEveryRootsCheckPassing) {
   EXPECT_EQ(pruned.out.find("removed module"), std::string::npos) << pruned.out;
   EXPECT_EQ(pruned.out.find("removed provider registry.terraform.io/hashicorp/random 3.6.0"), std::string::npos) << pruned.out;
 
-  auto checked = stack_check(repo, kRoots);
+  std::vector<std::string> check{"stack", "check", "--repo-root", repo_root};
+  for (const auto& root : kept) check.push_back(root.string());
+  auto checked = repo.podplane(check);
   EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
-  EXPECT_EQ(rows_with(checked.out, "-", "terraform init -lockfile=readonly (offline)"), kRoots.size()) << checked.out;
+  EXPECT_EQ(rows_with(checked.out, "-", "terraform init -lockfile=readonly (offline)"), kept.size()) << checked.out;
+  EXPECT_EQ(checked.out.find("FAILED"), std::string::npos) << checked.out;
   EXPECT_NE(checked.out.find("All checks passed"), std::string::npos) << checked.out;
 }
 

@@ -16,8 +16,11 @@ OUT_DIR gets:
     v1/providers/<ns>/<type>/<ver>/download/<os>/<arch>     (relative download/shasums urls)
     releases/<type>/<ver>/…zip, …_SHA256SUMS, …_SHA256SUMS.sig
     v1/modules/nstance-dev/nstance/aws/versions and /<ver>/download (+ .headers sidecar: 204 + X-Terraform-Get)
+    v1/modules/nstance-dev/wrapper/aws/…         a module whose package calls nstance-dev/nstance/aws//modules/network
+                                                 at 2.0.1 (a nested registry call), served as an archive
     git/terraform-aws-nstance.git                bare repo, one tag per module version (git http-backend)
     archives/terraform-aws-nstance-<ver>.tar.gz  flat archive; …-<ver>-topdir.tar.gz with one top dir
+    archives/terraform-aws-wrapper-<ver>.tar.gz  the wrapper module's package
     mirror/<host>/<ns>/<type>/{index.json,<ver>.json,*.zip}   provider network mirror
     manifests/vmconfig_<kind>_debian-13_<arch>.json.tmpl      vmconfig manifests ({{BASE}} filled at serve time)
     artifacts/<name>/<ver>/<file>                the files the manifests list; the os image is a real
@@ -86,6 +89,11 @@ DEFAULT_MODULE_VERSIONS = [{"version": "2.0.1", "source": "git"}, {"version": "2
 # views must coexist: tf/modules/nstance/<ver> cannot hold both).
 MODULES = [{"namespace": "nstance-dev", "name": "nstance", "system": system, "repo": "terraform-%s-nstance" % system}
            for system in ("aws", "google")]
+# A module whose package calls another registry module at a pinned version, as real wrappers
+# (landing zones, platform modules) do: what a root needs is followed through its calls.
+WRAPPER = {"namespace": "nstance-dev", "name": "wrapper", "system": "aws", "repo": "terraform-aws-wrapper",
+           "versions": [{"version": "1.0.0", "calls": {"source": "nstance-dev/nstance/aws//modules/network",
+                                                      "version": "2.0.1"}}]}
 DEFAULT_VMCONFIG_VERSION = "0.9.0"
 
 KEYS = {
@@ -547,6 +555,38 @@ def build_git_repo(www, module, versions):
 def build_modules(www, config, fixture):
     for module in MODULES:
         build_module(www, module, config, fixture)
+    build_wrapper(www, fixture)
+
+
+def wrapper_files(version, calls):
+    """path -> (bytes, mode) of the wrapper package at `version`: one call of `calls`."""
+    main = ('# wrapper module, version %s: the nstance network behind a fixed version\n\n'
+            'variable "cluster" {\n  type    = any\n  default = "fixture"\n}\n\n'
+            'module "network" {\n  source  = "%s"\n  version = "%s"\n  cluster = var.cluster\n}\n\n'
+            'output "module_version" {\n  value = "%s"\n}\n' % (version, calls["source"], calls["version"], version))
+    return {"README.md": (b"# terraform-aws-wrapper %s (podplane fixture)\n" % version.encode(), 0o644),
+            "main.tf": (main.encode(), 0o644)}
+
+
+def build_wrapper(www, fixture):
+    ns, name, system = WRAPPER["namespace"], WRAPPER["name"], WRAPPER["system"]
+    base = os.path.join(www, "v1", "modules", ns, name, system)
+    entry = {"namespace": ns, "name": name, "system": system, "address": "%s/%s/%s" % (ns, name, system), "versions": []}
+    for m in WRAPPER["versions"]:
+        v = m["version"]
+        files = wrapper_files(v, m["calls"])
+        flat = "/archives/%s-%s.tar.gz" % (WRAPPER["repo"], v)
+        write_if_changed(os.path.join(www, flat.lstrip("/")), tar_gz(files))
+        location = "{{BASE}}" + flat
+        download = os.path.join(base, v, "download")
+        write_if_changed(download, b"")
+        write_if_changed(download + ".headers", "Status: 204\nX-Terraform-Get: %s\n" % location)
+        entry["versions"].append({
+            "version": v, "source": "archive", "location": location, "archive_path": flat, "calls": m["calls"],
+            "files": {p: {"sha256": sha256_hex(d), "mode": "%o" % mode, "size": len(d)} for p, (d, mode) in files.items()}})
+    write_json(os.path.join(base, "versions"),
+               {"modules": [{"versions": [{"version": m["version"]} for m in WRAPPER["versions"]]}]})
+    fixture["modules"].append(entry)
 
 
 def build_module(www, MODULE, config, fixture):
