@@ -230,6 +230,66 @@ TEST_F(TransferReport, ValidatesAgainstCycloneDx16AndListsEveryRowOfTheManifests
             podplane::test::read_file(dir / "media" / "deps.bundle.report.html"));
 }
 
+// A delta's report: it validates, says what inventory it was cut against, lists exactly the rows
+// the delta carries, and marks each row whose object stays behind (the receiver holds it: a
+// keys document of the same bytes as the one it has) as not carried, on the page too.
+TEST_F(TransferReport, ADeltasReportValidatesAndMarksWhatItCarries) {
+  ASSERT_TRUE(fs::exists(test::cyclonedx_library())) << "the CycloneDX library is not installed: run scripts/setup";
+  std::vector<std::string> import{"bundle", "import", "--trust", (dir / "site.pub").string()};
+  for (const auto& file : volumes_of(create(dir / "media"))) import.push_back(file);
+  auto imported = run_podplane(import, podplane::test::with_deps_root(dir / "offline"));
+  ASSERT_EQ(imported.exit_code, 0) << show(imported);
+  {
+    auto store = cache::Store::open(online());
+    test::add_provider(store, "aws", "6.3.0", test::kPlatforms, 20000);
+  }
+  const fs::path inventory = dir / "inventory.json";
+  auto listed = run_podplane({"bundle", "inventory", "-o", inventory.string()}, podplane::test::with_deps_root(dir / "offline"));
+  ASSERT_EQ(listed.exit_code, 0) << show(listed);
+  fs::create_directories(dir / "delta");
+  const fs::path delta = dir / "delta" / "delta.bundle";
+  auto cut = run_podplane({"bundle", "create", delta.string(), "--since", inventory.string(), "--sign", (dir / "site.key").string()},
+                          podplane::test::with_deps_root(online()));
+  ASSERT_EQ(cut.exit_code, 0) << show(cut);
+  const fs::path cdx = dir / "delta" / "delta.bundle.cdx.json";
+  auto valid = test::validate_cyclonedx(cdx);
+  EXPECT_EQ(valid.exit_code, 0) << show(valid);
+  EXPECT_EQ(valid.out, "valid\n") << show(valid);
+
+  auto tar = run({"tar", "-xOf", delta.string(), "manifest.json"});
+  ASSERT_EQ(tar.exit_code, 0) << show(tar);
+  const json manifest = json::parse(tar.out);
+  std::set<RowKey> manifest_rows;
+  for (const auto& a : manifest["artifacts"])
+    manifest_rows.emplace(a["kind"], a["address"], a["version"], a["platform"], a["filename"], a["digest"]);
+  std::set<std::string> carried;
+  for (const auto& o : manifest["objects"]) carried.insert(o["digest"]);
+
+  json report = json::parse(podplane::test::read_file(cdx));
+  const std::string properties = report["metadata"]["properties"].dump();
+  EXPECT_NE(properties.find("{\"name\":\"podplane:delta_since\",\"value\":\"inventory " +
+                            sha256_hex(podplane::test::read_file(inventory)) + " of store "),
+            std::string::npos)
+      << properties;
+  std::set<RowKey> component_rows;
+  std::size_t left_behind = 0;
+  for (const auto& c : report["components"]) {
+    component_rows.emplace(property(c, "kind"), c["name"], c["version"], property(c, "platform"), property(c, "filename"),
+                           hash(c, "SHA-256"));
+    EXPECT_EQ(c["version"], "6.3.0") << c.dump();
+    const bool in_volume = carried.count(hash(c, "SHA-256")) != 0;
+    EXPECT_EQ(property(c, "object_carried"), in_volume ? "true" : "false (the receiving store holds it)") << c.dump();
+    left_behind += in_volume ? 0 : 1;
+  }
+  EXPECT_EQ(component_rows, manifest_rows);
+  EXPECT_EQ(component_rows.size(), 3 + test::kPlatforms.size());  // SHA256SUMS, signature, keys and a zip a platform
+  EXPECT_EQ(left_behind, 1u);  // the keys document: the same bytes as 6.2.0's
+  const std::string page = podplane::test::read_file(dir / "delta" / "delta.bundle.report.html");
+  EXPECT_NE(page.find("a delta against inventory <code>" + sha256_hex(podplane::test::read_file(inventory)) + "</code>"),
+            std::string::npos);
+  EXPECT_NE(page.find("not carried: the receiving store holds it"), std::string::npos);
+}
+
 // The rows of the table of kinds each as the stored example (tests/support/every_kind.hpp), cut
 // into a bundle by the binary: the strict validator accepts the report, its components are
 // exactly the rows of the manifest and the module tree, the page names each, and each row names
