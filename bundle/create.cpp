@@ -585,7 +585,10 @@ WrittenBundle write_companions(const BundlePlan& plan, const CreateOptions& opti
     written.parity = write_parity(plan.file, volumes, *options.parity_percent);
     GivenFiles given{volumes, written.parity.files, {}};
     auto sets = find_parity_sets(given);
-    if (sets.size() == 1) contents.parity = std::move(sets.front());
+    if (sets.size() == 1) {
+      written.parity_cover = single_loss_cover(sets.front());
+      contents.parity = std::move(sets.front());
+    }
     contents.parity_percent = options.parity_percent;
     if (progress)
       progress("wrote " + std::to_string(written.parity.files.size()) + " parity files (" +

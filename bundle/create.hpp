@@ -83,6 +83,7 @@ BundlePlan plan_bundle(const cache::Store& store, const std::filesystem::path& f
 
 struct WrittenBundle {
   ParityWritten parity;  // no files without CreateOptions::parity_percent
+  std::optional<SingleLossCover> parity_cover;  // what that parity rebuilds of one lost volume
   ReportFiles report;
 };
 

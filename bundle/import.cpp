@@ -487,11 +487,14 @@ void find_missing_volumes(ImportReport& report, const cache::Store* store) {
       }
     }
   }
+  // An import tells what the store still lacks; verify, which has no store, what it was not given.
+  const std::string why = store != nullptr ? " has not been imported: its objects are still missing"
+                                           : " was not among the files given: its objects were not verified";
   for (const auto& [id, info] : bundles) {
     for (int k = 1; k <= info.first; ++k) {
       if (!info.second.count(k))
         report.missing_volumes.push_back("volume " + std::to_string(k) + " of " + std::to_string(info.first) + " of bundle " +
-                                         id.substr(0, 12) + " has not been imported: its objects are still missing");
+                                         id.substr(0, 12) + why);
     }
   }
 }
@@ -826,6 +829,7 @@ std::vector<VolumeSource> take_parity_findings(PreparedVolumes& prepared, Import
       std::erase_if(sources, [&](const VolumeSource& source) { return source.file == file; });
       VolumeReport refused;
       refused.file = file;
+      refused.held_back = true;
       refused.error = "not imported: bundle " + outcome.set.bundle + " has lost volumes that parity cannot rebuild (" +
                       std::to_string(outcome.lost.size()) + " lost, listed below)";
       report.volumes.push_back(std::move(refused));

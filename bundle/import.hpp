@@ -64,6 +64,9 @@ struct VolumeReport {
   std::vector<std::string> missing_objects;  // digests this volume should have delivered
   std::string expired_at;                    // set when an expired bundle was taken (ExpiredBundles::allow)
   std::string error;                         // empty when the volume is complete
+  // import: not read, whole or not, because its bundle has lost volumes that parity cannot
+  // rebuild (ImportReport::lost); `error` says so
+  bool held_back = false;
 };
 
 struct ImportReport {

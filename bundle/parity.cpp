@@ -257,6 +257,7 @@ ParitySet read_parity_set(const std::string& bundle, std::vector<fs::path> files
   ParitySet set;
   set.bundle = bundle;
   const MainPacket& main = scan.mains.front();
+  set.block_size = main.slice_size;
   std::set<std::string> covered(main.recovery_file_ids.begin(), main.recovery_file_ids.end());
   std::set<std::string> described;
   for (const auto& d : scan.descriptions) {
@@ -452,7 +453,7 @@ std::vector<ParitySet> find_parity_sets(const GivenFiles& given) {
     fs::path canonical = fs::weakly_canonical(file, ec);
     if (seen.insert(ec ? file : canonical).second) files[bundle].push_back(file);
   };
-  auto dir_of = [](const fs::path& file) { return file.has_parent_path() ? file.parent_path() : fs::path("."); };
+  auto dir_of = [](const fs::path& file) { return file.parent_path(); };  // "": the working directory
   for (const auto& volume : given.volumes) dirs[bundle_name_of(volume)].insert(dir_of(volume));
   for (const auto& parity : given.parity) {
     add(bundle_name_of(parity), parity);
@@ -462,9 +463,10 @@ std::vector<ParitySet> find_parity_sets(const GivenFiles& given) {
     for (const auto& dir : places) {
       std::error_code ec;
       std::vector<fs::path> found;
-      for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      for (fs::directory_iterator it(dir.empty() ? fs::path(".") : dir, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
-        if (is_parity_name(name) && parity_bundle_name(name) == bundle) found.push_back(it->path());
+        // Named as the volumes were: deps.bundle.par2 beside deps.bundle.001-of-003, not ./deps.bundle.par2.
+        if (is_parity_name(name) && parity_bundle_name(name) == bundle) found.push_back(dir / name);
       }
       std::sort(found.begin(), found.end());
       for (const auto& file : found) add(bundle, file);
@@ -498,7 +500,8 @@ PreparedVolumes prepare_volumes(const std::vector<fs::path>& files, ParityFiles 
         source.read_from = workspace / name;
         source.rebuilt = "damaged";
       }
-      const fs::path beside = sets[s].files.front().has_parent_path() ? sets[s].files.front().parent_path() : fs::path(".");
+      // Named as the user named the parity files: beside them, no "./" where they had none.
+      const fs::path beside = sets[s].files.front().parent_path();
       for (const auto& name : outcome.missing) prepared.sources.push_back({beside / name, workspace / name, "missing"});
     }
     prepared.outcomes.push_back(std::move(outcome));
@@ -523,6 +526,29 @@ void remove_stale_parity(const fs::path& bundle) {
     if (::unlink(file.c_str()) != 0 && errno != ENOENT)
       throw Error("cannot remove the parity file " + file.string() + " of the bundle it replaces: " + std::strerror(errno));
   if (!stale.empty()) sync_directory(dir);
+}
+
+SingleLossCover single_loss_cover(const ParitySet& set) {
+  SingleLossCover cover;
+  cover.largest_bytes = set.recovery_blocks * set.block_size;
+  if (set.block_size == 0) return cover;
+  std::uint64_t most_blocks = 0;
+  std::vector<std::pair<std::uint64_t, std::string>> too_large;
+  for (const auto& [name, volume] : set.described) {
+    const std::uint64_t blocks = (volume.length + set.block_size - 1) / set.block_size;
+    most_blocks = std::max(most_blocks, blocks);
+    if (blocks > set.recovery_blocks) too_large.emplace_back(volume.length, name);
+  }
+  std::sort(too_large.begin(), too_large.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& [length, name] : too_large) cover.too_large.push_back(std::move(name));
+  // par2 create -rN makes (source blocks × N + 50) / 100 recovery blocks.
+  cover.percent_covering_each = 100;
+  for (int percent = 1; percent <= 100; ++percent)
+    if ((set.source_blocks * static_cast<std::uint64_t>(percent) + 50) / 100 >= most_blocks) {
+      cover.percent_covering_each = percent;
+      break;
+    }
+  return cover;
 }
 
 ParityWritten write_parity(const fs::path& bundle, const std::vector<fs::path>& volumes, int percent) {

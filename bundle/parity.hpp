@@ -44,6 +44,7 @@ struct ParitySet {
   std::vector<std::string> volumes;          // the volume names it covers, sorted
   std::map<std::string, DescribedVolume> described;  // by volume name
   std::uint64_t bytes = 0;                   // of the parity files
+  std::uint64_t block_size = 0;              // bytes of each block par2 cut the volumes into
   std::uint64_t source_blocks = 0;           // blocks of the volumes it covers
   std::uint64_t recovery_blocks = 0;         // distinct recovery blocks its files hold
   std::vector<std::string> notes;            // parity files with no valid packet (damaged)
@@ -96,6 +97,16 @@ void require_par2(const std::string& why);
 // Removes the parity files of an earlier bundle named `bundle` (NAME.par2, NAME.volNNN+NNN.par2
 // beside it): they describe volumes that were just replaced.
 void remove_stale_parity(const std::filesystem::path& bundle);
+
+// What a parity set rebuilds of one lost volume on its own. par2 needs one recovery block for
+// each block of what is lost, and a bundle's volumes may differ in size (objects are never
+// split), so a percentage of the whole may be less than the largest volume.
+struct SingleLossCover {
+  std::uint64_t largest_bytes = 0;      // the largest volume it rebuilds: its recovery blocks' worth
+  std::vector<std::string> too_large;   // volumes it cannot rebuild if lost, largest first
+  int percent_covering_each = 0;        // the --parity that rebuilds any one lost volume (at most 100)
+};
+SingleLossCover single_loss_cover(const ParitySet& set);
 
 struct ParityWritten {
   std::vector<std::filesystem::path> files;  // NAME.par2 first

@@ -16,6 +16,7 @@
 #include "base/human_bytes.hpp"
 #include "base/terminal_text.hpp"
 #include "cache/kinds.hpp"
+#include "cache/signers.hpp"
 
 namespace podplane::bundle {
 
@@ -41,6 +42,24 @@ const char* component_type(cache::Reported reported) {
 // with its address ("tool_archive-podplane").
 std::string section_id(const cache::KindInfo& info) {
   return std::string(info.name) + (info.address.empty() ? "" : "-" + std::string(info.address));
+}
+
+// Who signed each row (by index in contents.artifacts), by the table's rule for its kind
+// (cache/signers.hpp) over the rows and provenance the manifests carry: an image index or
+// manifest is signed by the keys of its cosign signature, a provider package by its release's.
+std::vector<std::vector<std::string>> row_signers(const BundleContents& c) {
+  std::vector<cache::Artifact> rows;
+  cache::ProvenanceByRow provenance;
+  for (std::size_t i = 0; i < c.artifacts.size(); ++i) {
+    rows.push_back(c.artifacts[i].artifact);
+    rows.back().id = static_cast<std::int64_t>(i + 1);  // ids are local to a store: the manifest's order serves
+    provenance[rows.back().id] = c.artifacts[i].provenance;
+  }
+  const cache::KeysByDocument keys;  // the keys documents are objects of the volumes: not read for a report
+  const cache::SignerLookup lookup(rows, provenance, keys);
+  std::vector<std::vector<std::string>> signers;
+  for (const auto& row : rows) signers.push_back(lookup.of(row).fingerprints);
+  return signers;
 }
 
 // ---- CycloneDX -------------------------------------------------------------------------------
@@ -109,7 +128,8 @@ ordered_json distribution(const std::string& url) {
   return ordered_json::array({{{"type", "distribution"}, {"url", iri_reference(url)}}});
 }
 
-ordered_json artifact_component(const TravellingArtifact& travelling, const std::set<std::string>& carried) {
+ordered_json artifact_component(const TravellingArtifact& travelling, const std::vector<std::string>& signers,
+                                const std::set<std::string>& carried) {
   const cache::Artifact& a = travelling.artifact;
   ordered_json c;
   c["type"] = component_type(cache::kind_info(a).reported);
@@ -132,10 +152,8 @@ ordered_json artifact_component(const TravellingArtifact& travelling, const std:
   add_property(properties, "h1", a.h1);
   add_property(properties, "zh", a.zh);
   add_property(properties, "upstream_digest", a.upstream_digest);
-  for (const auto& p : travelling.provenance) {
-    add_property(properties, "signer", p.key_fingerprint);
-    add_property(properties, "signature_result", p.result);
-  }
+  for (const auto& key : signers) add_property(properties, "signer", key);
+  for (const auto& p : travelling.provenance) add_property(properties, "signature_result", p.result);
   add_property(properties, "object_carried", carried.count(a.digest) ? "true" : "false (the receiving store holds it)");
   add_property(properties, "added_at", a.added_at);
   c["properties"] = properties;
@@ -255,10 +273,11 @@ std::string size_cell(std::int64_t bytes) {
          std::to_string(bytes) + " B</small>";
 }
 
-std::string signer_cell(const TravellingArtifact& t) {
+std::string signer_cell(const TravellingArtifact& t, const std::vector<std::string>& signers) {
   std::string cell = html(cache::to_string(t.artifact.trust));
+  for (const auto& key : signers) cell += "<br>key " + code(key);
   for (const auto& p : t.provenance)
-    if (!p.key_fingerprint.empty()) cell += "<br>key " + code(p.key_fingerprint) + " (" + html(p.result) + ")";
+    if (!p.result.empty()) cell += "<br><small>" + html(p.result) + "</small>";
   return cell;
 }
 
@@ -299,20 +318,22 @@ void facts_section(std::string& page, const BundleContents& c) {
 }
 
 void artifact_sections(std::string& page, const BundleContents& c) {
+  const auto signers = row_signers(c);
   for (const auto& info : cache::kinds()) {
-    std::vector<const TravellingArtifact*> rows;
-    for (const auto& t : c.artifacts)
-      if (&cache::kind_info(t.artifact) == &info) rows.push_back(&t);
+    std::vector<std::size_t> rows;
+    for (std::size_t i = 0; i < c.artifacts.size(); ++i)
+      if (&cache::kind_info(c.artifacts[i].artifact) == &info) rows.push_back(i);
     if (rows.empty()) continue;
     page += "<h2 id=\"" + html(section_id(info)) + "\">" + html(info.report_title) + " (" + std::to_string(rows.size()) +
             ")</h2>\n<table class=\"items\">\n<tr><th>Name</th><th>Version</th><th>Platform</th><th>File</th><th>Size</th>"
             "<th>SHA-256</th><th>Origin</th><th>Trust and signer</th></tr>\n";
-    for (const auto* t : rows) {
-      const cache::Artifact& a = t->artifact;
+    for (const std::size_t row : rows) {
+      const cache::Artifact& a = c.artifacts[row].artifact;
       page += "<tr><td>" + html(a.address) + "</td><td>" + html(a.version) + "</td><td>" + html(a.platform) + "</td><td>" +
               code(a.filename) + "</td><td>" + size_cell(a.size) + "</td><td class=\"digest\">" + code(a.digest) +
               (c.carried.count(a.digest) ? "" : "<br><small>not carried: the receiving store holds it</small>") +
-              "</td><td class=\"url\">" + html(a.upstream_url) + "</td><td>" + signer_cell(*t) + "</td></tr>\n";
+              "</td><td class=\"url\">" + html(a.upstream_url) + "</td><td>" + signer_cell(c.artifacts[row], signers[row]) +
+              "</td></tr>\n";
     }
     page += "</table>\n";
   }
@@ -349,7 +370,9 @@ ReportFiles report_files(const fs::path& bundle) {
 
 std::string cyclonedx_json(const BundleContents& contents) {
   ordered_json components = ordered_json::array();
-  for (const auto& t : contents.artifacts) components.push_back(artifact_component(t, contents.carried));
+  const auto signers = row_signers(contents);
+  for (std::size_t i = 0; i < contents.artifacts.size(); ++i)
+    components.push_back(artifact_component(contents.artifacts[i], signers[i], contents.carried));
   for (const auto& tree : contents.module_trees) components.push_back(module_component(tree, contents.carried));
   ordered_json metadata;
   metadata["timestamp"] = contents.created_at;

@@ -91,13 +91,18 @@ void print_report(const bundle::ImportReport& report, const char* verb) {
   for (const auto& n : report.notes) std::cout << "note: " << n << "\n";
   for (const auto& h : report.held) std::cout << "held: " << h << "\n";
   if (!report.ok()) {
-    std::size_t bad = 0;
-    for (const auto& v : report.volumes) bad += v.error.empty() ? 0 : 1;
+    std::size_t bad = 0, held_back = 0;
+    for (const auto& v : report.volumes) {
+      if (v.held_back) ++held_back;
+      else if (!v.error.empty()) ++bad;
+    }
     std::string message = std::string("bundle ") + (std::string(verb) == "imported" ? "import" : "verification") + " incomplete: " +
                           std::to_string(bad) + " volume(s) refused or damaged, " + std::to_string(report.missing_volumes.size()) +
                           " volume(s) missing, " + std::to_string(report.waiting_rows.size()) + " row(s) waiting for objects";
     if (!report.lost.empty())
       message += "; " + std::to_string(report.lost.size()) + " volume(s) lost that parity cannot rebuild";
+    if (held_back > 0)
+      message += ", so the " + std::to_string(held_back) + " volume(s) of their bundle given with them were not imported";
     if (!report.held.empty()) {
       message += "; the tf selection was held (it would move backwards: rerun with --allow-downgrade to apply it)";
     }
@@ -109,6 +114,18 @@ std::string joined(const std::vector<std::string>& items, const std::string& emp
   std::string text;
   for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
   return text.empty() ? empty : text;
+}
+
+// What the parity just written rebuilds of one lost volume. A volume it cannot rebuild is a
+// warning, not an error: the parity is the size asked for, and the command that covers every
+// volume is named.
+void print_parity_cover(const bundle::SingleLossCover& cover, int percent) {
+  std::cout << "parity: rebuilds any one lost volume of up to " << human_bytes(cover.largest_bytes) << "\n";
+  if (cover.too_large.empty()) return;
+  std::cerr << "podplane: warning: " << percent << "% parity cannot rebuild " << joined(cover.too_large, "")
+            << " if lost: larger than the " << human_bytes(cover.largest_bytes)
+            << " it rebuilds (volumes differ in size: objects are never split across them); --parity "
+            << cover.percent_covering_each << " rebuilds any one lost volume\n";
 }
 
 void print_rows(const bundle::BundleContents& c) {
@@ -294,6 +311,7 @@ void register_bundle_commands(CLI::App& group, const GlobalOptions& global) {
     });
     std::cout << "bundle id: " << plan.volumes.front().manifest.bundle_id << "\n";
     for (const auto& f : written.parity.files) std::cout << "parity file: " << f.string() << "\n";
+    if (written.parity_cover) print_parity_cover(*written.parity_cover, *options.parity_percent);
     std::cout << "transfer report: " << written.report.cyclonedx.string() << " (CycloneDX 1.6), "
               << written.report.html.string() << "\n";
   });

@@ -14,6 +14,7 @@
 #include "cache/kinds.hpp"
 #include "cache/podplane_releases.hpp"
 #include "cache/row_rules.hpp"
+#include "cache/signers.hpp"
 #include "cache/views.hpp"
 #include "lockfile/version.hpp"
 #include "mirror/site_paths.hpp"
@@ -150,94 +151,8 @@ bool served(const CatalogueSource& source, const std::string& path) { return sou
 
 // The newest check of a row (by when, then by result): what the catalogue says about it.
 std::optional<cache::Provenance> newest_check(const CatalogueSource& source, const cache::Artifact& row) {
-  auto it = source.provenance.find(row.id);
-  if (it == source.provenance.end() || it->second.empty()) return std::nullopt;
-  return *std::max_element(it->second.begin(), it->second.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.checked_at, a.result) < std::tie(b.checked_at, b.result);
-  });
+  return cache::newest_check(source.provenance, row);
 }
-
-// Whose keys signed a row, as the catalogue names them: the fingerprints, and where a stored
-// keys document knows them the user ids of the first one.
-struct Signers {
-  std::vector<std::string> fingerprints;
-  std::vector<std::string> names;
-};
-
-// The one lookup of who signed a row, by the table's Signer (cache/kinds.hpp) for the row's kind.
-class SignerLookup {
- public:
-  explicit SignerLookup(const CatalogueSource& source) : source_(source) {
-    for (const auto& a : source.artifacts) {
-      const auto& kind = cache::kind_info(a);
-      if (kind.listed == cache::Listed::image_indexes) index_of_tag_[{a.address, a.version}] = a.filename;
-      if (kind.signer == cache::Signer::cosign_attachment) add_cosign_signature(a);
-    }
-  }
-
-  Signers of(const cache::Artifact& row) const {
-    switch (cache::kind_info(row).signer) {
-      case cache::Signer::unset:
-      case cache::Signer::none:
-      case cache::Signer::bundle_signature: return {};
-      case cache::Signer::openpgp_keys_document: {
-        auto checked = newest_check(source_, row);
-        if (!checked || checked->key_fingerprint.empty()) return {};
-        return {{checked->key_fingerprint}, user_ids(*checked)};
-      }
-      case cache::Signer::pinned_release_key: {
-        std::string signer;  // the last check that names a key
-        if (auto it = source_.provenance.find(row.id); it != source_.provenance.end())
-          for (const auto& check : it->second)
-            if (!check.key_fingerprint.empty()) signer = check.key_fingerprint;
-        if (signer.empty()) return {};
-        return {{signer}, {}};
-      }
-      case cache::Signer::cosign_key:
-      case cache::Signer::cosign_attachment: {
-        // What a tag names is signed: its index, or the manifest stored without one.
-        auto index = index_of_tag_.find({row.address, row.version});
-        const std::string& top = index != index_of_tag_.end() ? index->second : row.filename;
-        auto it = cosign_.find({row.address, top});
-        if (it == cosign_.end()) return {};
-        return {it->second, {}};
-      }
-    }
-    return {};
-  }
-
- private:
-  // A cosign signature: the `.sig` attachment at tag sha256-<hex> beside the image
-  // (docs/images.md), whose provenance holds the keys; .att and .sbom are carried unverified.
-  void add_cosign_signature(const cache::Artifact& a) {
-    auto signed_digest = cache::image_attachment_tag(a.version);
-    if (!signed_digest || a.version != cache::image_signature_tag(*signed_digest)) return;
-    auto& keys = cosign_[{a.address, *signed_digest}];
-    if (auto it = source_.provenance.find(a.id); it != source_.provenance.end())
-      for (const auto& p : it->second)
-        if (!p.key_fingerprint.empty() && std::find(keys.begin(), keys.end(), p.key_fingerprint) == keys.end())
-          keys.push_back(p.key_fingerprint);
-  }
-
-  // The user ids of the key that verified a signature: the keys document's key whose primary
-  // fingerprint ends with what provenance recorded (a fingerprint, or a 16-hex key id).
-  std::vector<std::string> user_ids(const cache::Provenance& provenance) const {
-    std::vector<std::string> out;
-    auto it = source_.keys.find(provenance.keys_digest);
-    if (it == source_.keys.end() || provenance.key_fingerprint.empty()) return out;
-    auto wanted = ascii_lower(provenance.key_fingerprint);
-    for (const auto& key : it->second) {
-      auto fingerprint = ascii_lower(key.fingerprint);
-      if (fingerprint.size() >= wanted.size() && fingerprint.compare(fingerprint.size() - wanted.size(), wanted.size(), wanted) == 0)
-        out.insert(out.end(), key.user_ids.begin(), key.user_ids.end());
-    }
-    return out;
-  }
-
-  const CatalogueSource& source_;
-  std::map<std::pair<std::string, std::string>, std::string> index_of_tag_;             // (address, tag) → index digest
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> cosign_;  // (address, signed digest) → keys
-};
 
 // What the sections list: the rows of each of the table's Listed values, each in the order every
 // section lists them (by address, the newest version first, then by platform and file name, and
@@ -245,9 +160,9 @@ class SignerLookup {
 struct Listing {
   const CatalogueSource& source;
   std::map<cache::Listed, std::vector<const cache::Artifact*>> rows;
-  SignerLookup signers;
+  cache::SignerLookup signers;
 
-  explicit Listing(const CatalogueSource& from) : source(from), signers(from) {
+  explicit Listing(const CatalogueSource& from) : source(from), signers(from.artifacts, from.provenance, from.keys) {
     for (const auto& a : source.artifacts) {
       switch (const auto where = cache::kind_info(a).listed) {
         case cache::Listed::unset:
@@ -914,7 +829,7 @@ CatalogueSource gather_catalogue_source(const cache::Store& store, std::string p
   source.artifacts = store.artifacts();
   for (const auto& artifact : source.artifacts) {
     const auto& kind = cache::kind_info(artifact);
-    switch (kind.signer) {  // the rows whose own provenance names a key (SignerLookup)
+    switch (kind.signer) {  // the rows whose own provenance names a key (cache::SignerLookup)
       case cache::Signer::unset:
       case cache::Signer::none:
       case cache::Signer::cosign_key:  // its signature's provenance does

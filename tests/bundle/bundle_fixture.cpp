@@ -153,4 +153,13 @@ std::vector<std::string> module_lines(const cache::Store& store) {
   return lines;
 }
 
+fs::path cyclonedx_library() {
+  return podplane::test::source_dir() / "tests" / "tools" / "cyclonedx" / "node_modules" / "@cyclonedx" / "cyclonedx-library";
+}
+
+podplane::test::ProcessResult validate_cyclonedx(const fs::path& report) {
+  const fs::path validator = podplane::test::source_dir() / "tests" / "tools" / "cyclonedx" / "validate.js";
+  return podplane::test::run({"node", validator.string(), report.string()});
+}
+
 }  // namespace podplane::bundle::test

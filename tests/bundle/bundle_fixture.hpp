@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cache/store.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace podplane::bundle::test {
 
@@ -34,5 +35,12 @@ void expect_objects_intact(const fs::path& deps_root);
 // Sorted "kind address version platform filename digest" lines of the index.
 std::vector<std::string> artifact_lines(const cache::Store& store);
 std::vector<std::string> module_lines(const cache::Store& store);
+
+// The transfer report's judge: the CycloneDX library's strict validator for spec 1.6
+// (tests/tools/cyclonedx/validate.js, its npm packages installed by scripts/setup) run on
+// `report`; it prints "valid" and exits 0 when the document passes. The library's folder:
+// a test asserts it is there (no silent skip) before it validates.
+fs::path cyclonedx_library();
+podplane::test::ProcessResult validate_cyclonedx(const fs::path& report);
 
 }  // namespace podplane::bundle::test

@@ -107,6 +107,19 @@ class BundleParity : public ::testing::Test {
 TEST_F(BundleParity, ImportRepairsADamagedAndADeletedVolume) {
   auto volumes = create_with_parity();
   ASSERT_GE(volumes.size(), 6u);
+  // Debian's own par2 reads the media as they lie, run in their directory as docs/bundle-format.md says.
+  auto par2_in = [&](const fs::path& where, const std::string& action) {
+    ProcessOptions options;
+    options.cwd = where;
+    options.env["OMP_WAIT_POLICY"] = "passive";
+    return podplane::test::run({"par2", action, "deps.bundle.par2"}, options);
+  };
+  auto checked = par2_in(media(), "verify");
+  EXPECT_EQ(checked.exit_code, 0) << show(checked);
+  EXPECT_NE(checked.out.find("All files are correct, repair is not required."), std::string::npos) << show(checked);
+  for (const auto& v : volumes)
+    EXPECT_NE(checked.out.find("Target: \"" + v.filename().string() + "\" - found."), std::string::npos) << show(checked);
+  const auto volumes_as_made = snapshot(media());
   std::vector<std::string> intact{"bundle", "import"};
   for (const auto& v : volumes) intact.push_back(v.string());
   intact.insert(intact.end(), {"--trust", pub()});
@@ -139,6 +152,26 @@ TEST_F(BundleParity, ImportRepairsADamagedAndADeletedVolume) {
   // nothing was added beside them; the rebuilt volumes lived in the scratch dir, now removed.
   EXPECT_EQ(snapshot(media()), media_before);
   expect_scratch_empty();
+
+  // Named relative to the working directory, as people type them: the rebuilt volume is
+  // named like the others, with no "./" before it.
+  ProcessOptions in_media = at(dir / "unused");
+  in_media.cwd = media();
+  std::vector<std::string> relative{"bundle", "verify", "--trust", pub()};
+  for (const auto& file : glob(media(), "deps.bundle")) relative.push_back(fs::path(file).filename().string());
+  auto verified = run_podplane(relative, in_media);
+  EXPECT_EQ(verified.exit_code, 0) << show(verified);
+  EXPECT_NE(verified.out.find("\n" + deleted + " (missing, rebuilt from parity): volume 4 of"), std::string::npos)
+      << show(verified);
+  EXPECT_EQ(verified.out.find("./"), std::string::npos) << show(verified);
+
+  // par2 repair of a copy of the media restores both volumes byte for byte.
+  fs::copy(media(), dir / "copy");
+  auto repair = par2_in(dir / "copy", "repair");
+  EXPECT_EQ(repair.exit_code, 0) << show(repair);
+  EXPECT_NE(repair.out.find("Repair complete."), std::string::npos) << show(repair);
+  for (const auto& v : volumes)
+    EXPECT_EQ(file_digest_hex(dir / "copy" / v.filename()), volumes_as_made.at(v.filename().string())) << v;
 }
 
 // Half the volumes gone is more than 25% parity covers: import refuses the bundle, names the
@@ -169,7 +202,13 @@ TEST_F(BundleParity, HalfTheVolumesLostIsRefusedAndTheStoreIsUnchanged) {
   EXPECT_EQ(refused.exit_code, 1) << show(refused);
   for (const auto& name : lost) EXPECT_NE(refused.out.find("lost: " + name + " (missing)"), std::string::npos) << show(refused);
   EXPECT_NE(refused.out.find("NOT repairable from parity (par2: You need "), std::string::npos) << show(refused);
-  EXPECT_NE(refused.err.find("volume(s) lost that parity cannot rebuild"), std::string::npos) << show(refused);
+  // The volumes that are here are whole: counted as held back with their bundle, not as refused or damaged.
+  EXPECT_NE(refused.err.find("incomplete: 0 volume(s) refused or damaged, 0 volume(s) missing, 0 row(s) waiting for objects; " +
+                             std::to_string(lost.size()) + " volume(s) lost that parity cannot rebuild, so the " +
+                             std::to_string(volumes.size() - lost.size()) +
+                             " volume(s) of their bundle given with them were not imported"),
+            std::string::npos)
+      << show(refused);
   EXPECT_EQ(snapshot(dir / "offline"), store_before);
 
   auto fresh = run_podplane(args, at(dir / "fresh"));
@@ -216,6 +255,16 @@ TEST_F(BundleParity, VerifySaysWhatIsDamagedOrMissingAndWhetherItIsRepairable) {
   EXPECT_NE(repairable.out.find(volumes[2].string() + " (damaged, rebuilt from parity): volume 3 of"), std::string::npos)
       << show(repairable);
 
+  // Read without parity, a volume missing from the media is named as not given (verify has no store).
+  std::vector<std::string> without{"bundle", "verify", "--no-parity", "--trust", pub()};
+  for (std::size_t i = 1; i < volumes.size(); ++i) without.push_back(volumes[i].string());
+  auto unrepaired = run_podplane(without, at(dir / "unused"));
+  EXPECT_EQ(unrepaired.exit_code, 1) << show(unrepaired);
+  EXPECT_NE(unrepaired.out.find("missing: volume 1 of " + std::to_string(volumes.size()) + " of bundle "), std::string::npos)
+      << show(unrepaired);
+  EXPECT_NE(unrepaired.out.find(" was not among the files given: its objects were not verified"), std::string::npos)
+      << show(unrepaired);
+
   for (std::size_t i = 1; i < volumes.size(); i += 2) fs::remove(volumes[i]);
   auto lost = verify();
   EXPECT_EQ(lost.exit_code, 1) << show(lost);
@@ -224,6 +273,66 @@ TEST_F(BundleParity, VerifySaysWhatIsDamagedOrMissingAndWhetherItIsRepairable) {
   EXPECT_NE(lost.out.find("lost: " + volumes[1].filename().string() + " (missing)"), std::string::npos) << show(lost);
   // The damaged volume that is here is still read, and found damaged.
   EXPECT_NE(lost.out.find(volumes[2].string() + ": volume 3 of"), std::string::npos) << show(lost);
+  expect_scratch_empty();
+}
+
+// Volumes differ in size (objects are never split across them): 25% of the whole cannot rebuild
+// the volume that holds the one large object. create says how large a lost volume its parity
+// rebuilds, warns naming the volume it cannot, still exits 0, and names the --parity that
+// covers every volume; both claims hold when that volume is lost.
+TEST_F(BundleParity, CreateWarnsOfAVolumeTooLargeForItsParityAndNamesThePercentThatCoversIt) {
+  fs::create_directories(scratch());
+  {
+    auto store = cache::Store::open(dir / "uneven");
+    test::add_provider(store, "big", "1.0.0", {"linux_amd64"}, 1000000);
+    test::add_provider(store, "small", "1.0.0", test::kPlatforms, 60000);
+  }
+  auto create = [&](const fs::path& where, const std::string& percent) {
+    fs::create_directories(where);
+    return run_podplane({"bundle", "create", (where / "u.bundle").string(), "--sign", key(), "--volume-size", "1000K",
+                         "--parity", percent},
+                        at(dir / "uneven"));
+  };
+  // The volumes in `where`, largest first.
+  auto volumes_in = [&](const fs::path& where) {
+    std::vector<fs::path> volumes;
+    for (const auto& file : glob(where, "u.bundle."))
+      if (!file.ends_with(".par2") && file.find("-of-") != std::string::npos) volumes.emplace_back(file);
+    std::sort(volumes.begin(), volumes.end(), [](const auto& a, const auto& b) { return fs::file_size(a) > fs::file_size(b); });
+    return volumes;
+  };
+  auto verify_without = [&](const fs::path& where, const fs::path& lost) {
+    std::vector<std::string> args{"bundle", "verify", "--trust", pub()};
+    for (const auto& file : glob(where, "u.bundle"))
+      if (file != lost.string()) args.push_back(file);
+    return run_podplane(args, at(dir / "unused"));
+  };
+
+  auto uneven = create(dir / "at25", "25");
+  ASSERT_EQ(uneven.exit_code, 0) << show(uneven);
+  const auto volumes = volumes_in(dir / "at25");
+  ASSERT_GE(volumes.size(), 2u) << show(uneven);
+  EXPECT_NE(uneven.out.find("parity: rebuilds any one lost volume of up to "), std::string::npos) << show(uneven);
+  std::smatch warning;
+  ASSERT_TRUE(std::regex_search(uneven.err, warning,
+                                std::regex(R"(podplane: warning: 25% parity cannot rebuild (\S+) if lost: .*; --parity (\d+) )"
+                                           R"(rebuilds any one lost volume)")))
+      << show(uneven);
+  EXPECT_EQ(warning[1].str(), volumes[0].filename().string()) << show(uneven);
+  const std::string covering = warning[2].str();
+  EXPECT_GT(std::stoi(covering), 25);
+  auto largest_lost = verify_without(dir / "at25", volumes[0]);
+  EXPECT_EQ(largest_lost.exit_code, 1) << show(largest_lost);
+  EXPECT_NE(largest_lost.out.find("NOT repairable from parity"), std::string::npos) << show(largest_lost);
+  auto smallest_lost = verify_without(dir / "at25", volumes.back());
+  EXPECT_EQ(smallest_lost.exit_code, 0) << show(smallest_lost);
+
+  auto covered = create(dir / "covered", covering);
+  ASSERT_EQ(covered.exit_code, 0) << show(covered);
+  EXPECT_EQ(covered.err.find("warning"), std::string::npos) << show(covered);
+  auto rebuilt = verify_without(dir / "covered", volumes_in(dir / "covered").front());
+  EXPECT_EQ(rebuilt.exit_code, 0) << show(rebuilt);
+  EXPECT_NE(rebuilt.out.find("missing: repairable from parity"), std::string::npos) << show(rebuilt);
   expect_scratch_empty();
 }
 

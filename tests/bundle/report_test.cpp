@@ -6,14 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "base/digest.hpp"
+#include "cache/kinds.hpp"
 #include "cache/store.hpp"
 #include "tests/bundle/bundle_fixture.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace podplane::bundle {
@@ -146,22 +149,20 @@ TEST_F(TransferReport, ValidatesAgainstCycloneDx16AndListsEveryRowOfTheManifests
     auto store = cache::Store::open(online());
     add_engine_release(store);
   }
-  const fs::path validator = podplane::test::source_dir() / "tests" / "tools" / "cyclonedx" / "validate.js";
-  ASSERT_TRUE(fs::exists(validator.parent_path() / "node_modules" / "@cyclonedx" / "cyclonedx-library"))
-      << "the CycloneDX library is not installed: run scripts/setup";
+  ASSERT_TRUE(fs::exists(test::cyclonedx_library())) << "the CycloneDX library is not installed: run scripts/setup";
   const auto files = create(dir / "media");
   const auto volumes = volumes_of(files);
   ASSERT_GE(volumes.size(), 3u);
   const fs::path cdx = dir / "media" / "deps.bundle.cdx.json";
 
-  auto valid = run({"node", validator.string(), cdx.string()});
+  auto valid = test::validate_cyclonedx(cdx);
   EXPECT_EQ(valid.exit_code, 0) << show(valid);
   EXPECT_EQ(valid.out, "valid\n") << show(valid);
   // The validator is strict: one property the schema does not know fails it.
   json broken = json::parse(podplane::test::read_file(cdx));
   broken["components"][0]["checksum"] = "x";
   podplane::test::write_file(dir / "broken.cdx.json", broken.dump());
-  EXPECT_EQ(run({"node", validator.string(), (dir / "broken.cdx.json").string()}).exit_code, 1);
+  EXPECT_EQ(test::validate_cyclonedx(dir / "broken.cdx.json").exit_code, 1);
 
   // Every row of every volume's manifest, read back with tar.
   std::set<RowKey> manifest_rows;
@@ -227,6 +228,154 @@ TEST_F(TransferReport, ValidatesAgainstCycloneDx16AndListsEveryRowOfTheManifests
   EXPECT_EQ(podplane::test::read_file(dir / "again" / "deps.bundle.cdx.json"), podplane::test::read_file(cdx));
   EXPECT_EQ(podplane::test::read_file(dir / "again" / "deps.bundle.report.html"),
             podplane::test::read_file(dir / "media" / "deps.bundle.report.html"));
+}
+
+// A delta's report: it validates, says what inventory it was cut against, lists exactly the rows
+// the delta carries, and marks each row whose object stays behind (the receiver holds it: a
+// keys document of the same bytes as the one it has) as not carried, on the page too.
+TEST_F(TransferReport, ADeltasReportValidatesAndMarksWhatItCarries) {
+  ASSERT_TRUE(fs::exists(test::cyclonedx_library())) << "the CycloneDX library is not installed: run scripts/setup";
+  std::vector<std::string> import{"bundle", "import", "--trust", (dir / "site.pub").string()};
+  for (const auto& file : volumes_of(create(dir / "media"))) import.push_back(file);
+  auto imported = run_podplane(import, podplane::test::with_deps_root(dir / "offline"));
+  ASSERT_EQ(imported.exit_code, 0) << show(imported);
+  {
+    auto store = cache::Store::open(online());
+    test::add_provider(store, "aws", "6.3.0", test::kPlatforms, 20000);
+  }
+  const fs::path inventory = dir / "inventory.json";
+  auto listed = run_podplane({"bundle", "inventory", "-o", inventory.string()}, podplane::test::with_deps_root(dir / "offline"));
+  ASSERT_EQ(listed.exit_code, 0) << show(listed);
+  fs::create_directories(dir / "delta");
+  const fs::path delta = dir / "delta" / "delta.bundle";
+  auto cut = run_podplane({"bundle", "create", delta.string(), "--since", inventory.string(), "--sign", (dir / "site.key").string()},
+                          podplane::test::with_deps_root(online()));
+  ASSERT_EQ(cut.exit_code, 0) << show(cut);
+  const fs::path cdx = dir / "delta" / "delta.bundle.cdx.json";
+  auto valid = test::validate_cyclonedx(cdx);
+  EXPECT_EQ(valid.exit_code, 0) << show(valid);
+  EXPECT_EQ(valid.out, "valid\n") << show(valid);
+
+  auto tar = run({"tar", "-xOf", delta.string(), "manifest.json"});
+  ASSERT_EQ(tar.exit_code, 0) << show(tar);
+  const json manifest = json::parse(tar.out);
+  std::set<RowKey> manifest_rows;
+  for (const auto& a : manifest["artifacts"])
+    manifest_rows.emplace(a["kind"], a["address"], a["version"], a["platform"], a["filename"], a["digest"]);
+  std::set<std::string> carried;
+  for (const auto& o : manifest["objects"]) carried.insert(o["digest"]);
+
+  json report = json::parse(podplane::test::read_file(cdx));
+  const std::string properties = report["metadata"]["properties"].dump();
+  EXPECT_NE(properties.find("{\"name\":\"podplane:delta_since\",\"value\":\"inventory " +
+                            sha256_hex(podplane::test::read_file(inventory)) + " of store "),
+            std::string::npos)
+      << properties;
+  std::set<RowKey> component_rows;
+  std::size_t left_behind = 0;
+  for (const auto& c : report["components"]) {
+    component_rows.emplace(property(c, "kind"), c["name"], c["version"], property(c, "platform"), property(c, "filename"),
+                           hash(c, "SHA-256"));
+    EXPECT_EQ(c["version"], "6.3.0") << c.dump();
+    const bool in_volume = carried.count(hash(c, "SHA-256")) != 0;
+    EXPECT_EQ(property(c, "object_carried"), in_volume ? "true" : "false (the receiving store holds it)") << c.dump();
+    left_behind += in_volume ? 0 : 1;
+  }
+  EXPECT_EQ(component_rows, manifest_rows);
+  EXPECT_EQ(component_rows.size(), 3 + test::kPlatforms.size());  // SHA256SUMS, signature, keys and a zip a platform
+  EXPECT_EQ(left_behind, 1u);  // the keys document: the same bytes as 6.2.0's
+  const std::string page = podplane::test::read_file(dir / "delta" / "delta.bundle.report.html");
+  EXPECT_NE(page.find("a delta against inventory <code>" + sha256_hex(podplane::test::read_file(inventory)) + "</code>"),
+            std::string::npos);
+  EXPECT_NE(page.find("not carried: the receiving store holds it"), std::string::npos);
+}
+
+// The rows of the table of kinds each as the stored example (tests/support/every_kind.hpp), cut
+// into a bundle by the binary: the strict validator accepts the report, its components are
+// exactly the rows of the manifest and the module tree, the page names each, and each row names
+// the signer the table's rule gives its kind (an image index and manifest: the keys of the
+// cosign signature of the index, which only the signature's own provenance records).
+TEST(TransferReportOfEveryKind, ValidatesListsEveryRowAndNamesTheSignerTheTableGivesEach) {
+  ASSERT_TRUE(fs::exists(test::cyclonedx_library())) << "the CycloneDX library is not installed: run scripts/setup";
+  TempDir dir;
+  auto store = cache::Store::open(dir / "online");
+  const auto every = podplane::test::add_every_kind(store, dir / "work");
+  const fs::path bundle = dir / "media" / "all.bundle";
+  fs::create_directories(bundle.parent_path());
+  auto created = run_podplane({"bundle", "create", bundle.string(), "--volume-size", "64K"},
+                              podplane::test::with_deps_root(dir / "online"));
+  ASSERT_EQ(created.exit_code, 0) << show(created);
+  const fs::path cdx = dir / "media" / "all.bundle.cdx.json";
+  auto valid = test::validate_cyclonedx(cdx);
+  EXPECT_EQ(valid.exit_code, 0) << show(valid);
+  EXPECT_EQ(valid.out, "valid\n") << show(valid);
+
+  std::set<RowKey> manifest_rows;
+  std::set<std::pair<std::string, std::string>> manifest_trees;
+  for (const auto& entry : fs::directory_iterator(bundle.parent_path())) {
+    const std::string name = entry.path().filename().string();
+    if (name != "all.bundle" && name.find("-of-") == std::string::npos) continue;
+    auto tar = run({"tar", "-xOf", entry.path().string(), "manifest.json"});
+    ASSERT_EQ(tar.exit_code, 0) << show(tar);
+    json manifest = json::parse(tar.out);
+    for (const auto& a : manifest["artifacts"])
+      manifest_rows.emplace(a["kind"], a["address"], a["version"], a["platform"], a["filename"], a["digest"]);
+    for (const auto& t : manifest["module_trees"]) manifest_trees.emplace(t["address"], t["version"]);
+  }
+  ASSERT_EQ(manifest_rows.size(), store.artifacts().size());
+
+  json report = json::parse(podplane::test::read_file(cdx));
+  std::set<RowKey> component_rows;
+  std::set<std::pair<std::string, std::string>> component_trees;
+  std::map<std::string, json> by_digest;
+  for (const auto& c : report["components"]) {
+    if (property(c, "kind") == "module_tree") {
+      component_trees.emplace(c["name"], c["version"]);
+      continue;
+    }
+    component_rows.emplace(property(c, "kind"), c["name"], c["version"], property(c, "platform"), property(c, "filename"),
+                           hash(c, "SHA-256"));
+    by_digest[hash(c, "SHA-256")] = c;
+  }
+  EXPECT_EQ(component_rows, manifest_rows);
+  EXPECT_EQ(component_trees, manifest_trees);
+  EXPECT_EQ(component_trees.count({every.module.address, every.module.version}), 1u);
+
+  // The keys that signed each example, as its fetch recorded them: the cosign signature's for an image.
+  const auto& signature = every.of(cache::kind_info(cache::ArtifactKind::image_attachment));
+  const auto cosign_checks = store.provenance_of(signature.id);
+  ASSERT_EQ(cosign_checks.size(), 1u);
+  const std::string page = podplane::test::read_file(dir / "media" / "all.bundle.report.html");
+  for (const auto& kind : cache::kinds()) {
+    if (!every.has(kind)) continue;
+    const auto& row = every.of(kind);
+    const std::string label = std::string(kind.name) + (kind.address.empty() ? "" : " @" + std::string(kind.address));
+    ASSERT_EQ(by_digest.count(row.digest), 1u) << label;
+    const json& c = by_digest[row.digest];
+    EXPECT_EQ(property(c, "kind"), kind.name) << label;
+    std::string signer;
+    switch (kind.signer) {
+      case cache::Signer::openpgp_keys_document:
+      case cache::Signer::pinned_release_key: signer = store.provenance_of(row.id).at(0).key_fingerprint; break;
+      case cache::Signer::cosign_key:
+      case cache::Signer::cosign_attachment: signer = cosign_checks[0].key_fingerprint; break;
+      case cache::Signer::unset:
+      case cache::Signer::none:
+      case cache::Signer::bundle_signature: break;
+    }
+    EXPECT_EQ(property(c, "signer"), signer) << label << ": " << c.dump();
+    // The page: the kind's section, and the row with its digest and signer.
+    EXPECT_NE(page.find(">" + std::string(kind.report_title) + " ("), std::string::npos) << label;
+    const auto at = page.find(row.digest);
+    ASSERT_NE(at, std::string::npos) << label;
+    const auto begin = page.rfind("<tr>", at), end = page.find("</tr>", at);
+    const std::string html_row = page.substr(begin, end - begin);
+    EXPECT_NE(html_row.find(row.filename), std::string::npos) << label << ": " << html_row;
+    if (!signer.empty()) {
+      EXPECT_NE(html_row.find("key <code>" + signer + "</code>"), std::string::npos) << label << ": " << html_row;
+    }
+  }
+  EXPECT_NE(page.find("<tr><td>" + every.module.address + "</td><td>" + every.module.version + "</td>"), std::string::npos);
 }
 
 // `bundle show` needs no store and opens none; its rows are those an import into an empty store
