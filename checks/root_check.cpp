@@ -209,6 +209,15 @@ std::string vendor_command(const RootCheckSource& source, const fs::path& root, 
   return vendor + ", " + commit;
 }
 
+// The fix of an archive URL call written inside a module package: `stack vendor` changes only
+// the repository's files and the engine fetches the package as published, so no command here
+// can point that call elsewhere; what works is a package of the calling module without it.
+std::string called_inside_a_package_fix(const fetch::ModuleSelection& selection) {
+  return "the call is inside a module package (" + selection.context +
+         "), which stack vendor does not change: call a version of that module whose package calls no archive URL, "
+         "or copy the module into the repository, call the copy by a local path, then podplane stack vendor the root";
+}
+
 // What comes before the fill when a package is held but cannot be read: its damaged copy set
 // aside, so that the fill takes it again (`deps tf` fetches a module whose tree row is gone).
 std::string repair_command(const RootCheckSource& source) {
@@ -304,7 +313,9 @@ std::optional<RootNeeds> check_root(const RootCheckSource& source, const fs::pat
       out.fail("-", selection.item,
                "CANNOT REDIRECT: the engine fetches an archive URL from its own host, which no mirror setting changes; " +
                    selection.context,
-               vendor_command(source, root, engine, selection, options));
+               fetch::vendor_can_change(selection, needs->boundary)
+                   ? vendor_command(source, root, engine, selection, options)
+                   : called_inside_a_package_fix(selection));
     else if (!selection.problem.empty())
       out.fail("-", selection.item, selection.problem,
                (selection.package ? repair_command(source) : "") +

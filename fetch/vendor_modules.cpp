@@ -23,6 +23,15 @@ bool inside(const fs::path& path, const fs::path& dir) {
   return !relative.empty() && *relative.begin() != "..";
 }
 
+}  // namespace
+
+bool vendor_can_change(const ModuleSelection& selection, const fs::path& boundary) {
+  const fs::path file = fs::path(selection.declared_in).lexically_normal();
+  return inside(file, boundary) && fs::is_regular_file(file);
+}
+
+namespace {
+
 // Writes the stored tree into `dir`, or checks that `dir` already holds exactly its files (a
 // second run); anything else there is the user's and is left alone with an Error.
 void write_package(const cache::Store& store, const cache::ModuleTree& tree, const fs::path& dir) {
@@ -73,7 +82,7 @@ bool vendor_pass(const cache::Store& store, const fs::path& root, const fs::path
                             " to vendor (fill it online: podplane deps tf --stack " + root.string() + ")");
       continue;
     }
-    if (!inside(file, boundary) || !fs::is_regular_file(file)) {
+    if (!vendor_can_change(selection, boundary)) {
       result.left.push_back(selection.source.text + " is called from inside a module package that is not vendored");
       continue;
     }

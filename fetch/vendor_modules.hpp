@@ -12,6 +12,7 @@
 
 #include "cache/store.hpp"
 #include "fetch/module_source.hpp"
+#include "fetch/root_needs.hpp"
 
 namespace podplane::fetch {
 
@@ -32,6 +33,11 @@ struct VendorResult {
 // Whether the engines fetch a call of this source from its own host whatever they are told:
 // an archive or plain http source (git and registry sources can be sent to a mirror).
 [[nodiscard]] bool fetched_only_from_its_host(const ModuleSource& source);
+
+// Whether `stack vendor` can point this call at a local copy: the call is written in a file of
+// the repository (within `boundary`), not inside a module package the engine fetches, whose
+// files no command here changes.
+[[nodiscard]] bool vendor_can_change(const ModuleSelection& selection, const std::filesystem::path& boundary);
 
 // Vendors every archive call of the root at `root` (local calls may lead within `boundary`,
 // as for stack check), the calls inside the packages it vendors too. A vendored directory that

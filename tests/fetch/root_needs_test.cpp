@@ -209,6 +209,58 @@ TEST_F(RootNeeds, AnArchiveCallThroughAMirrorCannotBeRedirectedAndTheVendorFixWo
   EXPECT_NE(again.out.find("All checks passed"), std::string::npos) << again.out;
 }
 
+// An archive URL call inside a module package (here a git module the test publishes on the
+// upstream) cannot be vendored: `stack vendor` changes only the repository's files. The check
+// says so instead of printing the vendor command, and the way out it prints (copy the module
+// into the repository, call the copy by a local path, then vendor the root) works.
+TEST_F(RootNeeds, AnArchiveCallInsideAModulePackageNamesTheWayOutThatWorks) {
+  FixtureOptions own;
+  own.sharing = FixtureOptions::Sharing::private_copy;  // the test adds a git repository to it
+  upstream.emplace(own);
+  upstream->write_cli_config(dir / "cli.tfrc");
+  options.env = upstream->env(dir / "deps", dir / "cli.tfrc");
+
+  const fs::path module = dir / "archiver";
+  const std::string archive = upstream->url(upstream->fixture()["modules"][0]["versions"][1]["archive_path"]);
+  write_file(module / "main.tf", "module \"network\" {\n  source = \"" + archive + "//modules/network\"\n}\n");
+  ProcessOptions git;
+  git.env = {{"GIT_AUTHOR_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@t"}, {"GIT_COMMITTER_NAME", "t"}, {"GIT_COMMITTER_EMAIL", "t@t"}};
+  for (const std::vector<std::string>& step :
+       {std::vector<std::string>{"git", "-C", module.string(), "init", "-q"}, {"git", "-C", module.string(), "add", "main.tf"},
+        {"git", "-C", module.string(), "commit", "-q", "-m", "archiver"}, {"git", "-C", module.string(), "tag", "v1.0.0"},
+        {"git", "clone", "-q", "--bare", module.string(), (upstream->www() / "git" / "archiver.git").string()}}) {
+    auto done = run(step, git);
+    ASSERT_EQ(done.exit_code, 0) << show(done);
+  }
+  write_file(repo() / "wrapped/main.tf", required_random() + "module \"archiver\" {\n  source = \"git::" +
+                                            upstream->url("/git/archiver.git") + "?ref=v1.0.0\"\n}\n");
+  fill({"wrapped"});
+  go_offline();
+
+  auto check = stack_check("wrapped");
+  EXPECT_EQ(check.exit_code, 1) << show(check);
+  EXPECT_NE(check.out.find("CANNOT REDIRECT: the engine fetches an archive URL from its own host"), std::string::npos)
+      << check.out;
+  EXPECT_NE(check.err.find("the call is inside a module package"), std::string::npos) << check.err;
+  EXPECT_EQ(check.err.find("podplane stack vendor " + (repo() / "wrapped").string() + " (offline)"), std::string::npos)
+      << "stack vendor cannot change a call inside a package:\n" << check.err;
+  auto vendor_alone = podplane({"stack", "vendor", (repo() / "wrapped").string()});
+  EXPECT_NE((vendor_alone.out + vendor_alone.err).find("inside a module package that is not vendored"), std::string::npos)
+      << "the vendor command the check no longer prints leaves the call where it is:\n" << show(vendor_alone);
+
+  // The way out as printed: the module copied into the repository and called by a local path,
+  // then the root vendored.
+  fs::create_directories(repo() / "modules" / "archiver");
+  fs::copy_file(module / "main.tf", repo() / "modules" / "archiver" / "main.tf");
+  write_file(repo() / "wrapped/main.tf", required_random() + "module \"archiver\" {\n  source = \"../modules/archiver\"\n}\n");
+  auto vendored = podplane({"stack", "vendor", (repo() / "wrapped").string()});
+  ASSERT_EQ(vendored.exit_code, 0) << show(vendored);
+  auto again = stack_check("wrapped");
+  EXPECT_EQ(again.exit_code, 0) << show(again);
+  EXPECT_TRUE(std::regex_search(again.out, kEngineProved)) << again.out;
+  EXPECT_NE(again.out.find("All checks passed"), std::string::npos) << again.out;
+}
+
 // `stack check --mirror` of roots calling registry modules, one of them through a module that
 // calls another: the engine's row really ran through `mirror serve` and passed, and each module
 // version the calls select, the nested one too, is a row the mirror answered.
