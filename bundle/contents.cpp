@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "bundle/import.hpp"
+#include "cache/kinds.hpp"
 
 namespace podplane::bundle {
 
@@ -14,15 +15,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-constexpr cache::ArtifactKind kKinds[] = {
-    cache::ArtifactKind::provider_package,  cache::ArtifactKind::provider_shasums,   cache::ArtifactKind::provider_signature,
-    cache::ArtifactKind::provider_keys,     cache::ArtifactKind::vmconfig_manifest,  cache::ArtifactKind::vmconfig_artifact,
-    cache::ArtifactKind::vmconfig_boot_file, cache::ArtifactKind::image_index,       cache::ArtifactKind::image_manifest,
-    cache::ArtifactKind::image_attachment,  cache::ArtifactKind::image_blob,         cache::ArtifactKind::seed_manifest,
-    cache::ArtifactKind::seed_snapshot,     cache::ArtifactKind::tool_archive,       cache::ArtifactKind::tool_shasums,
-    cache::ArtifactKind::tool_signature,
-};
 
 void take_header(BundleContents& contents, const VolumeHeader& header, const fs::path& file) {
   const BundleManifest& m = header.manifest;
@@ -147,10 +139,13 @@ std::vector<int> BundleContents::missing_volumes() const {
 
 std::vector<std::pair<std::string, std::size_t>> BundleContents::rows_by_kind() const {
   std::vector<std::pair<std::string, std::size_t>> counts;
-  for (auto kind : kKinds) {
+  // Every kind of the table (cache/kinds.hpp), in its order, under its stored name: an address
+  // variant's rows count with their kind's (they share the name).
+  for (const auto& info : cache::kinds()) {
+    if (!info.address.empty()) continue;
     auto count = static_cast<std::size_t>(std::count_if(artifacts.begin(), artifacts.end(),
-                                                        [&](const TravellingArtifact& t) { return t.artifact.kind == kind; }));
-    if (count > 0) counts.emplace_back(cache::to_string(kind), count);
+                                                        [&](const TravellingArtifact& t) { return t.artifact.kind == info.kind; }));
+    if (count > 0) counts.emplace_back(std::string(info.name), count);
   }
   if (!module_trees.empty()) counts.emplace_back("module_tree", module_trees.size());
   return counts;

@@ -50,7 +50,8 @@ struct BundleContents {
   // Merges one volume's manifest (of this bundle): its rows not seen yet, its objects.
   void add(const BundleManifest& manifest, ContentsVolume volume);
   std::vector<int> missing_volumes() const;  // indexes no volume read has
-  // What import would add to an empty store: "provider_package" → rows, "module_tree" → trees.
+  // What import would add to an empty store, by kind: each kind of the table of kinds with rows
+  // (its stored name, in the table's order: "provider_package" → rows), then "module_tree" → trees.
   std::vector<std::pair<std::string, std::size_t>> rows_by_kind() const;
 
  private:

@@ -4,6 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include <nlohmann/json.hpp>
+
 #include "bundle/create.hpp"
 #include "bundle/import.hpp"
 #include "bundle/signing.hpp"
@@ -71,6 +75,32 @@ TEST(EveryKind, EachKindTravelsInABundleAndImportsWithItsProvenance) {
   auto tree = target.find_module_tree(b.every.module.address, b.every.module.version);
   ASSERT_TRUE(tree);
   EXPECT_EQ(tree->h1, b.every.module.h1);
+}
+
+// `bundle show` counts the rows of every kind it carries, in its text and its --json: a kind
+// left out of its counts would be left out of what the user is shown a bundle holds.
+TEST(EveryKind, BundleShowCountsTheRowsOfEveryKind) {
+  EveryKindBundle b;
+  const auto files = b.create("all.bundle");
+  std::map<std::string, std::size_t> expected;  // stored name → rows (an address variant counts with its kind)
+  for (const auto& kind : cache::kinds())
+    if (b.every.has(kind)) ++expected[std::string(kind.name)];
+  expected["module_tree"] = 1;
+  ASSERT_GT(expected.size(), 10u);
+
+  std::vector<std::string> args{"bundle", "show", "--json"};
+  for (const auto& file : files) args.push_back(file.string());
+  auto shown = test::run_podplane(args, test::with_deps_root(b.dir / "no-store"));
+  ASSERT_EQ(shown.exit_code, 0) << shown.out << shown.err;
+  const auto out = nlohmann::json::parse(shown.out);
+  ASSERT_EQ(out["bundles"].size(), 1u) << shown.out;
+  EXPECT_EQ(out["bundles"][0]["rows_by_kind"].get<decltype(expected)>(), expected) << out["bundles"][0]["rows_by_kind"].dump();
+
+  args.erase(args.begin() + 2);  // the text
+  auto text = test::run_podplane(args, test::with_deps_root(b.dir / "no-store"));
+  ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
+  for (const auto& [name, count] : expected)
+    EXPECT_THAT(text.out, HasSubstr("\n    " + name + " (" + std::to_string(count) + ")\n")) << name;
 }
 
 TEST(EveryKind, PlatformsLeaveOutOnlyTheRowsOfKindsTheTableFilters) {
