@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "base/input_limits.hpp"
+#include "cache/image_tops.hpp"
 #include "cache/kinds.hpp"
 #include "cache/row_rules.hpp"
 
@@ -138,18 +139,13 @@ bool CosignPolicy::requires_signatures() const {
 }
 
 void verify_stored_image_signatures(const Store& store, const std::vector<Artifact>& rows, const CosignPolicy& policy) {
-  // The top of an image is what a tag names: its index, or its manifest when it has none. A
-  // signature signs the top; the manifests below an index are covered by the index's digests.
-  std::set<std::pair<std::string, std::string>> indexed;  // (address, version) with an index row
-  for (const auto& row : rows)
-    if (row.kind == ArtifactKind::image_index) indexed.insert({row.address, row.version});
+  // A signature signs an image's top (cache/image_tops.hpp); the manifests below an index are
+  // covered by the index's digests.
+  const ImageTops tops(rows, &store);
   std::set<std::pair<std::string, std::string>> checked;  // (address, digest)
   for (const auto& row : rows) {
     if (kind_info(row).recheck != Recheck::cosign_under_policy) continue;  // the table's images
-    if (row.kind == ArtifactKind::image_manifest &&
-        (indexed.count({row.address, row.version}) ||
-         !store.artifacts({.kind = ArtifactKind::image_index, .address = row.address, .version = row.version}).empty()))
-      continue;
+    if (!tops.is_top(row)) continue;
     const auto& trust = policy.trust_for(row.address);
     if (trust.empty() || !checked.insert({row.address, row.filename}).second) continue;
     try {

@@ -55,8 +55,8 @@ struct KeylessFlags {
                                             const std::optional<std::filesystem::path>& policy_file,
                                             const KeylessFlags& keyless = {});
 
-// The images of `rows` (image_index rows, and image_manifest rows that no index of theirs in
-// `rows` or the store lists under the same tag) that `policy` wants signed, each checked as
+// The tops of the images among `rows` (cache/image_tops.hpp: their indexes, and the manifests
+// whose tag has no index in `rows` or the store) that `policy` wants signed, each checked as
 // verify_stored_cosign_signature does. Error naming the first image that fails and why. Call
 // where the rows are visible (the transaction that adds them), so that a failure rolls them back.
 void verify_stored_image_signatures(const Store& store, const std::vector<Artifact>& rows, const CosignPolicy& policy);

@@ -31,11 +31,8 @@ std::optional<Provenance> newest_check(const ProvenanceByRow& provenance, const 
 }
 
 SignerLookup::SignerLookup(const std::vector<Artifact>& rows, const ProvenanceByRow& provenance, const KeysByDocument& keys)
-    : provenance_(provenance), keys_(keys) {
-  for (const auto& a : rows) {
-    if (kind_info(a).listed == Listed::image_indexes) index_of_tag_[{a.address, a.version}] = a.filename;
-    add_cosign_signature(a);
-  }
+    : provenance_(provenance), keys_(keys), tops_(rows) {
+  for (const auto& a : rows) add_cosign_signature(a);
 }
 
 Signers SignerLookup::of(const Artifact& row) const {
@@ -62,9 +59,7 @@ Signers SignerLookup::of(const Artifact& row) const {
       return {};
     case Signer::cosign_key: {
       // What a tag names is signed: its index, or the manifest stored without one.
-      auto index = index_of_tag_.find({row.address, row.version});
-      const std::string& top = index != index_of_tag_.end() ? index->second : row.filename;
-      auto it = cosign_.find({row.address, top});
+      auto it = cosign_.find({row.address, tops_.top_digest(row)});
       if (it == cosign_.end()) return {};
       return {it->second, {}};
     }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "cache/image_tops.hpp"
 #include "cache/openpgp.hpp"
 #include "cache/rows.hpp"
 
@@ -44,7 +45,7 @@ class SignerLookup {
 
   const ProvenanceByRow& provenance_;
   const KeysByDocument& keys_;
-  std::map<std::pair<std::string, std::string>, std::string> index_of_tag_;             // (address, tag) → index digest
+  ImageTops tops_;  // what an image's tag names, which its cosign signature signs
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> cosign_;  // (address, signed digest) → keys
 };
 
