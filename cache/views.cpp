@@ -517,6 +517,7 @@ lockfile::LockFile selection_lock(const Store& store, const std::vector<TfSelect
   for (const auto& provider : providers) {
     lockfile::ProviderLock entry{provider.address, provider.version, provider.constraints, {}};
     for (const auto& package : packages) {
+      // Not a stage's choice but the lock format's: a lock holds the hashes of provider packages alone.
       bool wanted = package.kind == ArtifactKind::provider_package && package.address == provider.address &&
                     package.version == provider.version &&
                     std::find(platforms.begin(), platforms.end(), package.platform) != platforms.end();
