@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "cache/row_rules.hpp"
+#include "lockfile/hash.hpp"
 
 namespace podplane::cache {
 
@@ -320,7 +321,7 @@ bool own_family(ItemFamily family) {
 }
 
 std::string zh_of(const Artifact& artifact) {
-  if (artifact.zh.empty() && kind_info(artifact).content == ContentCheck::provider_zip) return digest_zh(artifact.digest);
+  if (artifact.zh.empty() && kind_info(artifact).content == ContentCheck::provider_zip) return lockfile::zh_hash(artifact.digest);
   return artifact.zh;
 }
 

@@ -239,7 +239,8 @@ std::vector<std::string> artifact_content_problems(const Store& store, const Art
     case ContentCheck::module_tree:  // not an artifact row's
       break;
     case ContentCheck::provider_zip:
-      if (a.zh != digest_zh(a.digest)) problems.push_back(mismatch_message(name + " has the wrong zh", digest_zh(a.digest), a.zh));
+      if (a.zh != lockfile::zh_hash(a.digest))
+        problems.push_back(mismatch_message(name + " has the wrong zh", lockfile::zh_hash(a.digest), a.zh));
       if (!a.h1.empty() && depth == VerifyDepth::full) {
         try {
           std::string h1 = lockfile::h1_hash_of_zip(file);

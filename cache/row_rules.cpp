@@ -9,6 +9,7 @@
 #include "base/hex.hpp"
 #include "cache/podplane_releases.hpp"
 #include "cache/tool_releases.hpp"
+#include "lockfile/hash.hpp"
 #include "lockfile/platform.hpp"
 #include "lockfile/provider_names.hpp"
 #include "lockfile/version.hpp"
@@ -239,8 +240,8 @@ void check_provider_package_layout(const std::string& row, const Artifact& a) {
   if (!a.h1.empty() && (a.h1.rfind("h1:", 0) != 0 || a.h1.size() == 3 || a.h1.find_first_of(" \"\\") != std::string::npos)) {
     refuse(row, "h1 '" + a.h1 + "' is not an h1: hash");
   }
-  if (!a.zh.empty() && a.zh != digest_zh(a.digest)) {
-    refuse(row, mismatch_message("zh hash does not match the object", digest_zh(a.digest), a.zh));
+  if (!a.zh.empty() && a.zh != lockfile::zh_hash(a.digest)) {
+    refuse(row, mismatch_message("zh hash does not match the object", lockfile::zh_hash(a.digest), a.zh));
   }
 }
 

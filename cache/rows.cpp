@@ -8,8 +8,6 @@
 
 namespace podplane::cache {
 
-std::string digest_zh(std::string_view digest) { return "zh:" + std::string(digest); }
-
 std::string_view to_string(Trust trust) {
   switch (trust) {
     case Trust::signed_upstream: return "signed_upstream";

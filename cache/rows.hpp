@@ -70,7 +70,7 @@ struct Artifact {
   std::string digest;             // sha256 hex of the object (the store key)
   std::int64_t size = 0;
   std::string h1;                 // providers: h1 of the zip (HashZip)
-  std::string zh;                 // providers: digest_zh(digest)
+  std::string zh;                 // providers: lockfile::zh_hash(digest)
   std::string upstream_digest;    // vmconfig: "sha256:…" / "sha512:…" from the manifest
   std::string upstream_url;       // never holds credentials
   Trust trust = Trust::unverified;
@@ -81,9 +81,6 @@ struct Artifact {
   // on other kinds.
   std::optional<std::vector<std::string>> protocols;
 };
-
-// "zh:<digest>": the zh hash of an object (what a provider zip's zh always is: cache/kinds.hpp zh_of).
-[[nodiscard]] std::string digest_zh(std::string_view digest);
 
 // A provider package's plugin protocols (Artifact::protocols) as the index column and the
 // bundle manifest hold them: a JSON array of strings, "" when not known. Parsing refuses any

@@ -10,6 +10,7 @@
 #include "base/hex.hpp"
 #include "base/input_limits.hpp"
 #include "base/url.hpp"
+#include "lockfile/hash.hpp"
 
 namespace podplane::fetch {
 namespace {
@@ -177,7 +178,7 @@ ProviderDownload parse_provider_download(std::string_view body, const std::strin
     if (it == answer.package_hashes.end()) {
       throw Error("provider download answer from " + url + " lists packages but none for " + requested.str());
     }
-    auto expected = "zh:" + answer.shasum;
+    auto expected = lockfile::zh_hash(answer.shasum);
     bool has_zh = false;
     for (const auto& hash : it->second) {
       if (!hash.starts_with("zh:")) continue;

@@ -28,7 +28,9 @@ std::string escape_newlines(std::string_view name) {
 
 }  // namespace
 
-std::string zh_hash_of_file(const std::filesystem::path& zip) { return "zh:" + file_digest_hex(zip); }
+std::string zh_hash(std::string_view sha256_hex) { return "zh:" + std::string(sha256_hex); }
+
+std::string zh_hash_of_file(const std::filesystem::path& zip) { return zh_hash(file_digest_hex(zip)); }
 
 std::string h1_hash(std::vector<std::pair<std::string, std::string>> name_and_sha256_hex) {
   // std::string compares bytes as unsigned char, the order of Go's sort.Strings.

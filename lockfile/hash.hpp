@@ -13,6 +13,8 @@
 
 namespace podplane::lockfile {
 
+// The zh: line of a zip whose sha256 is `sha256_hex`: "zh:<sha256_hex>", the hex as given.
+[[nodiscard]] std::string zh_hash(std::string_view sha256_hex);
 // "zh:<hex sha256 of the file>".
 [[nodiscard]] std::string zh_hash_of_file(const std::filesystem::path& zip);
 

@@ -8,6 +8,7 @@
 #include "base/ascii.hpp"
 #include "base/error.hpp"
 #include "base/hex.hpp"
+#include "lockfile/hash.hpp"
 
 namespace podplane::lockfile {
 
@@ -42,7 +43,7 @@ std::map<std::string, std::string> parse_shasums(const std::string& text, const 
 
 std::vector<std::string> shasums_zh_hashes(const std::string& text, const std::string& what) {
   std::vector<std::string> out;
-  for (const auto& line : shasums_lines(text, what)) out.push_back("zh:" + line.second);
+  for (const auto& line : shasums_lines(text, what)) out.push_back(zh_hash(line.second));
   return out;
 }
 
