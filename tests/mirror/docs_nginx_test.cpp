@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "base/ascii.hpp"
 #include "tests/mirror/serve_fixture.hpp"
 
 namespace podplane::serve_test {
@@ -64,8 +65,7 @@ Fetched fetch(const fs::path& work, int port, const std::string& path, const fs:
     auto colon = line.find(':');
     if (line.starts_with("HTTP/")) fetched.status = std::stoi(line.substr(line.find(' ') + 1, 3));
     if (colon == std::string::npos) continue;
-    std::string name = line.substr(0, colon), value = line.substr(colon + 2);
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string name = ascii_lower(line.substr(0, colon)), value = line.substr(colon + 2);
     if (name == "content-type") fetched.content_type = value.substr(0, value.find(';'));
     if (name == "x-terraform-get") fetched.terraform_get = value;
   }

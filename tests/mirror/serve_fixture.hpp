@@ -30,8 +30,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/store.hpp"
+#include "base/ascii.hpp"
 #include "base/digest.hpp"
+#include "cache/store.hpp"
 #include "lockfile/hash.hpp"
 #include "tests/support/background.hpp"
 #include "tests/support/every_kind.hpp"
@@ -341,8 +342,7 @@ class CurlSession {
       std::string line(data, size * count);
       auto colon = line.find(':');
       if (colon != std::string::npos) {
-        std::string name = line.substr(0, colon);
-        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        const std::string name = ascii_lower(line.substr(0, colon));
         std::string value = line.substr(colon + 1);
         value.erase(0, value.find_first_not_of(" \t"));
         value.erase(value.find_last_not_of(" \t\r\n") + 1);

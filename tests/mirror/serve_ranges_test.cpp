@@ -3,6 +3,7 @@
 // download. Multipart answers are parsed here and every part is checked against the file.
 #include <gtest/gtest.h>
 
+#include "base/ascii.hpp"
 #include "mirror/serve_ranges.hpp"
 #include "tests/mirror/serve_fixture.hpp"
 
@@ -43,8 +44,7 @@ std::optional<std::vector<Part>> parse_multipart(const std::string& body, const 
       if (!line.empty() && line.back() == '\r') line.pop_back();
       auto colon = line.find(':');
       if (colon == std::string::npos) return std::nullopt;
-      std::string name = line.substr(0, colon);
-      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const std::string name = ascii_lower(line.substr(0, colon));
       part.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
     }
     // The part's length comes from its own Content-Range, so a wrong size shows as bad framing.
@@ -104,8 +104,7 @@ class RangeTest : public ::testing::Test {
       }
       auto colon = line.find(':');
       if (colon == std::string::npos) continue;
-      std::string name = line.substr(0, colon);
-      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const std::string name = ascii_lower(line.substr(0, colon));
       answer.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
     }
     return answer;

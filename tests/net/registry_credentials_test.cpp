@@ -9,7 +9,7 @@
 #include "net/oci_auth.hpp"
 #include "tests/support/test_support.hpp"
 
-namespace podplane::fetch {
+namespace podplane::net {
 namespace {
 
 using nlohmann::json;
@@ -18,14 +18,14 @@ using podplane::test::TempDir;
 using podplane::test::write_file;
 namespace fs = std::filesystem;
 
-net::RegistryAuthOptions authfile(const fs::path& file) {
-  net::RegistryAuthOptions options;
+RegistryAuthOptions authfile(const fs::path& file) {
+  RegistryAuthOptions options;
   options.authfile = file;
   return options;
 }
 
-net::RegistryAuthOptions creds_file(const fs::path& file, const std::string& registry) {
-  net::RegistryAuthOptions options;
+RegistryAuthOptions creds_file(const fs::path& file, const std::string& registry) {
+  RegistryAuthOptions options;
   options.creds_file = file;
   options.creds_registry = registry;
   return options;
@@ -39,9 +39,9 @@ class RegistryCredentialsTest : public ::testing::Test {
   ScopedEnv registry_auth_file_{"REGISTRY_AUTH_FILE", std::nullopt};
   ScopedEnv docker_config_{"DOCKER_CONFIG", std::nullopt};
 
-  std::string message_of(const net::RegistryAuthOptions& options) {
+  std::string message_of(const RegistryAuthOptions& options) {
     try {
-      (void)net::RegistryCredentials::load(options);
+      (void)RegistryCredentials::load(options);
     } catch (const Error& error) {
       return error.message();
     }
@@ -58,15 +58,15 @@ TEST(Base64Test, DecodesWhatEncodeWritesAndRefusesOtherText) {
 }
 
 TEST(AuthKeyTest, NormalisesDockerAndContainersForms) {
-  EXPECT_EQ(net::normalise_auth_key("https://index.docker.io/v1/"), "docker.io");
-  EXPECT_EQ(net::normalise_auth_key("registry-1.docker.io"), "docker.io");
-  EXPECT_EQ(net::normalise_auth_key("http://Harbor.Example:5000/v2/"), "harbor.example:5000");
-  EXPECT_EQ(net::normalise_auth_key("harbor.example/team/app/"), "harbor.example/team/app");
-  EXPECT_EQ(net::normalise_auth_key("127.0.0.1:5000"), "127.0.0.1:5000");
+  EXPECT_EQ(normalise_auth_key("https://index.docker.io/v1/"), "docker.io");
+  EXPECT_EQ(normalise_auth_key("registry-1.docker.io"), "docker.io");
+  EXPECT_EQ(normalise_auth_key("http://Harbor.Example:5000/v2/"), "harbor.example:5000");
+  EXPECT_EQ(normalise_auth_key("harbor.example/team/app/"), "harbor.example/team/app");
+  EXPECT_EQ(normalise_auth_key("127.0.0.1:5000"), "127.0.0.1:5000");
 }
 
 TEST_F(RegistryCredentialsTest, NoFilesMeansNoLogin) {
-  auto credentials = net::RegistryCredentials::load({});
+  auto credentials = RegistryCredentials::load({});
   EXPECT_EQ(credentials.find("harbor.example", "team/app"), std::nullopt);
 }
 
@@ -81,7 +81,7 @@ TEST_F(RegistryCredentialsTest, MostSpecificKeyOfTheFirstFileWins) {
                              {"https://index.docker.io/v1/", {{"auth", base64_encode("hub:h")}}}}}}
                  .dump());
   ScopedEnv runtime{"XDG_RUNTIME_DIR", (temp_ / "run").string()};
-  auto credentials = net::RegistryCredentials::load({});
+  auto credentials = RegistryCredentials::load({});
   auto team = credentials.find("harbor.example", "team/app");
   ASSERT_TRUE(team);
   EXPECT_EQ(team->username, "team");
@@ -96,11 +96,11 @@ TEST_F(RegistryCredentialsTest, AnExplicitAuthFileIsTheOnlyOneReadAndMustExist) 
   write_file(temp_ / "home" / ".docker" / "config.json",
              json{{"auths", {{"harbor.example", {{"auth", base64_encode("docker:d")}}}}}}.dump());
   write_file(temp_ / "mine.json", json{{"auths", json::object()}}.dump());
-  auto credentials = net::RegistryCredentials::load(authfile(temp_ / "mine.json"));
+  auto credentials = RegistryCredentials::load(authfile(temp_ / "mine.json"));
   EXPECT_EQ(credentials.find("harbor.example", "team/app"), std::nullopt);
   {
     ScopedEnv env{"REGISTRY_AUTH_FILE", (temp_ / "mine.json").string()};
-    EXPECT_EQ(net::RegistryCredentials::load({}).find("harbor.example", "team/app"), std::nullopt);
+    EXPECT_EQ(RegistryCredentials::load({}).find("harbor.example", "team/app"), std::nullopt);
   }
   EXPECT_NE(message_of(authfile(temp_ / "absent.json")).find("--authfile " + (temp_ / "absent.json").string() + ": no such file"),
             std::string::npos);
@@ -110,7 +110,7 @@ TEST_F(RegistryCredentialsTest, AnExplicitAuthFileIsTheOnlyOneReadAndMustExist) 
 
 TEST_F(RegistryCredentialsTest, CredsFileIsForItsRegistryOnly) {
   write_file(temp_ / "creds", "robot$site:p@ss:word\n");
-  auto credentials = net::RegistryCredentials::load(creds_file(temp_ / "creds", "Harbor.Example:443"));
+  auto credentials = RegistryCredentials::load(creds_file(temp_ / "creds", "Harbor.Example:443"));
   auto login = credentials.find("harbor.example:443", "site/providers/x");
   ASSERT_TRUE(login);
   EXPECT_EQ(login->username, "robot$site");
@@ -150,10 +150,10 @@ TEST_F(RegistryCredentialsTest, BadFilesAreNamedWithoutTheirContent) {
 
 TEST_F(RegistryCredentialsTest, ACredentialHelperIsNamedForItsRegistry) {
   write_file(temp_ / "home" / ".docker" / "config.json", json{{"credHelpers", {{"harbor.example", "ecr-login"}}}}.dump());
-  auto credentials = net::RegistryCredentials::load({});
+  auto credentials = RegistryCredentials::load({});
   EXPECT_NE(credentials.helper_note("harbor.example").find("docker-credential-ecr-login"), std::string::npos);
   EXPECT_EQ(credentials.helper_note("quay.io"), "");
 }
 
 }  // namespace
-}  // namespace podplane::fetch
+}  // namespace podplane::net
