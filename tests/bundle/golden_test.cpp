@@ -19,6 +19,7 @@
 #include "bundle/manifest.hpp"
 #include "cache/store.hpp"
 #include "lockfile/hash.hpp"
+#include "tests/support/every_kind.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/zip_fixture.hpp"
@@ -63,27 +64,20 @@ void add_aws_release(cache::Store& store, const fs::path& scratch, const std::st
   const std::string sig_digest = store.add_bytes("(the detached OpenPGP signature of " + base + "_SHA256SUMS)\n");
   const std::string keys_digest =
       store.add_bytes(R"json({"gpg_public_keys":[{"key_id":"34365D9472D7468F","ascii_armor":"(armored key)"}]})json");
-  auto add = [&](cache::ArtifactKind kind, const std::string& platform, const std::string& filename,
-                 const std::string& digest, const std::string& url, const std::string& h1) {
-    cache::Artifact a;
-    a.kind = kind;
-    a.address = kAws;
-    a.version = version;
-    a.platform = platform;
-    a.filename = filename;
-    a.digest = digest;
+  // The shared builders' rows, from where the golden release came and when.
+  auto add = [&](cache::Artifact a, const std::string& url, const std::string& h1 = "") {
     a.h1 = h1;
     a.upstream_url = url;
-    a.trust = cache::Trust::signed_upstream;
     a.added_at = added_at;
     return store.add_artifact(a);
   };
-  add(cache::ArtifactKind::provider_shasums, "", base + "_SHA256SUMS", sums_digest, release + base + "_SHA256SUMS", "");
-  add(cache::ArtifactKind::provider_signature, "", base + "_SHA256SUMS.sig", sig_digest, release + base + "_SHA256SUMS.sig", "");
-  add(cache::ArtifactKind::provider_keys, "", base + "_signing_keys.json", keys_digest,
-      "https://registry.opentofu.org/v1/providers/hashicorp/aws/" + version + "/download/linux/amd64", "");
-  std::int64_t id = add(cache::ArtifactKind::provider_package, "linux_amd64", base + "_linux_amd64.zip", zip_digest,
-                        release + base + "_linux_amd64.zip", lockfile::h1_hash_of_zip(zip));
+  add(test::provider_document_row(cache::ArtifactKind::provider_shasums, sums_digest, kAws, version), release + base + "_SHA256SUMS");
+  add(test::provider_document_row(cache::ArtifactKind::provider_signature, sig_digest, kAws, version),
+      release + base + "_SHA256SUMS.sig");
+  add(test::provider_document_row(cache::ArtifactKind::provider_keys, keys_digest, kAws, version),
+      "https://registry.opentofu.org/v1/providers/hashicorp/aws/" + version + "/download/linux/amd64");
+  std::int64_t id = add(test::provider_package_row(zip_digest, "linux_amd64", kAws, version), release + base + "_linux_amd64.zip",
+                        lockfile::h1_hash_of_zip(zip));
   cache::Provenance p;
   p.artifact_id = id;
   p.shasums_digest = sums_digest;
@@ -127,25 +121,13 @@ void fill_golden_store(cache::Store& store, const fs::path& scratch) {
   const std::string kernel_digest = store.add_bytes(kernel);
   const std::string manifest = R"({"vmconfig":{"version":"13.2","dependencies":{"kernel":{"digest":"sha256:)" +
                                kernel_digest + R"("}}}})" "\n";
-  cache::Artifact m;
-  m.kind = cache::ArtifactKind::vmconfig_manifest;
-  m.address = "vmconfig_knc_debian-13_amd64";
-  m.version = "13.2";
-  m.filename = "vmconfig_knc_debian-13_amd64.json";
-  m.digest = store.add_bytes(manifest);
+  // As deps download stores a manifest (trust unverified, its file name stamped), and a file it lists.
+  cache::Artifact m = test::vmconfig_manifest_row(store.add_bytes(manifest), "vmconfig_knc_debian-13_amd64", "13.2");
   m.upstream_url = "https://vmconfig.example.com/manifests/vmconfig_knc_debian-13_amd64.json";
-  m.trust = cache::Trust::checksum;
   m.added_at = "2026-11-03T08:00:00Z";
   store.add_artifact(m);
-  cache::Artifact k;
-  k.kind = cache::ArtifactKind::vmconfig_artifact;
-  k.address = "kernel";
-  k.version = "6.12.1";
-  k.filename = "vmlinuz-6.12.1";
-  k.digest = kernel_digest;
-  k.upstream_digest = "sha256:" + kernel_digest;
-  k.upstream_url = "https://vmconfig.example.com/artifacts/vmlinuz-6.12.1";
-  k.trust = cache::Trust::checksum;
+  cache::Artifact k =
+      test::vmconfig_artifact_row(kernel_digest, "kernel", "6.12.1", "https://vmconfig.example.com/artifacts/vmlinuz-6.12.1");
   k.added_at = "2026-11-03T08:00:01Z";
   store.add_artifact(k);
   select_aws(store, "6.2.0");

@@ -28,11 +28,10 @@
 #include "base/error.hpp"
 #include "cache/prune.hpp"
 #include "cache/store.hpp"
+#include "tests/support/every_kind.hpp"
 
 namespace {
 
-using podplane::cache::Artifact;
-using podplane::cache::ArtifactKind;
 using podplane::cache::Store;
 
 std::string content_of(const std::string& label, int index, std::size_t base_size) {
@@ -112,16 +111,8 @@ int main(int argc, char** argv) {
         std::cout << "COMMITTED " << digest << std::endl;
         wait_for_stdin_to_close();
       }
-      Artifact a;
-      a.kind = ArtifactKind::vmconfig_artifact;
-      a.address = address;
-      a.version = "1.0." + std::to_string(index);
-      a.filename = "object-" + std::to_string(index) + ".bin";
-      a.digest = digest;
-      a.upstream_digest = "sha256:" + digest;
-      a.upstream_url = "https://artifacts.example.com/" + address + "/" + a.filename;
-      a.trust = podplane::cache::Trust::checksum;
-      (void)store.add_artifact(a);
+      const std::string url = "https://artifacts.example.com/" + address + "/object-" + std::to_string(index) + ".bin";
+      (void)store.add_artifact(podplane::test::vmconfig_artifact_row(digest, address, "1.0." + std::to_string(index), url));
       ++sequence;
     };
     for (int i = 0; i < std::max(shared, unique); ++i) {
