@@ -106,12 +106,12 @@ std::string percent_encoded(std::string_view text, std::string_view keep) {
 // repository it came from, its tag and, for one platform's manifest, its architecture. Other
 // kinds have no standard purl type that fits (a Terraform provider or module, a vmconfig file).
 std::optional<std::string> oci_purl(const cache::Artifact& a) {
-  if (a.kind != cache::ArtifactKind::image_index && a.kind != cache::ArtifactKind::image_manifest) return std::nullopt;
+  if (cache::kind_info(a).reported != cache::Reported::container) return std::nullopt;
   if (!a.filename.starts_with("sha256:")) return std::nullopt;
   const std::string name = ascii_lower(a.address.substr(a.address.rfind('/') + 1));
   if (name.empty()) return std::nullopt;
   std::string purl = "pkg:oci/" + percent_encoded(name, "") + "@sha256%3A" + a.filename.substr(7) + "?";
-  if (a.kind == cache::ArtifactKind::image_manifest && !a.platform.empty()) {
+  if (!a.platform.empty()) {  // one platform's manifest; an index runs on none
     std::string arch = a.platform.substr(a.platform.find('_') + 1);
     purl += "arch=" + percent_encoded(arch, "") + "&";
   }
