@@ -111,6 +111,8 @@ Exit run(const std::vector<std::string>& argv, const std::vector<std::pair<std::
 class Server {
  public:
   Server(const fs::path& root, int delay_ms, const fs::path& log) {
+    // serve.py appends to its log, and the wire's URLs are read from it: this server's alone.
+    fs::remove(log);
     int fds[2];
     if (pipe(fds) != 0) die("pipe failed");
     pid_ = fork();
@@ -195,6 +197,19 @@ podplane::bench::MeasuredRun curl_parallel(const std::vector<std::string>& urls,
   return podplane::bench::curl_parallel(urls, dir, {.ca_file = ca, .headers = {}});
 }
 
+// `dir` removed, so that the cold run which uses it starts from nothing: --workdir may be
+// reused (the fixture takes a minute to build), and a store left there by an earlier run made
+// its "cold" runs find every package already held. Store objects and their directories may be
+// read-only: write permission is given back first.
+fs::path fresh(const fs::path& dir) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (!it->is_symlink()) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+  fs::remove_all(dir, ec);
+  if (ec) die("cannot remove " + dir.string() + " for a cold run: " + ec.message());
+  return dir;
+}
+
 double fetch_with_engine(const std::vector<podplane::net::DownloadItem>& items, const fs::path& ca, const fs::path& root) {
   auto store = podplane::cache::Store::open(root);
   podplane::net::DownloadOptions options;
@@ -277,10 +292,42 @@ std::set<std::string> sha512_urls(const fs::path& fixture, const std::string& ba
   return urls;
 }
 
-// Three lines: a cold command against curl --parallel over the URLs it fetched (into
+// The time to write `files` again into `scratch` (on the store's file system) and sync each,
+// as the store makes every object it adds durable before its row commits; curl --parallel
+// syncs nothing. The files come from the page cache: this is the disk's share alone.
+double durable_write_seconds(const std::vector<podplane::bench::FetchedFile>& files, const fs::path& scratch) {
+  fs::create_directories(scratch);
+  std::vector<char> buffer(1 << 20);
+  const auto start = Clock::now();
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    std::ifstream in(files[i].path, std::ios::binary);
+    const fs::path copy = scratch / std::to_string(i);
+    int fd = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) die("cannot write " + copy.string() + ": " + std::strerror(errno));
+    while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+      const char* data = buffer.data();
+      std::size_t left = static_cast<std::size_t>(in.gcount());
+      while (left > 0) {
+        ssize_t n = ::write(fd, data, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) die("cannot write " + copy.string() + ": " + std::strerror(errno));
+        data += n;
+        left -= static_cast<std::size_t>(n);
+      }
+    }
+    if (::fsync(fd) != 0) die("cannot sync " + copy.string() + ": " + std::strerror(errno));
+    ::close(fd);
+  }
+  const double seconds = since(start);
+  fs::remove_all(scratch);
+  return seconds;
+}
+
+// Four lines: a cold command against curl --parallel over the URLs it fetched (into
 // `wire_dir`), then against the larger of the wire and the hashing of what the wire fetched
 // (with sha512 too for `sha512_urls`), then against the shared cores (`ours_server_cpu`: what
-// the server spent during our run).
+// the server spent during our run), then against the larger of those and writing the same
+// bytes durably.
 // The wire's files are removed afterwards: with real-sized zips they are hundreds of MiB.
 void print_against_floors(const std::string& what, int delay_ms, double seconds, const Exit& ours, double ours_server_cpu,
                           const std::vector<std::string>& urls, const fs::path& wire_dir, const Wire& measured,
@@ -295,8 +342,15 @@ void print_against_floors(const std::string& what, int delay_ms, double seconds,
     files.push_back({podplane::bench::curl_output(wire_dir, i), urls[i].ends_with(".zip"),
                      sha512_urls.contains(urls[i]) ? std::optional(podplane::DigestAlgorithm::sha512) : std::nullopt});
   }
-  podplane::bench::print_floors(what, delay_ms, seconds, ours.cpu_seconds, wire.seconds, podplane::bench::hash_floor(files),
+  const auto hash = podplane::bench::hash_floor(files);
+  podplane::bench::print_floors(what, delay_ms, seconds, ours.cpu_seconds, wire.seconds, hash,
                                 podplane::bench::SharedCores{wire.cpu_seconds, measured.server_cpu, ours_server_cpu});
+  const double durable = durable_write_seconds(files, wire_dir.string() + "-durable");
+  const double larger = std::max({wire.seconds, hash.seconds(), durable});
+  std::printf("%s (%2d ms/request): durable: the same %.1f MiB written and synced file by file here %.3f s (the store "
+              "syncs every object it adds; curl syncs nothing); the larger of it, the wire and the hash %.3f s; ours "
+              "%.2fx it\n",
+              what.c_str(), delay_ms, static_cast<double>(hash.bytes) / (1024.0 * 1024.0), durable, larger, seconds / larger);
   fs::remove_all(wire_dir);
 }
 
@@ -306,7 +360,7 @@ void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
   std::vector<std::pair<std::string, std::string>> env{{"TF_CLI_CONFIG_FILE", write_tfrc(work / (tag + ".tfrc"), server.base()).string()},
                                                        {"SSL_CERT_FILE", ca.string()},
                                                        {"PODPLANE_DEPS_URL", server.base()},
-                                                       {"PODPLANE_DEPS_CACHE_DIR", (work / ("deps-tf-" + tag)).string()}};
+                                                       {"PODPLANE_DEPS_CACHE_DIR", fresh(work / ("deps-tf-" + tag)).string()}};
   std::vector<std::string> command{PODPLANE_BINARY, "--quiet", "deps", "tf", "--engine", "tofu"};
   for (const auto& platform : kPlatforms) command.insert(command.end(), {"--platform", platform});
   const fs::path log = work / ("deps-tf-" + tag + ".log");
@@ -349,6 +403,8 @@ void bench_deps_tf(const fs::path& work, const fs::path& ca, int delay_ms) {
 void bench_deps_download(const fs::path& work, const fs::path& ca, int delay_ms) {
   const std::string tag = "download-delay" + std::to_string(delay_ms);
   const fs::path access_log = work / (tag + "-access.log");
+  fresh(work / tag);
+  fresh(work / (tag + "-images"));
   Server server(work / kFixture, delay_ms, access_log);
   auto env_for = [&](const std::string& store) {
     return std::vector<std::pair<std::string, std::string>>{
@@ -416,8 +472,9 @@ void bench_terraform_peer(const fs::path& work, const nlohmann::json& fixture, c
   std::vector<std::pair<std::string, std::string>> env{{"TF_CLI_CONFIG_FILE", tfrc.string()},
                                                        {"SSL_CERT_FILE", ca.string()},
                                                        {"CHECKPOINT_DISABLE", "1"},
-                                                       {"PODPLANE_DEPS_CACHE_DIR", (work / "deps-tf-terraform").string()}};
-  const fs::path theirs = work / "terraform-root", ours = work / "podplane-root";
+                                                       {"PODPLANE_DEPS_CACHE_DIR", fresh(work / "deps-tf-terraform").string()}};
+  const fs::path theirs = fresh(work / "terraform-root"), ours = fresh(work / "podplane-root");
+  fresh(work / "terraform-mirror");
   write_root(theirs);
   write_root(ours);
   std::vector<std::string> mirror{terraform.string(), "-chdir=" + theirs.string(), "providers", "mirror"};
@@ -541,7 +598,7 @@ int main(int argc, char** argv) {
     auto items = first_versions(fixture, server.base());
     std::vector<std::string> urls;
     for (const auto& item : items) urls.push_back(item.url);
-    const double engine = fetch_with_engine(items, ca, work / "deps-engine");
+    const double engine = fetch_with_engine(items, ca, fresh(work / "deps-engine"));
     const double curl = curl_loop(urls, ca, work / "curl-engine");
     const double parallel = curl_parallel(urls, ca, work / "curl-parallel-engine").seconds;
     fs::remove_all(work / "curl-engine");
