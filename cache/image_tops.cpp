@@ -1,7 +1,5 @@
 #include "cache/image_tops.hpp"
 
-#include <algorithm>
-
 #include "cache/kinds.hpp"
 #include "cache/store.hpp"
 
@@ -26,8 +24,7 @@ bool ImageTops::is_top(const Artifact& row) const {
   if (store_ == nullptr) return true;
   for (const auto& kind : kinds()) {
     if (kind.prune_role != PruneRole::image_top) continue;
-    const auto indexes = store_->artifacts({.kind = kind.kind, .address = row.address, .version = row.version});
-    if (std::any_of(indexes.begin(), indexes.end(), is_index)) return false;
+    if (!store_->artifacts({.kind = kind.kind, .address = row.address, .version = row.version}).empty()) return false;
   }
   return true;
 }
