@@ -145,6 +145,25 @@ class TrustSnippet : public ::testing::Test {
     return said.find("certificate") != std::string::npos || said.find("x509") != std::string::npos;
   }
 
+  // `engine init` through the mirror with the page's SSL_CERT_FILE alone, for each way the host
+  // may keep its CAs; without it, the certificate is refused. The same for terraform and tofu.
+  void expect_engine_trusts_the_mirror_with_the_variable_alone(const std::string& engine) const {
+    expect_named(engine, "SSL_CERT_FILE");
+    const auto trust = exported("SSL_CERT_FILE");
+    ASSERT_TRUE(trust) << podplane::test::catalogue_snippet(served_->page, kHeading);
+    for (const auto store : kHostStores) {
+      SCOPED_TRACE(to_string(store));
+      const std::string name = store == HostStore::unnamed ? "unnamed" : "cert-dir";
+      auto trusted = engine_init(engine, "trusted-" + name, client(store, trust));
+      EXPECT_EQ(trusted.exit_code, 0) << trusted.out << trusted.err;
+      EXPECT_NE(trusted.out.find("Installed hashicorp/aws v6.2.0"), std::string::npos) << trusted.out;
+
+      auto without = engine_init(engine, "without-" + name, client(store));
+      EXPECT_NE(without.exit_code, 0) << engine << " trusted the mirror without the variable\n" << without.out;
+      EXPECT_TRUE(certificate_refused(without)) << without.out << without.err;
+    }
+  }
+
   static ServedStore* served_;
   TempDir temp_;
   fs::path home_ = temp_ / "home";
@@ -206,38 +225,12 @@ TEST_F(TrustSnippet, PodplaneFillsFromTheMirrorWithSslCertFileAloneAndFailsWitho
 
 TEST_F(TrustSnippet, TerraformInitsThroughTheMirrorWithSslCertFileAloneAndFailsWithoutIt) {
   if (!podplane::test::have_program("terraform")) GTEST_SKIP() << "no terraform on PATH: the machine image provides it, Debian does not";
-  expect_named("terraform", "SSL_CERT_FILE");
-  const auto trust = exported("SSL_CERT_FILE");
-  ASSERT_TRUE(trust) << podplane::test::catalogue_snippet(served_->page, kHeading);
-  for (const auto store : kHostStores) {
-    SCOPED_TRACE(to_string(store));
-    const std::string name = store == HostStore::unnamed ? "unnamed" : "cert-dir";
-    auto trusted = engine_init("terraform", "trusted-" + name, client(store, trust));
-    EXPECT_EQ(trusted.exit_code, 0) << trusted.out << trusted.err;
-    EXPECT_NE(trusted.out.find("Installed hashicorp/aws v6.2.0"), std::string::npos) << trusted.out;
-
-    auto without = engine_init("terraform", "without-" + name, client(store));
-    EXPECT_NE(without.exit_code, 0) << "terraform trusted the mirror without the variable\n" << without.out;
-    EXPECT_TRUE(certificate_refused(without)) << without.out << without.err;
-  }
+  expect_engine_trusts_the_mirror_with_the_variable_alone("terraform");
 }
 
 TEST_F(TrustSnippet, TofuInitsThroughTheMirrorWithSslCertFileAloneAndFailsWithoutIt) {
   if (!podplane::test::have_program("tofu")) GTEST_SKIP() << "no tofu on PATH: OpenTofu is not a Debian package";
-  expect_named("tofu", "SSL_CERT_FILE");
-  const auto trust = exported("SSL_CERT_FILE");
-  ASSERT_TRUE(trust) << podplane::test::catalogue_snippet(served_->page, kHeading);
-  for (const auto store : kHostStores) {
-    SCOPED_TRACE(to_string(store));
-    const std::string name = store == HostStore::unnamed ? "unnamed" : "cert-dir";
-    auto trusted = engine_init("tofu", "trusted-" + name, client(store, trust));
-    EXPECT_EQ(trusted.exit_code, 0) << trusted.out << trusted.err;
-    EXPECT_NE(trusted.out.find("Installed hashicorp/aws v6.2.0"), std::string::npos) << trusted.out;
-
-    auto without = engine_init("tofu", "without-" + name, client(store));
-    EXPECT_NE(without.exit_code, 0) << "tofu trusted the mirror without the variable\n" << without.out;
-    EXPECT_TRUE(certificate_refused(without)) << without.out << without.err;
-  }
+  expect_engine_trusts_the_mirror_with_the_variable_alone("tofu");
 }
 
 }  // namespace
